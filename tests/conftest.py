@@ -1,0 +1,72 @@
+"""Shared fixtures: an isolated HOME and cwd for every test, the fake API, a runner."""
+import os
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from fakeapi import FakeAPI
+
+ROOT = Path(__file__).resolve().parent.parent
+GROK = ROOT / "grok.py"
+GROK_DETAILED = ROOT / "grok_detailed.py"
+TEST_KEY = "xai-TESTKEY0123456789abcdefABCDEF"
+
+_SCRUB_PREFIXES = ("GROK_", "XAI_")
+_SCRUB_NAMES = ("COST_LIMIT", "COMPACT_THRESHOLD", "XDG_DATA_HOME", "NO_COLOR")
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path, monkeypatch):
+    """HOME = tmp/home, cwd = tmp/work, no GROK_*/XAI_* or other config variables."""
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    for name in list(os.environ):
+        if name.startswith(_SCRUB_PREFIXES) or name in _SCRUB_NAMES:
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(work)
+    return types.SimpleNamespace(home=home, work=work)
+
+
+@pytest.fixture
+def fake():
+    api = FakeAPI()
+    try:
+        yield api
+    finally:
+        api.close()
+
+
+@pytest.fixture
+def run(fake, isolated_env):
+    """run(*args, input=None, env=None, timeout=60, cwd=None, script=GROK) -> CompletedProcess.
+
+    The child gets the test key, the fake's URL, fast retries and NO_COLOR; env overrides
+    (a value of None deletes the variable). run.env(**overrides) builds that environment
+    for Popen/PtyProcess; run.fake is the fake."""
+
+    def make_env(overrides=None):
+        env = dict(os.environ)
+        env.update({"GROK_API_KEY": TEST_KEY, "GROK_BASE_URL": fake.url,
+                    "GROK_RETRY_BACKOFF": "0.01", "NO_COLOR": "1"})
+        for k, v in (overrides or {}).items():
+            if v is None:
+                env.pop(k, None)
+            else:
+                env[k] = str(v)
+        return env
+
+    def _run(*args, input=None, env=None, timeout=60, cwd=None, script=GROK):
+        kw = {"input": input} if input is not None else {"stdin": subprocess.DEVNULL}
+        return subprocess.run([sys.executable, str(script)] + [str(a) for a in args],
+                              env=make_env(env), cwd=None if cwd is None else str(cwd),
+                              capture_output=True, text=True, errors="replace",
+                              timeout=timeout, **kw)
+
+    _run.env = lambda **overrides: make_env(overrides)
+    _run.fake = fake
+    return _run
