@@ -1,0 +1,2070 @@
+#!/usr/bin/env python3
+"""grok: a minimal agent harness for xAI's Grok models.
+
+Standard library only, Python 3.8+. Talks to the xAI chat API (or any
+OpenAI-compatible server) with a JSON contract and runs local tools: bash,
+web_search, read_file, write_file, list_files, ask_user.
+
+    grok                      interactive chat (prompt "> ")
+    grok -p "PROMPT"          headless: answer on stdout (--format json: JSONL events)
+    grok --acp                Agent Client Protocol server on stdio
+
+Configuration is read from the environment (GROK_API_KEY, GROK_BASE_URL,
+GROK_MODEL, COST_LIMIT, ...); run `grok --help` for the list.
+grok_detailed.py (grok-detailed) loads this file as its engine.
+"""
+
+import json
+import os
+import sys
+import threading
+import time
+
+__version__ = "0.1.0"
+
+# --------------------------------------------------------------------------
+# Constants and configuration
+# --------------------------------------------------------------------------
+
+DEFAULT_BASE_URL = "https://api.x.ai/v1"
+DEFAULT_MODEL = "grok-4.3"
+KEY_VARS = ("GROK_API_KEY", "XAI_API_KEY")
+ENV_FILES = ("./.env", "~/.grok/.env", "~/.claude/.env")
+
+# USD per 1M tokens: input, cached input, output.
+PRICES = {"grok-4.3": (1.25, 0.20, 2.50), "grok-4.20": (1.25, 0.20, 2.50),
+          "grok-3-mini": (0.30, 0.075, 0.50)}
+RETIRED_MODELS = ("grok-4-1-fast", "grok-4-fast", "grok-code-fast-1", "grok-3", "grok-4-0709")
+WINDOWS = {"grok-4.3": 1000000, "grok-4.20": 2000000, "grok-3-mini": 131072}
+DEFAULT_WINDOW = 131072
+
+BASH_TIMEOUT = 180          # seconds
+OUTPUT_HEAD = 30000         # bytes of tool output kept from the start ...
+OUTPUT_TAIL = 5000          # ... and from the end
+READ_CAP = 100000           # bytes read_file returns
+LIST_CAP = 500              # entries list_files returns
+RULES_CAP = 8000            # bytes per AGENTS.md / GROK.md file
+MAX_STRIKES = 3             # invalid replies in a row before a turn fails
+RETRY_STATUSES = (429, 500, 502, 503, 504)
+
+
+def env_float(name, default):
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        raise UserError("%s must be a number, not %r" % (name, value))
+
+
+def data_dir():
+    d = os.environ.get("GROK_DATA_DIR")
+    if not d:
+        base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+        d = os.path.join(base, "grok-agent")
+    return os.path.expanduser(d)
+
+
+def script_dir():
+    return os.path.dirname(os.path.realpath(__file__))
+
+
+def read_env_file(path, names):
+    """The first of `names` defined in a .env file; nothing else is taken from it."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    found = {}
+    for line in lines:
+        line = line.strip()
+        if line.startswith("export "):
+            line = line[7:].lstrip()
+        name, sep, value = line.partition("=")
+        name = name.strip()
+        if sep and name in names and name not in found:
+            value = value.strip()
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+                value = value[1:-1]
+            elif " #" in value:
+                value = value.split(" #", 1)[0].rstrip()
+            if value:
+                found[name] = value
+    for name in names:
+        if name in found:
+            return found[name]
+    return None
+
+
+def find_api_key():
+    """(key, where it came from), or (None, None)."""
+    for name in KEY_VARS:
+        if os.environ.get(name, "").strip():
+            return os.environ[name].strip(), "$" + name
+    for path in ENV_FILES:
+        key = read_env_file(os.path.expanduser(path), KEY_VARS)
+        if key:
+            return key, path
+    return None, None
+
+
+class Config:
+    """Everything the engine needs, from flags with an environment fallback."""
+
+    def __init__(self, model=None, cwd=None, always_approve=False, require_key=True):
+        self.api_key, self.key_source = find_api_key()
+        if require_key and not self.api_key:
+            raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put GROK_API_KEY=... in "
+                            + ", ".join(ENV_FILES))
+        self.base_url = (os.environ.get("GROK_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        if not self.base_url.startswith(("http://", "https://")):
+            raise UserError("GROK_BASE_URL must start with http:// or https://, not %r" % self.base_url)
+        self.model = model or os.environ.get("GROK_MODEL") or DEFAULT_MODEL
+        self.summary_model = os.environ.get("GROK_SUMMARY_MODEL") or self.model
+        self.cost_limit = env_float("COST_LIMIT", 10.0)
+        self.compact_threshold = env_float("COMPACT_THRESHOLD", 75.0)
+        self.context_window = int(env_float("GROK_CONTEXT_WINDOW", 0)) or context_window(self.model)
+        self.max_tokens = int(env_float("GROK_MAX_TOKENS", 0)) or None
+        self.timeout = env_float("GROK_TIMEOUT", 300.0)
+        self.max_retries = int(env_float("GROK_MAX_RETRIES", 4))
+        self.backoff = env_float("GROK_RETRY_BACKOFF", 1.0)
+        self.max_iterations = int(env_float("GROK_MAX_ITERATIONS", 25))
+        self.bash_timeout = env_float("GROK_BASH_TIMEOUT", BASH_TIMEOUT)
+        self.stream = os.environ.get("GROK_STREAM", "1") not in ("0", "false", "no")
+        self.skills_dir = os.path.expanduser(os.environ.get("GROK_SKILLS_DIR") or os.path.join(script_dir(), "skills"))
+        self.data_dir = data_dir()
+        self.always_approve = always_approve or os.environ.get("GROK_ALWAYS_APPROVE", "") not in ("", "0", "false", "no")
+        cwd = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
+        if not os.path.isdir(cwd):
+            raise UserError("--cwd: no such directory: %s" % cwd)
+        self.cwd = cwd
+
+
+def model_key(model, table):
+    """The table entry for a model id, following retired ids and dated variants."""
+    m = model.split("/")[-1]
+    if m in table:
+        return m
+    for name in sorted(table, key=len, reverse=True):
+        if m.startswith(name + "-"):
+            return name
+    for old in RETIRED_MODELS:
+        if m == old or m.startswith(old + "-"):
+            return "grok-4.3"
+    return None
+
+
+def context_window(model):
+    key = model_key(model, WINDOWS)
+    return WINDOWS[key] if key else DEFAULT_WINDOW
+
+
+def usage_cost(model, usage):
+    """(USD, price known) for one API call's usage."""
+    if not isinstance(usage, dict):
+        return 0.0, True
+    ticks = usage.get("cost_in_usd_ticks")
+    if isinstance(ticks, (int, float)) and not isinstance(ticks, bool):
+        return ticks / 1e10, True
+    key = model_key(model, PRICES)
+    if not key:
+        return 0.0, False
+    p_in, p_cached, p_out = PRICES[key]
+    prompt = usage.get("prompt_tokens") or usage.get("input_tokens") or 0
+    details = usage.get("prompt_tokens_details") or usage.get("input_tokens_details") or {}
+    cached = min(details.get("cached_tokens") or 0, prompt)
+    out = usage.get("completion_tokens") or usage.get("output_tokens") or 0
+    reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
+    return ((prompt - cached) * p_in + cached * p_cached + (out + reasoning) * p_out) / 1e6, True
+
+
+# --------------------------------------------------------------------------
+# Errors: one root, a subclass per exit code (SPEC section 8)
+# --------------------------------------------------------------------------
+
+class GrokError(Exception):
+    exit_code = 4
+
+
+class UserError(GrokError):
+    """Something the user has to fix: a flag, the key, the config, a 4xx."""
+    exit_code = 1
+
+
+class TransientError(GrokError):
+    """The network or the server failed, even after retries."""
+    exit_code = 2
+
+
+class AgentError(GrokError):
+    """The model broke the contract, a tool was denied, a limit was reached."""
+    exit_code = 3
+
+
+class Cancelled(GrokError):
+    exit_code = 130
+
+
+class HTTPStatusError(Exception):
+    def __init__(self, status, body, retry_after=None):
+        Exception.__init__(self, "HTTP %d" % status)
+        self.status, self.body, self.retry_after = status, body, retry_after
+
+    def server_message(self):
+        text = self.body.decode("utf-8", "replace") if isinstance(self.body, bytes) else str(self.body)
+        try:
+            obj = json.loads(text)
+        except ValueError:
+            return " ".join(text.split())[:300] or "(empty body)"
+        if isinstance(obj, dict):
+            err = obj.get("error", obj.get("message", obj.get("detail")))
+            if isinstance(err, dict):
+                err = err.get("message") or json.dumps(err)
+            if err:
+                return str(err)[:500]
+        return text[:300]
+
+    def mentions(self, *words):
+        text = (self.body.decode("utf-8", "replace") if isinstance(self.body, bytes) else str(self.body)).lower()
+        return any(w in text for w in words)
+
+
+class StreamBroken(Exception):
+    """An SSE stream ended before the reply was complete."""
+
+
+# --------------------------------------------------------------------------
+# Secrets: scrubbed from tool output, arguments shown, and error text
+# --------------------------------------------------------------------------
+
+_SECRET_PATTERNS = None
+
+
+def scrub(text, extra=()):
+    """Redact credentials (seed 003 "Credential Scrubbing", plus AWS and key blocks)."""
+    global _SECRET_PATTERNS
+    if not text:
+        return text
+    if _SECRET_PATTERNS is None:
+        import re
+        _SECRET_PATTERNS = [
+            (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.S),
+             "[REDACTED_PRIVATE_KEY]"),
+            (re.compile(r"\bxai-[A-Za-z0-9]{20,}"), "[REDACTED_API_KEY]"),
+            (re.compile(r"\bsk-[A-Za-z0-9_\-]{20,}"), "[REDACTED_API_KEY]"),
+            (re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"), "[REDACTED_GH_TOKEN]"),
+            (re.compile(r"\bxox[baprs]-[0-9A-Za-z\-]{10,}"), "[REDACTED_SLACK_TOKEN]"),
+            (re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b"), "[REDACTED_AWS_KEY]"),
+            (re.compile(r"(Bearer\s+)[A-Za-z0-9\-_.~+/]{20,}=*", re.I), r"\1[REDACTED_TOKEN]"),
+        ]
+    for secret in extra:
+        if secret and len(secret) >= 8:
+            text = text.replace(secret, "[REDACTED_API_KEY]")
+    for pattern, replacement in _SECRET_PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+# --------------------------------------------------------------------------
+# HTTP client: keep-alive, retries with backoff, SSE
+# --------------------------------------------------------------------------
+
+def import_http_client(https):
+    """http.client, without paying for ssl when the base URL is plain http."""
+    if https or "http.client" in sys.modules or "ssl" in sys.modules:
+        import http.client
+        return http.client
+    sys.modules["ssl"] = None       # makes http.client's optional `import ssl` fail fast
+    try:
+        import http.client
+    finally:
+        del sys.modules["ssl"]
+    return http.client
+
+
+def jitter():
+    return int.from_bytes(os.urandom(2), "big") / 65535.0
+
+
+class Client:
+    """POSTs JSON to an OpenAI-compatible server over persistent connections."""
+
+    def __init__(self, base_url, api_key, timeout=300.0, max_retries=4, backoff=1.0, notice=None):
+        from urllib.parse import urlsplit
+        u = urlsplit(base_url)
+        self.https = u.scheme == "https"
+        self.host = u.hostname or "localhost"
+        self.port = u.port or (443 if self.https else 80)
+        self.prefix = u.path.rstrip("/")
+        self.api_key = api_key
+        self.timeout, self.max_retries, self.backoff = timeout, max_retries, backoff
+        self.notice = notice or (lambda text: None)
+        self.conv_id = None
+        self.opened = 0
+        self._idle = []
+        self._busy = set()
+        self._lock = threading.Lock()
+        self._http = None
+
+    def _connect(self):
+        with self._lock:
+            if self._idle:
+                conn = self._idle.pop()
+                self._busy.add(conn)
+                return conn, True
+        if self._http is None:
+            self._http = import_http_client(self.https)
+        if self.https:
+            conn = self._http.HTTPSConnection(self.host, self.port, timeout=self.timeout)
+        else:
+            conn = self._http.HTTPConnection(self.host, self.port, timeout=self.timeout)
+        with self._lock:
+            self.opened += 1
+            self._busy.add(conn)
+        return conn, False
+
+    def _release(self, conn, reusable):
+        with self._lock:
+            self._busy.discard(conn)
+            if reusable:
+                self._idle.append(conn)
+                return
+        conn.close()
+
+    def abort(self):
+        """Break every request in flight (called from another thread to cancel)."""
+        import socket
+        with self._lock:
+            busy = list(self._busy)
+        for conn in busy:
+            sock = getattr(conn, "sock", None)
+            if sock is not None:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def close(self):
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+    def _send(self, conn, reused, path, body, headers):
+        try:
+            conn.request("POST", self.prefix + path, body, headers)
+            return conn, conn.getresponse()
+        except (self._http.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+            if not reused:
+                raise
+        # The server closed an idle keep-alive connection: reconnect once, not a retry.
+        conn.close()
+        conn.connect()
+        with self._lock:
+            self.opened += 1
+        conn.request("POST", self.prefix + path, body, headers)
+        return conn, conn.getresponse()
+
+    def post(self, path, payload, on_stream=None, cancel=None, no_retry=None):
+        """The parsed JSON reply, or on_stream(response) for an event stream.
+
+        Retries refused/dropped connections, timeouts, 429 and 5xx with backoff;
+        raises HTTPStatusError for other statuses, TransientError when retries run out."""
+        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        headers = {"Content-Type": "application/json", "Authorization": "Bearer " + (self.api_key or ""),
+                   "User-Agent": "grok.py/" + __version__}
+        if self.conv_id:
+            headers["x-grok-conv-id"] = self.conv_id
+        if on_stream:
+            headers["Accept"] = "text/event-stream"
+        attempt = 0
+        while True:
+            if cancel is not None and cancel.is_set():
+                raise Cancelled("cancelled")
+            conn, reused = self._connect()
+            reusable = False
+            retry_after = None
+            try:
+                conn, resp = self._send(conn, reused, path, body, headers)
+                if resp.status >= 400:
+                    data = resp.read()
+                    reusable = not resp.will_close
+                    err = HTTPStatusError(resp.status, data, resp.getheader("Retry-After"))
+                    if resp.status not in RETRY_STATUSES or (no_retry and no_retry(err)):
+                        raise err
+                    problem = "HTTP %d: %s" % (resp.status, err.server_message())
+                    retry_after = err.retry_after
+                elif on_stream and "text/event-stream" in (resp.getheader("Content-Type") or ""):
+                    result = on_stream(resp)
+                    resp.read()         # the end of the chunked body, so the connection can be reused
+                    reusable = not resp.will_close
+                    return result
+                else:
+                    data = resp.read()
+                    reusable = not resp.will_close
+                    try:
+                        return json.loads(data.decode("utf-8", "replace"))
+                    except ValueError:
+                        raise UserError("the server at %s did not answer with JSON (is GROK_BASE_URL an "
+                                        "OpenAI-compatible API?): %r" % (self.host, data[:120]))
+            except (OSError, StreamBroken, self._http.HTTPException) as e:
+                problem = describe_network_error(e, self.host)
+            finally:
+                self._release(conn, reusable)
+            if cancel is not None and cancel.is_set():
+                raise Cancelled("cancelled")
+            attempt += 1
+            if attempt > self.max_retries:
+                raise TransientError("%s (gave up after %d retries)" % (problem, self.max_retries))
+            delay = self.backoff * (2 ** (attempt - 1)) * (1 + 0.25 * jitter())
+            if retry_after:
+                try:
+                    delay = min(30.0, max(0.0, float(retry_after)))
+                except ValueError:
+                    pass
+            self.notice("%s; retrying in %.1fs (%d/%d)" % (problem, delay, attempt, self.max_retries))
+            end = time.monotonic() + delay
+            while time.monotonic() < end:
+                if cancel is not None and cancel.is_set():
+                    raise Cancelled("cancelled")
+                time.sleep(min(0.05, max(0.0, end - time.monotonic())))
+
+
+def describe_network_error(e, host):
+    import socket
+    if isinstance(e, socket.gaierror):
+        return "cannot resolve host %s (DNS)" % host
+    if isinstance(e, ConnectionRefusedError):
+        return "connection refused by %s" % host
+    if isinstance(e, (socket.timeout, TimeoutError)):
+        return "no answer from %s within the timeout (GROK_TIMEOUT)" % host
+    if isinstance(e, StreamBroken):
+        return "the reply stream from %s broke off: %s" % (host, e)
+    name = type(e).__name__
+    if name in ("RemoteDisconnected", "IncompleteRead", "ConnectionResetError", "BrokenPipeError"):
+        return "connection to %s dropped (%s)" % (host, name)
+    return "network error talking to %s: %s" % (host, e or name)
+
+
+class ChatResult:
+    def __init__(self, content, finish_reason=None, usage=None, streamed=False):
+        self.content, self.finish_reason, self.usage, self.streamed = content, finish_reason, usage or {}, streamed
+
+
+def read_chat_stream(resp, on_delta):
+    """Collect an OpenAI-style SSE chat stream; usage may come in any chunk."""
+    parts, finish, usage, done = [], None, None, False
+    while True:
+        line = resp.readline()
+        if not line:
+            break
+        line = line.strip()
+        if not line.startswith(b"data:"):
+            continue
+        data = line[5:].strip()
+        if data == b"[DONE]":
+            done = True
+            break
+        try:
+            chunk = json.loads(data.decode("utf-8", "replace"))
+        except ValueError:
+            raise StreamBroken("a stream chunk was not JSON: %r" % data[:80])
+        if not isinstance(chunk, dict):
+            continue
+        if chunk.get("error"):
+            raise HTTPStatusError(500, data)
+        if isinstance(chunk.get("usage"), dict):
+            usage = chunk["usage"]
+        for choice in chunk.get("choices") or ():
+            delta = choice.get("delta") or {}
+            piece = delta.get("content")
+            if isinstance(piece, str) and piece:
+                parts.append(piece)
+                if on_delta:
+                    on_delta(piece)
+            if choice.get("finish_reason"):
+                finish = choice["finish_reason"]
+    if not done and finish is None:
+        raise StreamBroken("no end of stream")
+    return ChatResult("".join(parts), finish, usage, streamed=True)
+
+
+def parse_chat_reply(obj):
+    if not isinstance(obj, dict):
+        return ChatResult(None)
+    choices = obj.get("choices") or []
+    if not choices or not isinstance(choices[0], dict):
+        if obj.get("error"):
+            raise HTTPStatusError(500, json.dumps(obj).encode())
+        return ChatResult(None, None, obj.get("usage"))
+    message = choices[0].get("message") or {}
+    return ChatResult(message.get("content"), choices[0].get("finish_reason"), obj.get("usage"))
+
+
+class ResponseStreamer:
+    """Pulls the decoded text of the top-level "response" string out of a JSON
+    object arriving in pieces, so the answer can be shown as it is generated."""
+
+    ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f"}
+
+    def __init__(self):
+        self.depth = 0
+        self.in_str = self.escape = self.is_key = self.emitting = self.expect_value = False
+        self.key, self.hexbuf, self.high = [], None, None
+        self.last_key = None
+        self.tool_calls = "unknown"     # unknown / empty / nonempty
+        self.in_tool_calls = False
+        self.started = False
+
+    def feed(self, text):
+        out = []
+        for ch in text:
+            if self.in_str:
+                if self.hexbuf is not None:
+                    self.hexbuf += ch
+                    if len(self.hexbuf) == 4:
+                        self._char(self._unicode(self.hexbuf), out)
+                        self.hexbuf = None
+                elif self.escape:
+                    self.escape = False
+                    if ch == "u":
+                        self.hexbuf = ""
+                    else:
+                        self._char(self.ESCAPES.get(ch, ch), out)
+                elif ch == "\\":
+                    self.escape = True
+                elif ch == '"':
+                    self.in_str = False
+                    if self.is_key:
+                        self.last_key = "".join(self.key)
+                    self.emitting = False
+                else:
+                    self._char(ch, out)
+                continue
+            if self.in_tool_calls and self.depth == 2 and ch not in " \t\r\n]":
+                self.tool_calls = "nonempty"
+            if ch == '"':
+                self.in_str = True
+                self.is_key = self.depth == 1 and not self.expect_value
+                self.key = []
+                if not self.is_key and self.depth == 1 and self.last_key == "response":
+                    self.emitting = self.started = True
+                self.expect_value = False
+            elif ch in "{[":
+                self.depth += 1
+                if self.depth == 2 and self.last_key == "tool_calls" and ch == "[":
+                    self.in_tool_calls = True
+                    self.tool_calls = "empty"
+                self.expect_value = False
+            elif ch in "}]":
+                self.depth -= 1
+                if self.depth == 1:
+                    self.in_tool_calls = False
+            elif self.depth == 1 and ch == ":":
+                self.expect_value = True
+            elif self.depth == 1 and ch == ",":
+                self.expect_value = False
+                self.last_key = None
+            elif self.depth == 1 and not ch.isspace():
+                self.expect_value = False
+        return "".join(out)
+
+    def _unicode(self, hexdigits):
+        try:
+            return chr(int(hexdigits, 16))
+        except ValueError:
+            return "\ufffd"
+
+    def _char(self, ch, out):
+        if self.is_key:
+            self.key.append(ch)
+        elif self.emitting:
+            code = ord(ch)
+            if 0xD800 <= code < 0xDC00:
+                self.high = ch
+                return
+            if 0xDC00 <= code < 0xE000 and self.high:
+                ch = (self.high + ch).encode("utf-16", "surrogatepass").decode("utf-16")
+            self.high = None
+            out.append(ch)
+
+
+# --------------------------------------------------------------------------
+# The JSON contract (SPEC section 4)
+# --------------------------------------------------------------------------
+
+class ContractError(Exception):
+    """A reply that breaks the contract; the message goes back to the model."""
+
+
+class Contract:
+    """What the model is asked to return: the schema, its description, defaults."""
+
+    def __init__(self, name, extra_properties=None, extra_prompt="", max_tokens=4000):
+        self.name, self.extra_prompt, self.max_tokens = name, extra_prompt, max_tokens
+        self.extra_properties = extra_properties or {}
+
+    def schema(self, tool_names):
+        call = {"type": "object", "properties": {"tool": {"type": "string", "enum": list(tool_names)},
+                                                 "args": {"type": "object"}},
+                "required": ["tool", "args"]}
+        props = dict(self.extra_properties)
+        props.update({"tool_calls": {"type": "array", "items": call},
+                      "response": {"type": ["string", "null"]}, "done": {"type": "boolean"}})
+        return {"type": "object", "properties": props, "required": list(props)}
+
+
+MINIMAL = Contract("grok_reply")
+
+
+def extract_json_object(text):
+    """The first JSON object in text: tolerates code fences and prose around it."""
+    text = text.strip()
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    tries = 0
+    while start != -1 and tries < 20:
+        try:
+            obj, _ = decoder.raw_decode(text, start)
+            if isinstance(obj, dict):
+                return obj
+        except ValueError:
+            pass
+        tries += 1
+        start = text.find("{", start + 1)
+    raise ContractError("the reply is not a JSON object")
+
+
+def parse_reply(content, tool_names, finish_reason=None):
+    """Validate one assistant message against the contract; returns a clean dict."""
+    if content is None or not str(content).strip():
+        raise ContractError("the reply was empty")
+    try:
+        obj = extract_json_object(str(content))
+    except ContractError:
+        if finish_reason == "length":
+            raise ContractError("the reply was cut off at max_tokens before the JSON ended; reply shorter")
+        raise
+    if not isinstance(obj, dict):
+        raise ContractError("the reply must be a JSON object")
+    calls = obj.get("tool_calls")
+    if calls is None:
+        calls = []
+    if isinstance(calls, dict):
+        calls = [calls]
+    if not isinstance(calls, list):
+        raise ContractError('"tool_calls" must be an array')
+    clean = []
+    for i, call in enumerate(calls):
+        if not isinstance(call, dict):
+            raise ContractError("tool_calls[%d] must be an object with \"tool\" and \"args\"" % i)
+        name = call.get("tool", call.get("name"))
+        args = call.get("args", call.get("arguments", {}))
+        if isinstance(args, str):
+            try:
+                args = json.loads(args) if args.strip() else {}
+            except ValueError:
+                pass
+        if not isinstance(name, str) or not name:
+            raise ContractError("tool_calls[%d] has no \"tool\" name" % i)
+        if name not in tool_names:
+            raise ContractError("unknown tool %r; the tools are: %s" % (name, ", ".join(tool_names)))
+        if args is None:
+            args = {}
+        if not isinstance(args, dict):
+            raise ContractError("tool_calls[%d].args must be an object" % i)
+        clean.append({"tool": name, "args": args})
+    response = obj.get("response")
+    if response is not None and not isinstance(response, str):
+        if isinstance(response, (int, float)):
+            response = str(response)
+        else:
+            raise ContractError('"response" must be a string or null')
+    if not clean and not (response and response.strip()):
+        raise ContractError("the reply has neither tool_calls nor a response")
+    done = obj.get("done")
+    if isinstance(done, str):
+        done = done.strip().lower() == "true"
+    obj.update({"tool_calls": clean, "response": response, "done": bool(done) if done is not None else not clean})
+    return obj
+
+
+def corrective_message(problem):
+    return ("Your last reply broke the JSON contract: %s. Reply again with exactly one JSON object: "
+            '{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRING or null, "done": BOOL}.'
+            % problem)
+
+
+# --------------------------------------------------------------------------
+# Tools: one function each, one dict to dispatch (SPEC section 5)
+# --------------------------------------------------------------------------
+
+class ToolResult:
+    def __init__(self, output, ok=True):
+        self.output, self.ok = output, ok
+        self.started = self.finished = 0.0
+
+
+def cap_text(data, head=OUTPUT_HEAD, tail=OUTPUT_TAIL, total=None):
+    """Decode bytes for the model, keeping the head and tail of long output."""
+    total = len(data) if total is None else total
+    text = data.decode("utf-8", "replace").replace("\x00", "\\0")
+    if total <= head + tail:
+        return text
+    return "%s\n[... %d bytes omitted: output truncated ...]\n%s" % (
+        data[:head].decode("utf-8", "replace"), total - head - tail, data[-tail:].decode("utf-8", "replace"))
+
+
+def resolve(ctx, path):
+    return os.path.normpath(os.path.join(ctx.cwd, os.path.expanduser(str(path))))
+
+
+def need_str(args, name, tool):
+    value = args.get(name)
+    if not isinstance(value, str) or not value.strip():
+        raise ToolArgError("%s needs a non-empty string %r argument" % (tool, name))
+    return value
+
+
+class ToolArgError(Exception):
+    pass
+
+
+def kill_group(proc):
+    import signal
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (OSError, ProcessLookupError):
+        pass
+
+
+def tool_bash(args, ctx):
+    import select
+    import subprocess
+    command = need_str(args, "command", "bash")
+    shell = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
+    try:
+        proc = subprocess.Popen([shell, "-c", command], cwd=ctx.cwd, env=ctx.tool_env(), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    except OSError as e:
+        return ToolResult("error: cannot start %s: %s" % (shell, e), ok=False)
+    ctx.procs.add(proc)
+    head, tail, total = bytearray(), bytearray(), 0
+    deadline = time.monotonic() + ctx.bash_timeout
+    fd = proc.stdout.fileno()
+    note = ""
+    exited_at = None
+    try:
+        while True:
+            if ctx.cancel.is_set():
+                kill_group(proc)
+                note = "\n[cancelled by the user]"
+                break
+            now = time.monotonic()
+            if now >= deadline:
+                kill_group(proc)
+                note = "\n[timed out after %gs: process group killed]" % ctx.bash_timeout
+                break
+            if exited_at is None and proc.poll() is not None:
+                exited_at = now
+            if exited_at is not None and now - exited_at > 0.2:
+                break           # background children keep the pipe open; do not wait for them
+            ready, _, _ = select.select([fd], [], [], 0.05)
+            if ready:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    break
+                total += len(chunk)
+                room = OUTPUT_HEAD - len(head)
+                if room > 0:
+                    head += chunk[:room]
+                    chunk = chunk[room:]
+                if chunk:
+                    tail += chunk
+                    if len(tail) > OUTPUT_TAIL:
+                        del tail[:len(tail) - OUTPUT_TAIL]
+    finally:
+        if proc.poll() is None and (note or exited_at is None):
+            kill_group(proc)
+        try:
+            code = proc.wait(timeout=5)
+        except Exception:
+            kill_group(proc)
+            code = proc.wait()
+        proc.stdout.close()
+        ctx.procs.discard(proc)
+    if total > len(head) + len(tail):
+        text = "%s\n[... %d bytes omitted: output truncated ...]\n%s" % (
+            bytes(head).decode("utf-8", "replace"), total - len(head) - len(tail), bytes(tail).decode("utf-8", "replace"))
+    else:
+        text = bytes(head + tail).decode("utf-8", "replace")
+    text = text.replace("\x00", "\\0")
+    if not text.strip() and not note:
+        text = "(no output)"
+    if code and not note:
+        note = "\n[exit code %d]" % code
+    return ToolResult(text + note, ok=not note)
+
+
+def tool_read_file(args, ctx):
+    path = resolve(ctx, need_str(args, "path", "read_file"))
+    if os.path.isdir(path):
+        return ToolResult("error: %s is a directory (use list_files)" % path, ok=False)
+    try:
+        with open(path, "rb") as f:
+            data = f.read(READ_CAP + 1)
+            size = os.fstat(f.fileno()).st_size
+    except FileNotFoundError:
+        return ToolResult("error: no such file: %s" % path, ok=False)
+    except OSError as e:
+        return ToolResult("error: cannot read %s: %s" % (path, e.strerror or e), ok=False)
+    if b"\x00" in data[:8192]:
+        return ToolResult("binary file (%d bytes), not shown: %s" % (size, path), ok=False)
+    text = data[:READ_CAP].decode("utf-8", "replace")
+    if size > READ_CAP:
+        text += "\n[truncated: showing the first %d of %d bytes]" % (READ_CAP, size)
+    return ToolResult(text if text else "(empty file)")
+
+
+def tool_write_file(args, ctx):
+    import tempfile
+    path = resolve(ctx, need_str(args, "path", "write_file"))
+    content = args.get("content", "")
+    if not isinstance(content, str):
+        content = json.dumps(content, indent=2)
+    data = content.encode("utf-8")
+    if os.path.isdir(path):
+        return ToolResult("error: %s is a directory" % path, ok=False)
+    parent = os.path.dirname(path)
+    try:
+        os.makedirs(parent, exist_ok=True)
+        try:
+            mode = os.stat(path).st_mode & 0o7777
+        except FileNotFoundError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        fd, tmp = tempfile.mkstemp(dir=parent, prefix=".grok-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.chmod(tmp, mode)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+    except OSError as e:
+        return ToolResult("error: cannot write %s: %s" % (path, e.strerror or e), ok=False)
+    return ToolResult("wrote %d bytes to %s" % (len(data), path))
+
+
+def tool_list_files(args, ctx):
+    path = resolve(ctx, args.get("path") or ".")
+    try:
+        entries = sorted(os.scandir(path), key=lambda e: e.name)
+    except FileNotFoundError:
+        return ToolResult("error: no such directory: %s" % path, ok=False)
+    except NotADirectoryError:
+        return ToolResult("error: %s is a file, not a directory (use read_file)" % path, ok=False)
+    except OSError as e:
+        return ToolResult("error: cannot list %s: %s" % (path, e.strerror or e), ok=False)
+    lines = []
+    for entry in entries[:LIST_CAP]:
+        name = entry.name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        try:
+            if entry.is_symlink():
+                lines.append("link %s -> %s" % (name, os.readlink(entry.path)))
+            elif entry.is_dir():
+                lines.append("dir  %s/" % name)
+            else:
+                lines.append("file %s %d" % (name, entry.stat().st_size))
+        except OSError:
+            lines.append("?    %s" % name)
+    if len(entries) > LIST_CAP:
+        lines.append("[... %d more entries not shown]" % (len(entries) - LIST_CAP))
+    return ToolResult("\n".join(lines) if lines else "(empty directory)")
+
+
+def tool_ask_user(args, ctx):
+    question = need_str(args, "question", "ask_user")
+    options = args.get("options") or []
+    if not isinstance(options, list):
+        options = [options]
+    options = [str(o) for o in options]
+    answer = ctx.ask_user(question, options)
+    if answer is None:
+        return ToolResult("no user available in this mode: decide yourself and say what you assumed", ok=False)
+    return ToolResult("the user answered: %s" % answer)
+
+
+def tool_web_search(args, ctx):
+    query = need_str(args, "query", "web_search")
+    payload = {"model": ctx.model, "input": [{"role": "user", "content": query}], "tools": [{"type": "web_search"}]}
+    try:
+        obj = ctx.client.post("/responses", payload, cancel=ctx.cancel)
+    except HTTPStatusError as e:
+        if e.status in (404, 405, 410, 501):
+            return ToolResult("web search unavailable: the server has no Responses API (HTTP %d)" % e.status, ok=False)
+        return ToolResult("web search failed: HTTP %d: %s" % (e.status, e.server_message()), ok=False)
+    except (TransientError, UserError) as e:
+        return ToolResult("web search failed: %s" % e, ok=False)
+    texts, urls = [], []
+    for item in obj.get("output") or () if isinstance(obj, dict) else ():
+        for part in (item.get("content") or ()) if isinstance(item, dict) else ():
+            if isinstance(part, dict) and part.get("type") in ("output_text", "text"):
+                texts.append(part.get("text") or "")
+                for ann in part.get("annotations") or ():
+                    if isinstance(ann, dict) and ann.get("url") and ann["url"] not in urls:
+                        urls.append(ann["url"])
+    for url in (obj.get("citations") or ()) if isinstance(obj, dict) else ():
+        if isinstance(url, str) and url not in urls:
+            urls.append(url)
+    if isinstance(obj, dict):
+        ctx.add_cost(obj.get("usage"))
+    if not texts:
+        return ToolResult("web search returned no answer", ok=False)
+    text = "\n".join(texts).strip()
+    if urls:
+        text += "\n\nSources:\n" + "\n".join("- " + u for u in urls[:20])
+    return ToolResult(text)
+
+
+TOOLS = {
+    "bash": tool_bash,
+    "web_search": tool_web_search,
+    "read_file": tool_read_file,
+    "write_file": tool_write_file,
+    "list_files": tool_list_files,
+    "ask_user": tool_ask_user,
+}
+
+TOOL_DOCS = """\
+- bash {"command": "..."}: run a shell command in the working directory; stdout+stderr, exit code if non-zero (timeout %ds)
+- web_search {"query": "..."}: search the web; an answer with source URLs
+- read_file {"path": "..."}: read a text file (relative to the working directory)
+- write_file {"path": "...", "content": "..."}: create or overwrite a file (parent dirs are created)
+- list_files {"path": "."}: list a directory: type, name, size
+- ask_user {"question": "...", "options": ["...", "..."]}: ask the user when only they can decide"""
+
+NEEDS_APPROVAL = ("bash", "write_file")
+KEY_ARG = {"bash": "command", "web_search": "query", "read_file": "path", "write_file": "path",
+           "list_files": "path", "ask_user": "question"}
+
+
+def key_arg(name, args):
+    """The one argument that says what a tool call does, for one-line displays."""
+    value = args.get(KEY_ARG.get(name, ""), "")
+    if not value and name == "list_files":
+        value = "."
+    if not isinstance(value, str):
+        value = json.dumps(value)
+    return " ".join(value.split()) if "\n" in value else value
+
+
+# --------------------------------------------------------------------------
+# System prompt: contract, tools, runtime info, skills, project rules
+# --------------------------------------------------------------------------
+
+def front_matter(text):
+    """name/description from a '---' header, else the first heading and line."""
+    meta = {}
+    lines = text.splitlines()
+    if lines and lines[0].strip() == "---":
+        for line in lines[1:30]:
+            if line.strip() == "---":
+                break
+            k, sep, v = line.partition(":")
+            if sep:
+                meta[k.strip().lower()] = v.strip().strip("\"'")
+    else:
+        for line in lines[:20]:
+            line = line.strip()
+            if line.startswith("#") and "name" not in meta:
+                meta["title"] = line.lstrip("# ")
+            elif line and not line.startswith("#"):
+                meta.setdefault("description", line)
+                break
+    return meta
+
+
+def find_skills(skills_dir):
+    """[(name, description, path)] for *.md in skills_dir and one level of sub-folders."""
+    skills = []
+    try:
+        entries = sorted(os.scandir(skills_dir), key=lambda e: e.name)
+    except OSError:
+        return skills
+    paths = []
+    for entry in entries:
+        if entry.is_file() and entry.name.endswith(".md") and entry.name.lower() != "readme.md":
+            paths.append((entry.path, entry.name[:-3]))
+        elif entry.is_dir() and not entry.name.startswith("."):
+            try:
+                subs = sorted(os.scandir(entry.path), key=lambda e: e.name)
+            except OSError:
+                continue
+            for sub in subs:
+                if sub.is_file() and sub.name.endswith(".md") and sub.name.lower() != "readme.md":
+                    stem = sub.name[:-3]
+                    paths.append((sub.path, entry.name if stem.upper() == "SKILL" else entry.name + "/" + stem))
+    for path, default_name in paths:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                meta = front_matter(f.read(4000))
+        except OSError:
+            continue
+        desc = " ".join((meta.get("description") or meta.get("title") or "").split())[:160]
+        skills.append((meta.get("name") or default_name, desc, path))
+    return skills
+
+
+def find_project_rules(cwd):
+    """[(path, text)]: ~/.grok/AGENTS.md, then AGENTS.md / GROK.md from the git root down to cwd."""
+    found = []
+    user_rules = os.path.join(os.path.expanduser("~"), ".grok", "AGENTS.md")
+    dirs = []
+    d = cwd
+    while True:
+        dirs.append(d)
+        if os.path.exists(os.path.join(d, ".git")):
+            break
+        parent = os.path.dirname(d)
+        if parent == d:
+            dirs = [cwd]        # not in a git repository: only the working directory itself
+            break
+        d = parent
+    candidates = [user_rules] + [os.path.join(d, n) for d in reversed(dirs) for n in ("AGENTS.md", "GROK.md")]
+    seen = set()
+    for path in candidates:
+        real = os.path.realpath(path)
+        if real in seen or not os.path.isfile(path):
+            continue
+        seen.add(real)
+        try:
+            with open(path, "rb") as f:
+                data = f.read(RULES_CAP + 1)
+        except OSError:
+            continue
+        text = data[:RULES_CAP].decode("utf-8", "replace").strip()
+        if len(data) > RULES_CAP:
+            text += "\n[truncated at %d bytes]" % RULES_CAP
+        if text:
+            found.append((path, text))
+    return found
+
+
+def build_system_prompt(cfg, contract=MINIMAL, cwd=None):
+    import platform
+    cwd = cwd or cfg.cwd
+    parts = [
+        "You are Grok, an agent working on the user's computer through tools.",
+        "Always reply with exactly one JSON object and nothing else:",
+        '{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRING or null, "done": BOOL}',
+        "- To act: list the tool calls (independent calls run concurrently), response null, done false. "
+        "Their results come back in the next user message.",
+        "- To answer: tool_calls [], response = your answer for the user (plain text, concise), done true.",
+        "- Prefer acting over asking; check your work with tools before you say it is done.",
+    ]
+    if contract.extra_prompt:
+        parts.append(contract.extra_prompt)
+    parts += ["", "TOOLS:", TOOL_DOCS % int(cfg.bash_timeout), "", "RUNTIME:",
+              "- date: %s" % time.strftime("%Y-%m-%d %H:%M %Z"),
+              "- system: %s %s, Python %s, shell %s" % (platform.system(), platform.release(),
+                                                         platform.python_version(), os.environ.get("SHELL", "/bin/sh")),
+              "- working directory: %s" % cwd]
+    skills = find_skills(cfg.skills_dir)
+    if skills:
+        parts += ["", "SKILLS (load one with read_file when it fits the task):"]
+        parts += ["- %s: %s (%s)" % s for s in skills]
+    for path, text in find_project_rules(cwd):
+        parts += ["", "PROJECT RULES from %s:" % path, text]
+    return "\n".join(parts)
+
+
+# --------------------------------------------------------------------------
+# Sessions: append-only JSONL, 0600 in a 0700 directory (SPEC section 6)
+# --------------------------------------------------------------------------
+
+def new_session_id():
+    return time.strftime("%Y%m%d-%H%M%S-") + os.urandom(3).hex()
+
+
+class Session:
+    """One conversation on disk. Every write is one appended line."""
+
+    def __init__(self, directory, session_id=None, warn=None):
+        self.dir = os.path.join(directory, "sessions")
+        self.id = session_id or new_session_id()
+        self.path = os.path.join(self.dir, self.id + ".jsonl")
+        self.warn = warn or (lambda text: None)
+        self.fd = None
+        self.disabled = False
+
+    def _open(self):
+        try:
+            os.makedirs(self.dir, mode=0o700, exist_ok=True)
+            self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            os.chmod(self.path, 0o600)
+        except OSError as e:
+            self.disabled = True
+            self.warn("warning: cannot save the session in %s (%s); the chat goes on unsaved"
+                      % (self.dir, e.strerror or e))
+
+    def append(self, record):
+        if self.disabled:
+            return
+        if self.fd is None:
+            self._open()
+            if self.disabled:
+                return
+        line = json.dumps(record, ensure_ascii=False) + "\n"
+        try:
+            os.write(self.fd, line.encode("utf-8"))
+        except OSError as e:
+            self.disabled = True
+            self.warn("warning: cannot write the session file (%s); the chat goes on unsaved" % (e.strerror or e))
+
+    def close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def load(self):
+        """(header, messages without the system prompt, cost_usd, cwd); skips torn lines with a warning."""
+        try:
+            with open(self.path, "rb") as f:
+                raw = f.read().splitlines()
+        except FileNotFoundError:
+            raise UserError("no session %r in %s" % (self.id, self.dir))
+        except OSError as e:
+            raise UserError("cannot read session %s: %s" % (self.path, e.strerror or e))
+        header, messages, cost, cwd, bad = {}, [], 0.0, None, 0
+        for line in raw:
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line.decode("utf-8"))
+                kind = rec["type"]
+            except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+                bad += 1
+                continue
+            if kind == "session":
+                header = rec
+                cwd = rec.get("cwd", cwd)
+            elif kind == "message" and isinstance(rec.get("message"), dict):
+                messages.append(rec["message"])
+            elif kind == "usage":
+                cost += float(rec.get("cost_usd") or 0)
+            elif kind == "cwd":
+                cwd = rec.get("cwd", cwd)
+            elif kind == "reset":
+                messages = list(rec.get("messages") or [])
+        if bad:
+            self.warn("warning: session %s: skipped %d damaged line(s)" % (self.id, bad))
+        return header, messages, cost, cwd
+
+
+def list_sessions(directory):
+    """[(id, mtime, first user line, cost)] newest first."""
+    sdir = os.path.join(directory, "sessions")
+    out = []
+    try:
+        names = [n for n in os.listdir(sdir) if n.endswith(".jsonl")]
+    except OSError:
+        return out
+    for name in names:
+        path = os.path.join(sdir, name)
+        first, cost = "", 0.0
+        try:
+            mtime = os.path.getmtime(path)
+            with open(path, "rb") as f:
+                for line in f:
+                    try:
+                        rec = json.loads(line.decode("utf-8"))
+                    except (ValueError, UnicodeDecodeError):
+                        continue
+                    if rec.get("type") == "usage":
+                        cost += float(rec.get("cost_usd") or 0)
+                    elif not first and rec.get("type") == "message" and rec["message"].get("role") == "user":
+                        first = " ".join(str(rec["message"].get("content", "")).split())[:80]
+        except (OSError, AttributeError, TypeError):
+            continue
+        out.append((name[:-6], mtime, first, cost))
+    out.sort(key=lambda s: s[1], reverse=True)
+    return out
+
+
+def latest_session_id(directory):
+    sessions = list_sessions(directory)
+    return sessions[0][0] if sessions else None
+
+
+# --------------------------------------------------------------------------
+# The loop: run_turn() -> step() -> query() + execute()
+# --------------------------------------------------------------------------
+
+class UI:
+    """What a front end sees of a turn. Every method is optional."""
+
+    def step_start(self, step):
+        pass
+
+    def stream_text(self, text, final_hint):
+        pass
+
+    def stream_reset(self):
+        pass
+
+    def reply(self, reply, step):
+        pass
+
+    def tool_start(self, call):
+        pass
+
+    def tool_end(self, call, result):
+        pass
+
+    def step_finish(self, step, info):
+        pass
+
+    def answer(self, text):
+        pass
+
+    def notice(self, text):
+        pass
+
+    def approve(self, call):
+        """'yes', 'no' or 'always' for a bash/write_file call."""
+        return "no"
+
+    def ask_user(self, question, options):
+        return None
+
+
+class ToolCall:
+    def __init__(self, index, name, args, call_id):
+        self.index, self.name, self.args, self.id = index, name, args, call_id
+        self.shown = ""
+
+
+class LimitReached(AgentError):
+    pass
+
+
+class Agent:
+    """One conversation with the model: messages, cost, tools, session file."""
+
+    def __init__(self, cfg, ui=None, contract=MINIMAL, session=None, resume=False):
+        self.cfg, self.ui, self.contract = cfg, ui or UI(), contract
+        self.model = cfg.model
+        self.cwd = cfg.cwd
+        self.session = session or Session(cfg.data_dir, warn=self.notice)
+        self.client = Client(cfg.base_url, cfg.api_key, cfg.timeout, cfg.max_retries, cfg.backoff, notice=self.notice)
+        self.client.conv_id = self.session.id
+        self.tool_names = list(TOOLS)
+        self.format_level = 0           # 0 json_schema, 1 json_object + schema, 2 plain json_object
+        self.stream = cfg.stream
+        self.cost_usd = 0.0
+        self.price_unknown_said = False
+        self.last_usage = {}
+        self.context_tokens = 0
+        self.tool_count = 0
+        self.step_no = 0
+        self.cancel = threading.Event()
+        self.procs = set()
+        self.session_always = set()     # tools approved with [a]lways
+        self.messages = []
+        if resume:
+            header, messages, cost, cwd = self.session.load()
+            if cwd and os.path.isdir(cwd):
+                self.cwd = cwd
+            system = header.get("system") or build_system_prompt(cfg, contract, self.cwd)
+            self.messages = [{"role": "system", "content": system}] + messages
+            self.cost_usd = cost
+            self.context_tokens = estimate_tokens(self.messages)
+        else:
+            system = build_system_prompt(cfg, contract, self.cwd)
+            self.messages = [{"role": "system", "content": system}]
+            self.session.append({"type": "session", "version": 1, "id": self.session.id, "created": now_iso(),
+                                 "cwd": self.cwd, "model": self.model, "contract": contract.name, "system": system})
+
+    # -- bookkeeping ---------------------------------------------------------
+    def notice(self, text):
+        self.ui.notice(scrub(text, (self.cfg.api_key,)))
+
+    def add(self, message):
+        self.messages.append(message)
+        self.session.append({"type": "message", "message": message})
+
+    def reset(self, messages):
+        """Replace the history after the system prompt (clear, compaction)."""
+        self.messages = self.messages[:1] + messages
+        self.session.append({"type": "reset", "messages": messages})
+
+    def set_cwd(self, path):
+        self.cwd = path
+        self.session.append({"type": "cwd", "cwd": path})
+
+    def add_cost(self, usage, model=None, kind="chat"):
+        cost, known = usage_cost(model or self.model, usage)
+        if not known and not self.price_unknown_said:
+            self.price_unknown_said = True
+            self.notice("price unknown for model %s: cost is not tracked" % (model or self.model))
+        self.cost_usd += cost
+        self.session.append({"type": "usage", "kind": kind, "model": model or self.model,
+                             "usage": usage or {}, "cost_usd": cost})
+        return cost
+
+    def context_pct(self):
+        return 100.0 * self.context_tokens / max(1, self.cfg.context_window)
+
+    def check_cost(self):
+        if 0 < self.cfg.cost_limit <= self.cost_usd:
+            raise LimitReached("cost limit reached: $%.4f of $%.2f (COST_LIMIT)" % (self.cost_usd, self.cfg.cost_limit))
+
+    def response_format(self):
+        schema = self.contract.schema(self.tool_names)
+        if self.format_level == 0:
+            return {"type": "json_schema", "json_schema": {"name": self.contract.name, "schema": schema}}
+        if self.format_level == 1:
+            return {"type": "json_object", "schema": schema}
+        return {"type": "json_object"}
+
+    def tool_env(self):
+        env = dict(os.environ)
+        for name in KEY_VARS:
+            env.pop(name, None)
+        return env
+
+    # -- talking to the model ------------------------------------------------
+    def chat(self, messages, contract=True, model=None, max_tokens=None, on_text=None):
+        """One chat completion, falling back on response_format and streaming as needed."""
+        while True:
+            payload = {"model": model or self.model, "messages": messages,
+                       "max_tokens": max_tokens or self.cfg.max_tokens or self.contract.max_tokens}
+            if contract:
+                payload["response_format"] = self.response_format()
+            streamer = None
+            if self.stream:
+                payload["stream"] = True
+                payload["stream_options"] = {"include_usage": True}
+                if on_text:
+                    streamer = ResponseStreamer()
+
+                def on_stream(resp, streamer=streamer):
+                    if streamer is None:
+                        return read_chat_stream(resp, None)
+                    return read_chat_stream(resp, lambda piece: self._stream_piece(streamer, piece, on_text))
+            else:
+                on_stream = None
+            try:
+                obj = self.client.post("/chat/completions", payload, on_stream=on_stream, cancel=self.cancel,
+                                       no_retry=lambda e: contract and self._format_rejected(e))
+            except HTTPStatusError as e:
+                if contract and self._format_rejected(e) and self.format_level < 2:
+                    self.format_level += 1
+                    self.notice("the server rejected response_format; falling back to %s"
+                                % json.dumps(self.response_format())[:40].split(",")[0] + "...}")
+                    continue
+                if self.stream and e.status in (400, 422) and e.mentions("stream"):
+                    self.stream = False
+                    continue
+                raise api_error(e, self.cfg)
+            return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj)
+
+    def _format_rejected(self, e):
+        return e.status in (400, 422, 500, 501) and e.mentions("response_format", "json_schema", "json schema",
+                                                                "response format")
+
+    def _stream_piece(self, streamer, piece, on_text):
+        text = streamer.feed(piece)
+        if text:
+            on_text(text, streamer.tool_calls)
+
+    def query(self):
+        """Ask the model for its next reply; returns (ChatResult, duration)."""
+        self.check_cost()
+        self.step_no += 1
+        self.ui.step_start(self.step_no)
+        started = time.time()
+        result = self.chat(self.messages, on_text=self.ui.stream_text)
+        cost = self.add_cost(result.usage)
+        usage = result.usage or {}
+        self.last_usage = usage
+        tokens = (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0)
+        self.context_tokens = tokens or estimate_tokens(self.messages)
+        result.cost = cost
+        result.duration = time.time() - started
+        return result
+
+    def step_info(self, result):
+        return {"finish_reason": result.finish_reason or "stop", "usage": result.usage or {},
+                "cost": getattr(result, "cost", 0.0), "duration": getattr(result, "duration", 0.0)}
+
+    # -- one user turn -------------------------------------------------------
+    def run_turn(self, text):
+        """Send one user message and loop until the model is done; returns the answer."""
+        self.cancel.clear()
+        self.add({"role": "user", "content": text})
+        rounds = strikes = 0
+        try:
+            while True:
+                self.maybe_compact()
+                result = self.query()
+                try:
+                    reply = parse_reply(result.content, self.tool_names, result.finish_reason)
+                except ContractError as e:
+                    strikes += 1
+                    content = result.content or ""
+                    if len(content) > 4000:
+                        content = content[:4000] + "...[truncated]"
+                    self.add({"role": "assistant", "content": content})
+                    self.ui.step_finish(self.step_no, self.step_info(result))
+                    if strikes >= MAX_STRIKES:
+                        raise AgentError("the model broke the JSON contract %d times in a row (last: %s)"
+                                         % (strikes, e))
+                    self.notice("invalid reply from the model (%s); asking again" % e)
+                    self.add({"role": "user", "content": corrective_message(str(e))})
+                    continue
+                strikes = 0
+                self.add({"role": "assistant", "content": result.content})
+                self.ui.reply(reply, self.step_no)
+                calls = reply["tool_calls"]
+                if not calls:
+                    self.ui.step_finish(self.step_no, self.step_info(result))
+                    answer = reply.get("response") or ""
+                    self.ui.answer(answer)
+                    return answer
+                rounds += 1
+                if 0 < self.cfg.max_iterations < rounds:
+                    self.ui.step_finish(self.step_no, self.step_info(result))
+                    raise LimitReached("stopped after %d tool rounds (GROK_MAX_ITERATIONS / --max-tool-rounds)"
+                                       % self.cfg.max_iterations)
+                results = self.execute(calls)
+                self.ui.step_finish(self.step_no, self.step_info(result))
+                self.add({"role": "user", "content": tool_results_message(results)})
+        except (KeyboardInterrupt, Cancelled):
+            self.settle_cancelled()
+            raise Cancelled("cancelled")
+
+    def settle_cancelled(self):
+        """After a cancelled turn, leave a history the model can continue from."""
+        self.cancel.set()
+        self.client.abort()
+        for proc in list(self.procs):
+            kill_group(proc)
+        last = self.messages[-1] if len(self.messages) > 1 else None
+        if last and last["role"] == "assistant":
+            self.add({"role": "user", "content": "[the user cancelled the tool calls before they finished]"})
+        if len(self.messages) > 1:
+            self.add({"role": "assistant", "content": json.dumps(
+                {"tool_calls": [], "response": "[interrupted by the user]", "done": True})})
+
+    # -- tools ---------------------------------------------------------------
+    def execute(self, calls):
+        """Run one reply's tool calls: approvals and ask_user serially, the rest
+        concurrently; results come back in call order."""
+        items = []
+        for i, call in enumerate(calls):
+            items.append(ToolCall(i, call["tool"], call["args"], "call_%d_%d" % (self.step_no, i + 1)))
+        results = [None] * len(items)
+        runnable = []
+        for item in items:
+            item.shown = scrub(key_arg(item.name, item.args), (self.cfg.api_key,))
+            if item.name in NEEDS_APPROVAL and not self.approved(item):
+                results[item.index] = self.finish_tool(item, ToolResult(
+                    "denied: the user did not allow this %s call; do not retry it, ask or take another way"
+                    % item.name, ok=False), time.time())
+            elif item.name == "ask_user":
+                self.ui.tool_start(item)
+                results[item.index] = self.run_tool(item)
+            else:
+                runnable.append(item)
+        for item in runnable:
+            self.ui.tool_start(item)
+        if len(runnable) == 1:
+            results[runnable[0].index] = self.run_tool(runnable[0])
+        elif runnable:
+            def work(item):
+                results[item.index] = self.run_tool(item)
+            threads = [threading.Thread(target=work, args=(item,), daemon=True) for item in runnable]
+            for t in threads:
+                t.start()
+            try:
+                for t in threads:
+                    while t.is_alive():
+                        t.join(0.1)
+            except BaseException:
+                self.cancel.set()
+                for proc in list(self.procs):
+                    kill_group(proc)
+                for t in threads:
+                    t.join(5)
+                raise
+        if self.cancel.is_set():
+            raise Cancelled("cancelled")
+        return [(items[i], results[i]) for i in range(len(items))]
+
+    def approved(self, item):
+        if self.cfg.always_approve or item.name in self.session_always:
+            return True
+        answer = self.ui.approve(item)
+        if answer == "always":
+            self.session_always.add(item.name)
+        return answer in ("yes", "always")
+
+    def run_tool(self, item):
+        started = time.time()
+        try:
+            result = TOOLS[item.name](item.args, ToolContext(self))
+        except ToolArgError as e:
+            result = ToolResult("error: %s" % e, ok=False)
+        except (KeyboardInterrupt, Cancelled):
+            raise
+        except Exception as e:      # a tool never raises into the loop
+            result = ToolResult("error: %s failed: %s: %s" % (item.name, type(e).__name__, e), ok=False)
+        return self.finish_tool(item, result, started)
+
+    def finish_tool(self, item, result, started):
+        result.started, result.finished = started, time.time()
+        result.output = scrub(result.output, (self.cfg.api_key,))
+        self.tool_count += 1
+        self.ui.tool_end(item, result)
+        return result
+
+    # -- compaction ----------------------------------------------------------
+    def maybe_compact(self):
+        if self.cfg.compact_threshold > 0 and self.context_pct() >= self.cfg.compact_threshold:
+            self.compact()
+
+    def compact(self, keep=6):
+        """Summarise older history with the model; keep the system prompt and the recent tail."""
+        history = self.messages[1:]
+        cut = max(0, len(history) - keep)
+        while cut > 0 and history[cut]["role"] != "assistant":
+            cut -= 1
+        if cut < 2:
+            return False
+        old, tail = history[:cut], history[cut:]
+        transcript = "\n\n".join("[%s] %s" % (m["role"], str(m.get("content", ""))[:3000]) for m in old)
+        request = [{"role": "system", "content":
+                    "You summarise an AI agent's conversation and tool history so the agent can continue. Keep "
+                    "the user's goals and requests, decisions, facts learned, files and commands involved, and "
+                    "open tasks. Be concise; plain text."},
+                   {"role": "user", "content": "Conversation to summarise:\n\n" + transcript}]
+        self.check_cost()
+        result = self.chat(request, contract=False, model=self.cfg.summary_model, max_tokens=2000)
+        self.add_cost(result.usage, self.cfg.summary_model, kind="compaction")
+        summary = (result.content or "").strip() or "(the earlier conversation could not be summarised)"
+        self.reset([{"role": "user", "content": "[Summary of the earlier conversation, compacted]\n" + summary}]
+                   + tail)
+        self.context_tokens = estimate_tokens(self.messages)
+        self.notice("compacted %d older messages into a summary" % len(old))
+        return True
+
+    def close(self):
+        self.client.close()
+        self.session.close()
+
+
+class ToolContext:
+    """What a tool may use: the working dir, limits, the user, the client."""
+
+    def __init__(self, agent):
+        self.agent = agent
+        self.cwd = agent.cwd
+        self.cancel = agent.cancel
+        self.procs = agent.procs
+        self.bash_timeout = agent.cfg.bash_timeout
+        self.client = agent.client
+        self.model = agent.model
+        self.tool_env = agent.tool_env
+        self.ask_user = agent.ui.ask_user
+
+    def add_cost(self, usage):
+        self.agent.add_cost(usage, kind="web_search")
+
+
+def tool_results_message(results):
+    parts, failed = [], []
+    for item, result in results:
+        parts.append("[%d] %s %s\n%s" % (item.index + 1, item.name, item.shown, result.output))
+        if not result.ok:
+            failed.append("%s %s" % (item.name, item.shown[:80]))
+    text = "Tool results:\n\n" + "\n\n".join(parts)
+    if failed:
+        text += ("\n\n[Self-correction] These tool calls failed: %s. Before you go on, work out what went wrong "
+                 "and adjust: wrong arguments, a missing prerequisite, or another tool." % "; ".join(failed))
+    return text
+
+
+def estimate_tokens(messages):
+    return sum(len(str(m.get("content", ""))) for m in messages) // 4
+
+
+def now_iso():
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def api_error(e, cfg):
+    """The exception to show for a non-retryable HTTP status: it says what to fix."""
+    msg = scrub(e.server_message(), (cfg.api_key,))
+    if e.status == 401:
+        return UserError("the API key was rejected (HTTP 401, key from %s): %s" % (cfg.key_source, msg))
+    if e.status == 403:
+        return UserError("access denied (HTTP 403): the key lacks permission or credits: %s" % msg)
+    if e.status == 404:
+        return UserError("not found (HTTP 404) at %s: check GROK_BASE_URL and the model %r: %s"
+                         % (cfg.base_url, cfg.model, msg))
+    if e.status in RETRY_STATUSES:
+        return TransientError("the server failed (HTTP %d): %s" % (e.status, msg))
+    hint = " (check the model name: -m/GROK_MODEL)" if "model" in msg.lower() else ""
+    return UserError("the request was rejected (HTTP %d): %s%s" % (e.status, msg, hint))
+
+
+# --------------------------------------------------------------------------
+# Front end: the interactive REPL (minimal mode)
+# --------------------------------------------------------------------------
+
+def use_color(stream):
+    return not os.environ.get("NO_COLOR") and hasattr(stream, "isatty") and stream.isatty()
+
+
+def ask_tty(prompt):
+    """Read one answer from the controlling terminal; None when there is none."""
+    try:
+        tty = open("/dev/tty", "r+", encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    with tty:
+        tty.write(prompt)
+        tty.flush()
+        line = tty.readline()
+    return line.strip() if line else None
+
+
+class TerminalUI(UI):
+    """Minimal mode: one gray line per tool call, then the answer."""
+
+    def __init__(self, out=None):
+        self.out = out or sys.stdout
+        self.color = use_color(self.out)
+        self.streamed = False
+
+    def paint(self, code, text):
+        return "\033[%sm%s\033[0m" % (code, text) if self.color else text
+
+    def write(self, text):
+        self.out.write(text)
+        self.out.flush()
+
+    def step_start(self, step):
+        self.streamed = False
+
+    def stream_text(self, text, final_hint):
+        if not self.streamed:
+            self.write("\n")
+            self.streamed = True
+        self.write(text)
+
+    def tool_start(self, call):
+        if self.streamed:
+            self.write("\n")
+            self.streamed = False
+        width = 200
+        self.write(self.paint("90", ("[%s] %s" % (call.name, call.shown))[:width]) + "\n")
+
+    def answer(self, text):
+        if self.streamed:
+            self.write("\n\n")
+        else:
+            self.write("\n%s\n\n" % text)
+        self.streamed = False
+
+    def notice(self, text):
+        if self.streamed:
+            self.write("\n")
+            self.streamed = False
+        sys.stderr.write(self.paint("33", text) + "\n")
+        sys.stderr.flush()
+
+    def approve(self, call):
+        detail = call.shown if call.name == "bash" else "%s (%d bytes)" % (
+            call.shown, len(str(call.args.get("content", ""))))
+        answer = ask_tty("%s %s\n  run it? [y]es / [n]o / [a]lways: " % (self.paint("1", call.name), detail))
+        if answer is None:
+            self.notice("no terminal to ask for approval: %s denied (use --always-approve / -y)" % call.name)
+            return "no"
+        answer = answer.lower()
+        if answer in ("a", "always"):
+            return "always"
+        return "yes" if answer in ("y", "yes") else "no"
+
+    def ask_user(self, question, options):
+        lines = ["", self.paint("1", question)]
+        lines += ["  %d) %s" % (i + 1, o) for i, o in enumerate(options)]
+        answer = ask_tty("\n".join(lines) + "\n  answer (number or text): ")
+        if answer is None:
+            return None
+        if answer.isdigit() and 1 <= int(answer) <= len(options):
+            return options[int(answer) - 1]
+        return answer
+
+
+HELP = """commands:
+  /clear   start a new conversation
+  /help    this help
+  /exit    quit (also Ctrl-D)
+Ctrl-C cancels the running turn; the conversation is kept."""
+
+
+def setup_readline(path):
+    try:
+        import readline
+    except ImportError:
+        return None
+    try:
+        readline.read_history_file(path)
+    except OSError:
+        pass
+    readline.set_history_length(1000)
+    return readline
+
+
+def save_history(readline, path):
+    if readline is None:
+        return
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        readline.write_history_file(path)
+        os.chmod(path, 0o600)
+    except OSError:
+        pass
+
+
+def read_line(interactive, prompt="> "):
+    if interactive:
+        return input(prompt)
+    line = sys.stdin.readline()
+    if not line:
+        raise EOFError
+    return line.rstrip("\n")
+
+
+def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None):
+    """The read-eval-print loop shared by grok and grok-detailed."""
+    interactive = sys.stdin.isatty()
+    history = os.path.join(agent.cfg.data_dir, "history")
+    rl = setup_readline(history) if interactive else None
+    if interactive:
+        ui.write("grok %s · %s · /help for commands, Ctrl-D to quit\n" % (__version__, agent.model))
+    try:
+        while True:
+            if before_prompt and interactive:
+                before_prompt()
+            try:
+                line = read_line(interactive).strip()
+            except EOFError:
+                if interactive:
+                    ui.write("\n")
+                return 0
+            except KeyboardInterrupt:
+                ui.write("\n")
+                continue
+            if not line:
+                continue
+            if line.startswith("/"):
+                name, _, arg = line.partition(" ")
+                if name in ("/exit", "/quit"):
+                    return 0
+                if name == "/help":
+                    ui.write(help_text + "\n")
+                elif name == "/clear":
+                    agent.reset([])
+                    agent.context_tokens = 0
+                    ui.write("conversation cleared\n")
+                elif commands and name in commands:
+                    try:
+                        commands[name](arg.strip())
+                    except GrokError as e:
+                        ui.notice("error: %s" % e)
+                else:
+                    ui.notice("unknown command %s (try /help)" % name)
+                continue
+            try:
+                agent.run_turn(line)
+            except Cancelled:
+                ui.notice("(cancelled)")
+            except GrokError as e:
+                ui.notice("error: %s" % e)
+    finally:
+        save_history(rl, history)
+
+
+# --------------------------------------------------------------------------
+# Front end: headless (seed 002)
+# --------------------------------------------------------------------------
+
+def now_ms():
+    return int(time.time() * 1000)
+
+
+class HeadlessUI(UI):
+    """`grok -p`: JSONL events on stdout, or the answer alone (progress on stderr)."""
+
+    def __init__(self, fmt, allow, always_approve):
+        self.json = fmt == "json"
+        self.allow = allow or []
+        self.always_approve = always_approve
+        self.session_id = None
+        self.step = 0
+        self.streamed = False
+        self.pending = []
+
+    def emit(self, kind, **fields):
+        event = {"type": kind, "timestamp": now_ms(), "sessionID": self.session_id}
+        if kind != "error":
+            event["stepNumber"] = self.step
+        event.update(fields)
+        sys.stdout.write(json.dumps(event, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+
+    def progress(self, text):
+        if not self.json:
+            sys.stderr.write(text + "\n")
+            sys.stderr.flush()
+
+    def step_start(self, step):
+        self.step = step
+        self.streamed = False
+        if self.json:
+            self.emit("step_start")
+
+    def stream_text(self, text, final_hint):
+        # Text mode: the answer goes to stdout as it arrives once the reply is known to call no tools.
+        if self.json:
+            return
+        if final_hint == "empty":
+            if not self.streamed:
+                self.streamed = True
+            sys.stdout.write(text)
+            sys.stdout.flush()
+
+    def reply(self, reply, step):
+        text = reply.get("response")
+        if self.json and text:
+            self.emit("text", text=text)
+        elif text and reply["tool_calls"]:
+            self.progress(text)
+
+    def tool_end(self, call, result):
+        if self.json:
+            self.emit("tool_use", toolCall={"id": call.id, "name": call.name, "args": scrub_args(call.args)},
+                      toolResult={"id": call.id, "success": result.ok, "output": result.output},
+                      timing={"startedAt": int(result.started * 1000), "finishedAt": int(result.finished * 1000),
+                              "durationMs": int(round((result.finished - result.started) * 1000))})
+        else:
+            self.progress("[%s] %s" % (call.name, call.shown))
+
+    def step_finish(self, step, info):
+        if self.json:
+            usage = info["usage"]
+            inp = usage.get("prompt_tokens") or 0
+            out = usage.get("completion_tokens") or 0
+            self.emit("step_finish", finishReason=info["finish_reason"],
+                      usage={"inputTokens": inp, "outputTokens": out,
+                             "totalTokens": usage.get("total_tokens") or inp + out,
+                             "costUsdTicks": int(round(info["cost"] * 1e6))})
+
+    def answer(self, text):
+        if self.json:
+            return
+        if self.streamed:
+            sys.stdout.write("\n")
+        else:
+            sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+
+    def notice(self, text):
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+
+    def approve(self, call):
+        import fnmatch
+        if self.always_approve:
+            return "yes"
+        subject = call.args.get("command" if call.name == "bash" else "path", "")
+        if isinstance(subject, str) and any(fnmatch.fnmatchcase(subject, p) for p in self.allow):
+            return "yes"
+        raise AgentError("Tool `%s` denied: %s is not allowed (use --allow PATTERN or --always-approve)"
+                         % (call.name, json.dumps(call.shown)))
+
+
+def scrub_args(args):
+    return json.loads(scrub(json.dumps(args, ensure_ascii=False)))
+
+
+def headless(args, cfg):
+    prompt = args.prompt
+    if prompt == "-":
+        prompt = sys.stdin.read()
+    if not prompt.strip():
+        raise UserError("the prompt is empty")
+    ui = HeadlessUI(args.format, args.allow, cfg.always_approve)
+    if args.max_tool_rounds is not None:
+        cfg.max_iterations = args.max_tool_rounds
+    agent = open_agent(cfg, ui, MINIMAL, args)
+    ui.session_id = agent.session.id
+    try:
+        agent.run_turn(prompt)
+        return 0
+    except GrokError as e:
+        if ui.json:
+            ui.emit("error", message=scrub(str(e), (cfg.api_key,)))
+        else:
+            sys.stderr.write("grok: %s\n" % scrub(str(e), (cfg.api_key,)))
+        return e.exit_code
+    finally:
+        agent.close()
+
+
+def open_agent(cfg, ui, contract, args):
+    """A new agent, or one resuming --resume ID / -c (latest)."""
+    session_id = getattr(args, "resume", None)
+    if getattr(args, "cont", False) and not session_id:
+        session_id = latest_session_id(cfg.data_dir)
+        if not session_id:
+            raise UserError("no session to continue in %s" % os.path.join(cfg.data_dir, "sessions"))
+    if session_id:
+        if os.sep in session_id or session_id.startswith("."):
+            raise UserError("bad session id %r" % session_id)
+        session = Session(cfg.data_dir, session_id, warn=ui.notice)
+        agent = Agent(cfg, ui, contract, session=session, resume=True)
+        if getattr(args, "cwd", None):
+            agent.set_cwd(cfg.cwd)
+        return agent
+    return Agent(cfg, ui, contract)
+
+
+# --------------------------------------------------------------------------
+# main
+# --------------------------------------------------------------------------
+
+class ArgParser:
+    """argparse, imported only when needed, exiting 1 (not 2) on a bad flag."""
+
+    @staticmethod
+    def build(prog="grok", description=None):
+        import argparse
+
+        class Parser(argparse.ArgumentParser):
+            def error(self, message):
+                self.print_usage(sys.stderr)
+                sys.stderr.write("%s: error: %s\n" % (self.prog, message))
+                raise SystemExit(1)
+
+        p = Parser(prog=prog, description=description or "A minimal agent harness for xAI's Grok models.",
+                   formatter_class=argparse.RawDescriptionHelpFormatter, epilog=ENV_HELP)
+        p.add_argument("--version", action="version", version="%(prog)s " + __version__)
+        p.add_argument("-m", "--model", help="model id (default $GROK_MODEL or %s)" % DEFAULT_MODEL)
+        p.add_argument("--cwd", metavar="DIR", help="working directory for the tools")
+        p.add_argument("-y", "--always-approve", action="store_true", help="run bash/write_file without asking")
+        p.add_argument("--resume", metavar="ID", help="continue a saved session")
+        p.add_argument("-c", "--continue", dest="cont", action="store_true", help="continue the latest session")
+        return p
+
+
+ENV_HELP = """environment:
+  GROK_API_KEY / XAI_API_KEY   API key (else read from ./.env, ~/.grok/.env, ~/.claude/.env)
+  GROK_BASE_URL                OpenAI-compatible API (default %s)
+  GROK_MODEL                   model id (default %s)
+  COST_LIMIT                   USD per session, 0 = none (default 10.00)
+  GROK_SKILLS_DIR              skills folder (default <script dir>/skills)
+  GROK_DATA_DIR                sessions and history (default ~/.local/share/grok-agent)
+  GROK_TIMEOUT, GROK_MAX_RETRIES, GROK_MAX_ITERATIONS, GROK_MAX_TOKENS, COMPACT_THRESHOLD, NO_COLOR
+
+exit codes: 0 ok, 1 user error, 2 network/server, 3 agent or tool error, 4 internal error""" % (
+    DEFAULT_BASE_URL, DEFAULT_MODEL)
+
+
+def parse_args(argv):
+    if argv[:1] == ["agent"]:      # `grok agent [--no-leader] [...] stdio`, as xAI's CLI is launched
+        rest = [a for a in argv[1:] if a not in ("stdio", "--no-leader")]
+        if "stdio" not in argv[1:]:
+            sys.stderr.write("grok: usage: grok agent [--always-approve] [--model M] stdio\n")
+            raise SystemExit(1)
+        argv = ["--acp"] + rest
+    p = ArgParser.build()
+    p.add_argument("-p", "--prompt", help="run one prompt headless and exit ('-' reads stdin)")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="headless output (default text)")
+    p.add_argument("--max-tool-rounds", type=int, metavar="N", help="headless: stop after N tool rounds")
+    p.add_argument("--allow", action="append", metavar="PATTERN", default=[],
+                   help="headless: allow bash commands / write_file paths matching this glob (repeatable)")
+    p.add_argument("--acp", action="store_true", help="serve the Agent Client Protocol on stdio")
+    args = p.parse_args(argv)
+    if args.resume and args.cont:
+        p.error("--resume and --continue exclude each other")
+    if args.max_tool_rounds is not None and args.max_tool_rounds < 0:
+        p.error("--max-tool-rounds must be 0 or more")
+    return args
+
+
+class Terminated(BaseException):
+    pass
+
+
+def on_signal(signum, frame):
+    raise Terminated(signum)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        import signal
+        signal.signal(signal.SIGTERM, on_signal)
+        if hasattr(signal, "SIGHUP"):
+            signal.signal(signal.SIGHUP, on_signal)
+        args = parse_args(argv)
+        cfg = Config(model=args.model, cwd=args.cwd, always_approve=args.always_approve)
+        if args.acp:
+            return acp_main(args, cfg)
+        if args.prompt is not None:
+            return headless(args, cfg)
+        ui = TerminalUI()
+        agent = open_agent(cfg, ui, MINIMAL, args)
+        try:
+            return repl(agent, ui)
+        finally:
+            agent.close()
+    except GrokError as e:
+        sys.stderr.write("grok: %s\n" % e)
+        return e.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("\n")
+        return 130
+    except Terminated as t:
+        return 128 + (t.args[0] if t.args else 15)
+    except BrokenPipeError:
+        return 0
+    except Exception as e:
+        if os.environ.get("GROK_DEBUG"):
+            raise
+        sys.stderr.write("grok: internal error: %s: %s (set GROK_DEBUG=1 for a traceback)\n" % (type(e).__name__, e))
+        return 4
+
+
+def acp_main(args, cfg):
+    raise UserError("--acp is not available yet")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
