@@ -2026,13 +2026,36 @@ def on_signal(signum, frame):
     raise Terminated(signum)
 
 
-def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
+def guarded(prog, body):
+    """Run body() and turn every failure into a message on stderr and an exit code."""
     try:
         import signal
         signal.signal(signal.SIGTERM, on_signal)
         if hasattr(signal, "SIGHUP"):
             signal.signal(signal.SIGHUP, on_signal)
+        return body()
+    except GrokError as e:
+        sys.stderr.write("%s: %s\n" % (prog, e))
+        return e.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("\n")
+        return 130
+    except Terminated as t:
+        return 128 + (t.args[0] if t.args else 15)
+    except BrokenPipeError:
+        return 0
+    except Exception as e:
+        if os.environ.get("GROK_DEBUG"):
+            raise
+        sys.stderr.write("%s: internal error: %s: %s (set GROK_DEBUG=1 for a traceback)\n"
+                         % (prog, type(e).__name__, e))
+        return 4
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+
+    def body():
         args = parse_args(argv)
         cfg = Config(model=args.model, cwd=args.cwd, always_approve=args.always_approve)
         if args.acp:
@@ -2045,21 +2068,8 @@ def main(argv=None):
             return repl(agent, ui)
         finally:
             agent.close()
-    except GrokError as e:
-        sys.stderr.write("grok: %s\n" % e)
-        return e.exit_code
-    except KeyboardInterrupt:
-        sys.stderr.write("\n")
-        return 130
-    except Terminated as t:
-        return 128 + (t.args[0] if t.args else 15)
-    except BrokenPipeError:
-        return 0
-    except Exception as e:
-        if os.environ.get("GROK_DEBUG"):
-            raise
-        sys.stderr.write("grok: internal error: %s: %s (set GROK_DEBUG=1 for a traceback)\n" % (type(e).__name__, e))
-        return 4
+
+    return guarded("grok", body)
 
 
 def acp_main(args, cfg):
