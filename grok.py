@@ -1956,6 +1956,609 @@ def open_agent(cfg, ui, contract, args):
 
 
 # --------------------------------------------------------------------------
+# Front end: ACP server (Agent Client Protocol v1, seed 004)
+# --------------------------------------------------------------------------
+# Newline-delimited JSON-RPC 2.0 on stdin/stdout. The main thread reads; each
+# session/prompt runs in a worker thread that streams session/update
+# notifications and, for approvals, asks the client and waits for its answer.
+
+ACP_VERSION = 1
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
+AUTH_REQUIRED, RESOURCE_NOT_FOUND = -32000, -32002      # ACP's own codes
+TOOL_KINDS = {"bash": "execute", "read_file": "read", "write_file": "edit", "list_files": "search",
+              "web_search": "fetch", "ask_user": "other"}
+PERMISSION_OPTIONS = [{"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
+                      {"optionId": "allow_always", "name": "Always allow", "kind": "allow_always"},
+                      {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"}]
+PERMISSION_ANSWERS = {"allow_once": "yes", "allow_always": "always", "reject_once": "no"}
+DEFERRED = object()             # a request answered later, from a worker thread
+
+
+class RpcError(Exception):
+    def __init__(self, code, message, data=None):
+        Exception.__init__(self, message)
+        self.code, self.data = code, data
+
+    def payload(self):
+        error = {"code": self.code, "message": str(self)}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+def acp_tool_fields(name, args, cwd, api_key, diff=True):
+    """title, kind, rawInput (scrubbed), locations and a diff for write_file."""
+    shown = scrub(key_arg(name, args), (api_key,))
+    fields = {"title": ("%s: %s" % (name, shown) if shown else name)[:200], "kind": TOOL_KINDS.get(name, "other"),
+              "rawInput": json.loads(scrub(json.dumps(args, ensure_ascii=False), (api_key,)))}
+    path = args.get("path")
+    if name in ("read_file", "write_file") and isinstance(path, str) and path.strip():
+        path = os.path.normpath(os.path.join(cwd, os.path.expanduser(path)))
+        fields["locations"] = [{"path": path}]
+        content = args.get("content")
+        if name == "write_file" and diff and isinstance(content, str):
+            fields["content"] = [{"type": "diff", "path": path, "oldText": old_text(path), "newText": content}]
+    return fields
+
+
+def old_text(path):
+    """A file's text before write_file replaces it; None if new, binary or too big."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(READ_CAP + 1)
+    except OSError:
+        return None
+    if len(data) > READ_CAP or b"\x00" in data:
+        return None
+    return data.decode("utf-8", "replace")
+
+
+def acp_prompt_text(blocks):
+    """One user message from ACP content blocks: text as is, files as text."""
+    parts = []
+    for block in blocks:
+        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+            raise RpcError(INVALID_PARAMS, "each prompt item must be a content block with a \"type\"")
+        kind = block["type"]
+        if kind == "text":
+            if not isinstance(block.get("text"), str):
+                raise RpcError(INVALID_PARAMS, "a text content block needs a \"text\" string")
+            parts.append(block["text"])
+        elif kind == "resource_link":
+            parts.append("[file: %s]" % uri_path(block.get("uri") or block.get("name")))
+        elif kind == "resource":
+            res = block.get("resource") if isinstance(block.get("resource"), dict) else {}
+            where = uri_path(res.get("uri"))
+            if isinstance(res.get("text"), str):
+                parts.append("[file: %s]\n%s\n[end of file: %s]" % (where, res["text"], where))
+            else:
+                parts.append("[file: %s (binary, not included)]" % where)
+        else:
+            parts.append("[%s content is not supported and was left out]" % kind)
+    return "\n\n".join(p for p in parts if p.strip())
+
+
+def uri_path(uri):
+    if not isinstance(uri, str):
+        return "(unnamed)"
+    if uri.startswith("file://"):
+        from urllib.parse import unquote, urlsplit
+        return unquote(urlsplit(uri).path)
+    return uri
+
+
+def split_tool_results(text, calls, api_key):
+    """[(output or None, ok)] per call, read back from a stored tool-results message."""
+    if not isinstance(text, str) or not text.startswith("Tool results:"):
+        return [(None, False)] * len(calls)
+    body, failed = text, ""
+    cut = body.rfind("\n\n[Self-correction] ")
+    if cut != -1:
+        body, failed = body[:cut], body[cut:]
+    heads, pos = [], 0
+    for i, call in enumerate(calls):
+        shown = scrub(key_arg(call["tool"], call["args"]), (api_key,))
+        head = "[%d] %s %s\n" % (i + 1, call["tool"], shown)
+        at = body.find(head, pos)
+        heads.append((at, len(head), shown))
+        if at != -1:
+            pos = at + len(head)
+    results = []
+    for i, (at, size, shown) in enumerate(heads):
+        if at == -1:
+            results.append((None, True))
+            continue
+        end = next((h[0] - 2 for h in heads[i + 1:] if h[0] != -1), len(body))
+        results.append((body[at + size:end], "%s %s" % (calls[i]["tool"], shown[:80]) not in failed))
+    return results
+
+
+class AcpSession(UI):
+    """One ACP session: its Agent, and the UI hooks that turn a turn into session/update
+    notifications and permission requests."""
+
+    def __init__(self, server):
+        self.server = server
+        self.id = None
+        self.agent = None
+        self.busy = False
+        self.cancel_requested = False
+        self.calls = 0
+        self.lock = threading.Lock()
+        self.begin_turn()
+
+    def begin_turn(self):
+        self.step = 0
+        self.streamed = False
+        self.ids = {}           # (step, index of the call in its reply) -> toolCallId
+        self.fields = {}        # toolCallId -> what tool_call announced, for open calls
+        self.usage = {"inputTokens": 0, "outputTokens": 0, "thoughtTokens": 0, "cachedReadTokens": 0,
+                      "totalTokens": 0}
+        self.cost = 0.0
+        self.finish_reason = None
+
+    def update(self, session_update, **fields):
+        update = {"sessionUpdate": session_update}
+        update.update(fields)
+        self.server.notify("session/update", {"sessionId": self.id, "update": update})
+
+    def chunk(self, kind, text):
+        self.update(kind, content={"type": "text", "text": text})
+
+    def new_call_id(self):
+        with self.lock:
+            self.calls += 1
+            return "call_%d" % self.calls
+
+    def announce(self, step, index, name, args):
+        call_id = self.new_call_id()
+        self.ids[(step, index)] = call_id
+        fields = acp_tool_fields(name, args, self.agent.cwd, self.agent.cfg.api_key)
+        self.fields[call_id] = fields
+        self.update("tool_call", toolCallId=call_id, status="pending", **fields)
+        return call_id
+
+    def call_id(self, call):
+        return self.ids.get((self.step, call.index)) or self.announce(self.step, call.index, call.name, call.args)
+
+    def stop(self):
+        """Cancel the running turn: the model call, running tools, a pending approval."""
+        self.cancel_requested = True
+        self.agent.cancel.set()
+        self.agent.client.abort()
+        for proc in list(self.agent.procs):
+            kill_group(proc)
+
+    def close_open_calls(self, reason):
+        for call_id in list(self.fields):
+            fields = self.fields.pop(call_id, None)
+            if fields is not None:
+                self.update("tool_call_update", toolCallId=call_id, status="failed",
+                            content=[{"type": "content", "content": {"type": "text", "text": reason}}])
+
+    def turn_meta(self):
+        return {"usage": dict(self.usage), "costUsd": round(self.cost, 8),
+                "sessionCostUsd": round(self.agent.cost_usd, 8), "model": self.agent.model}
+
+    # -- UI hooks (called from the worker thread, tool_end also from tool threads)
+    def step_start(self, step):
+        self.step = step
+        self.streamed = False
+        if self.cancel_requested:       # a cancel that came before run_turn() cleared the event
+            self.agent.cancel.set()
+
+    def stream_text(self, text, final_hint):
+        self.streamed = True
+        self.chunk("agent_message_chunk", text)
+
+    def reply(self, reply, step):
+        thinking = reply.get("thinking")
+        if isinstance(thinking, str) and thinking.strip():
+            self.chunk("agent_thought_chunk", thinking)
+        if reply.get("response") and not self.streamed:
+            self.chunk("agent_message_chunk", reply["response"])
+        for index, call in enumerate(reply["tool_calls"]):
+            self.announce(step, index, call["tool"], call["args"])
+
+    def approve(self, call):
+        call_id = self.call_id(call)
+        if self.agent.cancel.is_set():
+            return "no"
+        tool_call = {"toolCallId": call_id, "status": "pending"}
+        tool_call.update(self.fields.get(call_id) or {})
+        answer = self.server.request("session/request_permission", {
+            "sessionId": self.id, "toolCall": tool_call, "options": PERMISSION_OPTIONS}, cancel=self.agent.cancel)
+        if answer is None:
+            return "no"
+        if "error" in answer:
+            self.notice("the client failed the permission request: %s" % json.dumps(answer["error"])[:200])
+            return "no"
+        outcome = (answer.get("result") or {}).get("outcome") if isinstance(answer.get("result"), dict) else None
+        if isinstance(outcome, dict) and outcome.get("outcome") == "selected":
+            return PERMISSION_ANSWERS.get(outcome.get("optionId"), "no")
+        return "no"
+
+    def tool_start(self, call):
+        self.update("tool_call_update", toolCallId=self.call_id(call), status="in_progress")
+
+    def tool_end(self, call, result):
+        call_id = self.call_id(call)
+        fields = self.fields.pop(call_id, None) or {}
+        content = [c for c in fields.get("content") or () if c.get("type") == "diff" and result.ok]
+        content.append({"type": "content", "content": {"type": "text", "text": result.output}})
+        self.update("tool_call_update", toolCallId=call_id, status="completed" if result.ok else "failed",
+                    content=content)
+
+    def step_finish(self, step, info):
+        usage = info.get("usage") or {}
+        inp = usage.get("prompt_tokens") or 0
+        out = usage.get("completion_tokens") or 0
+        thought = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
+        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+        self.usage["inputTokens"] += inp
+        self.usage["outputTokens"] += out
+        self.usage["thoughtTokens"] += thought
+        self.usage["cachedReadTokens"] += cached
+        self.usage["totalTokens"] += usage.get("total_tokens") or inp + out + thought
+        self.cost += info.get("cost") or 0.0
+        self.finish_reason = info.get("finish_reason")
+
+    def notice(self, text):
+        self.server.log(text)
+
+    # -- session/load: the history as the updates a live turn would have sent
+    def replay(self):
+        messages = self.agent.messages[1:]
+        corrective = corrective_message("").split(":")[0]
+        api_key = self.agent.cfg.api_key
+        for i, message in enumerate(messages):
+            role, content = message.get("role"), message.get("content")
+            if not isinstance(content, str):
+                continue
+            if role == "user":
+                if content.startswith(("Tool results:", corrective, "[the user cancelled")):
+                    continue
+                if content.startswith("[Summary of the earlier conversation"):
+                    self.chunk("agent_thought_chunk", content)
+                else:
+                    self.chunk("user_message_chunk", content)
+                continue
+            if role != "assistant":
+                continue
+            try:
+                reply = parse_reply(content, list(TOOLS))
+            except ContractError:
+                continue            # an invalid reply the model was asked to redo
+            if isinstance(reply.get("thinking"), str) and reply["thinking"].strip():
+                self.chunk("agent_thought_chunk", reply["thinking"])
+            if reply.get("response"):
+                self.chunk("agent_message_chunk", reply["response"])
+            following = messages[i + 1].get("content") if i + 1 < len(messages) else None
+            results = split_tool_results(following, reply["tool_calls"], api_key)
+            for call, (output, ok) in zip(reply["tool_calls"], results):
+                fields = acp_tool_fields(call["tool"], call["args"], self.agent.cwd, api_key, diff=False)
+                if output is not None:
+                    fields["content"] = [{"type": "content", "content": {"type": "text", "text": output}}]
+                self.update("tool_call", toolCallId=self.new_call_id(),
+                            status="completed" if ok and output is not None else "failed", **fields)
+
+
+class AcpServer:
+    """The JSON-RPC side: reads requests, answers them, keeps the sessions."""
+
+    def __init__(self, cfg, out):
+        self.cfg, self.out = cfg, out
+        self.sessions = {}
+        self.pending = {}               # id of a request we sent -> [Event, answer]
+        self.request_id = 0
+        self.workers = []
+        self.lock = threading.Lock()
+        self.write_lock = threading.Lock()
+        self.closed = threading.Event()     # stdin ended or stdout broke: nobody can answer
+        self.methods = {"initialize": self.initialize, "authenticate": self.authenticate,
+                        "session/new": self.new_session, "session/load": self.load_session,
+                        "session/prompt": self.prompt}
+        self.notifications = {"session/cancel": self.cancel}
+
+    # -- the wire
+    def send(self, message):
+        data = (json.dumps(message, ensure_ascii=False) + "\n").encode("utf-8", "replace")
+        with self.write_lock:
+            if self.out is None:
+                return
+            try:
+                self.out.write(data)
+                self.out.flush()
+            except (OSError, ValueError):
+                self.out = None
+                self.closed.set()
+                self.log("stdout is closed: cancelling running turns")
+                for session in list(self.sessions.values()):
+                    if session.busy:
+                        session.stop()
+
+    def respond(self, request_id, result=None, error=None):
+        message = {"jsonrpc": "2.0", "id": request_id}
+        if error is not None:
+            message["error"] = error
+        else:
+            message["result"] = result
+        self.send(message)
+
+    def fail(self, request_id, code, message):
+        self.respond(request_id, error={"code": code, "message": message})
+
+    def notify(self, method, params):
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def request(self, method, params, cancel=None):
+        """Ask the client and wait for its answer message; None if cancelled or closed."""
+        with self.lock:
+            self.request_id += 1
+            request_id = self.request_id
+            slot = self.pending[request_id] = [threading.Event(), None]
+        self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        try:
+            while not slot[0].wait(0.05):
+                if self.closed.is_set() or (cancel is not None and cancel.is_set()):
+                    return None
+        finally:
+            with self.lock:
+                self.pending.pop(request_id, None)
+        return slot[1]
+
+    def log(self, text):
+        try:
+            sys.stderr.write(scrub(text, (self.cfg.api_key,)) + "\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+
+    def serve(self, stream):
+        while True:
+            line = stream.readline()
+            if not line:
+                break
+            if line.strip():
+                self.handle(line)
+        self.closed.set()
+        for worker in list(self.workers):   # in-flight prompts still get their answers
+            worker.join()
+
+    def handle(self, line):
+        try:
+            message = json.loads(line.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError) as e:
+            return self.fail(None, PARSE_ERROR, "Parse error: %s" % e)
+        if not isinstance(message, dict) or message.get("jsonrpc", "2.0") != "2.0":
+            return self.fail(message.get("id") if isinstance(message, dict) else None, INVALID_REQUEST,
+                             "Invalid Request: expected a JSON-RPC 2.0 object")
+        method = message.get("method")
+        if method is None and "id" in message and ("result" in message or "error" in message):
+            with self.lock:
+                slot = self.pending.get(message["id"])
+            if slot is not None:
+                slot[1] = message
+                slot[0].set()
+            return None
+        request_id = message.get("id")
+        is_request = "id" in message
+        if not isinstance(method, str) or (is_request and request_id is not None and (
+                isinstance(request_id, bool) or not isinstance(request_id, (str, int, float)))):
+            return self.fail(request_id if isinstance(request_id, (str, int)) else None, INVALID_REQUEST,
+                             "Invalid Request: no method, or a bad id")
+        params = message.get("params")
+        if params is None:
+            params = {}
+        if not is_request:
+            handler = self.notifications.get(method)
+            if handler is not None and isinstance(params, dict):
+                handler(params)
+            return None                 # notifications are never answered, not even unknown ones
+        handler = self.methods.get(method)
+        if handler is None and method in self.notifications:
+            handler = lambda params, request_id: self.notifications[method](params)
+        if handler is None:
+            return self.fail(request_id, METHOD_NOT_FOUND, "Method not found: %s" % method)
+        try:
+            if not isinstance(params, dict):
+                raise RpcError(INVALID_PARAMS, "Invalid params: params must be an object")
+            result = handler(params, request_id)
+        except RpcError as e:
+            return self.respond(request_id, error=e.payload())
+        except GrokError as e:
+            return self.fail(request_id, INTERNAL_ERROR, scrub(str(e), (self.cfg.api_key,)))
+        except Exception as e:
+            self.log_internal(e)
+            return self.fail(request_id, INTERNAL_ERROR, "Internal error: %s: %s" % (type(e).__name__, e))
+        if result is not DEFERRED:
+            self.respond(request_id, result)
+        return None
+
+    def log_internal(self, e):
+        if os.environ.get("GROK_DEBUG"):
+            import traceback
+            self.log("".join(traceback.format_exception(type(e), e, e.__traceback__)))
+        else:
+            self.log("internal error: %s: %s (set GROK_DEBUG=1 for a traceback)" % (type(e).__name__, e))
+
+    # -- helpers for the methods
+    def need_key(self):
+        if not self.cfg.api_key:
+            self.cfg.api_key, self.cfg.key_source = find_api_key()
+        if not self.cfg.api_key:
+            raise RpcError(AUTH_REQUIRED, "no API key: set GROK_API_KEY or XAI_API_KEY in the environment the "
+                           "client starts grok with, or put GROK_API_KEY=... in " + ", ".join(ENV_FILES))
+
+    def need_cwd(self, params):
+        cwd = params.get("cwd")
+        if not isinstance(cwd, str) or not os.path.isabs(cwd) or not os.path.isdir(cwd):
+            raise RpcError(INVALID_PARAMS, "Invalid params: cwd must be the absolute path of a directory, not %s"
+                           % json.dumps(cwd))
+        return os.path.normpath(cwd)
+
+    def check_mcp(self, params):
+        servers = params.get("mcpServers", [])
+        if not isinstance(servers, list):
+            raise RpcError(INVALID_PARAMS, "Invalid params: mcpServers must be an array")
+        if servers:
+            names = [str(s.get("name")) if isinstance(s, dict) else "?" for s in servers]
+            self.log("MCP servers are not supported; ignoring: %s" % ", ".join(names))
+
+    def session_config(self, cwd):
+        cfg = Config.__new__(Config)
+        cfg.__dict__.update(self.cfg.__dict__)
+        cfg.cwd = cwd
+        return cfg
+
+    def add(self, session, agent):
+        session.agent, session.id = agent, agent.session.id
+        self.sessions[session.id] = session
+        return session
+
+    def session_for(self, params):
+        session_id = params.get("sessionId")
+        if not isinstance(session_id, str):
+            raise RpcError(INVALID_PARAMS, "Invalid params: sessionId must be a string")
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise RpcError(RESOURCE_NOT_FOUND, "unknown session %s (create it with session/new or session/load)"
+                           % json.dumps(session_id))
+        return session
+
+    # -- methods
+    def initialize(self, params, request_id):
+        version = params.get("protocolVersion")
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise RpcError(INVALID_PARAMS, "Invalid params: protocolVersion must be an integer")
+        return {"protocolVersion": ACP_VERSION,
+                "agentCapabilities": {"loadSession": True,
+                                      "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+                                      "mcpCapabilities": {"http": False, "sse": False}},
+                "agentInfo": {"name": "grok", "title": "grok.py", "version": __version__},
+                "authMethods": []}
+
+    def authenticate(self, params, request_id):
+        return {}       # no methods are advertised: the key comes from the environment
+
+    def new_session(self, params, request_id):
+        cwd = self.need_cwd(params)
+        self.check_mcp(params)
+        self.need_key()
+        session = AcpSession(self)
+        self.add(session, Agent(self.session_config(cwd), session))
+        return {"sessionId": session.id}
+
+    def load_session(self, params, request_id):
+        session_id = params.get("sessionId")
+        if not isinstance(session_id, str) or not session_id:
+            raise RpcError(INVALID_PARAMS, "Invalid params: sessionId must be a string")
+        cwd = self.need_cwd(params) if params.get("cwd") is not None else None
+        self.check_mcp(params)
+        session = self.sessions.get(session_id)
+        if session is None:
+            self.need_key()
+            store = Session(self.cfg.data_dir, session_id, warn=self.log)
+            bad = os.sep in session_id or "\x00" in session_id or session_id.startswith(".")
+            if bad or not os.path.isfile(store.path):
+                raise RpcError(RESOURCE_NOT_FOUND, "no session %s in %s" % (json.dumps(session_id), store.dir))
+            session = AcpSession(self)
+            try:
+                agent = Agent(self.session_config(cwd or self.cfg.cwd), session, session=store, resume=True)
+            except UserError as e:
+                raise RpcError(RESOURCE_NOT_FOUND, str(e))
+            self.add(session, agent)
+        elif session.busy:
+            raise RpcError(INVALID_REQUEST, "session %s is running a prompt" % session_id)
+        if cwd and cwd != session.agent.cwd:
+            session.agent.set_cwd(cwd)
+        session.replay()
+        return {}
+
+    def prompt(self, params, request_id):
+        session = self.session_for(params)
+        blocks = params.get("prompt")
+        if not isinstance(blocks, list) or not blocks:
+            raise RpcError(INVALID_PARAMS, "Invalid params: prompt must be a non-empty array of content blocks")
+        text = acp_prompt_text(blocks)
+        if not text.strip():
+            raise RpcError(INVALID_PARAMS, "Invalid params: the prompt has no text")
+        with self.lock:
+            if session.busy:
+                raise RpcError(INVALID_REQUEST, "session %s is already running a prompt" % session.id)
+            session.busy = True
+            session.cancel_requested = False
+        worker = threading.Thread(target=self.run_prompt, args=(session, request_id, text), daemon=True)
+        self.workers = [w for w in self.workers if w.is_alive()] + [worker]
+        worker.start()
+        return DEFERRED
+
+    def run_prompt(self, session, request_id, text):
+        agent, result, error, note = session.agent, None, None, None
+        session.begin_turn()
+        try:
+            agent.run_turn(text)
+            result = {"stopReason": "refusal" if session.finish_reason == "content_filter" else "end_turn"}
+        except Cancelled:
+            result = {"stopReason": "cancelled"}
+        except LimitReached as e:
+            if session.cancel_requested:
+                result = {"stopReason": "cancelled"}
+            elif 0 < agent.cfg.cost_limit <= agent.cost_usd:
+                error = RpcError(INTERNAL_ERROR, str(e), {"reason": "cost_limit", "costUsd": agent.cost_usd})
+            else:
+                result = {"stopReason": "max_turn_requests"}
+                note = str(e)
+        except Exception as e:
+            if session.cancel_requested:
+                result = {"stopReason": "cancelled"}
+            elif isinstance(e, GrokError):
+                error = RpcError(INTERNAL_ERROR, scrub(str(e), (self.cfg.api_key,)))
+            else:
+                self.log_internal(e)
+                error = RpcError(INTERNAL_ERROR, "Internal error: %s: %s" % (type(e).__name__, e))
+        session.close_open_calls("not run: the turn ended (%s)" % (
+            result["stopReason"] if result else "error"))
+        with self.lock:
+            session.busy = False
+        if result is not None:
+            result["_meta"] = session.turn_meta()
+            if note:
+                result["_meta"]["message"] = note
+            self.respond(request_id, result)
+        else:
+            self.respond(request_id, error=error.payload())
+
+    def cancel(self, params):
+        session = self.sessions.get(params.get("sessionId"))
+        if session is not None and session.busy:
+            session.stop()
+
+    def shutdown(self):
+        self.closed.set()
+        for session in list(self.sessions.values()):
+            if session.busy:
+                session.stop()
+            session.agent.close()
+
+
+def acp_main(args, cfg):
+    """`grok --acp` / `grok agent stdio`: serve ACP until stdin closes; exit 0."""
+    out = os.fdopen(os.dup(1), "wb")
+    try:
+        os.dup2(2, 1)       # from here a stray print or child writes to stderr; stdout is protocol only
+    except OSError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    sys.stdout = sys.stderr
+    server = AcpServer(cfg, out)
+    try:
+        server.serve(sys.stdin.buffer)
+    finally:
+        server.shutdown()
+    return 0
+
+
+# --------------------------------------------------------------------------
 # main
 # --------------------------------------------------------------------------
 
@@ -2057,7 +2660,8 @@ def main(argv=None):
 
     def body():
         args = parse_args(argv)
-        cfg = Config(model=args.model, cwd=args.cwd, always_approve=args.always_approve)
+        cfg = Config(model=args.model, cwd=args.cwd, always_approve=args.always_approve,
+                     require_key=not args.acp)      # ACP reports a missing key at session/new
         if args.acp:
             return acp_main(args, cfg)
         if args.prompt is not None:
@@ -2070,10 +2674,6 @@ def main(argv=None):
             agent.close()
 
     return guarded("grok", body)
-
-
-def acp_main(args, cfg):
-    raise UserError("--acp is not available yet")
 
 
 if __name__ == "__main__":
