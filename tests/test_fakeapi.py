@@ -272,8 +272,10 @@ def test_pty_process(run, tmp_path):
 
 
 def test_pty_interrupt_and_size(run, tmp_path):
-    code = ("import os, time; print(os.get_terminal_size()); print('ready', flush=True)\n"
-            "try:\n    time.sleep(10)\nexcept KeyboardInterrupt:\n    print('\\x1b[31mINT\\x1b[0m')")
+    # "ready" is printed inside the try, so the Ctrl-C cannot arrive before the handler is in place.
+    code = ("import os, time; print(os.get_terminal_size())\n"
+            "try:\n    print('ready', flush=True)\n    time.sleep(10)\nexcept KeyboardInterrupt:\n"
+            "    print('\\x1b[31mINT\\x1b[0m')")
     with PtyProcess([sys.executable, "-c", code], run.env(), tmp_path, cols=123, rows=45) as p:
         p.expect(r"columns=123, lines=45")
         p.expect("ready")
