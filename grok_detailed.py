@@ -97,6 +97,34 @@ def clip(text, width, more="…"):
     return "".join(out) + more
 
 
+def wrap(text, width):
+    """Lines of at most `width` columns, broken at spaces; indentation is kept, long words are cut."""
+    out = []
+    for para in text.splitlines() or [""]:
+        if cells(para) <= width:
+            out.append(para)
+            continue
+        indent = para[:len(para) - len(para.lstrip(" "))]
+        indent = indent if cells(indent) < width // 2 else ""
+        line = indent
+        for word in para.split():
+            joined = line + (" " if line.strip() else "") + word
+            if cells(joined) > width and line.strip():
+                out.append(line)
+                joined = indent + word
+            while cells(joined) > width:
+                used, cut = 0, 0
+                for cut, ch in enumerate(joined):
+                    used += cells(ch)
+                    if used > width:
+                        break
+                out.append(joined[:cut])
+                joined = indent + joined[cut:]
+            line = joined
+        out.append(line)
+    return out
+
+
 def as_text(value):
     """A reply field as one clean string, whatever type the model sent."""
     if value is None:
@@ -222,11 +250,7 @@ class DetailedUI(g.TerminalUI):
         self.emit(self.rule((title, "1"), [(right, "2")] if right else (), code=code))
 
     def field_lines(self, label, text, code=None):
-        import textwrap
-        width = self.width() - self.LABEL - 3
-        lines = []
-        for para in text.splitlines() or [""]:
-            lines += textwrap.wrap(para, width, break_on_hyphens=False) or [""]
+        lines = wrap(text, self.width() - self.LABEL - 3)
         pad = " " * (self.LABEL + 3)
         out = "  " + self.paint("2", label.ljust(self.LABEL)) + " " + self.paint(code, lines[0]) + "\n"
         return out + "".join(pad + self.paint(code, line) + "\n" for line in lines[1:])
@@ -236,12 +260,10 @@ class DetailedUI(g.TerminalUI):
 
     def box(self, title, text, right=(), code="32"):
         """An open-right box: ╭─ title ── right ─ / │ text / ╰────."""
-        import textwrap
         side = self.paint(code, self.glyph["side"])
         out = [self.rule((title, "1;" + code), right, corner=self.glyph["top"], code=code)]
-        for para in (as_text(text) or "(no response)").splitlines():
-            for line in textwrap.wrap(para, self.width() - 2, break_on_hyphens=False) or [""]:
-                out.append(side + (" " + line if line else "") + "\n")
+        for line in wrap(as_text(text) or "(no response)", self.width() - 2):
+            out.append(side + (" " + line if line else "") + "\n")
         out.append(self.paint(code, self.glyph["bottom"] + self.glyph["rule"] * (self.width() - 1)) + "\n")
         self.emit("".join(out))
 
@@ -299,12 +321,15 @@ class DetailedUI(g.TerminalUI):
 
     # -- the engine's hooks --------------------------------------------------
     def turn_start(self):
+        """Before a user turn: numbering restarts (answer() does that too), the goal is
+        forgotten if the conversation is new or cleared."""
         self.iteration = 0
-        self.turn_started = time.time()
         if self.agent is not None and len(self.agent.messages) <= 1:
-            self.goal = None        # a new or cleared conversation
+            self.goal = None
 
     def step_start(self, step):
+        if self.iteration == 0:
+            self.turn_started = time.time()
         self.iteration += 1
         self.live("%s step %d: waiting for the model\n" % (self.glyph["more"], self.iteration))
 
@@ -399,6 +424,7 @@ class DetailedUI(g.TerminalUI):
             right.append(("confidence %d%%" % conf, band(conf)))
         self.box("answer", text, right)
         self.last_reply = {}
+        self.iteration = 0
 
     def notice(self, text):
         with self.lock:
