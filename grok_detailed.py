@@ -154,7 +154,7 @@ def confidence_of(reply):
         return None
     if isinstance(c, float) and 0 < c < 1:
         c *= 100
-    return max(0, min(100, int(round(c))))
+    return int(round(max(0.0, min(100.0, c))))
 
 
 def progress_of(reply):
@@ -171,7 +171,17 @@ def band(confidence):
 
 
 def num(n):
-    return "{:,}".format(int(n or 0))
+    try:
+        return "{:,}".format(int(n or 0))
+    except (TypeError, ValueError):
+        return "?"
+
+
+def dig(obj, *keys):
+    """obj[k1][k2]... or None, whatever shape a server's usage object has."""
+    for key in keys:
+        obj = obj.get(key) if isinstance(obj, dict) else None
+    return obj
 
 
 def home_short(path):
@@ -275,7 +285,7 @@ class DetailedUI(g.TerminalUI):
         limit, spent = a.cfg.cost_limit, a.cost_usd
         cost = "$%.4f/%s" % (spent, "$%.2f" % limit if limit > 0 else "no limit")
         pct = a.context_pct()
-        cached = ((a.last_usage or {}).get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+        cached = dig(a.last_usage, "prompt_tokens_details", "cached_tokens")
         cost_code = "31" if 0 < limit <= spent else "33" if 0 < limit * 0.8 <= spent else None
         ctx_code = "33" if 0 < a.cfg.compact_threshold * 0.8 <= pct else None
         detail = " (%s/%s)" % (num(a.context_tokens), num(a.cfg.context_window))
@@ -405,11 +415,11 @@ class DetailedUI(g.TerminalUI):
             self.emit("".join(out))
 
     def step_finish(self, step, info):
-        usage = info.get("usage") or {}
-        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-        reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
-        parts = ["in %s" % num(usage.get("prompt_tokens")) + (" (%s cached)" % num(cached) if cached else ""),
-                 "out %s" % num(usage.get("completion_tokens"))]
+        usage = info.get("usage")
+        cached = dig(usage, "prompt_tokens_details", "cached_tokens")
+        reasoning = dig(usage, "completion_tokens_details", "reasoning_tokens")
+        parts = ["in %s" % num(dig(usage, "prompt_tokens")) + (" (%s cached)" % num(cached) if cached else ""),
+                 "out %s" % num(dig(usage, "completion_tokens"))]
         if reasoning:
             parts.append("reasoning %s" % num(reasoning))
         parts += ["$%.4f" % info.get("cost", 0.0), "%.1fs" % info.get("duration", 0.0)]
