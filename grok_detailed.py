@@ -450,7 +450,8 @@ class AgentRun:
         meta = new_meta(words)
 
         def done(step, loop):
-            stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(os.path.getmtime(self.ws.path(STEP_FILES[step]))))
+            mtime = os.path.getmtime(self.ws.path(STEP_FILES[step]))
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(mtime))
             meta["steps"][step] = {"loop": loop, "started": stamp, "finished": stamp, "recovered": True}
 
         loop = 1
@@ -510,6 +511,9 @@ class AgentRun:
         self.ui.write(self.ui.paint("1", "agent mode") + " · %s · up to %d loops · %s\n"
                       % (self.ws.dir, self.max_loops, self.agent.model))
         self.ui.write("goal: %s\n" % " ".join(m["goal"].split())[:160])
+        todo = [s for s in ("goal",) + LOOP_STEPS + ("final_report",) if not self.done(s)]
+        if m["steps"] and todo:
+            self.ui.write("resuming: loop %d, at %s\n" % (m["loop"], STEP_ROLES[todo[0]]))
         self.ensure("goal")
         while True:
             for step in LOOP_STEPS:
@@ -550,8 +554,9 @@ class AgentRun:
         self.ws.write(name, text)
         rec["finished"] = g.now_iso()
         self.save()
+        size = len(text.encode("utf-8"))
         self.ui.write(self.ui.paint("32", "✓ %s" % name) + self.ui.paint("90", " · %d bytes · $%.4f\n"
-                                                                        % (len(text.encode("utf-8")), self.agent.cost_usd)))
+                                                                        % (size, self.agent.cost_usd)))
 
     def header(self, step):
         where = "loop %d/%d · " % (self.meta["loop"], self.max_loops) if step in LOOP_STEPS else ""

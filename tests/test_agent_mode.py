@@ -292,7 +292,8 @@ def test_corrupted_meta_json_is_recreated_from_the_files(agent, fake, ws, isolat
     fake.add(*replies[5:])
     r = agent(None, "-y")
     assert r.returncode == 0, r.stderr
-    assert "meta.json is invalid" in r.stderr and "recovered the state from the files present: loop 1, next step reviewer" in r.stderr
+    assert "meta.json is invalid" in r.stderr
+    assert "recovered the state from the files present: loop 1, next step reviewer" in r.stderr
     assert steps_sent(fake, n) == ["reviewer1", "reporter"] and runs(isolated_env) == 1
     meta = meta_of(ws)
     assert meta["goal"] == GOAL and meta["status"] == "complete" and meta["steps"]["reviewer"]["verdict"] == "complete"
@@ -354,6 +355,22 @@ def test_cost_limit_covers_the_whole_run_across_restarts(agent, fake, ws):
     again = agent(None, "-y", env={"COST_LIMIT": "0.005"})
     assert again.returncode == 3 and "cost limit reached" in again.stderr
     assert len(fake.chat_requests()) == 2                   # the carried-over cost is over the limit
+
+
+def test_cost_limit_reached_during_the_execution_stops_the_run(agent, fake, ws):
+    usage = {"cost_in_usd_ticks": 3 * 10 ** 7}
+    fake.add(*[answer("# step", usage=usage)] * 3, tools(("list_files", {}), usage=usage), answer("never"))
+    r = agent(GOAL, "-y", env={"COST_LIMIT": "0.011"})
+    assert r.returncode == 3 and "cost limit reached" in r.stderr
+    assert len(fake.chat_requests()) == 4 and not (ws / "result.md").exists()
+    assert meta_of(ws)["status"] == "failed" and meta_of(ws)["step"] == "result"
+
+
+def test_review_without_a_verdict_line_counts_as_continue(agent, fake, ws):
+    fake.add(GOAL_REPLY, *loop_replies("complete")[:4], answer("Looks fine, I think."), REPORT)
+    r = agent(GOAL, "-y", "--max-loops", "1")
+    assert r.returncode == 3 and "reviewer.md has no VERDICT line: taking it as `continue`" in r.stderr
+    assert meta_of(ws)["status"] == "max_loops"
 
 
 # ------------------------------------------------------------------ language
