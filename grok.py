@@ -1642,14 +1642,13 @@ def use_color(stream):
 def ask_tty(prompt):
     """Read one answer from the controlling terminal; None when there is none."""
     try:
-        tty = open("/dev/tty", "r+", encoding="utf-8", errors="replace")
+        tty = open("/dev/tty", "r+b", buffering=0)     # text mode "r+" fails on a tty: not seekable
     except OSError:
         return None
     with tty:
-        tty.write(prompt)
-        tty.flush()
+        tty.write(prompt.encode("utf-8", "replace"))
         line = tty.readline()
-    return line.strip() if line else None
+    return line.decode("utf-8", "replace").strip() if line else None
 
 
 class TerminalUI(UI):
