@@ -1414,7 +1414,7 @@ class Agent:
     def run_turn(self, text):
         """Send one user message and loop until the model is done; returns the answer."""
         self.cancel.clear()
-        self.add({"role": "user", "content": text})
+        self.add({"role": "user", "content": clean_text(text)})
         rounds = strikes = 0
         try:
             while True:
@@ -1605,6 +1605,15 @@ def tool_results_message(results):
         text += ("\n\n[Self-correction] These tool calls failed: %s. Before you go on, work out what went wrong "
                  "and adjust: wrong arguments, a missing prerequisite, or another tool." % "; ".join(failed))
     return text
+
+
+def clean_text(text):
+    """Text with undecodable input bytes (surrogate escapes from stdin or argv) replaced by U+FFFD,
+    so it can be encoded as UTF-8 for the request and the session file."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def estimate_tokens(messages):
