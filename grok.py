@@ -841,6 +841,8 @@ def tool_write_file(args, ctx):
     data = content.encode("utf-8")
     if os.path.isdir(path):
         return ToolResult("error: %s is a directory" % path, ok=False)
+    if os.path.islink(path):        # write through the link; renaming over it would replace the link
+        path = os.path.realpath(path)
     parent = os.path.dirname(path)
     try:
         os.makedirs(parent, exist_ok=True)
