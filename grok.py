@@ -1519,6 +1519,9 @@ class Agent:
     def approved(self, item):
         if self.cfg.always_approve or item.name in self.session_always:
             return True
+        subject = item.args.get(KEY_ARG[item.name])
+        if not isinstance(subject, str) or not subject.strip():
+            return True     # no command/path: the tool refuses its arguments and runs nothing, so don't ask
         answer = self.ui.approve(item)
         if answer == "always":
             self.session_always.add(item.name)
@@ -1719,7 +1722,7 @@ class TerminalUI(UI):
 
     def approve(self, call):
         detail = call.shown if call.name == "bash" else "%s (%d bytes)" % (
-            call.shown, len(str(call.args.get("content", ""))))
+            call.shown, len(str(call.args.get("content", "")).encode("utf-8", "replace")))
         answer = ask_tty("%s %s\n  run it? [y]es / [n]o / [a]lways: " % (self.paint("1", call.name), detail))
         if answer is None:
             self.notice("no terminal to ask for approval: %s denied (use --always-approve / -y)" % call.name)
