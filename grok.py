@@ -1670,6 +1670,9 @@ def ask_tty(prompt):
             line += chunk
     except OSError:
         return None
+    except KeyboardInterrupt:
+        os.write(fd, b"\n")        # the cancel notice then starts on its own line
+        raise
     finally:
         os.close(fd)
     return line.decode("utf-8", "replace").strip()
