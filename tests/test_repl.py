@@ -258,6 +258,25 @@ def test_a_call_without_command_is_not_put_to_the_user(term, fake, tmp_path):
     assert (tmp_path / "work" / "w.txt").read_text(encoding="utf-8") == "h\u00e9llo"
 
 
+def test_ctrl_c_at_the_approval_question_cancels_the_turn_only(term, fake, tmp_path):
+    fake.add(tools(("bash", {"command": "echo ran > ran.txt"})), answer("next answer"))
+    p = term()
+    p.expect(r"> ")
+    p.send("go\n")
+    p.expect(APPROVE)
+    time.sleep(0.2)
+    p.sendintr()
+    p.expect(r"\^C\r\n\(cancelled\)", plain=True)
+    p.expect(r"\n> ")
+    p.send("next\n")
+    p.expect(r"next answer")
+    p.expect(r"\n> ")
+    p.sendeof()
+    assert p.wait() == 0
+    assert not (tmp_path / "work" / "ran.txt").exists()
+    assert fake.chat_requests()[1].last_user == "next"
+
+
 def test_always_approve_flag_never_asks(term, fake, tmp_path):
     fake.add(tools(("write_file", {"path": "x.txt", "content": "hi"})), answer("written"))
     p = term("--always-approve")
