@@ -53,9 +53,10 @@ def pid_gone(pid):
 
 # ------------------------------------------------------------------ plain turn
 
-def test_plain_answer_is_printed_and_the_request_follows_the_contract(run, fake):
+@pytest.mark.parametrize("stream", ["1", "0"], ids=["streamed", "not-streamed"])
+def test_plain_answer_is_printed_and_the_request_follows_the_contract(run, fake, stream):
     fake.add(answer("Hello there."))
-    r = run("-p", "hi")
+    r = run("-p", "hi", env={"GROK_STREAM": stream})
     assert r.returncode == 0, r.stderr
     assert r.stdout == "Hello there.\n"
     assert "Traceback" not in r.stderr
@@ -77,6 +78,7 @@ def test_plain_answer_is_printed_and_the_request_follows_the_contract(run, fake)
     for name in ("bash", "web_search", "read_file", "write_file", "list_files", "ask_user"):
         assert "- %s {" % name in system
     assert req.headers["x-grok-conv-id"]
+    assert body.get("stream", False) is (stream == "1")
 
 
 def test_multi_tool_round_trip_returns_results_as_one_user_message_in_call_order(run, fake, tmp_path):
