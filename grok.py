@@ -841,6 +841,8 @@ def tool_write_file(args, ctx):
     data = content.encode("utf-8")
     if os.path.isdir(path):
         return ToolResult("error: %s is a directory" % path, ok=False)
+    if os.path.islink(path):        # write through the link; renaming over it would replace the link
+        path = os.path.realpath(path)
     parent = os.path.dirname(path)
     try:
         os.makedirs(parent, exist_ok=True)
@@ -1414,7 +1416,7 @@ class Agent:
     def run_turn(self, text):
         """Send one user message and loop until the model is done; returns the answer."""
         self.cancel.clear()
-        self.add({"role": "user", "content": text})
+        self.add({"role": "user", "content": clean_text(text)})
         rounds = strikes = 0
         try:
             while True:
@@ -1517,6 +1519,9 @@ class Agent:
     def approved(self, item):
         if self.cfg.always_approve or item.name in self.session_always:
             return True
+        subject = item.args.get(KEY_ARG[item.name])
+        if not isinstance(subject, str) or not subject.strip():
+            return True     # no command/path: the tool refuses its arguments and runs nothing, so don't ask
         answer = self.ui.approve(item)
         if answer == "always":
             self.session_always.add(item.name)
@@ -1607,6 +1612,15 @@ def tool_results_message(results):
     return text
 
 
+def clean_text(text):
+    """Text with undecodable input bytes (surrogate escapes from stdin or argv) replaced by U+FFFD,
+    so it can be encoded as UTF-8 for the request and the session file."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+
+
 def estimate_tokens(messages):
     return sum(len(str(m.get("content", ""))) for m in messages) // 4
 
@@ -1640,15 +1654,28 @@ def use_color(stream):
 
 
 def ask_tty(prompt):
-    """Read one answer from the controlling terminal; None when there is none."""
+    """Read one answer from the controlling terminal; None when there is none, "" on Ctrl-D."""
+    # Raw fd I/O: open("/dev/tty", "r+") fails on every terminal (a tty is not seekable).
     try:
-        tty = open("/dev/tty", "r+b", buffering=0)     # text mode "r+" fails on a tty: not seekable
+        fd = os.open("/dev/tty", os.O_RDWR | getattr(os, "O_NOCTTY", 0))
     except OSError:
         return None
-    with tty:
-        tty.write(prompt.encode("utf-8", "replace"))
-        line = tty.readline()
-    return line.decode("utf-8", "replace").strip() if line else None
+    try:
+        os.write(fd, prompt.encode("utf-8", "replace"))
+        line = b""
+        while not line.endswith(b"\n"):
+            chunk = os.read(fd, 1024)
+            if not chunk:
+                break
+            line += chunk
+    except OSError:
+        return None
+    except KeyboardInterrupt:
+        os.write(fd, b"\n")        # the cancel notice then starts on its own line
+        raise
+    finally:
+        os.close(fd)
+    return line.decode("utf-8", "replace").strip()
 
 
 class TerminalUI(UI):
@@ -1698,7 +1725,7 @@ class TerminalUI(UI):
 
     def approve(self, call):
         detail = call.shown if call.name == "bash" else "%s (%d bytes)" % (
-            call.shown, len(str(call.args.get("content", ""))))
+            call.shown, len(str(call.args.get("content", "")).encode("utf-8", "replace")))
         answer = ask_tty("%s %s\n  run it? [y]es / [n]o / [a]lways: " % (self.paint("1", call.name), detail))
         if answer is None:
             self.notice("no terminal to ask for approval: %s denied (use --always-approve / -y)" % call.name)
