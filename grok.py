@@ -761,6 +761,7 @@ def tool_bash(args, ctx):
     fd = proc.stdout.fileno()
     note = ""
     exited_at = None
+    eof = False
     try:
         while True:
             if ctx.cancel.is_set():
@@ -774,13 +775,17 @@ def tool_bash(args, ctx):
                 break
             if exited_at is None and proc.poll() is not None:
                 exited_at = now
-            if exited_at is not None and now - exited_at > 0.2:
+            if exited_at is not None and (eof or now - exited_at > 0.2):
                 break           # background children keep the pipe open; do not wait for them
+            if eof:             # output closed before the exit was seen: wait for it, do not kill it
+                time.sleep(0.01)
+                continue
             ready, _, _ = select.select([fd], [], [], 0.05)
             if ready:
                 chunk = os.read(fd, 65536)
                 if not chunk:
-                    break
+                    eof = True
+                    continue
                 total += len(chunk)
                 room = OUTPUT_HEAD - len(head)
                 if room > 0:
@@ -1748,14 +1753,13 @@ def use_color(stream):
 def ask_tty(prompt):
     """Read one answer from the controlling terminal; None when there is none."""
     try:
-        tty = open("/dev/tty", "r+", encoding="utf-8", errors="replace")
+        tty = open("/dev/tty", "r+b", buffering=0)     # text mode "r+" needs a seekable file: a tty is not
     except OSError:
         return None
     with tty:
-        tty.write(prompt)
-        tty.flush()
+        tty.write(prompt.encode("utf-8", "replace"))
         line = tty.readline()
-    return line.strip() if line else None
+    return line.decode("utf-8", "replace").strip() if line else None
 
 
 class TerminalUI(UI):
