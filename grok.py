@@ -1489,6 +1489,8 @@ class Agent:
         except (KeyboardInterrupt, Cancelled):
             self.settle_cancelled()
             raise Cancelled("cancelled")
+        finally:
+            self.request_carriers = []      # the turn is over: /compact has no request to keep verbatim
 
     def settle_cancelled(self):
         """After a cancelled turn, leave a history the model can continue from."""

@@ -550,3 +550,16 @@ def test_a_command_that_closes_its_output_early_is_waited_for_not_killed(run, fa
     assert all((isolated_env.work / ("done_%d" % i)).exists() for i in range(3))
     text = fake.chat_requests()[1].last_user
     assert "exit code" not in text and "[Self-correction]" not in text
+
+
+def test_compact_after_a_turn_keeps_no_request_verbatim(engine, fake):
+    agent = engine.Agent(engine.Config(always_approve=True))
+    try:
+        fake.add(*[tools(("list_files", {})) for _ in range(4)], answer("done"))
+        assert agent.run_turn("list it four times") == "done"
+        fake.add(reply("S"))
+        assert agent.compact() is True                  # as /compact does, after the turn
+        assert "[The request being worked on" not in agent.messages[1]["content"]
+        assert_alternates(agent.messages)
+    finally:
+        agent.close()
