@@ -44,6 +44,7 @@ OUTPUT_TAIL = 5000          # ... and from the end
 READ_CAP = 100000           # bytes read_file returns
 LIST_CAP = 500              # entries list_files returns
 RULES_CAP = 8000            # bytes per AGENTS.md / GROK.md file
+RULES_TOTAL_CAP = 24000     # bytes of project rules in all
 MAX_STRIKES = 3             # invalid replies in a row before a turn fails
 RETRY_STATUSES = (429, 500, 502, 503, 504)
 
@@ -760,6 +761,7 @@ def tool_bash(args, ctx):
     fd = proc.stdout.fileno()
     note = ""
     exited_at = None
+    eof = False
     try:
         while True:
             if ctx.cancel.is_set():
@@ -773,13 +775,17 @@ def tool_bash(args, ctx):
                 break
             if exited_at is None and proc.poll() is not None:
                 exited_at = now
-            if exited_at is not None and now - exited_at > 0.2:
+            if exited_at is not None and (eof or now - exited_at > 0.2):
                 break           # background children keep the pipe open; do not wait for them
+            if eof:             # output closed before the exit was seen: wait for it, do not kill it
+                time.sleep(0.01)
+                continue
             ready, _, _ = select.select([fd], [], [], 0.05)
             if ready:
                 chunk = os.read(fd, 65536)
                 if not chunk:
-                    break
+                    eof = True
+                    continue
                 total += len(chunk)
                 room = OUTPUT_HEAD - len(head)
                 if room > 0:
@@ -1030,7 +1036,8 @@ def find_skills(skills_dir):
 
 
 def find_project_rules(cwd):
-    """[(path, text)]: ~/.grok/AGENTS.md, then AGENTS.md / GROK.md from the git root down to cwd."""
+    """[(path, text)]: ~/.grok/AGENTS.md, then AGENTS.md and GROK.md in each directory from the git root
+    down to cwd (outside a repository: cwd only). Capped per file and in all, with a visible note."""
     found = []
     user_rules = os.path.join(os.path.expanduser("~"), ".grok", "AGENTS.md")
     dirs = []
@@ -1046,20 +1053,31 @@ def find_project_rules(cwd):
         d = parent
     candidates = [user_rules] + [os.path.join(d, n) for d in reversed(dirs) for n in ("AGENTS.md", "GROK.md")]
     seen = set()
+    budget = RULES_TOTAL_CAP
     for path in candidates:
         real = os.path.realpath(path)
         if real in seen or not os.path.isfile(path):
             continue
         seen.add(real)
+        cap = min(RULES_CAP, budget)
+        if cap <= 0:
+            found.append((path, "[not included: project rules are capped at %d bytes in all]" % RULES_TOTAL_CAP))
+            continue
         try:
             with open(path, "rb") as f:
-                data = f.read(RULES_CAP + 1)
+                data = f.read(cap + 1)
+                size = os.fstat(f.fileno()).st_size
         except OSError:
             continue
-        text = data[:RULES_CAP].decode("utf-8", "replace").strip()
-        if len(data) > RULES_CAP:
-            text += "\n[truncated at %d bytes]" % RULES_CAP
+        if len(data) > cap:     # cut at a character boundary, and say so
+            text = data[:cap].decode("utf-8", "replace").rstrip("\ufffd").strip()
+            text += "\n[truncated: only the first %d of %d bytes of this file are included%s]" % (
+                cap, size, "" if cap == RULES_CAP else ", the project rules are capped at %d bytes in all"
+                % RULES_TOTAL_CAP)
+        else:
+            text = data.decode("utf-8", "replace").strip()
         if text:
+            budget -= min(len(data), cap)
             found.append((path, text))
     return found
 
@@ -1078,17 +1096,22 @@ def build_system_prompt(cfg, contract=MINIMAL, cwd=None):
     ]
     if contract.extra_prompt:
         parts.append(contract.extra_prompt)
-    parts += ["", "TOOLS:", TOOL_DOCS % int(cfg.bash_timeout), "", "RUNTIME:",
-              "- date: %s" % time.strftime("%Y-%m-%d %H:%M %Z"),
-              "- system: %s %s, Python %s, shell %s" % (platform.system(), platform.release(),
-                                                         platform.python_version(), os.environ.get("SHELL", "/bin/sh")),
+    shell = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
+    parts += ["", "TOOLS:", TOOL_DOCS % int(cfg.bash_timeout), "", "RUNTIME (at the start of this session):",
+              "- date: %s" % time.strftime("%A %Y-%m-%d %H:%M %Z"),
+              "- system: %s %s, Python %s" % (platform.system(), platform.release(), platform.python_version()),
+              "- shell: the bash tool runs %s -c; the user's login shell is %s" % (
+                  shell, os.environ.get("SHELL") or "unknown"),
               "- working directory: %s" % cwd]
     skills = find_skills(cfg.skills_dir)
     if skills:
         parts += ["", "SKILLS (load one with read_file when it fits the task):"]
         parts += ["- %s: %s (%s)" % s for s in skills]
-    for path, text in find_project_rules(cwd):
-        parts += ["", "PROJECT RULES from %s:" % path, text]
+    rules = find_project_rules(cwd)
+    if rules:
+        parts += ["", "PROJECT RULES (follow them; where they differ, the later, more specific file wins):"]
+    for path, text in rules:
+        parts += ["", "From %s:" % path, text]
     return "\n".join(parts)
 
 
@@ -1267,6 +1290,8 @@ class Agent:
 
     def __init__(self, cfg, ui=None, contract=MINIMAL, session=None, resume=False):
         self.cfg, self.ui, self.contract = cfg, ui or UI(), contract
+        self.ui_lock = threading.RLock()
+        self.lock = threading.Lock()    # cost and session writes from tools running in threads
         self.model = cfg.model
         self.cwd = cfg.cwd
         self.session = session or Session(cfg.data_dir, warn=self.notice)
@@ -1284,6 +1309,7 @@ class Agent:
         self.cancel = threading.Event()
         self.procs = set()
         self.session_always = set()     # tools approved with [a]lways
+        self.request_carriers = []      # messages holding this turn's request verbatim (compact keeps it)
         self.messages = []
         if resume:
             header, messages, cost, cwd = self.session.load()
@@ -1301,7 +1327,8 @@ class Agent:
 
     # -- bookkeeping ---------------------------------------------------------
     def notice(self, text):
-        self.ui.notice(scrub(text, (self.cfg.api_key,)))
+        with self.ui_lock:         # tools running in threads may report retries
+            self.ui.notice(scrub(text, (self.cfg.api_key,)))
 
     def add(self, message):
         self.messages.append(message)
@@ -1416,7 +1443,8 @@ class Agent:
     def run_turn(self, text):
         """Send one user message and loop until the model is done; returns the answer."""
         self.cancel.clear()
-        self.add({"role": "user", "content": clean_text(text)})
+        self.request_carriers = [{"role": "user", "content": clean_text(text)}]
+        self.add(self.request_carriers[0])
         rounds = strikes = 0
         try:
             while True:
@@ -1447,16 +1475,24 @@ class Agent:
                     self.ui.answer(answer)
                     return answer
                 rounds += 1
-                if 0 < self.cfg.max_iterations < rounds:
+                limit = self.cfg.max_iterations
+                if 0 < limit < rounds:
                     self.ui.step_finish(self.step_no, self.step_info(result))
-                    raise LimitReached("stopped after %d tool rounds (GROK_MAX_ITERATIONS / --max-tool-rounds)"
-                                       % self.cfg.max_iterations)
+                    raise LimitReached("tool round limit reached: the model still wanted tools after %d round%s; "
+                                       "its last calls were not run (GROK_MAX_ITERATIONS or --max-tool-rounds "
+                                       "raise it, 0 = no limit)" % (limit, "" if limit == 1 else "s"))
                 results = self.execute(calls)
                 self.ui.step_finish(self.step_no, self.step_info(result))
-                self.add({"role": "user", "content": tool_results_message(results)})
+                note = None
+                if rounds == limit:
+                    note = ("[Limit] That was the last tool round allowed in this turn (%d). Answer now with "
+                            "what you have and say what is left to do; further tool calls will not run." % limit)
+                self.add({"role": "user", "content": tool_results_message(results, note)})
         except (KeyboardInterrupt, Cancelled):
             self.settle_cancelled()
             raise Cancelled("cancelled")
+        finally:
+            self.request_carriers = []      # the turn is over: /compact has no request to keep verbatim
 
     def settle_cancelled(self):
         """After a cancelled turn, leave a history the model can continue from."""
@@ -1473,8 +1509,9 @@ class Agent:
 
     # -- tools ---------------------------------------------------------------
     def execute(self, calls):
-        """Run one reply's tool calls: approvals and ask_user serially, the rest
-        concurrently; results come back in call order."""
+        """Run one reply's tool calls: approvals and ask_user one at a time in call order, then the
+        rest concurrently. UI hooks run on this thread only (no interleaved output); tool_end comes
+        as each tool finishes; results are returned in call order."""
         items = []
         for i, call in enumerate(calls):
             items.append(ToolCall(i, call["tool"], call["args"], "call_%d_%d" % (self.step_no, i + 1)))
@@ -1496,15 +1533,28 @@ class Agent:
         if len(runnable) == 1:
             results[runnable[0].index] = self.run_tool(runnable[0])
         elif runnable:
+            import queue
+            finished = queue.Queue()
+
             def work(item):
-                results[item.index] = self.run_tool(item)
+                try:
+                    outcome = self.call_tool(item)
+                except BaseException as e:      # Cancelled: a worker thread must never print a traceback
+                    outcome = (ToolResult("error: %s" % (e or "cancelled"), ok=False), time.time())
+                finished.put((item, outcome))
+
             threads = [threading.Thread(target=work, args=(item,), daemon=True) for item in runnable]
             for t in threads:
                 t.start()
             try:
-                for t in threads:
-                    while t.is_alive():
-                        t.join(0.1)
+                for _ in runnable:
+                    while True:
+                        try:
+                            item, (result, started) = finished.get(timeout=0.1)
+                            break
+                        except queue.Empty:
+                            pass
+                    results[item.index] = self.finish_tool(item, result, started)
             except BaseException:
                 self.cancel.set()
                 for proc in list(self.procs):
@@ -1528,6 +1578,10 @@ class Agent:
         return answer in ("yes", "always")
 
     def run_tool(self, item):
+        return self.finish_tool(item, *self.call_tool(item))
+
+    def call_tool(self, item):
+        """(ToolResult, start time); safe to call from a worker thread (no UI)."""
         started = time.time()
         try:
             result = TOOLS[item.name](item.args, ToolContext(self))
@@ -1537,44 +1591,92 @@ class Agent:
             raise
         except Exception as e:      # a tool never raises into the loop
             result = ToolResult("error: %s failed: %s: %s" % (item.name, type(e).__name__, e), ok=False)
-        return self.finish_tool(item, result, started)
+        result.finished = time.time()
+        return result, started
 
     def finish_tool(self, item, result, started):
-        result.started, result.finished = started, time.time()
+        result.started, result.finished = started, result.finished or time.time()
         result.output = scrub(result.output, (self.cfg.api_key,))
         self.tool_count += 1
-        self.ui.tool_end(item, result)
+        with self.ui_lock:
+            self.ui.tool_end(item, result)
         return result
 
     # -- compaction ----------------------------------------------------------
     def maybe_compact(self):
-        if self.cfg.compact_threshold > 0 and self.context_pct() >= self.cfg.compact_threshold:
-            self.compact()
+        """Before every model call: compact when the context would pass COMPACT_THRESHOLD. The estimate
+        is the last call's tokens plus what was added since (tool results, a new user message)."""
+        if self.cfg.compact_threshold <= 0 or len(self.messages) < 2:
+            return False
+        pending = []
+        for m in reversed(self.messages[1:]):
+            if m.get("role") == "assistant":    # the last reply: counted in the last call's tokens
+                break
+            pending.append(m)
+        tokens = self.context_tokens + estimate_tokens(pending)
+        if 100.0 * tokens / max(1, self.cfg.context_window) < self.cfg.compact_threshold:
+            return False
+        return self.compact()
 
     def compact(self, keep=6):
-        """Summarise older history with the model; keep the system prompt and the recent tail."""
+        """Summarise older history with GROK_SUMMARY_MODEL; keep the system prompt and the recent tail
+        (about `keep` messages, fewer if they alone would fill half the threshold). The tail starts at
+        an assistant reply, so tool results stay with the reply that asked for them and the summary, a
+        user message, keeps the roles alternating. Mid-turn, the request being worked on is kept
+        verbatim. False when there is too little to compact."""
         history = self.messages[1:]
-        cut = max(0, len(history) - keep)
-        while cut > 0 and history[cut]["role"] != "assistant":
-            cut -= 1
-        if cut < 2:
+        pct = self.cfg.compact_threshold if self.cfg.compact_threshold > 0 else 75.0
+        room = self.cfg.context_window * pct / 200.0
+        cut = None
+        for i, m in enumerate(history):
+            if i < 2 or m.get("role") != "assistant":
+                continue
+            if i <= len(history) - keep or estimate_tokens(history[cut or 0:]) > room:
+                cut = i
+        if cut is None:
             return False
         old, tail = history[:cut], history[cut:]
-        transcript = "\n\n".join("[%s] %s" % (m["role"], str(m.get("content", ""))[:3000]) for m in old)
         request = [{"role": "system", "content":
                     "You summarise an AI agent's conversation and tool history so the agent can continue. Keep "
                     "the user's goals and requests, decisions, facts learned, files and commands involved, and "
                     "open tasks. Be concise; plain text."},
-                   {"role": "user", "content": "Conversation to summarise:\n\n" + transcript}]
+                   {"role": "user", "content": "Conversation to summarise:\n\n" + self.transcript(old)}]
         self.check_cost()
-        result = self.chat(request, contract=False, model=self.cfg.summary_model, max_tokens=2000)
+        try:
+            result = self.chat(request, contract=False, model=self.cfg.summary_model, max_tokens=2000)
+        except (UserError, TransientError) as e:
+            raise type(e)("compacting the history failed (summary model %s, GROK_SUMMARY_MODEL): %s"
+                          % (self.cfg.summary_model, e))
         self.add_cost(result.usage, self.cfg.summary_model, kind="compaction")
         summary = (result.content or "").strip() or "(the earlier conversation could not be summarised)"
-        self.reset([{"role": "user", "content": "[Summary of the earlier conversation, compacted]\n" + summary}]
-                   + tail)
+        summary = {"role": "user", "content": "[Summary of the earlier conversation, compacted]\n" + summary}
+        if any(m is c for m in old for c in self.request_carriers):
+            request_text = str(self.request_carriers[0].get("content", ""))
+            if len(request_text) > 4000:
+                request_text = request_text[:4000] + "\n[... the rest of the request is in the summary]"
+            summary["content"] += "\n\n[The request being worked on, verbatim]\n" + request_text
+            self.request_carriers.append(summary)
+        before = estimate_tokens(self.messages)
+        self.reset([summary] + tail)
         self.context_tokens = estimate_tokens(self.messages)
-        self.notice("compacted %d older messages into a summary" % len(old))
+        self.notice("compacted %d older messages into a summary (about %d -> %d tokens)"
+                    % (len(old), before, self.context_tokens))
+        if 100.0 * self.context_tokens / max(1, self.cfg.context_window) >= pct:
+            self.notice("the recent messages alone still fill %.0f%% of the context window"
+                        % (100.0 * self.context_tokens / max(1, self.cfg.context_window)))
         return True
+
+    def transcript(self, messages):
+        """Messages as text for the summariser: each capped, the whole within half its window."""
+        window = (self.cfg.context_window if self.cfg.summary_model == self.model
+                  else context_window(self.cfg.summary_model))
+        text = "\n\n".join("[%s] %s" % (m.get("role"), str(m.get("content", ""))[:3000]) for m in messages)
+        limit = window * 2          # characters: about half the window at 4 characters a token
+        if len(text) > limit:
+            head = limit // 3
+            text = "%s\n[... %d characters omitted ...]\n%s" % (text[:head], len(text) - limit,
+                                                               text[-(limit - head):])
+        return text
 
     def close(self):
         self.client.close()
@@ -1596,19 +1698,23 @@ class ToolContext:
         self.ask_user = agent.ui.ask_user
 
     def add_cost(self, usage):
-        self.agent.add_cost(usage, kind="web_search")
+        with self.agent.lock:
+            self.agent.add_cost(usage, kind="web_search")
 
 
-def tool_results_message(results):
+def tool_results_message(results, note=None):
+    """The one user message that carries a round's results, in call order (SPEC 4)."""
     parts, failed = [], []
     for item, result in results:
         parts.append("[%d] %s %s\n%s" % (item.index + 1, item.name, item.shown, result.output))
         if not result.ok:
-            failed.append("%s %s" % (item.name, item.shown[:80]))
+            failed.append("[%d] %s (%s)" % (item.index + 1, item.name, failure_reason(result.output)))
     text = "Tool results:\n\n" + "\n\n".join(parts)
     if failed:
         text += ("\n\n[Self-correction] These tool calls failed: %s. Before you go on, work out what went wrong "
                  "and adjust: wrong arguments, a missing prerequisite, or another tool." % "; ".join(failed))
+    if note:
+        text += "\n\n" + note
     return text
 
 
@@ -1619,6 +1725,13 @@ def clean_text(text):
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     except UnicodeEncodeError:
         return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def failure_reason(output):
+    """One short line saying why a tool call failed: bash's closing note, else the first line."""
+    lines = [line.strip() for line in output.strip().splitlines() if line.strip()] or ["no output"]
+    reason = lines[-1].strip("[]") if lines[-1].startswith("[") and lines[-1].endswith("]") else lines[0]
+    return reason if len(reason) <= 100 else reason[:97] + "..."
 
 
 def estimate_tokens(messages):
