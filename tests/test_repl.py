@@ -216,7 +216,7 @@ def test_approval_no_denies_and_tells_the_model(term, fake, tmp_path):
     assert not (tmp_path / "work" / "ran.txt").exists()
     assert not (tmp_path / "work" / "w.txt").exists()
     results = fake.chat_requests()[1].last_user
-    assert results.count("denied: the user did not allow this") == 2
+    assert results.count("\ndenied: the user did not allow this") == 2  # result bodies, not the self-correction note
 
 
 def test_approval_always_stops_asking_for_the_rest_of_the_session(term, fake, tmp_path):
