@@ -779,6 +779,10 @@ def tool_bash(args, ctx):
             if ready:
                 chunk = os.read(fd, 65536)
                 if not chunk:
+                    try:        # the pipe closes a moment before the exit can be reaped: not a reason to kill
+                        proc.wait(timeout=0.2)
+                    except subprocess.TimeoutExpired:
+                        pass
                     break
                 total += len(chunk)
                 room = OUTPUT_HEAD - len(head)
