@@ -357,7 +357,8 @@ def test_allow_pattern_lets_a_matching_command_run(run, fake, isolated_env):
     assert r.returncode == 0, r.stdout + r.stderr
     assert (isolated_env.work / "made-by-bash").exists()
     assert (isolated_env.work / "out" / "notes.md").read_text() == "hi"
-    assert [e["toolResult"]["success"] for e in events(r.stdout) if e["type"] == "tool_use"] == [True, True]
+    uses = [e for e in events(r.stdout) if e["type"] == "tool_use"]
+    assert [u["toolResult"]["success"] for u in uses] == [True, True], json.dumps([u["toolResult"] for u in uses])
 
 
 @pytest.mark.parametrize("tool, args, allow, what", [
