@@ -1382,16 +1382,16 @@ class Agent:
                        "max_tokens": max_tokens or self.cfg.max_tokens or self.contract.max_tokens}
             if contract:
                 payload["response_format"] = self.response_format()
-            streamer = None
             if self.stream:
                 payload["stream"] = True
                 payload["stream_options"] = {"include_usage": True}
-                if on_text:
-                    streamer = ResponseStreamer()
 
-                def on_stream(resp, streamer=streamer):
-                    if streamer is None:
+                def on_stream(resp):
+                    if not on_text:
                         return read_chat_stream(resp, None)
+                    # Once per attempt: a retried stream starts the reply over, so the parser and the UI do too.
+                    streamer = ResponseStreamer()
+                    self.ui.stream_reset()
                     return read_chat_stream(resp, lambda piece: self._stream_piece(streamer, piece, on_text))
             else:
                 on_stream = None
@@ -1481,8 +1481,10 @@ class Agent:
                     raise LimitReached("tool round limit reached: the model still wanted tools after %d round%s; "
                                        "its last calls were not run (GROK_MAX_ITERATIONS or --max-tool-rounds "
                                        "raise it, 0 = no limit)" % (limit, "" if limit == 1 else "s"))
-                results = self.execute(calls)
-                self.ui.step_finish(self.step_no, self.step_info(result))
+                try:
+                    results = self.execute(calls)
+                finally:    # the model call is complete even when a tool is denied or cancelled
+                    self.ui.step_finish(self.step_no, self.step_info(result))
                 note = None
                 if rounds == limit:
                     note = ("[Limit] That was the last tool round allowed in this turn (%d). Answer now with "
@@ -1957,25 +1959,117 @@ def now_ms():
     return int(time.time() * 1000)
 
 
-class HeadlessUI(UI):
-    """`grok -p`: JSONL events on stdout, or the answer alone (progress on stderr)."""
+def event_line(event):
+    # ASCII-only JSON: any stdout encoding works, and lone surrogates from the model cannot crash a write.
+    return json.dumps(event, ensure_ascii=True, separators=(",", ":")) + "\n"
 
-    def __init__(self, fmt, allow, always_approve):
+
+def silence_stdout():
+    """The reader of stdout went away: send the rest, and the final flush at exit, to /dev/null."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+class OutputClosed(GrokError):
+    """stdout was closed by its reader (`grok -p ... | head -1`): stop quietly, as guarded() does."""
+    exit_code = 0
+
+
+SHELL_OPERATORS = frozenset(";&|<>$`()\n")
+
+
+def allow_matches(name, args, patterns, cwd):
+    """--allow: a shell glob on the bash command or the write_file path.
+
+    In a command, `*` must not stand for shell operators: `git *` allows `git log`, not
+    `git log; rm -rf ~`; every operator in the command has to be written in the pattern
+    (or the pattern is `*`). A path matches as given, normalised, relative to cwd or absolute."""
+    import fnmatch
+    if name == "bash":
+        command = args.get("command")
+        if not isinstance(command, str):
+            return False
+        ops = SHELL_OPERATORS.intersection(command)
+        return any(p == "*" or (fnmatch.fnmatchcase(command, p) and ops <= set(p)) for p in patterns)
+    path = args.get("path")
+    if not isinstance(path, str) or not path:
+        return False
+    full = os.path.normpath(os.path.join(cwd, os.path.expanduser(path)))
+    subjects = {path, os.path.normpath(path), full, os.path.relpath(full, cwd)}
+    return any(fnmatch.fnmatchcase(s, p) for s in subjects for p in patterns)
+
+
+class HeadlessUI(UI):
+    """`grok -p`: the JSONL event stream of seed 002 on stdout (--format json), or the
+    answer alone with progress on stderr (--format text)."""
+
+    def __init__(self, fmt, allow, always_approve, secrets=()):
         self.json = fmt == "json"
         self.allow = allow or []
         self.always_approve = always_approve
+        self.secrets = secrets
         self.session_id = None
+        self.cwd = os.getcwd()
         self.step = 0
-        self.streamed = False
-        self.pending = []
+        # Tools finish in threads: one lock keeps every event one whole line, never two at once.
+        self.lock = threading.RLock()
+        self.closed = False         # after the final error event nothing more is written
+        self.pipe_gone = False      # the reader of stdout went away
+        self.partial = False        # a write was cut off mid-line (an interrupt)
+        self.printed = ""           # text mode: the answer text already on stdout
+        self.attempt = ""           # text mode: the answer text of the stream in progress
+        if not self.json and hasattr(sys.stdout, "reconfigure"):
+            try:
+                sys.stdout.reconfigure(errors="replace")
+            except (ValueError, OSError):
+                pass
+
+    def write(self, text):
+        with self.lock:
+            if self.closed or self.pipe_gone:
+                if self.pipe_gone and threading.current_thread() is threading.main_thread():
+                    raise OutputClosed("stdout was closed")
+                return
+            try:
+                if self.partial:
+                    text = "\n" + text
+                self.partial = True
+                sys.stdout.write(text)
+                sys.stdout.flush()
+                self.partial = False
+            except BrokenPipeError:
+                self.pipe_gone, self.partial = True, False
+                silence_stdout()
+                if threading.current_thread() is threading.main_thread():
+                    raise OutputClosed("stdout was closed")
 
     def emit(self, kind, **fields):
-        event = {"type": kind, "timestamp": now_ms(), "sessionID": self.session_id}
-        if kind != "error":
-            event["stepNumber"] = self.step
-        event.update(fields)
-        sys.stdout.write(json.dumps(event, ensure_ascii=False) + "\n")
-        sys.stdout.flush()
+        with self.lock:     # stamped under the lock, so timestamps never go back in the stream
+            event = {"type": kind, "timestamp": now_ms()}
+            if self.session_id:
+                event["sessionID"] = self.session_id
+            if kind != "error":
+                event["stepNumber"] = self.step
+            event.update(fields)
+            self.write(event_line(event))
+
+    def fail(self, message, code):
+        """The run's last word: an `error` event (json) and a line on stderr; returns the exit code."""
+        message = scrub(message, self.secrets)
+        if self.json:
+            try:
+                self.emit("error", message=message)
+            except OutputClosed:
+                pass
+        with self.lock:
+            self.closed = True
+        sys.stderr.write("grok: %s\n" % message)
+        sys.stderr.flush()
+        return code
 
     def progress(self, text):
         if not self.json:
@@ -1984,19 +2078,22 @@ class HeadlessUI(UI):
 
     def step_start(self, step):
         self.step = step
-        self.streamed = False
+        self.attempt = ""
         if self.json:
             self.emit("step_start")
 
+    def stream_reset(self):
+        self.attempt = ""
+
     def stream_text(self, text, final_hint):
-        # Text mode: the answer goes to stdout as it arrives once the reply is known to call no tools.
-        if self.json:
+        # Text mode: the answer goes to stdout as it arrives, once the reply is known to call no tools.
+        # A retried or repeated stream prints only what goes beyond what is already there.
+        if self.json or final_hint != "empty":
             return
-        if final_hint == "empty":
-            if not self.streamed:
-                self.streamed = True
-            sys.stdout.write(text)
-            sys.stdout.flush()
+        self.attempt += text
+        if len(self.attempt) > len(self.printed) and self.attempt.startswith(self.printed):
+            self.write(self.attempt[len(self.printed):])
+            self.printed = self.attempt
 
     def reply(self, reply, step):
         text = reply.get("response")
@@ -2005,73 +2102,110 @@ class HeadlessUI(UI):
         elif text and reply["tool_calls"]:
             self.progress(text)
 
+    def tool_start(self, call):
+        self.progress("[%s] %s" % (call.name, call.shown))
+
     def tool_end(self, call, result):
         if self.json:
-            self.emit("tool_use", toolCall={"id": call.id, "name": call.name, "args": scrub_args(call.args)},
-                      toolResult={"id": call.id, "success": result.ok, "output": result.output},
-                      timing={"startedAt": int(result.started * 1000), "finishedAt": int(result.finished * 1000),
-                              "durationMs": int(round((result.finished - result.started) * 1000))})
-        else:
-            self.progress("[%s] %s" % (call.name, call.shown))
+            started, finished = int(result.started * 1000), int(result.finished * 1000)
+            self.emit("tool_use",
+                      toolCall={"id": call.id, "name": call.name, "args": scrub_args(call.args, self.secrets)},
+                      toolResult={"id": call.id, "success": bool(result.ok), "output": result.output},
+                      timing={"startedAt": started, "finishedAt": finished, "durationMs": finished - started})
 
     def step_finish(self, step, info):
         if self.json:
-            usage = info["usage"]
-            inp = usage.get("prompt_tokens") or 0
-            out = usage.get("completion_tokens") or 0
             self.emit("step_finish", finishReason=info["finish_reason"],
-                      usage={"inputTokens": inp, "outputTokens": out,
-                             "totalTokens": usage.get("total_tokens") or inp + out,
-                             "costUsdTicks": int(round(info["cost"] * 1e6))})
+                      usage=event_usage(info["usage"], info["cost"]))
 
     def answer(self, text):
         if self.json:
             return
-        if self.streamed:
-            sys.stdout.write("\n")
-        else:
-            sys.stdout.write(text + "\n")
-        sys.stdout.flush()
+        if text.startswith(self.printed):
+            self.write(text[len(self.printed):] + "\n")
+        else:       # the streamed text was not the answer after all (a reply that broke the contract)
+            self.notice("warning: text streamed to stdout was not the final answer; the answer follows it")
+            self.write("\n" + text + "\n")
 
     def notice(self, text):
         sys.stderr.write(text + "\n")
         sys.stderr.flush()
 
     def approve(self, call):
-        import fnmatch
-        if self.always_approve:
+        if self.always_approve or allow_matches(call.name, call.args, self.allow, self.cwd):
             return "yes"
-        subject = call.args.get("command" if call.name == "bash" else "path", "")
-        if isinstance(subject, str) and any(fnmatch.fnmatchcase(subject, p) for p in self.allow):
-            return "yes"
-        raise AgentError("Tool `%s` denied: %s is not allowed (use --allow PATTERN or --always-approve)"
-                         % (call.name, json.dumps(call.shown)))
+        what = "command" if call.name == "bash" else "path"
+        shown = call.shown if len(call.shown) <= 200 else call.shown[:200] + "..."
+        raise AgentError("Tool `%s` denied: %s not in allowlist: %s (allow it with --allow PATTERN or "
+                         "--always-approve)" % (call.name, what, shown))
 
 
-def scrub_args(args):
-    return json.loads(scrub(json.dumps(args, ensure_ascii=False)))
+def event_usage(usage, cost_usd):
+    """step_finish usage; costUsdTicks is in 1e-6 USD (seed 002), not xAI's 1e-10 ticks."""
+    inp = usage.get("prompt_tokens") or usage.get("input_tokens") or 0
+    out = usage.get("completion_tokens") or usage.get("output_tokens") or 0
+    out += (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0   # billed as output
+    total = usage.get("total_tokens") or inp + out
+    return {"inputTokens": int(inp), "outputTokens": int(out), "totalTokens": int(total),
+            "costUsdTicks": int(round(cost_usd * 1e6))}
+
+
+def scrub_args(args, secrets=()):
+    return json.loads(scrub(json.dumps(args, ensure_ascii=False), secrets))
+
+
+def read_prompt(prompt):
+    if prompt == "-":
+        stdin = getattr(sys.stdin, "buffer", None)
+        prompt = stdin.read().decode("utf-8", "replace") if stdin else sys.stdin.read()
+    if not prompt.strip():
+        raise UserError("the prompt is empty")
+    return prompt
+
+
+def close_failed_turn(agent, reason):
+    """After a failed headless turn, stop its tools and leave a history that --resume can continue."""
+    agent.cancel.set()
+    for proc in list(agent.procs):
+        kill_group(proc)
+    if len(agent.messages) < 2:
+        return
+    if agent.messages[-1]["role"] == "assistant":
+        agent.add({"role": "user", "content": "[the turn stopped before these tool calls ran: %s]" % reason})
+    agent.add({"role": "assistant", "content": json.dumps(
+        {"tool_calls": [], "response": "[the turn failed: %s]" % reason, "done": True})})
 
 
 def headless(args, cfg):
-    prompt = args.prompt
-    if prompt == "-":
-        prompt = sys.stdin.read()
-    if not prompt.strip():
-        raise UserError("the prompt is empty")
-    ui = HeadlessUI(args.format, args.allow, cfg.always_approve)
+    prompt = read_prompt(args.prompt)
+    ui = HeadlessUI(args.format, args.allow, cfg.always_approve, secrets=(cfg.api_key,))
     if args.max_tool_rounds is not None:
         cfg.max_iterations = args.max_tool_rounds
     agent = open_agent(cfg, ui, MINIMAL, args)
-    ui.session_id = agent.session.id
+    ui.session_id, ui.cwd = agent.session.id, agent.cwd
     try:
         agent.run_turn(prompt)
         return 0
+    except OutputClosed:
+        close_failed_turn(agent, "stdout was closed")
+        return 0
+    except Cancelled:               # run_turn has already settled the session
+        return ui.fail("interrupted", 130)
     except GrokError as e:
-        if ui.json:
-            ui.emit("error", message=scrub(str(e), (cfg.api_key,)))
-        else:
-            sys.stderr.write("grok: %s\n" % scrub(str(e), (cfg.api_key,)))
-        return e.exit_code
+        close_failed_turn(agent, scrub(str(e), ui.secrets))
+        return ui.fail(str(e), e.exit_code)
+    except KeyboardInterrupt:
+        agent.settle_cancelled()
+        return ui.fail("interrupted", 130)
+    except Terminated as t:
+        signum = t.args[0] if t.args else 15
+        agent.settle_cancelled()
+        return ui.fail("terminated by signal %d" % signum, 128 + signum)
+    except Exception as e:
+        if os.environ.get("GROK_DEBUG"):
+            raise
+        close_failed_turn(agent, "internal error")
+        return ui.fail("internal error: %s: %s (set GROK_DEBUG=1 for a traceback)" % (type(e).__name__, e), 4)
     finally:
         agent.close()
 
@@ -2702,7 +2836,7 @@ def acp_main(args, cfg):
 # --------------------------------------------------------------------------
 
 class ArgParser:
-    """argparse, imported only when needed, exiting 1 (not 2) on a bad flag."""
+    """argparse, imported only when needed; a bad flag is a UserError (exit 1, not argparse's 2)."""
 
     @staticmethod
     def build(prog="grok", description=None):
@@ -2711,8 +2845,7 @@ class ArgParser:
         class Parser(argparse.ArgumentParser):
             def error(self, message):
                 self.print_usage(sys.stderr)
-                sys.stderr.write("%s: error: %s\n" % (self.prog, message))
-                raise SystemExit(1)
+                raise UserError(message)
 
         p = Parser(prog=prog, description=description or "A minimal agent harness for xAI's Grok models.",
                    formatter_class=argparse.RawDescriptionHelpFormatter, epilog=ENV_HELP)
@@ -2748,7 +2881,8 @@ def parse_args(argv):
     p = ArgParser.build()
     p.add_argument("-p", "--prompt", help="run one prompt headless and exit ('-' reads stdin)")
     p.add_argument("--format", choices=("text", "json"), default="text", help="headless output (default text)")
-    p.add_argument("--max-tool-rounds", type=int, metavar="N", help="headless: stop after N tool rounds")
+    p.add_argument("--max-tool-rounds", type=int, metavar="N",
+                   help="headless: stop after N tool rounds, exit 3 (0 = no limit; default $GROK_MAX_ITERATIONS)")
     p.add_argument("--allow", action="append", metavar="PATTERN", default=[],
                    help="headless: allow bash commands / write_file paths matching this glob (repeatable)")
     p.add_argument("--acp", action="store_true", help="serve the Agent Client Protocol on stdio")
@@ -2768,8 +2902,10 @@ def on_signal(signum, frame):
     raise Terminated(signum)
 
 
-def guarded(prog, body):
-    """Run body() and turn every failure into a message on stderr and an exit code."""
+def guarded(prog, body, on_error=None):
+    """Run body() and turn every failure into a message on stderr and an exit code;
+    on_error(message) also reports it elsewhere (headless JSON: an `error` event)."""
+    report = on_error or (lambda message: None)
     try:
         import signal
         signal.signal(signal.SIGTERM, on_signal)
@@ -2778,27 +2914,56 @@ def guarded(prog, body):
         return body()
     except GrokError as e:
         sys.stderr.write("%s: %s\n" % (prog, e))
+        report(str(e))
         return e.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("\n")
+        report("interrupted")
         return 130
     except Terminated as t:
-        return 128 + (t.args[0] if t.args else 15)
+        signum = t.args[0] if t.args else 15
+        report("terminated by signal %d" % signum)
+        return 128 + signum
     except BrokenPipeError:
+        silence_stdout()
         return 0
     except Exception as e:
         if os.environ.get("GROK_DEBUG"):
             raise
-        sys.stderr.write("%s: internal error: %s: %s (set GROK_DEBUG=1 for a traceback)\n"
-                         % (prog, type(e).__name__, e))
+        message = "internal error: %s: %s" % (type(e).__name__, e)
+        sys.stderr.write("%s: %s (set GROK_DEBUG=1 for a traceback)\n" % (prog, message))
+        report(message)
         return 4
+
+
+def json_requested(argv):
+    """Whether argv asks for --format json, read before (and even if) the flags parse."""
+    fmt = None
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            break
+        name, eq, value = arg.partition("=")
+        if len(name) >= 3 and "--format".startswith(name):        # argparse takes --form, --format=...
+            fmt = value if eq else (argv[i + 1] if i + 1 < len(argv) else None)
+    return fmt == "json"
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    # Errors outside the headless run itself (a bad flag, no key) are still an event in a JSON run.
+    json_errors = [json_requested(argv)]
+
+    def on_error(message):
+        if json_errors[0]:
+            try:
+                sys.stdout.write(event_line({"type": "error", "timestamp": now_ms(), "message": scrub(message)}))
+                sys.stdout.flush()
+            except OSError:
+                silence_stdout()
 
     def body():
         args = parse_args(argv)
+        json_errors[0] = args.prompt is not None and args.format == "json" and not args.acp
         cfg = Config(model=args.model, cwd=args.cwd, always_approve=args.always_approve,
                      require_key=not args.acp)      # ACP reports a missing key at session/new
         if args.acp:
@@ -2812,7 +2977,7 @@ def main(argv=None):
         finally:
             agent.close()
 
-    return guarded("grok", body)
+    return guarded("grok", body, on_error)
 
 
 if __name__ == "__main__":
