@@ -191,7 +191,7 @@ def test_max_tool_rounds_stops_with_exit_3(run, fake, isolated_env):
     evs = events(r.stdout)
     check_schema(evs)
     assert check_order(evs) == "SUF" "SUF" "SFE"
-    assert "2 tool rounds" in evs[-1]["message"]
+    assert "after 2 rounds" in evs[-1]["message"] and "--max-tool-rounds" in evs[-1]["message"]
     assert (isolated_env.work / "rounds.txt").read_text() == "x\nx\n"
     assert len(fake.chat_requests()) == 3
 
