@@ -1229,8 +1229,11 @@ def list_sessions(directory):
 
 
 def latest_session_id(directory):
-    sessions = list_sessions(directory)
-    return sessions[0][0] if sessions else None
+    """The newest session anybody typed into (a REPL opened and closed leaves an empty one)."""
+    for session_id, _, first_line, _ in list_sessions(directory):
+        if first_line:
+            return session_id
+    return None
 
 
 # --------------------------------------------------------------------------

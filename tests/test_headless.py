@@ -585,3 +585,14 @@ def test_sigint_during_a_tool_exits_130_and_kills_it(run, fake, isolated_env):
     assert msgs[-2]["role"] == "user" and "cancelled" in msgs[-2]["content"]
     assert msgs[-1]["role"] == "assistant"
     assert not (work / "finished").exists()
+
+
+def test_continue_skips_a_session_nobody_typed_into(run, fake):
+    fake.add(answer("first answer"), answer("second answer"))
+    first = events(run("-p", "remember 42", "--format", "json").stdout)[0]["sessionID"]
+    empty = run(input="")                      # a REPL opened and closed at once (piped EOF)
+    assert empty.returncode == 0
+    r = run("-p", "what number?", "-c", "--format", "json")
+    assert r.returncode == 0
+    assert events(r.stdout)[0]["sessionID"] == first
+    assert "remember 42" in json.dumps(fake.chat_requests()[1].messages)
