@@ -1640,16 +1640,25 @@ def use_color(stream):
 
 
 def ask_tty(prompt):
-    """Read one answer from the controlling terminal; None when there is none."""
+    """Read one answer from the controlling terminal; None when there is none, "" on Ctrl-D."""
+    # Raw fd I/O: open("/dev/tty", "r+") fails on every terminal (a tty is not seekable).
     try:
-        tty = open("/dev/tty", "r+", encoding="utf-8", errors="replace")
+        fd = os.open("/dev/tty", os.O_RDWR | getattr(os, "O_NOCTTY", 0))
     except OSError:
         return None
-    with tty:
-        tty.write(prompt)
-        tty.flush()
-        line = tty.readline()
-    return line.strip() if line else None
+    try:
+        os.write(fd, prompt.encode("utf-8", "replace"))
+        line = b""
+        while not line.endswith(b"\n"):
+            chunk = os.read(fd, 1024)
+            if not chunk:
+                break
+            line += chunk
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return line.decode("utf-8", "replace").strip()
 
 
 class TerminalUI(UI):
