@@ -1353,16 +1353,16 @@ class Agent:
                        "max_tokens": max_tokens or self.cfg.max_tokens or self.contract.max_tokens}
             if contract:
                 payload["response_format"] = self.response_format()
-            streamer = None
             if self.stream:
                 payload["stream"] = True
                 payload["stream_options"] = {"include_usage": True}
-                if on_text:
-                    streamer = ResponseStreamer()
 
-                def on_stream(resp, streamer=streamer):
-                    if streamer is None:
+                def on_stream(resp):
+                    if not on_text:
                         return read_chat_stream(resp, None)
+                    # Once per attempt: a retried stream starts the reply over, so the parser and the UI do too.
+                    streamer = ResponseStreamer()
+                    self.ui.stream_reset()
                     return read_chat_stream(resp, lambda piece: self._stream_piece(streamer, piece, on_text))
             else:
                 on_stream = None
@@ -1449,8 +1449,10 @@ class Agent:
                     self.ui.step_finish(self.step_no, self.step_info(result))
                     raise LimitReached("stopped after %d tool rounds (GROK_MAX_ITERATIONS / --max-tool-rounds)"
                                        % self.cfg.max_iterations)
-                results = self.execute(calls)
-                self.ui.step_finish(self.step_no, self.step_info(result))
+                try:
+                    results = self.execute(calls)
+                finally:    # the model call is complete even when a tool is denied or cancelled
+                    self.ui.step_finish(self.step_no, self.step_info(result))
                 self.add({"role": "user", "content": tool_results_message(results)})
         except (KeyboardInterrupt, Cancelled):
             self.settle_cancelled()
