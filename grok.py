@@ -1265,6 +1265,8 @@ class Agent:
 
     def __init__(self, cfg, ui=None, contract=MINIMAL, session=None, resume=False):
         self.cfg, self.ui, self.contract = cfg, ui or UI(), contract
+        self.ui_lock = threading.RLock()
+        self.lock = threading.Lock()    # cost and session writes from tools running in threads
         self.model = cfg.model
         self.cwd = cfg.cwd
         self.session = session or Session(cfg.data_dir, warn=self.notice)
@@ -1299,7 +1301,8 @@ class Agent:
 
     # -- bookkeeping ---------------------------------------------------------
     def notice(self, text):
-        self.ui.notice(scrub(text, (self.cfg.api_key,)))
+        with self.ui_lock:         # tools running in threads may report retries
+            self.ui.notice(scrub(text, (self.cfg.api_key,)))
 
     def add(self, message):
         self.messages.append(message)
@@ -1473,8 +1476,9 @@ class Agent:
 
     # -- tools ---------------------------------------------------------------
     def execute(self, calls):
-        """Run one reply's tool calls: approvals and ask_user serially, the rest
-        concurrently; results come back in call order."""
+        """Run one reply's tool calls: approvals and ask_user one at a time in call order, then the
+        rest concurrently. UI hooks run on this thread only (no interleaved output); tool_end comes
+        as each tool finishes; results are returned in call order."""
         items = []
         for i, call in enumerate(calls):
             items.append(ToolCall(i, call["tool"], call["args"], "call_%d_%d" % (self.step_no, i + 1)))
@@ -1496,15 +1500,28 @@ class Agent:
         if len(runnable) == 1:
             results[runnable[0].index] = self.run_tool(runnable[0])
         elif runnable:
+            import queue
+            finished = queue.Queue()
+
             def work(item):
-                results[item.index] = self.run_tool(item)
+                try:
+                    outcome = self.call_tool(item)
+                except BaseException as e:      # Cancelled: a worker thread must never print a traceback
+                    outcome = (ToolResult("error: %s" % (e or "cancelled"), ok=False), time.time())
+                finished.put((item, outcome))
+
             threads = [threading.Thread(target=work, args=(item,), daemon=True) for item in runnable]
             for t in threads:
                 t.start()
             try:
-                for t in threads:
-                    while t.is_alive():
-                        t.join(0.1)
+                for _ in runnable:
+                    while True:
+                        try:
+                            item, (result, started) = finished.get(timeout=0.1)
+                            break
+                        except queue.Empty:
+                            pass
+                    results[item.index] = self.finish_tool(item, result, started)
             except BaseException:
                 self.cancel.set()
                 for proc in list(self.procs):
@@ -1525,6 +1542,10 @@ class Agent:
         return answer in ("yes", "always")
 
     def run_tool(self, item):
+        return self.finish_tool(item, *self.call_tool(item))
+
+    def call_tool(self, item):
+        """(ToolResult, start time); safe to call from a worker thread (no UI)."""
         started = time.time()
         try:
             result = TOOLS[item.name](item.args, ToolContext(self))
@@ -1534,13 +1555,15 @@ class Agent:
             raise
         except Exception as e:      # a tool never raises into the loop
             result = ToolResult("error: %s failed: %s: %s" % (item.name, type(e).__name__, e), ok=False)
-        return self.finish_tool(item, result, started)
+        result.finished = time.time()
+        return result, started
 
     def finish_tool(self, item, result, started):
-        result.started, result.finished = started, time.time()
+        result.started, result.finished = started, result.finished or time.time()
         result.output = scrub(result.output, (self.cfg.api_key,))
         self.tool_count += 1
-        self.ui.tool_end(item, result)
+        with self.ui_lock:
+            self.ui.tool_end(item, result)
         return result
 
     # -- compaction ----------------------------------------------------------
@@ -1593,7 +1616,8 @@ class ToolContext:
         self.ask_user = agent.ui.ask_user
 
     def add_cost(self, usage):
-        self.agent.add_cost(usage, kind="web_search")
+        with self.agent.lock:
+            self.agent.add_cost(usage, kind="web_search")
 
 
 def tool_results_message(results):
