@@ -45,7 +45,8 @@ READ_CAP = 100000           # bytes read_file returns
 LIST_CAP = 500              # entries list_files returns
 RULES_CAP = 8000            # bytes per AGENTS.md / GROK.md file
 MAX_STRIKES = 3             # invalid replies in a row before a turn fails
-RETRY_STATUSES = (429, 500, 502, 503, 504)
+RETRY_STATUSES = (408, 429, 500, 502, 503, 504)     # and every other 5xx but 501/505: see retryable()
+RETRY_AFTER_CAP = 30.0      # seconds: a longer Retry-After is shortened to this
 
 
 def env_float(name, default):
@@ -119,16 +120,17 @@ class Config:
             raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put GROK_API_KEY=... in "
                             + ", ".join(ENV_FILES))
         self.base_url = (os.environ.get("GROK_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
-        if not self.base_url.startswith(("http://", "https://")):
-            raise UserError("GROK_BASE_URL must start with http:// or https://, not %r" % self.base_url)
+        check_base_url(self.base_url)
         self.model = model or os.environ.get("GROK_MODEL") or DEFAULT_MODEL
         self.summary_model = os.environ.get("GROK_SUMMARY_MODEL") or self.model
         self.cost_limit = env_float("COST_LIMIT", 10.0)
         self.compact_threshold = env_float("COMPACT_THRESHOLD", 75.0)
         self.context_window = int(env_float("GROK_CONTEXT_WINDOW", 0)) or context_window(self.model)
         self.max_tokens = int(env_float("GROK_MAX_TOKENS", 0)) or None
-        self.timeout = env_float("GROK_TIMEOUT", 300.0)
-        self.max_retries = int(env_float("GROK_MAX_RETRIES", 4))
+        self.timeout = env_float("GROK_TIMEOUT", 300.0) or None      # 0: no limit (None: block)
+        if self.timeout is not None and self.timeout < 0:
+            raise UserError("GROK_TIMEOUT must be 0 (no limit) or more")
+        self.max_retries = max(0, int(env_float("GROK_MAX_RETRIES", 4)))
         self.backoff = env_float("GROK_RETRY_BACKOFF", 1.0)
         self.max_iterations = int(env_float("GROK_MAX_ITERATIONS", 25))
         self.bash_timeout = env_float("GROK_BASH_TIMEOUT", BASH_TIMEOUT)
@@ -140,6 +142,23 @@ class Config:
         if not os.path.isdir(cwd):
             raise UserError("--cwd: no such directory: %s" % cwd)
         self.cwd = cwd
+
+
+def check_base_url(url):
+    """A UserError now rather than an odd network error later."""
+    from urllib.parse import urlsplit
+    if not url.startswith(("http://", "https://")):
+        raise UserError("GROK_BASE_URL must start with http:// or https://, not %r" % url)
+    try:
+        u = urlsplit(url)
+        u.port
+        host = u.hostname or ""
+        if host:
+            host.encode("idna")
+    except (ValueError, UnicodeError) as e:
+        raise UserError("GROK_BASE_URL is not a valid URL (%s): %r" % (e, url))
+    if not host:
+        raise UserError("GROK_BASE_URL has no host name: %r" % url)
 
 
 def model_key(model, table):
@@ -288,6 +307,39 @@ def jitter():
     return int.from_bytes(os.urandom(2), "big") / 65535.0
 
 
+def retryable(status):
+    return status in RETRY_STATUSES or (500 <= status < 600 and status not in (501, 505))
+
+
+def parse_retry_after(value, now=None):
+    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date), or None."""
+    if value is None:
+        return None
+    value = str(value).strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        import email.utils
+        try:
+            when = email.utils.parsedate_tz(value)
+            if when is None:
+                return None
+            seconds = email.utils.mktime_tz(when) - (time.time() if now is None else now)
+        except (TypeError, ValueError, OverflowError):
+            return None
+    if seconds != seconds:          # NaN
+        return None
+    return min(RETRY_AFTER_CAP, max(0.0, seconds))
+
+
+def retry_delay(attempt, backoff, retry_after=None):
+    """Exponential backoff with up to 25% jitter; a server's Retry-After is a lower bound."""
+    delay = backoff * (2 ** (attempt - 1)) * (1 + 0.25 * jitter())
+    if retry_after is not None:
+        delay = max(retry_after, min(delay, RETRY_AFTER_CAP))
+    return delay
+
+
 class Client:
     """POSTs JSON to an OpenAI-compatible server over persistent connections."""
 
@@ -392,10 +444,14 @@ class Client:
                     data = resp.read()
                     reusable = not resp.will_close
                     err = HTTPStatusError(resp.status, data, resp.getheader("Retry-After"))
-                    if resp.status not in RETRY_STATUSES or (no_retry and no_retry(err)):
+                    if not retryable(resp.status) or (no_retry and no_retry(err)):
                         raise err
-                    problem = "HTTP %d: %s" % (resp.status, err.server_message())
-                    retry_after = err.retry_after
+                    problem = "%s (HTTP %d): %s" % ("rate limited" if resp.status == 429 else "server error",
+                                                    resp.status, err.server_message())
+                    ms = parse_retry_after(resp.getheader("retry-after-ms"))
+                    retry_after = parse_retry_after(err.retry_after)
+                    if retry_after is None and ms is not None:
+                        retry_after = min(RETRY_AFTER_CAP, ms / 1000.0)
                 elif on_stream and "text/event-stream" in (resp.getheader("Content-Type") or ""):
                     result = on_stream(resp)
                     resp.read()         # the end of the chunked body, so the connection can be reused
@@ -407,23 +463,21 @@ class Client:
                     try:
                         return json.loads(data.decode("utf-8", "replace"))
                     except ValueError:
-                        raise UserError("the server at %s did not answer with JSON (is GROK_BASE_URL an "
-                                        "OpenAI-compatible API?): %r" % (self.host, data[:120]))
-            except (OSError, StreamBroken, self._http.HTTPException) as e:
+                        raise UserError(scrub("the server at %s did not answer with JSON (is GROK_BASE_URL an "
+                                              "OpenAI-compatible API?): %r" % (self.host, data[:120]),
+                                              (self.api_key,)))
+            except (OSError, StreamBroken, self._http.HTTPException, ValueError) as e:
+                # ValueError: http.client's own, for a malformed chunk size or header (and UnicodeError)
                 problem = describe_network_error(e, self.host)
             finally:
                 self._release(conn, reusable)
             if cancel is not None and cancel.is_set():
                 raise Cancelled("cancelled")
+            problem = scrub(problem, (self.api_key,))
             attempt += 1
             if attempt > self.max_retries:
                 raise TransientError("%s (gave up after %d retries)" % (problem, self.max_retries))
-            delay = self.backoff * (2 ** (attempt - 1)) * (1 + 0.25 * jitter())
-            if retry_after:
-                try:
-                    delay = min(30.0, max(0.0, float(retry_after)))
-                except ValueError:
-                    pass
+            delay = retry_delay(attempt, self.backoff, retry_after)
             self.notice("%s; retrying in %.1fs (%d/%d)" % (problem, delay, attempt, self.max_retries))
             end = time.monotonic() + delay
             while time.monotonic() < end:
@@ -435,9 +489,9 @@ class Client:
 def describe_network_error(e, host):
     import socket
     if isinstance(e, socket.gaierror):
-        return "cannot resolve host %s (DNS)" % host
+        return "cannot resolve host %s (DNS; check GROK_BASE_URL)" % host
     if isinstance(e, ConnectionRefusedError):
-        return "connection refused by %s" % host
+        return "connection refused by %s (is the server running? check GROK_BASE_URL)" % host
     if isinstance(e, (socket.timeout, TimeoutError)):
         return "no answer from %s within the timeout (GROK_TIMEOUT)" % host
     if isinstance(e, StreamBroken):
@@ -445,12 +499,18 @@ def describe_network_error(e, host):
     name = type(e).__name__
     if name in ("RemoteDisconnected", "IncompleteRead", "ConnectionResetError", "BrokenPipeError"):
         return "connection to %s dropped (%s)" % (host, name)
+    if isinstance(e, ValueError) or name in ("BadStatusLine", "LineTooLong", "UnknownProtocol"):
+        return "garbled reply from %s (%s: %s)" % (host, name, str(e)[:100])
     return "network error talking to %s: %s" % (host, e or name)
 
 
 class ChatResult:
     def __init__(self, content, finish_reason=None, usage=None, streamed=False):
-        self.content, self.finish_reason, self.usage, self.streamed = content, finish_reason, usage or {}, streamed
+        if content is not None and not isinstance(content, str):
+            content = json.dumps(content)           # a server's list of parts: the contract check says why
+        self.content, self.streamed = content, streamed
+        self.finish_reason = finish_reason if isinstance(finish_reason, str) else None
+        self.usage = usage if isinstance(usage, dict) else {}
 
 
 def read_chat_stream(resp, on_delta):
@@ -477,9 +537,12 @@ def read_chat_stream(resp, on_delta):
             raise HTTPStatusError(500, data)
         if isinstance(chunk.get("usage"), dict):
             usage = chunk["usage"]
-        for choice in chunk.get("choices") or ():
-            delta = choice.get("delta") or {}
-            piece = delta.get("content")
+        choices = chunk.get("choices")
+        for choice in choices if isinstance(choices, list) else ():
+            if not isinstance(choice, dict):
+                continue
+            delta = choice.get("delta")
+            piece = delta.get("content") if isinstance(delta, dict) else None
             if isinstance(piece, str) and piece:
                 parts.append(piece)
                 if on_delta:
@@ -494,13 +557,14 @@ def read_chat_stream(resp, on_delta):
 def parse_chat_reply(obj):
     if not isinstance(obj, dict):
         return ChatResult(None)
-    choices = obj.get("choices") or []
-    if not choices or not isinstance(choices[0], dict):
+    choices = obj.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         if obj.get("error"):
             raise HTTPStatusError(500, json.dumps(obj).encode())
         return ChatResult(None, None, obj.get("usage"))
-    message = choices[0].get("message") or {}
-    return ChatResult(message.get("content"), choices[0].get("finish_reason"), obj.get("usage"))
+    message = choices[0].get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    return ChatResult(content, choices[0].get("finish_reason"), obj.get("usage"))
 
 
 class ResponseStreamer:
@@ -1645,13 +1709,14 @@ def api_error(e, cfg):
     """The exception to show for a non-retryable HTTP status: it says what to fix."""
     msg = scrub(e.server_message(), (cfg.api_key,))
     if e.status == 401:
-        return UserError("the API key was rejected (HTTP 401, key from %s): %s" % (cfg.key_source, msg))
+        return UserError("the API key was rejected (HTTP 401, key from %s; set a valid GROK_API_KEY): %s"
+                         % (cfg.key_source, msg))
     if e.status == 403:
         return UserError("access denied (HTTP 403): the key lacks permission or credits: %s" % msg)
     if e.status == 404:
         return UserError("not found (HTTP 404) at %s: check GROK_BASE_URL and the model %r: %s"
                          % (cfg.base_url, cfg.model, msg))
-    if e.status in RETRY_STATUSES:
+    if retryable(e.status):
         return TransientError("the server failed (HTTP %d): %s" % (e.status, msg))
     hint = " (check the model name: -m/GROK_MODEL)" if "model" in msg.lower() else ""
     return UserError("the request was rejected (HTTP %d): %s%s" % (e.status, msg, hint))
