@@ -290,6 +290,12 @@ def scrub(text, extra=()):
 # HTTP client: keep-alive, retries with backoff, SSE
 # --------------------------------------------------------------------------
 
+def json_bytes(obj):
+    """UTF-8 JSON for the wire and the session file. A lone surrogate (from a non-UTF-8 file
+    name) becomes a \\u escape, which is valid JSON, instead of an encoding error."""
+    return json.dumps(obj, ensure_ascii=False).encode("utf-8", "backslashreplace")
+
+
 def import_http_client(https):
     """http.client, without paying for ssl when the base URL is plain http."""
     if https or "http.client" in sys.modules or "ssl" in sys.modules:
@@ -424,7 +430,7 @@ class Client:
 
         Retries refused/dropped connections, timeouts, 429 and 5xx with backoff;
         raises HTTPStatusError for other statuses, TransientError when retries run out."""
-        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        body = json_bytes(payload)
         headers = {"Content-Type": "application/json", "Authorization": "Bearer " + (self.api_key or ""),
                    "User-Agent": "grok.py/" + __version__}
         if self.conv_id:
@@ -1190,9 +1196,10 @@ class Session:
             self._open()
             if self.disabled:
                 return
-        line = json.dumps(record, ensure_ascii=False) + "\n"
+        data = json_bytes(record) + b"\n"
         try:
-            os.write(self.fd, line.encode("utf-8"))
+            while data:
+                data = data[os.write(self.fd, data):]
         except OSError as e:
             self.disabled = True
             self.warn("warning: cannot write the session file (%s); the chat goes on unsaved" % (e.strerror or e))
@@ -1730,6 +1737,15 @@ def use_color(stream):
     return not os.environ.get("NO_COLOR") and hasattr(stream, "isatty") and stream.isatty()
 
 
+def tolerate_unencodable(stream):
+    """Print "?" for what the stream cannot encode (a lone surrogate from a non-UTF-8 file
+    name, or any non-ASCII text on an ASCII terminal) instead of failing the turn."""
+    try:
+        stream.reconfigure(errors="replace")
+    except (AttributeError, ValueError, OSError):
+        pass
+
+
 def ask_tty(prompt):
     """Read one answer from the controlling terminal; None when there is none, "" on Ctrl-D."""
     # Raw fd I/O: open("/dev/tty", "r+") fails on every terminal (a tty is not seekable).
@@ -1757,6 +1773,8 @@ class TerminalUI(UI):
 
     def __init__(self, out=None):
         self.out = out or sys.stdout
+        for stream in (self.out, sys.stderr):
+            tolerate_unencodable(stream)
         self.color = use_color(self.out)
         self.streamed = False
 
