@@ -826,9 +826,9 @@ def tool_bash(args, ctx):
         return ToolResult("error: cannot start %s: %s" % (shell, e), ok=False)
     ctx.procs.add(proc)
     head, tail, total = bytearray(), bytearray(), 0
-    deadline = time.monotonic() + ctx.bash_timeout
+    deadline = time.monotonic() + ctx.bash_timeout if ctx.bash_timeout > 0 else float("inf")   # 0: no limit
     fd = proc.stdout.fileno()
-    note = ""
+    note = background = ""
     exited_at = None
     try:
         while True:
@@ -844,7 +844,10 @@ def tool_bash(args, ctx):
             if exited_at is None and proc.poll() is not None:
                 exited_at = now
             if exited_at is not None and now - exited_at > 0.2:
-                break           # background children keep the pipe open; do not wait for them
+                # background children keep the pipe open; do not wait for them
+                background = ("\n[background processes are still running; their output is not captured and "
+                              "they may die writing to it: redirect it (cmd > file 2>&1 &)]")
+                break
             ready, _, _ = select.select([fd], [], [], 0.05)
             if ready:
                 chunk = os.read(fd, 65536)
@@ -879,7 +882,7 @@ def tool_bash(args, ctx):
         text = "(no output)"
     if code and not note:
         note = "\n[exit code %d]" % code
-    return ToolResult(text + note, ok=not note)
+    return ToolResult(text + note + background, ok=not note)
 
 
 def tool_read_file(args, ctx):
