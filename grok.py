@@ -1534,19 +1534,30 @@ class Agent:
         except (KeyboardInterrupt, Cancelled):
             self.settle_cancelled()
             raise Cancelled("cancelled")
+        except Terminated:          # SIGTERM / SIGHUP: the same clean-up, then the process ends
+            self.settle_cancelled()
+            raise
 
     def settle_cancelled(self):
-        """After a cancelled turn, leave a history the model can continue from."""
+        """After a cancelled turn, stop what runs and leave a history the model can continue
+        from. Safe to call twice (a front end may call it again)."""
         self.cancel.set()
         self.client.abort()
         for proc in list(self.procs):
             kill_group(proc)
+        self.close_turn()
+
+    def close_turn(self, only_if_open=False, note="[interrupted by the user]"):
+        """End an unfinished turn in the history: a note for tool calls that got no results,
+        and an assistant reply saying the turn was interrupted."""
         last = self.messages[-1] if len(self.messages) > 1 else None
-        if last and last["role"] == "assistant":
+        if last is None or last.get("content") in INTERRUPTED_REPLIES:
+            return
+        if last["role"] == "assistant":
+            if only_if_open and not has_tool_calls(last.get("content")):
+                return
             self.add({"role": "user", "content": "[the user cancelled the tool calls before they finished]"})
-        if len(self.messages) > 1:
-            self.add({"role": "assistant", "content": json.dumps(
-                {"tool_calls": [], "response": "[interrupted by the user]", "done": True})})
+        self.add({"role": "assistant", "content": json.dumps({"tool_calls": [], "response": note, "done": True})})
 
     # -- tools ---------------------------------------------------------------
     def execute(self, calls):
@@ -1598,6 +1609,7 @@ class Agent:
                     results[item.index] = self.finish_tool(item, result, started)
             except BaseException:
                 self.cancel.set()
+                self.client.abort()         # web_search calls blocked on the network
                 for proc in list(self.procs):
                     kill_group(proc)
                 for t in threads:
@@ -1692,6 +1704,18 @@ class ToolContext:
     def add_cost(self, usage):
         with self.agent.lock:
             self.agent.add_cost(usage, kind="web_search")
+
+
+INTERRUPTED_REPLIES = tuple(json.dumps({"tool_calls": [], "response": note, "done": True}) for note in
+                            ("[interrupted by the user]", "[interrupted: the session ended during this turn]"))
+
+
+def has_tool_calls(content):
+    try:
+        calls = extract_json_object(str(content)).get("tool_calls")
+    except (ContractError, AttributeError):
+        return False
+    return bool(calls)
 
 
 def tool_results_message(results):
@@ -1925,6 +1949,9 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None):
                 agent.run_turn(line)
             except Cancelled:
                 ui.notice("(cancelled)")
+            except KeyboardInterrupt:       # a second Ctrl-C while the turn was being cancelled
+                agent.settle_cancelled()
+                ui.notice("(cancelled)")
             except GrokError as e:
                 ui.notice("error: %s" % e)
     finally:
@@ -2143,7 +2170,15 @@ class Terminated(BaseException):
     pass
 
 
+def exit_now(signum, frame):
+    os._exit(128 + signum)
+
+
 def on_signal(signum, frame):
+    import signal
+    for name in ("SIGTERM", "SIGHUP"):     # a second signal during the clean-up ends the process at once
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), exit_now)
     raise Terminated(signum)
 
 
