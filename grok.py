@@ -1185,8 +1185,18 @@ class Session:
     def _open(self):
         try:
             os.makedirs(self.dir, mode=0o700, exist_ok=True)
+            try:
+                os.chmod(self.dir, 0o700)       # also when someone else made it, too open
+            except OSError:
+                pass
             self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             os.chmod(self.path, 0o600)
+            size = os.fstat(self.fd).st_size
+            if size:
+                with open(self.path, "rb") as f:
+                    f.seek(size - 1)
+                    if f.read(1) != b"\n":     # a torn last line (a crash): our records start on a new line
+                        os.write(self.fd, b"\n")
         except OSError as e:
             self.disabled = True
             self.warn("warning: cannot save the session in %s (%s); the chat goes on unsaved"
@@ -1228,23 +1238,38 @@ class Session:
             try:
                 rec = json.loads(line.decode("utf-8"))
                 kind = rec["type"]
-            except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+                if kind == "session" and isinstance(rec, dict):
+                    header = rec
+                    cwd = rec.get("cwd") if isinstance(rec.get("cwd"), str) else cwd
+                elif kind == "message":
+                    messages.append(valid_message(rec["message"]))
+                elif kind == "usage":
+                    usd = float(rec.get("cost_usd") or 0)
+                    if not 0 <= usd < 1e6:
+                        raise ValueError("not a cost")
+                    cost += usd
+                elif kind == "cwd":
+                    cwd = rec["cwd"] if isinstance(rec["cwd"], str) else cwd
+                elif kind == "reset":
+                    messages = [valid_message(m) for m in rec["messages"]]
+                else:
+                    raise ValueError("unknown record")
+            except (ValueError, KeyError, TypeError, UnicodeDecodeError, IndexError):
                 bad += 1
                 continue
-            if kind == "session":
-                header = rec
-                cwd = rec.get("cwd", cwd)
-            elif kind == "message" and isinstance(rec.get("message"), dict):
-                messages.append(rec["message"])
-            elif kind == "usage":
-                cost += float(rec.get("cost_usd") or 0)
-            elif kind == "cwd":
-                cwd = rec.get("cwd", cwd)
-            elif kind == "reset":
-                messages = list(rec.get("messages") or [])
+        if not isinstance(header.get("system"), str):
+            header.pop("system", None)
         if bad:
             self.warn("warning: session %s: skipped %d damaged line(s)" % (self.id, bad))
         return header, messages, cost, cwd
+
+
+def valid_message(message):
+    """A message as the API takes it, or ValueError (a damaged session line)."""
+    if (not isinstance(message, dict) or message.get("role") not in ("user", "assistant")
+            or not isinstance(message.get("content"), str)):
+        raise ValueError("not a message")
+    return message
 
 
 def list_sessions(directory):
@@ -1264,13 +1289,13 @@ def list_sessions(directory):
                 for line in f:
                     try:
                         rec = json.loads(line.decode("utf-8"))
-                    except (ValueError, UnicodeDecodeError):
-                        continue
-                    if rec.get("type") == "usage":
-                        cost += float(rec.get("cost_usd") or 0)
-                    elif not first and rec.get("type") == "message" and rec["message"].get("role") == "user":
-                        first = " ".join(str(rec["message"].get("content", "")).split())[:80]
-        except (OSError, AttributeError, TypeError):
+                        if rec.get("type") == "usage":
+                            cost += float(rec.get("cost_usd") or 0)
+                        elif not first and rec.get("type") == "message" and rec["message"].get("role") == "user":
+                            first = " ".join(str(rec["message"].get("content", "")).split())[:80]
+                    except (ValueError, UnicodeDecodeError, AttributeError, TypeError, KeyError):
+                        continue        # a damaged line: load() says so when the session is opened
+        except OSError:
             continue
         out.append((name[:-6], mtime, first, cost))
     out.sort(key=lambda s: s[1], reverse=True)
@@ -1367,6 +1392,8 @@ class Agent:
             self.messages = [{"role": "system", "content": system}] + messages
             self.cost_usd = cost
             self.context_tokens = estimate_tokens(self.messages)
+            # killed mid-turn (SIGKILL, a crash): close that turn as a cancel would have
+            self.close_turn(only_if_open=True, note="[interrupted: the session ended during this turn]")
         else:
             system = build_system_prompt(cfg, contract, self.cwd)
             self.messages = [{"role": "system", "content": system}]
