@@ -269,14 +269,16 @@ def scrub(text, extra=()):
     if _SECRET_PATTERNS is None:
         import re
         _SECRET_PATTERNS = [
-            (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.S),
-             "[REDACTED_PRIVATE_KEY]"),
+            (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----.*?(-----END [A-Z ]*PRIVATE KEY( BLOCK)?-----|\Z)",
+                        re.S), "[REDACTED_PRIVATE_KEY]"),
             (re.compile(r"\bxai-[A-Za-z0-9]{20,}"), "[REDACTED_API_KEY]"),
             (re.compile(r"\bsk-[A-Za-z0-9_\-]{20,}"), "[REDACTED_API_KEY]"),
             (re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"), "[REDACTED_GH_TOKEN]"),
-            (re.compile(r"\bxox[baprs]-[0-9A-Za-z\-]{10,}"), "[REDACTED_SLACK_TOKEN]"),
+            (re.compile(r"\b(xox[abeoprs]|xapp)-[0-9A-Za-z\-]{10,}"), "[REDACTED_SLACK_TOKEN]"),
             (re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b"), "[REDACTED_AWS_KEY]"),
+            (re.compile(r"(aws_secret_access_key\W{0,4})[A-Za-z0-9/+=]{40}", re.I), r"\1[REDACTED_AWS_SECRET]"),
             (re.compile(r"(Bearer\s+)[A-Za-z0-9\-_.~+/]{20,}=*", re.I), r"\1[REDACTED_TOKEN]"),
+            (re.compile(r"(Authorization:\s*Basic\s+)[A-Za-z0-9+/]{8,}=*", re.I), r"\1[REDACTED_TOKEN]"),
         ]
     for secret in extra:
         if secret and len(secret) >= 8:
