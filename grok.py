@@ -149,6 +149,8 @@ def check_base_url(url):
     from urllib.parse import urlsplit
     if not url.startswith(("http://", "https://")):
         raise UserError("GROK_BASE_URL must start with http:// or https://, not %r" % url)
+    if any(ord(c) <= 32 or ord(c) == 127 for c in url):
+        raise UserError("GROK_BASE_URL must not contain spaces or control characters: %r" % url)
     try:
         u = urlsplit(url)
         u.port
@@ -475,7 +477,12 @@ class Client:
                                               "OpenAI-compatible API?): %r" % (self.host, data[:120]),
                                               (self.api_key,)))
             except (OSError, StreamBroken, self._http.HTTPException, ValueError) as e:
-                # ValueError: http.client's own, for a malformed chunk size or header (and UnicodeError)
+                # (ValueError: defensive, so no parse error inside http.client can end the REPL)
+                ssl = sys.modules.get("ssl")
+                if ssl and isinstance(e, ssl.CertificateError):     # retrying cannot help
+                    raise UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL, or "
+                                    "point SSL_CERT_FILE at your CA bundle" % (self.host, getattr(
+                                        e, "verify_message", None) or e))
                 problem = describe_network_error(e, self.host)
             finally:
                 self._release(conn, reusable)
