@@ -1941,6 +1941,35 @@ def read_line(interactive, prompt="> "):
     return line.rstrip("\n")
 
 
+def repl_line(agent, ui, line, commands, help_text):
+    """Run one line typed at the prompt; True to leave the REPL."""
+    if line.startswith("/"):
+        name, _, arg = line.partition(" ")
+        if name in ("/exit", "/quit"):
+            return True
+        if name == "/help":
+            ui.write(help_text + "\n")
+        elif name == "/clear":
+            agent.reset([])
+            agent.context_tokens = 0
+            ui.write("conversation cleared\n")
+        elif commands and name in commands:
+            try:
+                commands[name](arg.strip())
+            except GrokError as e:
+                ui.notice("error: %s" % e)
+        else:
+            ui.notice("unknown command %s (try /help)" % name)
+        return False
+    try:
+        agent.run_turn(line)
+    except Cancelled:
+        ui.notice("(cancelled)")
+    except GrokError as e:
+        ui.notice("error: %s" % e)
+    return False
+
+
 def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None):
     """The read-eval-print loop shared by grok and grok-detailed."""
     interactive = sys.stdin.isatty()
@@ -1950,9 +1979,9 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None):
         ui.write("grok %s · %s · /help for commands, Ctrl-D to quit\n" % (__version__, agent.model))
     try:
         while True:
-            if before_prompt and interactive:
-                before_prompt()
             try:
+                if before_prompt and interactive:
+                    before_prompt()
                 line = read_line(interactive).strip()
             except EOFError:
                 if interactive:
@@ -1961,35 +1990,15 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None):
             except KeyboardInterrupt:
                 ui.write("\n")
                 continue
-            if not line:
-                continue
-            if line.startswith("/"):
-                name, _, arg = line.partition(" ")
-                if name in ("/exit", "/quit"):
-                    return 0
-                if name == "/help":
-                    ui.write(help_text + "\n")
-                elif name == "/clear":
-                    agent.reset([])
-                    agent.context_tokens = 0
-                    ui.write("conversation cleared\n")
-                elif commands and name in commands:
-                    try:
-                        commands[name](arg.strip())
-                    except GrokError as e:
-                        ui.notice("error: %s" % e)
-                else:
-                    ui.notice("unknown command %s (try /help)" % name)
-                continue
+            # Ctrl-C must not end the REPL wherever it lands: in a command (/compact), or a
+            # second one while a turn is being cancelled (run_turn turns the first into Cancelled).
             try:
-                agent.run_turn(line)
-            except Cancelled:
+                if line and repl_line(agent, ui, line, commands, help_text):
+                    return 0
+            except KeyboardInterrupt:
+                if not line.startswith("/"):
+                    agent.settle_cancelled()
                 ui.notice("(cancelled)")
-            except KeyboardInterrupt:       # a second Ctrl-C while the turn was being cancelled
-                agent.settle_cancelled()
-                ui.notice("(cancelled)")
-            except GrokError as e:
-                ui.notice("error: %s" % e)
     finally:
         save_history(rl, history)
 
