@@ -237,7 +237,7 @@ class HTTPStatusError(Exception):
         text = self.body.decode("utf-8", "replace") if isinstance(self.body, bytes) else str(self.body)
         try:
             obj = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             return " ".join(text.split())[:300] or "(empty body)"
         if isinstance(obj, dict):
             err = obj.get("error", obj.get("message", obj.get("detail")))
@@ -472,7 +472,7 @@ class Client:
                     reusable = not resp.will_close
                     try:
                         return json.loads(data.decode("utf-8", "replace"))
-                    except ValueError:
+                    except (ValueError, RecursionError):
                         raise UserError(scrub("the server at %s did not answer with JSON (is GROK_BASE_URL an "
                                               "OpenAI-compatible API?): %r" % (self.host, data[:120]),
                                               (self.api_key,)))
@@ -544,7 +544,7 @@ def read_chat_stream(resp, on_delta):
             break
         try:
             chunk = json.loads(data.decode("utf-8", "replace"))
-        except ValueError:
+        except (ValueError, RecursionError):
             raise StreamBroken("a stream chunk was not JSON: %r" % data[:80])
         if not isinstance(chunk, dict):
             continue
@@ -703,7 +703,7 @@ def extract_json_object(text):
     text = text.strip()
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     decoder = json.JSONDecoder()
     start = text.find("{")
@@ -713,7 +713,7 @@ def extract_json_object(text):
             obj, _ = decoder.raw_decode(text, start)
             if isinstance(obj, dict):
                 return obj
-        except ValueError:
+        except (ValueError, RecursionError):
             pass
         tries += 1
         start = text.find("{", start + 1)
@@ -748,7 +748,7 @@ def parse_reply(content, tool_names, finish_reason=None):
         if isinstance(args, str):
             try:
                 args = json.loads(args) if args.strip() else {}
-            except ValueError:
+            except (ValueError, RecursionError):
                 pass
         if not isinstance(name, str) or not name:
             raise ContractError("tool_calls[%d] has no \"tool\" name" % i)
@@ -1263,7 +1263,7 @@ class Session:
                     messages = [valid_message(m) for m in rec["messages"]]
                 else:
                     raise ValueError("unknown record")
-            except (ValueError, KeyError, TypeError, UnicodeDecodeError, IndexError):
+            except (ValueError, KeyError, TypeError, UnicodeDecodeError, IndexError, RecursionError):
                 bad += 1
                 continue
         if not isinstance(header.get("system"), str):
@@ -1302,7 +1302,7 @@ def list_sessions(directory):
                             cost += float(rec.get("cost_usd") or 0)
                         elif not first and rec.get("type") == "message" and rec["message"].get("role") == "user":
                             first = " ".join(str(rec["message"].get("content", "")).split())[:80]
-                    except (ValueError, UnicodeDecodeError, AttributeError, TypeError, KeyError):
+                    except (ValueError, UnicodeDecodeError, AttributeError, TypeError, KeyError, RecursionError):
                         continue        # a damaged line: load() says so when the session is opened
         except OSError:
             continue
