@@ -852,6 +852,11 @@ def tool_bash(args, ctx):
                 break
             if exited_at is None and proc.poll() is not None:
                 exited_at = now
+            if fd is None:      # the command closed its output (exec >/dev/null): wait for it to end
+                if exited_at is not None:
+                    break
+                time.sleep(0.05)
+                continue
             if exited_at is not None and now - exited_at > 0.2:
                 # background children keep the pipe open; do not wait for them
                 background = ("\n[background processes are still running; their output is not captured and "
@@ -861,7 +866,8 @@ def tool_bash(args, ctx):
             if ready:
                 chunk = os.read(fd, 65536)
                 if not chunk:
-                    break
+                    fd = None
+                    continue
                 total += len(chunk)
                 room = OUTPUT_HEAD - len(head)
                 if room > 0:
@@ -898,10 +904,17 @@ def tool_read_file(args, ctx):
     path = resolve(ctx, need_str(args, "path", "read_file"))
     if os.path.isdir(path):
         return ToolResult("error: %s is a directory (use list_files)" % path, ok=False)
+    import stat
     try:
-        with open(path, "rb") as f:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; only regular files are read
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with open(fd, "rb") as f:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                return ToolResult("error: %s is not a regular file (a device, pipe or socket): not read" % path,
+                                  ok=False)
             data = f.read(READ_CAP + 1)
-            size = os.fstat(f.fileno()).st_size
+            size = info.st_size
     except FileNotFoundError:
         return ToolResult("error: no such file: %s" % path, ok=False)
     except OSError as e:
