@@ -471,6 +471,28 @@ def test_malformed_api_objects_are_strikes_not_crashes(run, fake, weird):
     no_traceback(p.stderr)
 
 
+def test_deeply_nested_json_is_a_strike_not_a_recursion_error(run, fake, isolated_env):
+    deep = "[" * 100000
+    fake.add(reply(deep, chunk_size=65536), reply("{\"a\":" * 50000, chunk_size=65536), answer("flat"))
+    p = run("-p", "hi")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "flat\n" and len(fake.chat_requests()) == 3
+    fake.add(raw(200, deep.encode()))
+    p = run("-p", "hi", env={"GROK_STREAM": 0})
+    assert p.returncode == 1 and "did not answer with JSON" in p.stderr
+    fake.add(sse([deep]), answer("after a deep event"))
+    p = run("-p", "hi")
+    assert p.returncode == 0 and p.stdout == "after a deep event\n", p.stderr
+    sid = "20240101-000000-dddddd"
+    write_session(isolated_env, sid, [header(sid, isolated_env.work), msg("user", "one"),
+                                      b'{"type": "message", "message": ' + deep.encode() + b"\n",
+                                      msg("assistant", '{"response": "1"}')])
+    fake.add(answer("resumed"))
+    p = run("-p", "two", "--resume", sid)
+    assert p.returncode == 0 and "damaged" in p.stderr, p.stderr
+    no_traceback(p.stderr)
+
+
 def test_a_model_that_never_stops_calling_tools_is_bounded(run, fake):
     fake.add(*[tools(("list_files", {"path": "."}))] * 20)
     p = run("-p", "hi", "--max-tool-rounds", "3")
@@ -542,6 +564,22 @@ def test_background_children_do_not_block_the_tool(run, fake):
         assert "background" in out           # the model is told what happened
     finally:
         kill_marked("sleep 62.71")
+
+
+def test_command_that_closes_its_output_is_waited_for(run, fake, isolated_env):
+    out, _ = run_tool(run, fake, "bash", {"command": "exec >/dev/null 2>&1; sleep 0.3; touch closed-done"},
+                      env={"GROK_BASH_TIMEOUT": 20})
+    assert out == "(no output)"                  # not killed: no exit code, no timeout
+    assert (isolated_env.work / "closed-done").exists()
+
+
+def test_reading_a_fifo_or_device_does_not_block(run, fake, isolated_env):
+    os.mkfifo(str(isolated_env.work / "pipe"))
+    fake.add(tools(("read_file", {"path": "pipe"}), ("read_file", {"path": "/dev/zero"})), answer("done"))
+    p = run("-p", "go", "--format", "json", timeout=20)
+    assert p.returncode == 0, p.stderr
+    fifo, dev = tool_outputs(p.stdout)
+    assert "not a regular file" in fifo and "not a regular file" in dev
 
 
 def test_binary_output_is_a_result(run, fake, isolated_env):
