@@ -46,7 +46,8 @@ LIST_CAP = 500              # entries list_files returns
 RULES_CAP = 8000            # bytes per AGENTS.md / GROK.md file
 RULES_TOTAL_CAP = 24000     # bytes of project rules in all
 MAX_STRIKES = 3             # invalid replies in a row before a turn fails
-RETRY_STATUSES = (429, 500, 502, 503, 504)
+RETRY_STATUSES = (408, 429, 500, 502, 503, 504)     # and every other 5xx but 501/505: see retryable()
+RETRY_AFTER_CAP = 30.0      # seconds: a longer Retry-After is shortened to this
 
 
 def env_float(name, default):
@@ -120,16 +121,17 @@ class Config:
             raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put GROK_API_KEY=... in "
                             + ", ".join(ENV_FILES))
         self.base_url = (os.environ.get("GROK_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
-        if not self.base_url.startswith(("http://", "https://")):
-            raise UserError("GROK_BASE_URL must start with http:// or https://, not %r" % self.base_url)
+        check_base_url(self.base_url)
         self.model = model or os.environ.get("GROK_MODEL") or DEFAULT_MODEL
         self.summary_model = os.environ.get("GROK_SUMMARY_MODEL") or self.model
         self.cost_limit = env_float("COST_LIMIT", 10.0)
         self.compact_threshold = env_float("COMPACT_THRESHOLD", 75.0)
         self.context_window = int(env_float("GROK_CONTEXT_WINDOW", 0)) or context_window(self.model)
         self.max_tokens = int(env_float("GROK_MAX_TOKENS", 0)) or None
-        self.timeout = env_float("GROK_TIMEOUT", 300.0)
-        self.max_retries = int(env_float("GROK_MAX_RETRIES", 4))
+        self.timeout = env_float("GROK_TIMEOUT", 300.0) or None      # 0: no limit (None: block)
+        if self.timeout is not None and self.timeout < 0:
+            raise UserError("GROK_TIMEOUT must be 0 (no limit) or more")
+        self.max_retries = max(0, int(env_float("GROK_MAX_RETRIES", 4)))
         self.backoff = env_float("GROK_RETRY_BACKOFF", 1.0)
         self.max_iterations = int(env_float("GROK_MAX_ITERATIONS", 25))
         self.bash_timeout = env_float("GROK_BASH_TIMEOUT", BASH_TIMEOUT)
@@ -141,6 +143,25 @@ class Config:
         if not os.path.isdir(cwd):
             raise UserError("--cwd: no such directory: %s" % cwd)
         self.cwd = cwd
+
+
+def check_base_url(url):
+    """A UserError now rather than an odd network error later."""
+    from urllib.parse import urlsplit
+    if not url.startswith(("http://", "https://")):
+        raise UserError("GROK_BASE_URL must start with http:// or https://, not %r" % url)
+    if any(ord(c) <= 32 or ord(c) == 127 for c in url):
+        raise UserError("GROK_BASE_URL must not contain spaces or control characters: %r" % url)
+    try:
+        u = urlsplit(url)
+        u.port
+        host = u.hostname or ""
+        if host:
+            host.encode("idna")
+    except (ValueError, UnicodeError) as e:
+        raise UserError("GROK_BASE_URL is not a valid URL (%s): %r" % (e, url))
+    if not host:
+        raise UserError("GROK_BASE_URL has no host name: %r" % url)
 
 
 def model_key(model, table):
@@ -217,7 +238,7 @@ class HTTPStatusError(Exception):
         text = self.body.decode("utf-8", "replace") if isinstance(self.body, bytes) else str(self.body)
         try:
             obj = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             return " ".join(text.split())[:300] or "(empty body)"
         if isinstance(obj, dict):
             err = obj.get("error", obj.get("message", obj.get("detail")))
@@ -251,14 +272,16 @@ def scrub(text, extra=()):
     if _SECRET_PATTERNS is None:
         import re
         _SECRET_PATTERNS = [
-            (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.S),
-             "[REDACTED_PRIVATE_KEY]"),
+            (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----.*?(-----END [A-Z ]*PRIVATE KEY( BLOCK)?-----|\Z)",
+                        re.S), "[REDACTED_PRIVATE_KEY]"),
             (re.compile(r"\bxai-[A-Za-z0-9]{20,}"), "[REDACTED_API_KEY]"),
             (re.compile(r"\bsk-[A-Za-z0-9_\-]{20,}"), "[REDACTED_API_KEY]"),
             (re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"), "[REDACTED_GH_TOKEN]"),
-            (re.compile(r"\bxox[baprs]-[0-9A-Za-z\-]{10,}"), "[REDACTED_SLACK_TOKEN]"),
+            (re.compile(r"\b(xox[abeoprs]|xapp)-[0-9A-Za-z\-]{10,}"), "[REDACTED_SLACK_TOKEN]"),
             (re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b"), "[REDACTED_AWS_KEY]"),
+            (re.compile(r"(aws_secret_access_key\W{0,4})[A-Za-z0-9/+=]{40}", re.I), r"\1[REDACTED_AWS_SECRET]"),
             (re.compile(r"(Bearer\s+)[A-Za-z0-9\-_.~+/]{20,}=*", re.I), r"\1[REDACTED_TOKEN]"),
+            (re.compile(r"(Authorization:\s*Basic\s+)[A-Za-z0-9+/]{8,}=*", re.I), r"\1[REDACTED_TOKEN]"),
         ]
     for secret in extra:
         if secret and len(secret) >= 8:
@@ -271,6 +294,12 @@ def scrub(text, extra=()):
 # --------------------------------------------------------------------------
 # HTTP client: keep-alive, retries with backoff, SSE
 # --------------------------------------------------------------------------
+
+def json_bytes(obj):
+    """UTF-8 JSON for the wire and the session file. A lone surrogate (from a non-UTF-8 file
+    name) becomes a \\u escape, which is valid JSON, instead of an encoding error."""
+    return json.dumps(obj, ensure_ascii=False).encode("utf-8", "backslashreplace")
+
 
 def import_http_client(https):
     """http.client, without paying for ssl when the base URL is plain http."""
@@ -287,6 +316,39 @@ def import_http_client(https):
 
 def jitter():
     return int.from_bytes(os.urandom(2), "big") / 65535.0
+
+
+def retryable(status):
+    return status in RETRY_STATUSES or (500 <= status < 600 and status not in (501, 505))
+
+
+def parse_retry_after(value, now=None):
+    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date), or None."""
+    if value is None:
+        return None
+    value = str(value).strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        import email.utils
+        try:
+            when = email.utils.parsedate_tz(value)
+            if when is None:
+                return None
+            seconds = email.utils.mktime_tz(when) - (time.time() if now is None else now)
+        except (TypeError, ValueError, OverflowError):
+            return None
+    if seconds != seconds:          # NaN
+        return None
+    return min(RETRY_AFTER_CAP, max(0.0, seconds))
+
+
+def retry_delay(attempt, backoff, retry_after=None):
+    """Exponential backoff with up to 25% jitter; a server's Retry-After is a lower bound."""
+    delay = backoff * (2 ** (attempt - 1)) * (1 + 0.25 * jitter())
+    if retry_after is not None:
+        delay = max(retry_after, min(delay, RETRY_AFTER_CAP))
+    return delay
 
 
 class Client:
@@ -373,7 +435,7 @@ class Client:
 
         Retries refused/dropped connections, timeouts, 429 and 5xx with backoff;
         raises HTTPStatusError for other statuses, TransientError when retries run out."""
-        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        body = json_bytes(payload)
         headers = {"Content-Type": "application/json", "Authorization": "Bearer " + (self.api_key or ""),
                    "User-Agent": "grok.py/" + __version__}
         if self.conv_id:
@@ -393,10 +455,14 @@ class Client:
                     data = resp.read()
                     reusable = not resp.will_close
                     err = HTTPStatusError(resp.status, data, resp.getheader("Retry-After"))
-                    if resp.status not in RETRY_STATUSES or (no_retry and no_retry(err)):
+                    if not retryable(resp.status) or (no_retry and no_retry(err)):
                         raise err
-                    problem = "HTTP %d: %s" % (resp.status, err.server_message())
-                    retry_after = err.retry_after
+                    problem = "%s (HTTP %d): %s" % ("rate limited" if resp.status == 429 else "server error",
+                                                    resp.status, err.server_message())
+                    ms = parse_retry_after(resp.getheader("retry-after-ms"))
+                    retry_after = parse_retry_after(err.retry_after)
+                    if retry_after is None and ms is not None:
+                        retry_after = min(RETRY_AFTER_CAP, ms / 1000.0)
                 elif on_stream and "text/event-stream" in (resp.getheader("Content-Type") or ""):
                     result = on_stream(resp)
                     resp.read()         # the end of the chunked body, so the connection can be reused
@@ -407,24 +473,27 @@ class Client:
                     reusable = not resp.will_close
                     try:
                         return json.loads(data.decode("utf-8", "replace"))
-                    except ValueError:
-                        raise UserError("the server at %s did not answer with JSON (is GROK_BASE_URL an "
-                                        "OpenAI-compatible API?): %r" % (self.host, data[:120]))
-            except (OSError, StreamBroken, self._http.HTTPException) as e:
+                    except (ValueError, RecursionError):
+                        raise UserError(scrub("the server at %s did not answer with JSON (is GROK_BASE_URL an "
+                                              "OpenAI-compatible API?): %r" % (self.host, data[:120]),
+                                              (self.api_key,)))
+            except (OSError, StreamBroken, self._http.HTTPException, ValueError) as e:
+                # (ValueError: defensive, so no parse error inside http.client can end the REPL)
+                ssl = sys.modules.get("ssl")
+                if ssl and isinstance(e, ssl.CertificateError):     # retrying cannot help
+                    raise UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL, or "
+                                    "point SSL_CERT_FILE at your CA bundle" % (self.host, getattr(
+                                        e, "verify_message", None) or e))
                 problem = describe_network_error(e, self.host)
             finally:
                 self._release(conn, reusable)
             if cancel is not None and cancel.is_set():
                 raise Cancelled("cancelled")
+            problem = scrub(problem, (self.api_key,))
             attempt += 1
             if attempt > self.max_retries:
                 raise TransientError("%s (gave up after %d retries)" % (problem, self.max_retries))
-            delay = self.backoff * (2 ** (attempt - 1)) * (1 + 0.25 * jitter())
-            if retry_after:
-                try:
-                    delay = min(30.0, max(0.0, float(retry_after)))
-                except ValueError:
-                    pass
+            delay = retry_delay(attempt, self.backoff, retry_after)
             self.notice("%s; retrying in %.1fs (%d/%d)" % (problem, delay, attempt, self.max_retries))
             end = time.monotonic() + delay
             while time.monotonic() < end:
@@ -436,9 +505,9 @@ class Client:
 def describe_network_error(e, host):
     import socket
     if isinstance(e, socket.gaierror):
-        return "cannot resolve host %s (DNS)" % host
+        return "cannot resolve host %s (DNS; check GROK_BASE_URL)" % host
     if isinstance(e, ConnectionRefusedError):
-        return "connection refused by %s" % host
+        return "connection refused by %s (is the server running? check GROK_BASE_URL)" % host
     if isinstance(e, (socket.timeout, TimeoutError)):
         return "no answer from %s within the timeout (GROK_TIMEOUT)" % host
     if isinstance(e, StreamBroken):
@@ -446,12 +515,18 @@ def describe_network_error(e, host):
     name = type(e).__name__
     if name in ("RemoteDisconnected", "IncompleteRead", "ConnectionResetError", "BrokenPipeError"):
         return "connection to %s dropped (%s)" % (host, name)
+    if isinstance(e, ValueError) or name in ("BadStatusLine", "LineTooLong", "UnknownProtocol"):
+        return "garbled reply from %s (%s: %s)" % (host, name, str(e)[:100])
     return "network error talking to %s: %s" % (host, e or name)
 
 
 class ChatResult:
     def __init__(self, content, finish_reason=None, usage=None, streamed=False):
-        self.content, self.finish_reason, self.usage, self.streamed = content, finish_reason, usage or {}, streamed
+        if content is not None and not isinstance(content, str):
+            content = json.dumps(content)           # a server's list of parts: the contract check says why
+        self.content, self.streamed = content, streamed
+        self.finish_reason = finish_reason if isinstance(finish_reason, str) else None
+        self.usage = usage if isinstance(usage, dict) else {}
 
 
 def read_chat_stream(resp, on_delta):
@@ -470,7 +545,7 @@ def read_chat_stream(resp, on_delta):
             break
         try:
             chunk = json.loads(data.decode("utf-8", "replace"))
-        except ValueError:
+        except (ValueError, RecursionError):
             raise StreamBroken("a stream chunk was not JSON: %r" % data[:80])
         if not isinstance(chunk, dict):
             continue
@@ -478,9 +553,12 @@ def read_chat_stream(resp, on_delta):
             raise HTTPStatusError(500, data)
         if isinstance(chunk.get("usage"), dict):
             usage = chunk["usage"]
-        for choice in chunk.get("choices") or ():
-            delta = choice.get("delta") or {}
-            piece = delta.get("content")
+        choices = chunk.get("choices")
+        for choice in choices if isinstance(choices, list) else ():
+            if not isinstance(choice, dict):
+                continue
+            delta = choice.get("delta")
+            piece = delta.get("content") if isinstance(delta, dict) else None
             if isinstance(piece, str) and piece:
                 parts.append(piece)
                 if on_delta:
@@ -495,13 +573,14 @@ def read_chat_stream(resp, on_delta):
 def parse_chat_reply(obj):
     if not isinstance(obj, dict):
         return ChatResult(None)
-    choices = obj.get("choices") or []
-    if not choices or not isinstance(choices[0], dict):
+    choices = obj.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         if obj.get("error"):
             raise HTTPStatusError(500, json.dumps(obj).encode())
         return ChatResult(None, None, obj.get("usage"))
-    message = choices[0].get("message") or {}
-    return ChatResult(message.get("content"), choices[0].get("finish_reason"), obj.get("usage"))
+    message = choices[0].get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    return ChatResult(content, choices[0].get("finish_reason"), obj.get("usage"))
 
 
 class ResponseStreamer:
@@ -625,7 +704,7 @@ def extract_json_object(text):
     text = text.strip()
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     decoder = json.JSONDecoder()
     start = text.find("{")
@@ -635,7 +714,7 @@ def extract_json_object(text):
             obj, _ = decoder.raw_decode(text, start)
             if isinstance(obj, dict):
                 return obj
-        except ValueError:
+        except (ValueError, RecursionError):
             pass
         tries += 1
         start = text.find("{", start + 1)
@@ -670,7 +749,7 @@ def parse_reply(content, tool_names, finish_reason=None):
         if isinstance(args, str):
             try:
                 args = json.loads(args) if args.strip() else {}
-            except ValueError:
+            except (ValueError, RecursionError):
                 pass
         if not isinstance(name, str) or not name:
             raise ContractError("tool_calls[%d] has no \"tool\" name" % i)
@@ -757,9 +836,9 @@ def tool_bash(args, ctx):
         return ToolResult("error: cannot start %s: %s" % (shell, e), ok=False)
     ctx.procs.add(proc)
     head, tail, total = bytearray(), bytearray(), 0
-    deadline = time.monotonic() + ctx.bash_timeout
+    deadline = time.monotonic() + ctx.bash_timeout if ctx.bash_timeout > 0 else float("inf")   # 0: no limit
     fd = proc.stdout.fileno()
-    note = ""
+    note = background = ""
     exited_at = None
     eof = False
     try:
@@ -775,16 +854,21 @@ def tool_bash(args, ctx):
                 break
             if exited_at is None and proc.poll() is not None:
                 exited_at = now
-            if exited_at is not None and (eof or now - exited_at > 0.2):
-                break           # background children keep the pipe open; do not wait for them
-            if eof:             # output closed before the exit was seen: wait for it, do not kill it
-                time.sleep(0.01)
+            if fd is None:      # the command closed its output (exec >/dev/null): wait for it to end
+                if exited_at is not None:
+                    break
+                time.sleep(0.05)
                 continue
+            if exited_at is not None and now - exited_at > 0.2:
+                # background children keep the pipe open; do not wait for them
+                background = ("\n[background processes are still running; their output is not captured and "
+                              "they may die writing to it: redirect it (cmd > file 2>&1 &)]")
+                break
             ready, _, _ = select.select([fd], [], [], 0.05)
             if ready:
                 chunk = os.read(fd, 65536)
                 if not chunk:
-                    eof = True
+                    fd = None
                     continue
                 total += len(chunk)
                 room = OUTPUT_HEAD - len(head)
@@ -815,17 +899,24 @@ def tool_bash(args, ctx):
         text = "(no output)"
     if code and not note:
         note = "\n[exit code %d]" % code
-    return ToolResult(text + note, ok=not note)
+    return ToolResult(text + note + background, ok=not note)
 
 
 def tool_read_file(args, ctx):
     path = resolve(ctx, need_str(args, "path", "read_file"))
     if os.path.isdir(path):
         return ToolResult("error: %s is a directory (use list_files)" % path, ok=False)
+    import stat
     try:
-        with open(path, "rb") as f:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; only regular files are read
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with open(fd, "rb") as f:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                return ToolResult("error: %s is not a regular file (a device, pipe or socket): not read" % path,
+                                  ok=False)
             data = f.read(READ_CAP + 1)
-            size = os.fstat(f.fileno()).st_size
+            size = info.st_size
     except FileNotFoundError:
         return ToolResult("error: no such file: %s" % path, ok=False)
     except OSError as e:
@@ -1137,8 +1228,18 @@ class Session:
     def _open(self):
         try:
             os.makedirs(self.dir, mode=0o700, exist_ok=True)
+            try:
+                os.chmod(self.dir, 0o700)       # also when someone else made it, too open
+            except OSError:
+                pass
             self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             os.chmod(self.path, 0o600)
+            size = os.fstat(self.fd).st_size
+            if size:
+                with open(self.path, "rb") as f:
+                    f.seek(size - 1)
+                    if f.read(1) != b"\n":     # a torn last line (a crash): our records start on a new line
+                        os.write(self.fd, b"\n")
         except OSError as e:
             self.disabled = True
             self.warn("warning: cannot save the session in %s (%s); the chat goes on unsaved"
@@ -1151,9 +1252,10 @@ class Session:
             self._open()
             if self.disabled:
                 return
-        line = json.dumps(record, ensure_ascii=False) + "\n"
+        data = json_bytes(record) + b"\n"
         try:
-            os.write(self.fd, line.encode("utf-8"))
+            while data:
+                data = data[os.write(self.fd, data):]
         except OSError as e:
             self.disabled = True
             self.warn("warning: cannot write the session file (%s); the chat goes on unsaved" % (e.strerror or e))
@@ -1179,23 +1281,38 @@ class Session:
             try:
                 rec = json.loads(line.decode("utf-8"))
                 kind = rec["type"]
-            except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+                if kind == "session" and isinstance(rec, dict):
+                    header = rec
+                    cwd = rec.get("cwd") if isinstance(rec.get("cwd"), str) else cwd
+                elif kind == "message":
+                    messages.append(valid_message(rec["message"]))
+                elif kind == "usage":
+                    usd = float(rec.get("cost_usd") or 0)
+                    if not 0 <= usd < 1e6:
+                        raise ValueError("not a cost")
+                    cost += usd
+                elif kind == "cwd":
+                    cwd = rec["cwd"] if isinstance(rec["cwd"], str) else cwd
+                elif kind == "reset":
+                    messages = [valid_message(m) for m in rec["messages"]]
+                else:
+                    raise ValueError("unknown record")
+            except (ValueError, KeyError, TypeError, UnicodeDecodeError, IndexError, RecursionError):
                 bad += 1
                 continue
-            if kind == "session":
-                header = rec
-                cwd = rec.get("cwd", cwd)
-            elif kind == "message" and isinstance(rec.get("message"), dict):
-                messages.append(rec["message"])
-            elif kind == "usage":
-                cost += float(rec.get("cost_usd") or 0)
-            elif kind == "cwd":
-                cwd = rec.get("cwd", cwd)
-            elif kind == "reset":
-                messages = list(rec.get("messages") or [])
+        if not isinstance(header.get("system"), str):
+            header.pop("system", None)
         if bad:
             self.warn("warning: session %s: skipped %d damaged line(s)" % (self.id, bad))
         return header, messages, cost, cwd
+
+
+def valid_message(message):
+    """A message as the API takes it, or ValueError (a damaged session line)."""
+    if (not isinstance(message, dict) or message.get("role") not in ("user", "assistant")
+            or not isinstance(message.get("content"), str)):
+        raise ValueError("not a message")
+    return message
 
 
 def list_sessions(directory):
@@ -1215,13 +1332,13 @@ def list_sessions(directory):
                 for line in f:
                     try:
                         rec = json.loads(line.decode("utf-8"))
-                    except (ValueError, UnicodeDecodeError):
-                        continue
-                    if rec.get("type") == "usage":
-                        cost += float(rec.get("cost_usd") or 0)
-                    elif not first and rec.get("type") == "message" and rec["message"].get("role") == "user":
-                        first = " ".join(str(rec["message"].get("content", "")).split())[:80]
-        except (OSError, AttributeError, TypeError):
+                        if rec.get("type") == "usage":
+                            cost += float(rec.get("cost_usd") or 0)
+                        elif not first and rec.get("type") == "message" and rec["message"].get("role") == "user":
+                            first = " ".join(str(rec["message"].get("content", "")).split())[:80]
+                    except (ValueError, UnicodeDecodeError, AttributeError, TypeError, KeyError, RecursionError):
+                        continue        # a damaged line: load() says so when the session is opened
+        except OSError:
             continue
         out.append((name[:-6], mtime, first, cost))
     out.sort(key=lambda s: s[1], reverse=True)
@@ -1322,6 +1439,8 @@ class Agent:
             self.messages = [{"role": "system", "content": system}] + messages
             self.cost_usd = cost
             self.context_tokens = estimate_tokens(self.messages)
+            # killed mid-turn (SIGKILL, a crash): close that turn as a cancel would have
+            self.close_turn(only_if_open=True, note="[interrupted: the session ended during this turn]")
         else:
             system = build_system_prompt(cfg, contract, self.cwd)
             self.messages = [{"role": "system", "content": system}]
@@ -1496,21 +1615,32 @@ class Agent:
         except (KeyboardInterrupt, Cancelled):
             self.settle_cancelled()
             raise Cancelled("cancelled")
+        except Terminated:          # SIGTERM / SIGHUP: the same clean-up, then the process ends
+            self.settle_cancelled()
+            raise
         finally:
             self.request_carriers = []      # the turn is over: /compact has no request to keep verbatim
 
     def settle_cancelled(self):
-        """After a cancelled turn, leave a history the model can continue from."""
+        """After a cancelled turn, stop what runs and leave a history the model can continue
+        from. Safe to call twice (a front end may call it again)."""
         self.cancel.set()
         self.client.abort()
         for proc in list(self.procs):
             kill_group(proc)
+        self.close_turn()
+
+    def close_turn(self, only_if_open=False, note="[interrupted by the user]"):
+        """End an unfinished turn in the history: a note for tool calls that got no results,
+        and an assistant reply saying the turn was interrupted."""
         last = self.messages[-1] if len(self.messages) > 1 else None
-        if last and last["role"] == "assistant":
+        if last is None or last.get("content") in INTERRUPTED_REPLIES:
+            return
+        if last["role"] == "assistant":
+            if only_if_open and not has_tool_calls(last.get("content")):
+                return
             self.add({"role": "user", "content": "[the user cancelled the tool calls before they finished]"})
-        if len(self.messages) > 1:
-            self.add({"role": "assistant", "content": json.dumps(
-                {"tool_calls": [], "response": "[interrupted by the user]", "done": True})})
+        self.add({"role": "assistant", "content": json.dumps({"tool_calls": [], "response": note, "done": True})})
 
     # -- tools ---------------------------------------------------------------
     def execute(self, calls):
@@ -1562,6 +1692,7 @@ class Agent:
                     results[item.index] = self.finish_tool(item, result, started)
             except BaseException:
                 self.cancel.set()
+                self.client.abort()         # web_search calls blocked on the network
                 for proc in list(self.procs):
                     kill_group(proc)
                 for t in threads:
@@ -1707,6 +1838,18 @@ class ToolContext:
             self.agent.add_cost(usage, kind="web_search")
 
 
+INTERRUPTED_REPLIES = tuple(json.dumps({"tool_calls": [], "response": note, "done": True}) for note in
+                            ("[interrupted by the user]", "[interrupted: the session ended during this turn]"))
+
+
+def has_tool_calls(content):
+    try:
+        calls = extract_json_object(str(content)).get("tool_calls")
+    except (ContractError, AttributeError):
+        return False
+    return bool(calls)
+
+
 def tool_results_message(results, note=None):
     """The one user message that carries a round's results, in call order (SPEC 4)."""
     parts, failed = [], []
@@ -1751,13 +1894,14 @@ def api_error(e, cfg):
     """The exception to show for a non-retryable HTTP status: it says what to fix."""
     msg = scrub(e.server_message(), (cfg.api_key,))
     if e.status == 401:
-        return UserError("the API key was rejected (HTTP 401, key from %s): %s" % (cfg.key_source, msg))
+        return UserError("the API key was rejected (HTTP 401, key from %s; set a valid GROK_API_KEY): %s"
+                         % (cfg.key_source, msg))
     if e.status == 403:
         return UserError("access denied (HTTP 403): the key lacks permission or credits: %s" % msg)
     if e.status == 404:
         return UserError("not found (HTTP 404) at %s: check GROK_BASE_URL and the model %r: %s"
                          % (cfg.base_url, cfg.model, msg))
-    if e.status in RETRY_STATUSES:
+    if retryable(e.status):
         return TransientError("the server failed (HTTP %d): %s" % (e.status, msg))
     hint = " (check the model name: -m/GROK_MODEL)" if "model" in msg.lower() else ""
     return UserError("the request was rejected (HTTP %d): %s%s" % (e.status, msg, hint))
@@ -1769,6 +1913,15 @@ def api_error(e, cfg):
 
 def use_color(stream):
     return not os.environ.get("NO_COLOR") and hasattr(stream, "isatty") and stream.isatty()
+
+
+def tolerate_unencodable(stream):
+    """Print "?" for what the stream cannot encode (a lone surrogate from a non-UTF-8 file
+    name, or any non-ASCII text on an ASCII terminal) instead of failing the turn."""
+    try:
+        stream.reconfigure(errors="replace")
+    except (AttributeError, ValueError, OSError):
+        pass
 
 
 def ask_tty(prompt):
@@ -1801,6 +1954,8 @@ class TerminalUI(UI):
 
     def __init__(self, out=None):
         self.out = out or sys.stdout
+        for stream in (self.out, sys.stderr):
+            tolerate_unencodable(stream)
         self.color = use_color(self.out)
         self.streamed = False
 
@@ -1904,6 +2059,35 @@ def read_line(interactive, prompt="> "):
     return line.rstrip("\n")
 
 
+def repl_line(agent, ui, line, commands, help_text):
+    """Run one line typed at the prompt; True to leave the REPL."""
+    if line.startswith("/"):
+        name, _, arg = line.partition(" ")
+        if name in ("/exit", "/quit"):
+            return True
+        if name == "/help":
+            ui.write(help_text + "\n")
+        elif name == "/clear":
+            agent.reset([])
+            agent.context_tokens = 0
+            ui.write("conversation cleared\n")
+        elif commands and name in commands:
+            try:
+                commands[name](arg.strip())
+            except GrokError as e:
+                ui.notice("error: %s" % e)
+        else:
+            ui.notice("unknown command %s (try /help)" % name)
+        return False
+    try:
+        agent.run_turn(line)
+    except Cancelled:
+        ui.notice("(cancelled)")
+    except GrokError as e:
+        ui.notice("error: %s" % e)
+    return False
+
+
 def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None):
     """The read-eval-print loop shared by grok and grok-detailed."""
     interactive = sys.stdin.isatty()
@@ -1913,9 +2097,9 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None):
         ui.write("grok %s · %s · /help for commands, Ctrl-D to quit\n" % (__version__, agent.model))
     try:
         while True:
-            if before_prompt and interactive:
-                before_prompt()
             try:
+                if before_prompt and interactive:
+                    before_prompt()
                 line = read_line(interactive).strip()
             except EOFError:
                 if interactive:
@@ -1924,32 +2108,15 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None):
             except KeyboardInterrupt:
                 ui.write("\n")
                 continue
-            if not line:
-                continue
-            if line.startswith("/"):
-                name, _, arg = line.partition(" ")
-                if name in ("/exit", "/quit"):
-                    return 0
-                if name == "/help":
-                    ui.write(help_text + "\n")
-                elif name == "/clear":
-                    agent.reset([])
-                    agent.context_tokens = 0
-                    ui.write("conversation cleared\n")
-                elif commands and name in commands:
-                    try:
-                        commands[name](arg.strip())
-                    except GrokError as e:
-                        ui.notice("error: %s" % e)
-                else:
-                    ui.notice("unknown command %s (try /help)" % name)
-                continue
+            # Ctrl-C must not end the REPL wherever it lands: in a command (/compact), or a
+            # second one while a turn is being cancelled (run_turn turns the first into Cancelled).
             try:
-                agent.run_turn(line)
-            except Cancelled:
+                if line and repl_line(agent, ui, line, commands, help_text):
+                    return 0
+            except KeyboardInterrupt:
+                if not line.startswith("/"):
+                    agent.settle_cancelled()
                 ui.notice("(cancelled)")
-            except GrokError as e:
-                ui.notice("error: %s" % e)
     finally:
         save_history(rl, history)
 
@@ -2901,7 +3068,15 @@ class Terminated(BaseException):
     pass
 
 
+def exit_now(signum, frame):
+    os._exit(128 + signum)
+
+
 def on_signal(signum, frame):
+    import signal
+    for name in ("SIGTERM", "SIGHUP"):     # a second signal during the clean-up ends the process at once
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), exit_now)
     raise Terminated(signum)
 
 
