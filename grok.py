@@ -1636,6 +1636,8 @@ class Agent:
         last = self.messages[-1] if len(self.messages) > 1 else None
         if last is None or last.get("content") in INTERRUPTED_REPLIES:
             return
+        if only_if_open and last["role"] == "user" and str(last.get("content", "")).startswith("[/cd]"):
+            return      # grok-detailed's /cd note: a remark between turns, not a turn left open
         if last["role"] == "assistant":
             if only_if_open and not has_tool_calls(last.get("content")):
                 return
@@ -2360,13 +2362,13 @@ def headless(args, cfg):
         close_failed_turn(agent, "stdout was closed")
         return 0
     except Cancelled:               # run_turn has already settled the session
-        return ui.fail("interrupted", 130)
+        return ui.fail("interrupted: the turn was cancelled", 130)
     except GrokError as e:
         close_failed_turn(agent, scrub(str(e), ui.secrets))
         return ui.fail(str(e), e.exit_code)
     except KeyboardInterrupt:
         agent.settle_cancelled()
-        return ui.fail("interrupted", 130)
+        return ui.fail("interrupted: the turn was cancelled", 130)
     except Terminated as t:
         signum = t.args[0] if t.args else 15
         agent.settle_cancelled()
