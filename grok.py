@@ -352,12 +352,12 @@ class Client:
         for conn in idle:
             conn.close()
 
-    def _send(self, conn, reused, path, body, headers):
+    def _send(self, conn, reused, path, body, headers, cancel=None):
         try:
             conn.request("POST", self.prefix + path, body, headers)
             return conn, conn.getresponse()
-        except (self._http.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
-            if not reused:
+        except self._closed_errors():
+            if not reused or (cancel is not None and cancel.is_set()):
                 raise
         # The server closed an idle keep-alive connection: reconnect once, not a retry.
         conn.close()
@@ -367,12 +367,18 @@ class Client:
         conn.request("POST", self.prefix + path, body, headers)
         return conn, conn.getresponse()
 
+    def _closed_errors(self):
+        """What sending on a connection the server has closed raises (EOF, RST, EPIPE)."""
+        errors = (self._http.RemoteDisconnected, ConnectionError)
+        ssl = sys.modules.get("ssl") if self.https else None
+        return errors + (ssl.SSLEOFError, ssl.SSLZeroReturnError) if ssl else errors
+
     def post(self, path, payload, on_stream=None, cancel=None, no_retry=None):
         """The parsed JSON reply, or on_stream(response) for an event stream.
 
         Retries refused/dropped connections, timeouts, 429 and 5xx with backoff;
         raises HTTPStatusError for other statuses, TransientError when retries run out."""
-        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        body = payload if isinstance(payload, bytes) else json.dumps(payload, ensure_ascii=False).encode("utf-8")
         headers = {"Content-Type": "application/json", "Authorization": "Bearer " + (self.api_key or ""),
                    "User-Agent": "grok.py/" + __version__}
         if self.conv_id:
@@ -387,7 +393,7 @@ class Client:
             reusable = False
             retry_after = None
             try:
-                conn, resp = self._send(conn, reused, path, body, headers)
+                conn, resp = self._send(conn, reused, path, body, headers, cancel)
                 if resp.status >= 400:
                     data = resp.read()
                     reusable = not resp.will_close
