@@ -1106,8 +1106,8 @@ def find_project_rules(cwd):
 
 
 def build_system_prompt(cfg, contract=MINIMAL, cwd=None):
-    import platform
     cwd = cwd or cfg.cwd
+    uname = os.uname() if hasattr(os, "uname") else (sys.platform, "", "")    # `platform` takes 2 ms to import
     parts = [
         "You are Grok, an agent working on the user's computer through tools.",
         "Always reply with exactly one JSON object and nothing else:",
@@ -1121,8 +1121,8 @@ def build_system_prompt(cfg, contract=MINIMAL, cwd=None):
         parts.append(contract.extra_prompt)
     parts += ["", "TOOLS:", TOOL_DOCS % int(cfg.bash_timeout), "", "RUNTIME:",
               "- date: %s" % time.strftime("%Y-%m-%d %H:%M %Z"),
-              "- system: %s %s, Python %s, shell %s" % (platform.system(), platform.release(),
-                                                         platform.python_version(), os.environ.get("SHELL", "/bin/sh")),
+              "- system: %s %s, Python %s, shell %s" % (uname[0], uname[2], sys.version.split()[0],
+                                                         os.environ.get("SHELL", "/bin/sh")),
               "- working directory: %s" % cwd]
     skills = find_skills(cfg.skills_dir)
     if skills:
@@ -2040,8 +2040,12 @@ class ArgParser:
                 sys.stderr.write("%s: error: %s\n" % (self.prog, message))
                 raise SystemExit(1)
 
+        def formatter(prog):
+            # An explicit width, or argparse imports shutil (with bz2, lzma, zlib: 2.5 ms) on every start.
+            return argparse.RawDescriptionHelpFormatter(prog, width=terminal_width() - 2)
+
         p = Parser(prog=prog, description=description or "A minimal agent harness for xAI's Grok models.",
-                   formatter_class=argparse.RawDescriptionHelpFormatter, epilog=ENV_HELP)
+                   formatter_class=formatter, epilog=ENV_HELP)
         p.add_argument("--version", action="version", version="%(prog)s " + __version__)
         p.add_argument("-m", "--model", help="model id (default $GROK_MODEL or %s)" % DEFAULT_MODEL)
         p.add_argument("--cwd", metavar="DIR", help="working directory for the tools")
@@ -2049,6 +2053,18 @@ class ArgParser:
         p.add_argument("--resume", metavar="ID", help="continue a saved session")
         p.add_argument("-c", "--continue", dest="cont", action="store_true", help="continue the latest session")
         return p
+
+
+def terminal_width():
+    """$COLUMNS, else the width of the terminal on stdout, else 80 (as shutil.get_terminal_size)."""
+    try:
+        return int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        pass
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80
+    except (AttributeError, ValueError, OSError):
+        return 80
 
 
 ENV_HELP = """environment:
