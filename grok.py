@@ -173,11 +173,19 @@ def usage_cost(model, usage):
         return 0.0, False
     p_in, p_cached, p_out = PRICES[key]
     prompt = usage.get("prompt_tokens") or usage.get("input_tokens") or 0
-    details = usage.get("prompt_tokens_details") or usage.get("input_tokens_details") or {}
-    cached = min(details.get("cached_tokens") or 0, prompt)
+    cached = min(cached_tokens(usage), prompt)
     out = usage.get("completion_tokens") or usage.get("output_tokens") or 0
     reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
     return ((prompt - cached) * p_in + cached * p_cached + (out + reasoning) * p_out) / 1e6, True
+
+
+def cached_tokens(usage):
+    """The prompt tokens the provider served from its prompt cache (part of prompt_tokens)."""
+    if not isinstance(usage, dict):
+        return 0
+    details = usage.get("prompt_tokens_details") or usage.get("input_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else 0
+    return int(cached) if isinstance(cached, (int, float)) and not isinstance(cached, bool) else 0
 
 
 # --------------------------------------------------------------------------
@@ -1463,6 +1471,7 @@ class Agent:
 
     def step_info(self, result):
         return {"finish_reason": result.finish_reason or "stop", "usage": result.usage or {},
+                "cached_tokens": cached_tokens(result.usage),
                 "cost": getattr(result, "cost", 0.0), "duration": getattr(result, "duration", 0.0)}
 
     # -- one user turn -------------------------------------------------------
