@@ -247,7 +247,7 @@ def test_headless_tool_turn_uses_one_connection(run, fake):
 
 def test_idle_connection_closed_by_the_server_is_reopened_without_a_retry(run, fake):
     fake.add(tools(("list_files", {}), close=True), tools(("list_files", {}), close=True), answer("made it"))
-    r = run("-p", "hi")
+    r = run("-p", "hi", env={"GROK_MAX_RETRIES": "0"})     # a reconnect is not a retry
     assert r.returncode == 0, r.stderr
     assert r.stdout == "made it\n"
     assert "retry" not in r.stderr.lower()
@@ -265,7 +265,7 @@ def test_connection_close_header_is_honoured(run, fake):
 
 def test_repl_reconnects_after_the_server_closed_the_idle_connection(run, fake):
     fake.add(answer("one", close=True), answer("two"))
-    r = run(input="first\nsecond\n")
+    r = run(input="first\nsecond\n", env={"GROK_MAX_RETRIES": "0"})
     assert r.returncode == 0, r.stderr
     assert "one" in r.stdout and "two" in r.stdout
     assert "retry" not in r.stderr.lower()
