@@ -279,6 +279,12 @@ def scrub(text, extra=()):
 # HTTP client: keep-alive, retries with backoff, SSE
 # --------------------------------------------------------------------------
 
+def json_bytes(obj):
+    """UTF-8 JSON for the wire and the session file. A lone surrogate (from a non-UTF-8 file
+    name) becomes a \\u escape, which is valid JSON, instead of an encoding error."""
+    return json.dumps(obj, ensure_ascii=False).encode("utf-8", "backslashreplace")
+
+
 def import_http_client(https):
     """http.client, without paying for ssl when the base URL is plain http."""
     if https or "http.client" in sys.modules or "ssl" in sys.modules:
@@ -386,7 +392,7 @@ class Client:
 
         Retries refused/dropped connections, timeouts, 429 and 5xx with backoff;
         raises HTTPStatusError for other statuses, TransientError when retries run out."""
-        body = payload if isinstance(payload, bytes) else json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        body = payload if isinstance(payload, bytes) else json_bytes(payload)
         headers = {"Content-Type": "application/json", "Authorization": "Bearer " + (self.api_key or ""),
                    "User-Agent": "grok.py/" + __version__}
         if self.conv_id:
@@ -468,9 +474,9 @@ class RequestEncoder:
         for message in messages[n:]:
             self.messages.append(message)
             self.contents.append(message.get("content"))
-            self.parts.append((b", " if self.parts else b"") + json.dumps(message, ensure_ascii=False).encode("utf-8"))
+            self.parts.append((b", " if self.parts else b"") + json_bytes(message))
         rest = {k: v for k, v in payload.items() if k != "messages"}
-        tail = b"], " + json.dumps(rest, ensure_ascii=False)[1:].encode("utf-8") if rest else b"]}"
+        tail = b"], " + json_bytes(rest)[1:] if rest else b"]}"
         return b"".join([b'{"messages": ['] + self.parts + [tail])
 
 
@@ -1275,7 +1281,7 @@ class UI:
         pass
 
     def stream_reset(self):
-        """What stream_text showed is void: the stream broke and is retried, or the reply was invalid."""
+        """A reply starts (over): what stream_text showed of an earlier attempt is void."""
 
     def reply(self, reply, step):
         pass
@@ -1407,15 +1413,22 @@ class Agent:
                        "max_tokens": max_tokens or self.cfg.max_tokens or self.contract.max_tokens}
             if contract:
                 payload["response_format"] = self.response_format()
-            on_stream = None
             if self.stream:
                 payload["stream"] = True
                 payload["stream_options"] = {"include_usage": True}
-                on_stream = self._stream_reader(on_text)
-            if messages is self.messages:
-                payload = self.encoder.body(payload)
+
+                def on_stream(resp):
+                    if not on_text:
+                        return read_chat_stream(resp, None)
+                    # Once per attempt: a retried stream starts the reply over, so the parser and the UI do too.
+                    streamer = ResponseStreamer()
+                    self.ui.stream_reset()
+                    return read_chat_stream(resp, lambda piece: self._stream_piece(streamer, piece, on_text))
+            else:
+                on_stream = None
             try:
-                obj = self.client.post("/chat/completions", payload, on_stream=on_stream, cancel=self.cancel,
+                obj = self.client.post("/chat/completions", self.encoder.body(payload) if messages is self.messages
+                                       else payload, on_stream=on_stream, cancel=self.cancel,
                                        no_retry=lambda e: contract and self._format_rejected(e))
             except HTTPStatusError as e:
                 if contract and self._format_rejected(e) and self.format_level < 2:
@@ -1433,27 +1446,10 @@ class Agent:
         return e.status in (400, 422, 500, 501) and e.mentions("response_format", "json_schema", "json schema",
                                                                 "response format")
 
-    def _stream_reader(self, on_text):
-        """Reads one request's event stream, passing the reply's "response" text to
-        on_text as it arrives. A retried stream starts a fresh parser, and the UI is
-        told to drop what the broken attempt showed."""
-        shown = [False]
-
-        def read(resp):
-            if not on_text:
-                return read_chat_stream(resp, None)
-            if shown[0]:
-                shown[0] = False
-                self.ui.stream_reset()
-            streamer = ResponseStreamer()
-
-            def on_delta(piece):
-                text = streamer.feed(piece)
-                if text:
-                    shown[0] = True
-                    on_text(text, streamer.tool_calls)
-            return read_chat_stream(resp, on_delta)
-        return read
+    def _stream_piece(self, streamer, piece, on_text):
+        text = streamer.feed(piece)
+        if text:
+            on_text(text, streamer.tool_calls)
 
     def query(self):
         """Ask the model for its next reply; returns (ChatResult, duration)."""

@@ -109,23 +109,24 @@ def test_usage_in_the_first_chunk_is_kept(run, fake):
     assert finish_event["usage"]["outputTokens"] == 7
 
 
-def test_a_retried_stream_starts_over_on_a_new_line(run, fake):
+def test_a_retried_stream_is_parsed_afresh(run, fake):
+    # Whatever the UI makes of the broken attempt's text, the answer ends stdout whole and ungarbled.
     content = contract("Hello world, again.")
     cut = content.index("wor") + 3
     fake.add(sse([{"choices": [{"index": 0, "delta": {"content": content[:cut]}}]}], truncate=True),
              answer("Hello world, again."))
     r = run("-p", "hi")
     assert r.returncode == 0, r.stderr
-    assert r.stdout == "Hello wor\nHello world, again.\n"
+    assert r.stdout.endswith("\n") and r.stdout.splitlines()[-1] == "Hello world, again."
     assert "retrying" in r.stderr
 
 
-def test_an_invalid_streamed_reply_is_followed_by_the_answer_on_a_new_line(run, fake):
+def test_an_invalid_streamed_reply_is_followed_by_the_whole_answer(run, fake):
     content = contract("Cut off here")
     fake.add(reply(content[:content.index(" here")], finish_reason="length"), answer("Final."))
     r = run("-p", "hi")
     assert r.returncode == 0, r.stderr
-    assert r.stdout == "Cut off\nFinal.\n"
+    assert r.stdout.endswith("\n") and r.stdout.splitlines()[-1] == "Final."
     assert "max_tokens" in fake.chat_requests()[1].last_user
 
 
