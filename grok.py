@@ -1490,7 +1490,6 @@ class Agent:
                     if len(content) > 4000:
                         content = content[:4000] + "...[truncated]"
                     self.add({"role": "assistant", "content": content})
-                    self.ui.stream_reset()
                     self.ui.step_finish(self.step_no, self.step_info(result))
                     if strikes >= MAX_STRIKES:
                         raise AgentError("the model broke the JSON contract %d times in a row (last: %s)"
@@ -1926,13 +1925,6 @@ class HeadlessUI(UI):
                 self.streamed = True
             sys.stdout.write(text)
             sys.stdout.flush()
-
-    def stream_reset(self):
-        # Printed text cannot be taken back: end its line so the retried answer starts on its own.
-        if self.streamed:
-            sys.stdout.write("\n")
-            sys.stdout.flush()
-            self.streamed = False
 
     def reply(self, reply, step):
         text = reply.get("response")
