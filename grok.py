@@ -195,11 +195,19 @@ def usage_cost(model, usage):
         return 0.0, False
     p_in, p_cached, p_out = PRICES[key]
     prompt = usage.get("prompt_tokens") or usage.get("input_tokens") or 0
-    details = usage.get("prompt_tokens_details") or usage.get("input_tokens_details") or {}
-    cached = min(details.get("cached_tokens") or 0, prompt)
+    cached = min(cached_tokens(usage), prompt)
     out = usage.get("completion_tokens") or usage.get("output_tokens") or 0
     reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
     return ((prompt - cached) * p_in + cached * p_cached + (out + reasoning) * p_out) / 1e6, True
+
+
+def cached_tokens(usage):
+    """The prompt tokens the provider served from its prompt cache (part of prompt_tokens)."""
+    if not isinstance(usage, dict):
+        return 0
+    details = usage.get("prompt_tokens_details") or usage.get("input_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else 0
+    return int(cached) if isinstance(cached, (int, float)) and not isinstance(cached, bool) else 0
 
 
 # --------------------------------------------------------------------------
@@ -415,12 +423,12 @@ class Client:
         for conn in idle:
             conn.close()
 
-    def _send(self, conn, reused, path, body, headers):
+    def _send(self, conn, reused, path, body, headers, cancel=None):
         try:
             conn.request("POST", self.prefix + path, body, headers)
             return conn, conn.getresponse()
-        except (self._http.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
-            if not reused:
+        except self._closed_errors():
+            if not reused or (cancel is not None and cancel.is_set()):
                 raise
         # The server closed an idle keep-alive connection: reconnect once, not a retry.
         conn.close()
@@ -430,12 +438,18 @@ class Client:
         conn.request("POST", self.prefix + path, body, headers)
         return conn, conn.getresponse()
 
+    def _closed_errors(self):
+        """What sending on a connection the server has closed raises (EOF, RST, EPIPE)."""
+        errors = (self._http.RemoteDisconnected, ConnectionError)
+        ssl = sys.modules.get("ssl") if self.https else None
+        return errors + (ssl.SSLEOFError, ssl.SSLZeroReturnError) if ssl else errors
+
     def post(self, path, payload, on_stream=None, cancel=None, no_retry=None):
         """The parsed JSON reply, or on_stream(response) for an event stream.
 
         Retries refused/dropped connections, timeouts, 429 and 5xx with backoff;
         raises HTTPStatusError for other statuses, TransientError when retries run out."""
-        body = json_bytes(payload)
+        body = payload if isinstance(payload, bytes) else json_bytes(payload)
         headers = {"Content-Type": "application/json", "Authorization": "Bearer " + (self.api_key or ""),
                    "User-Agent": "grok.py/" + __version__}
         if self.conv_id:
@@ -450,7 +464,7 @@ class Client:
             reusable = False
             retry_after = None
             try:
-                conn, resp = self._send(conn, reused, path, body, headers)
+                conn, resp = self._send(conn, reused, path, body, headers, cancel)
                 if resp.status >= 400:
                     data = resp.read()
                     reusable = not resp.will_close
@@ -500,6 +514,34 @@ class Client:
                 if cancel is not None and cancel.is_set():
                     raise Cancelled("cancelled")
                 time.sleep(min(0.05, max(0.0, end - time.monotonic())))
+
+
+class RequestEncoder:
+    """JSON bodies for chat requests that re-use the encoding of the unchanged message
+    prefix. The history is append-only, so each message is encoded once, not once per
+    request (at 1,000 messages, ~1.6 MB, that saves ~7 ms a round). Messages are not
+    changed in place; a new or replaced message, or a replaced content, is noticed."""
+
+    def __init__(self):
+        self.messages, self.contents, self.parts = [], [], []    # parts: the JSON of each message, after ", "
+
+    def body(self, payload):
+        messages = payload["messages"]
+        n = len(self.messages)
+        # List equality tests identity first, in C: when nothing changed this costs microseconds.
+        if n > len(messages) or self.messages != messages[:n] or self.contents != [m.get("content")
+                                                                                     for m in messages[:n]]:
+            n, same = 0, min(n, len(messages))
+            while n < same and self.messages[n] is messages[n] and self.contents[n] is messages[n].get("content"):
+                n += 1
+            del self.messages[n:], self.contents[n:], self.parts[n:]
+        for message in messages[n:]:
+            self.messages.append(message)
+            self.contents.append(message.get("content"))
+            self.parts.append((b", " if self.parts else b"") + json_bytes(message))
+        rest = {k: v for k, v in payload.items() if k != "messages"}
+        tail = b"], " + json_bytes(rest)[1:] if rest else b"]}"
+        return b"".join([b'{"messages": ['] + self.parts + [tail])
 
 
 def describe_network_error(e, host):
@@ -619,6 +661,9 @@ class ResponseStreamer:
                     self.in_str = False
                     if self.is_key:
                         self.last_key = "".join(self.key)
+                    elif self.emitting and self.high:
+                        out.append("\ufffd")
+                        self.high = None
                     self.emitting = False
                 else:
                     self._char(ch, out)
@@ -661,13 +706,21 @@ class ResponseStreamer:
         if self.is_key:
             self.key.append(ch)
         elif self.emitting:
+            # \uD83D\uDE00 is one character; a lone surrogate cannot be printed, so it shows as U+FFFD.
             code = ord(ch)
             if 0xD800 <= code < 0xDC00:
+                if self.high:
+                    out.append("\ufffd")
                 self.high = ch
                 return
-            if 0xDC00 <= code < 0xE000 and self.high:
-                ch = (self.high + ch).encode("utf-16", "surrogatepass").decode("utf-16")
-            self.high = None
+            if self.high:
+                if 0xDC00 <= code < 0xE000:
+                    ch = chr(0x10000 + ((ord(self.high) - 0xD800) << 10) + (code - 0xDC00))
+                else:
+                    out.append("\ufffd")
+                self.high = None
+            elif 0xDC00 <= code < 0xE000:
+                ch = "\ufffd"
             out.append(ch)
 
 
@@ -1174,8 +1227,8 @@ def find_project_rules(cwd):
 
 
 def build_system_prompt(cfg, contract=MINIMAL, cwd=None):
-    import platform
     cwd = cwd or cfg.cwd
+    uname = os.uname() if hasattr(os, "uname") else (sys.platform, "", "")    # `platform` takes 2 ms to import
     parts = [
         "You are Grok, an agent working on the user's computer through tools.",
         "Always reply with exactly one JSON object and nothing else:",
@@ -1190,7 +1243,7 @@ def build_system_prompt(cfg, contract=MINIMAL, cwd=None):
     shell = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
     parts += ["", "TOOLS:", TOOL_DOCS % int(cfg.bash_timeout), "", "RUNTIME (at the start of this session):",
               "- date: %s" % time.strftime("%A %Y-%m-%d %H:%M %Z"),
-              "- system: %s %s, Python %s" % (platform.system(), platform.release(), platform.python_version()),
+              "- system: %s %s, Python %s" % (uname[0], uname[2], sys.version.split()[0]),
               "- shell: the bash tool runs %s -c; the user's login shell is %s" % (
                   shell, os.environ.get("SHELL") or "unknown"),
               "- working directory: %s" % cwd]
@@ -1367,7 +1420,7 @@ class UI:
         pass
 
     def stream_reset(self):
-        pass
+        """A reply starts (over): what stream_text showed of an earlier attempt is void."""
 
     def reply(self, reply, step):
         pass
@@ -1417,6 +1470,7 @@ class Agent:
         self.session = session or Session(cfg.data_dir, warn=self.notice)
         self.client = Client(cfg.base_url, cfg.api_key, cfg.timeout, cfg.max_retries, cfg.backoff, notice=self.notice)
         self.client.conv_id = self.session.id
+        self.encoder = RequestEncoder()
         self.tool_names = list(TOOLS)
         self.format_level = 0           # 0 json_schema, 1 json_object + schema, 2 plain json_object
         self.stream = cfg.stream
@@ -1518,7 +1572,8 @@ class Agent:
             else:
                 on_stream = None
             try:
-                obj = self.client.post("/chat/completions", payload, on_stream=on_stream, cancel=self.cancel,
+                obj = self.client.post("/chat/completions", self.encoder.body(payload) if messages is self.messages
+                                       else payload, on_stream=on_stream, cancel=self.cancel,
                                        no_retry=lambda e: contract and self._format_rejected(e))
             except HTTPStatusError as e:
                 if contract and self._format_rejected(e) and self.format_level < 2:
@@ -1559,6 +1614,7 @@ class Agent:
 
     def step_info(self, result):
         return {"finish_reason": result.finish_reason or "stop", "usage": result.usage or {},
+                "cached_tokens": cached_tokens(result.usage),
                 "cost": getattr(result, "cost", 0.0), "duration": getattr(result, "duration", 0.0)}
 
     # -- one user turn -------------------------------------------------------
@@ -1976,6 +2032,11 @@ class TerminalUI(UI):
             self.write("\n")
             self.streamed = True
         self.write(text)
+
+    def stream_reset(self):
+        if self.streamed:
+            self.write("\n")
+            self.streamed = False
 
     def tool_start(self, call):
         if self.streamed:
@@ -3019,8 +3080,12 @@ class ArgParser:
                 self.print_usage(sys.stderr)
                 raise UserError(message)
 
+        def formatter(prog):
+            # An explicit width, or argparse imports shutil (with bz2, lzma, zlib: 2.5 ms) on every start.
+            return argparse.RawDescriptionHelpFormatter(prog, width=terminal_width() - 2)
+
         p = Parser(prog=prog, description=description or "A minimal agent harness for xAI's Grok models.",
-                   formatter_class=argparse.RawDescriptionHelpFormatter, epilog=ENV_HELP)
+                   formatter_class=formatter, epilog=ENV_HELP)
         p.add_argument("--version", action="version", version="%(prog)s " + __version__)
         p.add_argument("-m", "--model", help="model id (default $GROK_MODEL or %s)" % DEFAULT_MODEL)
         p.add_argument("--cwd", metavar="DIR", help="working directory for the tools")
@@ -3028,6 +3093,19 @@ class ArgParser:
         p.add_argument("--resume", metavar="ID", help="continue a saved session")
         p.add_argument("-c", "--continue", dest="cont", action="store_true", help="continue the latest session")
         return p
+
+
+def terminal_width():
+    """$COLUMNS, else the width of the terminal on stdout, else 80 (as shutil.get_terminal_size)."""
+    try:
+        if int(os.environ["COLUMNS"]) > 0:
+            return int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        pass
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80
+    except (AttributeError, ValueError, OSError):
+        return 80
 
 
 ENV_HELP = """environment:

@@ -33,13 +33,16 @@ class Spec:
 
 
 def reply(content, usage=None, finish_reason="stop", delay=0, chunk_size=20, chunk_delay=0,
-          stream=None, headers=None):
-    """A chat completion; streamed (SSE, chunked) when the request asks or stream=True."""
+          stream=None, headers=None, close=False):
+    """A chat completion; streamed (SSE, chunked) when the request asks or stream=True.
+
+    close=True closes the connection after the reply without announcing it (no
+    `Connection: close`), as a server does whose keep-alive idle timeout strikes."""
     if not isinstance(content, str):
         content = json.dumps(content)
     return Spec("reply", delay, content=content, usage=usage, finish_reason=finish_reason,
                 chunk_size=max(1, int(chunk_size)), chunk_delay=chunk_delay, stream=stream,
-                headers=headers)
+                headers=headers, close=close)
 
 
 def answer(text, **kw):
@@ -91,6 +94,8 @@ class Request:
     def __init__(self, method, path, headers, body, conn_id, arrived):
         self.method, self.path, self.headers, self.body = method, path, headers, body
         self.conn_id, self.time = conn_id, arrived
+        self.sent = []          # streamed replies: (time.monotonic(), content piece) per chunk sent
+        self.done_at = None     # time.monotonic() once the whole reply was sent
         try:
             self.json = json.loads(body) if body else None
         except ValueError:
@@ -203,7 +208,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- reply kinds
     def _do_reply(self, req, content, usage, finish_reason, chunk_size, chunk_delay, stream,
-                  headers):
+                  headers, close):
+        self._reply(req, content, usage, finish_reason, chunk_size, chunk_delay, stream, headers)
+        req.done_at = time.monotonic()
+        if close:
+            self.close_connection = True
+
+    def _reply(self, req, content, usage, finish_reason, chunk_size, chunk_delay, stream, headers):
         j = req.json if isinstance(req.json, dict) else {}
         if usage is None:
             p, c = max(1, len(req.body) // 4), max(1, len(content) // 4)
@@ -224,6 +235,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self.fake._stop.wait(chunk_delay)
             delta = {"role": "assistant", "content": piece} if i == 0 else {"content": piece}
             self._event(dict(base, choices=[{"index": 0, "delta": delta, "finish_reason": None}]))
+            self.wfile.flush()
+            req.sent.append((time.monotonic(), piece))
         self._event(dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": finish_reason}]))
         if (j.get("stream_options") or {}).get("include_usage"):
             self._event(dict(base, choices=[], usage=usage))
