@@ -7,7 +7,7 @@ usage() {
 Usage: ./install.sh [--uninstall] [--help]
 
 Installs from the directory this script lives in:
-  grok.py           -> $BIN/grok
+  grok.py           -> $BIN/grok.py, and $BIN/grok, a launcher that imports it
   grok_detailed.py  -> $BIN/grok-detailed   (if present)
   skills/           -> $BIN/skills/         (shipped files replaced, your own skills kept)
 where BIN is ${PREFIX:-$HOME/.local}/bin. Running it again upgrades in place.
@@ -62,7 +62,9 @@ copy_file() { # src dest mode
 
 do_uninstall() {
     local f rel
-    for f in grok grok-detailed; do
+    rm -f "$BIN"/__pycache__/grok.*.pyc "$BIN"/__pycache__/grok.cpython-*.pyc 2>/dev/null || true
+    rmdir "$BIN/__pycache__" 2>/dev/null || true
+    for f in grok grok.py grok-detailed; do
         if [ -e "$BIN/$f" ] || [ -L "$BIN/$f" ]; then
             rm -f "$BIN/$f"
             echo "removed  $BIN/$f"
@@ -86,8 +88,24 @@ do_install() {
     [ -f "$SRC/grok.py" ] || die "grok.py not found in $SRC (run install.sh from a complete checkout)"
     mkdir -p "$BIN"
 
-    copy_file "$SRC/grok.py" "$BIN/grok" 755
-    echo "installed $BIN/grok"
+    # grok.py goes in as a module and `grok` is a small launcher that imports it: Python caches
+    # bytecode for imported modules but compiles a script on every run (~16 ms for grok.py).
+    copy_file "$SRC/grok.py" "$BIN/grok.py" 644
+    local launcher
+    launcher=$(mktemp "$BIN/.install.XXXXXX")
+    cat >"$launcher" <<'LAUNCHER'
+#!/usr/bin/env python3
+# grok launcher written by install.sh: runs grok.py from this directory as an imported module,
+# so its cached bytecode is reused instead of compiling the whole script on every start.
+import os
+import sys
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+from grok import main  # noqa: E402
+raise SystemExit(main())
+LAUNCHER
+    chmod 755 "$launcher"
+    mv -f "$launcher" "$BIN/grok"
+    echo "installed $BIN/grok (launcher) and $BIN/grok.py"
     if [ -f "$SRC/grok_detailed.py" ]; then
         copy_file "$SRC/grok_detailed.py" "$BIN/grok-detailed" 755
         echo "installed $BIN/grok-detailed"

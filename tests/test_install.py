@@ -48,7 +48,7 @@ def test_install_then_run_the_installed_grok(run, fake, prefix, tmp_path):
     grok = bin_dir / "grok"
     assert "installed %s" % grok in r.stdout
     assert stat.S_IMODE(grok.stat().st_mode) == 0o755
-    assert grok.read_bytes() == (ROOT / "grok.py").read_bytes()
+    assert (prefix / "bin" / "grok.py").read_bytes() == (ROOT / "grok.py").read_bytes()
     assert sorted(str(p.relative_to(bin_dir / "skills")) for p in (bin_dir / "skills").rglob("*")
                   if p.is_file() and not p.name.startswith(".")) == SHIPPED_SKILLS
 
@@ -134,3 +134,17 @@ def test_install_rejects_an_unknown_option(prefix):
     r = install(prefix, "--bogus")
     assert r.returncode != 0 and "unknown option" in r.stderr
     assert not prefix.exists()
+
+
+def test_installed_grok_is_a_launcher_that_reuses_cached_bytecode(run, fake, prefix):
+    assert install(prefix).returncode == 0
+    bin_dir = prefix / "bin"
+    launcher = (bin_dir / "grok").read_text()
+    assert len(launcher.splitlines()) < 12 and "from grok import main" in launcher
+    assert (bin_dir / "grok.py").read_bytes() == (ROOT / "grok.py").read_bytes()
+    fake.add(answer("via the launcher"))
+    r = run_installed(run, bin_dir / "grok", "-p", "hi", env={"PYTHONDONTWRITEBYTECODE": None})
+    assert r.returncode == 0 and r.stdout == "via the launcher\n", r.stderr
+    assert list((bin_dir / "__pycache__").glob("grok.*.pyc"))      # the next start skips compiling
+    assert install(prefix, "--uninstall").returncode == 0
+    assert not (bin_dir / "grok.py").exists() and not (bin_dir / "__pycache__").exists()
