@@ -47,6 +47,7 @@ RULES_CAP = 8000            # bytes per AGENTS.md / GROK.md file
 MAX_STRIKES = 3             # invalid replies in a row before a turn fails
 RETRY_STATUSES = (408, 429, 500, 502, 503, 504)     # and every other 5xx but 501/505: see retryable()
 RETRY_AFTER_CAP = 30.0      # seconds: a longer Retry-After is shortened to this
+CONNECT_TIMEOUT = 15.0      # seconds to open a connection (a host that drops packets), at most GROK_TIMEOUT
 
 
 def env_float(name, default):
@@ -382,10 +383,19 @@ class Client:
             conn = self._http.HTTPSConnection(self.host, self.port, timeout=self.timeout)
         else:
             conn = self._http.HTTPConnection(self.host, self.port, timeout=self.timeout)
+        conn._create_connection = self._open_socket
         with self._lock:
             self.opened += 1
             self._busy.add(conn)
         return conn, False
+
+    def _open_socket(self, address, timeout=None, source_address=None):
+        """http.client's socket.create_connection, with a shorter timeout for the connect itself."""
+        import socket
+        limit = CONNECT_TIMEOUT if timeout is None else min(timeout, CONNECT_TIMEOUT)
+        sock = socket.create_connection(address, limit, source_address)
+        sock.settimeout(timeout)
+        return sock
 
     def _release(self, conn, reusable):
         with self._lock:
