@@ -231,6 +231,25 @@ def test_read_timeout_is_retried(run, fake):
     assert len(fake.chat_requests()) == 2
 
 
+def test_a_host_that_drops_packets_times_out_on_connect(run, tmp_path):
+    """A listening socket with a full accept queue drops SYNs, like a firewall: the connect
+    gives up after CONNECT_TIMEOUT (made short here), not after GROK_TIMEOUT."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(0)
+    filler = socket.create_connection(server.getsockname())     # fills the accept queue
+    code = ("import sys; sys.path.insert(0, %r); import grok; grok.CONNECT_TIMEOUT = 0.5\n"
+            "c = grok.Client('http://127.0.0.1:%d/v1', 'k', timeout=300, max_retries=1, backoff=0.01)\n"
+            "try:\n    c.post('/chat/completions', {})\nexcept grok.TransientError as e:\n    print(e)\n"
+            % (str(GROK.parent), server.getsockname()[1]))
+    try:
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    finally:
+        filler.close()
+        server.close()
+    assert "within the timeout" in p.stdout and "gave up after 1 retries" in p.stdout, p.stdout + p.stderr
+
+
 def test_timeout_zero_means_no_limit(run, fake):
     fake.add(answer("ok", delay=0.3))
     p = run("-p", "hi", env={"GROK_TIMEOUT": 0})
@@ -330,6 +349,37 @@ def test_retry_after_http_date_is_honoured(run, fake):
     assert p.returncode == 0, p.stderr
     first, second = fake.chat_requests()
     assert second.time - first.time >= 1.0       # the date has 1 s resolution
+
+
+def load_grok():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("grok_under_test", str(GROK))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_retry_after_parsing():
+    g = load_grok()
+    now = 1700000000.0
+    assert g.parse_retry_after("2") == 2.0 and g.parse_retry_after(" 1.5 ") == 1.5
+    assert g.parse_retry_after("-3") == 0.0 and g.parse_retry_after("100000") == g.RETRY_AFTER_CAP
+    date = email.utils.formatdate(now + 7, usegmt=True)
+    assert g.parse_retry_after(date, now=now) == 7.0
+    assert g.parse_retry_after(email.utils.formatdate(now - 60, usegmt=True), now=now) == 0.0
+    for junk in (None, "", "soon", "nan", "Mon, 99 Foo 2024 99:99:99 GMT"):
+        assert g.parse_retry_after(junk) is None, junk
+    assert g.parse_retry_after("inf") == g.RETRY_AFTER_CAP
+
+
+def test_retry_delay_backoff_jitter_and_retry_after():
+    g = load_grok()
+    for attempt, base in ((1, 1.0), (2, 2.0), (3, 4.0), (4, 8.0)):
+        delays = {g.retry_delay(attempt, 1.0) for _ in range(50)}
+        assert all(base <= d <= base * 1.25 for d in delays)
+        assert len(delays) > 1                                  # jitter: not all the same
+    assert g.retry_delay(1, 1.0, retry_after=20.0) == 20.0       # the server's wait is a lower bound
+    assert 8.0 <= g.retry_delay(4, 1.0, retry_after=0.5) <= 10.0
 
 
 def test_backoff_grows_exponentially(run, fake):
