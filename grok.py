@@ -272,8 +272,8 @@ def scrub(text, extra=()):
     if _SECRET_PATTERNS is None:
         import re
         _SECRET_PATTERNS = [
-            (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----.*?(-----END [A-Z ]*PRIVATE KEY( BLOCK)?-----|\Z)",
-                        re.S), "[REDACTED_PRIVATE_KEY]"),
+            (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----.*?"
+                        r"(-----END [A-Z ]*PRIVATE KEY( BLOCK)?-----|\Z)", re.S), "[REDACTED_PRIVATE_KEY]"),
             (re.compile(r"\bxai-[A-Za-z0-9]{20,}"), "[REDACTED_API_KEY]"),
             (re.compile(r"\bsk-[A-Za-z0-9_\-]{20,}"), "[REDACTED_API_KEY]"),
             (re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"), "[REDACTED_GH_TOKEN]"),
@@ -468,10 +468,12 @@ class Client:
                         raise err
                     problem = "%s (HTTP %d): %s" % ("rate limited" if resp.status == 429 else "server error",
                                                     resp.status, err.server_message())
-                    ms = parse_retry_after(resp.getheader("retry-after-ms"))
                     retry_after = parse_retry_after(err.retry_after)
-                    if retry_after is None and ms is not None:
-                        retry_after = min(RETRY_AFTER_CAP, ms / 1000.0)
+                    if retry_after is None:         # OpenAI-style servers may send milliseconds
+                        try:
+                            retry_after = parse_retry_after(float(resp.getheader("retry-after-ms")) / 1000)
+                        except (TypeError, ValueError):
+                            pass
                 elif on_stream and "text/event-stream" in (resp.getheader("Content-Type") or ""):
                     result = on_stream(resp)
                     resp.read()         # the end of the chunked body, so the connection can be reused

@@ -342,6 +342,14 @@ def test_retry_after_seconds_is_honoured(run, fake):
     assert second.time - first.time >= 1.0       # a lower bound, the backoff alone is 0.01 s
 
 
+def test_retry_after_ms_is_honoured(run, fake):
+    fake.add(error(429, headers={"retry-after-ms": "1200"}), answer("ok"))
+    p = run("-p", "hi")
+    assert p.returncode == 0, p.stderr
+    first, second = fake.chat_requests()
+    assert second.time - first.time >= 1.2
+
+
 def test_retry_after_http_date_is_honoured(run, fake):
     when = email.utils.formatdate(time.time() + 2.5, usegmt=True)
     fake.add(error(503, headers={"Retry-After": when}), answer("ok"))
