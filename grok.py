@@ -48,6 +48,7 @@ RULES_TOTAL_CAP = 24000     # bytes of project rules in all
 MAX_STRIKES = 3             # invalid replies in a row before a turn fails
 RETRY_STATUSES = (408, 429, 500, 502, 503, 504)     # and every other 5xx but 501/505: see retryable()
 RETRY_AFTER_CAP = 30.0      # seconds: a longer Retry-After is shortened to this
+CONNECT_TIMEOUT = 15.0      # seconds to open a connection (a host that drops packets), at most GROK_TIMEOUT
 
 
 def env_float(name, default):
@@ -280,8 +281,8 @@ def scrub(text, extra=()):
     if _SECRET_PATTERNS is None:
         import re
         _SECRET_PATTERNS = [
-            (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----.*?(-----END [A-Z ]*PRIVATE KEY( BLOCK)?-----|\Z)",
-                        re.S), "[REDACTED_PRIVATE_KEY]"),
+            (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----.*?"
+                        r"(-----END [A-Z ]*PRIVATE KEY( BLOCK)?-----|\Z)", re.S), "[REDACTED_PRIVATE_KEY]"),
             (re.compile(r"\bxai-[A-Za-z0-9]{20,}"), "[REDACTED_API_KEY]"),
             (re.compile(r"\bsk-[A-Za-z0-9_\-]{20,}"), "[REDACTED_API_KEY]"),
             (re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"), "[REDACTED_GH_TOKEN]"),
@@ -391,10 +392,19 @@ class Client:
             conn = self._http.HTTPSConnection(self.host, self.port, timeout=self.timeout)
         else:
             conn = self._http.HTTPConnection(self.host, self.port, timeout=self.timeout)
+        conn._create_connection = self._open_socket
         with self._lock:
             self.opened += 1
             self._busy.add(conn)
         return conn, False
+
+    def _open_socket(self, address, timeout=None, source_address=None):
+        """http.client's socket.create_connection, with a shorter timeout for the connect itself."""
+        import socket
+        limit = CONNECT_TIMEOUT if timeout is None else min(timeout, CONNECT_TIMEOUT)
+        sock = socket.create_connection(address, limit, source_address)
+        sock.settimeout(timeout)
+        return sock
 
     def _release(self, conn, reusable):
         with self._lock:
@@ -473,10 +483,12 @@ class Client:
                         raise err
                     problem = "%s (HTTP %d): %s" % ("rate limited" if resp.status == 429 else "server error",
                                                     resp.status, err.server_message())
-                    ms = parse_retry_after(resp.getheader("retry-after-ms"))
                     retry_after = parse_retry_after(err.retry_after)
-                    if retry_after is None and ms is not None:
-                        retry_after = min(RETRY_AFTER_CAP, ms / 1000.0)
+                    if retry_after is None:         # OpenAI-style servers may send milliseconds
+                        try:
+                            retry_after = parse_retry_after(float(resp.getheader("retry-after-ms")) / 1000)
+                        except (TypeError, ValueError):
+                            pass
                 elif on_stream and "text/event-stream" in (resp.getheader("Content-Type") or ""):
                     result = on_stream(resp)
                     resp.read()         # the end of the chunked body, so the connection can be reused

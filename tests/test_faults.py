@@ -231,6 +231,25 @@ def test_read_timeout_is_retried(run, fake):
     assert len(fake.chat_requests()) == 2
 
 
+def test_a_host_that_drops_packets_times_out_on_connect(run, tmp_path):
+    """A listening socket with a full accept queue drops SYNs, like a firewall: the connect
+    gives up after CONNECT_TIMEOUT (made short here), not after GROK_TIMEOUT."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(0)
+    filler = socket.create_connection(server.getsockname())     # fills the accept queue
+    code = ("import sys; sys.path.insert(0, %r); import grok; grok.CONNECT_TIMEOUT = 0.5\n"
+            "c = grok.Client('http://127.0.0.1:%d/v1', 'k', timeout=300, max_retries=1, backoff=0.01)\n"
+            "try:\n    c.post('/chat/completions', {})\nexcept grok.TransientError as e:\n    print(e)\n"
+            % (str(GROK.parent), server.getsockname()[1]))
+    try:
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    finally:
+        filler.close()
+        server.close()
+    assert "within the timeout" in p.stdout and "gave up after 1 retries" in p.stdout, p.stdout + p.stderr
+
+
 def test_timeout_zero_means_no_limit(run, fake):
     fake.add(answer("ok", delay=0.3))
     p = run("-p", "hi", env={"GROK_TIMEOUT": 0})
@@ -323,6 +342,14 @@ def test_retry_after_seconds_is_honoured(run, fake):
     assert second.time - first.time >= 1.0       # a lower bound, the backoff alone is 0.01 s
 
 
+def test_retry_after_ms_is_honoured(run, fake):
+    fake.add(error(429, headers={"retry-after-ms": "1200"}), answer("ok"))
+    p = run("-p", "hi")
+    assert p.returncode == 0, p.stderr
+    first, second = fake.chat_requests()
+    assert second.time - first.time >= 1.2
+
+
 def test_retry_after_http_date_is_honoured(run, fake):
     when = email.utils.formatdate(time.time() + 2.5, usegmt=True)
     fake.add(error(503, headers={"Retry-After": when}), answer("ok"))
@@ -330,6 +357,37 @@ def test_retry_after_http_date_is_honoured(run, fake):
     assert p.returncode == 0, p.stderr
     first, second = fake.chat_requests()
     assert second.time - first.time >= 1.0       # the date has 1 s resolution
+
+
+def load_grok():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("grok_under_test", str(GROK))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_retry_after_parsing():
+    g = load_grok()
+    now = 1700000000.0
+    assert g.parse_retry_after("2") == 2.0 and g.parse_retry_after(" 1.5 ") == 1.5
+    assert g.parse_retry_after("-3") == 0.0 and g.parse_retry_after("100000") == g.RETRY_AFTER_CAP
+    date = email.utils.formatdate(now + 7, usegmt=True)
+    assert g.parse_retry_after(date, now=now) == 7.0
+    assert g.parse_retry_after(email.utils.formatdate(now - 60, usegmt=True), now=now) == 0.0
+    for junk in (None, "", "soon", "nan", "Mon, 99 Foo 2024 99:99:99 GMT"):
+        assert g.parse_retry_after(junk) is None, junk
+    assert g.parse_retry_after("inf") == g.RETRY_AFTER_CAP
+
+
+def test_retry_delay_backoff_jitter_and_retry_after():
+    g = load_grok()
+    for attempt, base in ((1, 1.0), (2, 2.0), (3, 4.0), (4, 8.0)):
+        delays = {g.retry_delay(attempt, 1.0) for _ in range(50)}
+        assert all(base <= d <= base * 1.25 for d in delays)
+        assert len(delays) > 1                                  # jitter: not all the same
+    assert g.retry_delay(1, 1.0, retry_after=20.0) == 20.0       # the server's wait is a lower bound
+    assert 8.0 <= g.retry_delay(4, 1.0, retry_after=0.5) <= 10.0
 
 
 def test_backoff_grows_exponentially(run, fake):
@@ -545,7 +603,7 @@ def test_hundred_megabytes_keep_memory_bounded(run, fake, tmp_path):
     proc = subprocess.Popen([sys.executable, str(GROK), "-p", "go", "-y"], env=run.env(),
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
+    proc.returncode = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -1
     assert proc.returncode == 0
     assert usage.ru_maxrss < 80 * 1024, usage.ru_maxrss    # KiB: far below 100 MB
 
@@ -640,6 +698,21 @@ def test_paths_that_are_directories(run, fake, isolated_env):
     assert "is a directory" in r and "is a directory" in w
     assert "not a directory" in l and "no such file" in n
     assert (isolated_env.work / "sub").is_dir()
+
+
+def test_odd_tool_arguments_are_results(run, fake):
+    fake.add(tools(("bash", {"command": "echo a\u0000b"}), ("read_file", {"path": "x\u0000y"}),
+                   ("bash", {"command": 5}), ("list_files", {"path": ["a"]}),
+                   ("write_file", {"path": "w.json", "content": {"k": [1, 2]}}),
+                   ("ask_user", {"question": "q?", "options": {"a": 1}}), ("web_search", {})),
+             answer("done"))
+    p = run("-p", "go", "--format", "json", "-y")
+    assert p.returncode == 0, p.stderr
+    no_traceback(p.stderr)
+    outs = tool_outputs(p.stdout)
+    assert len(outs) == 7
+    assert outs[0].startswith("error") and outs[1].startswith("error") and "non-empty string" in outs[2]
+    assert "wrote" in outs[4] and "no user" in outs[5] and "non-empty string" in outs[6]
 
 
 def test_tools_leave_no_zombies(run, fake):
@@ -772,6 +845,38 @@ def test_ctrl_c_at_the_approval_prompt_cancels_the_turn(run, fake, isolated_env)
     assert not (isolated_env.work / "should-not-exist").exists()
     msgs = fake.chat_requests()[1].messages
     assert [m["role"] for m in msgs][-3:] == ["user", "assistant", "user"]
+
+
+def test_ctrl_c_during_a_retry_wait(run, fake, isolated_env):
+    fake.add(error(503, headers={"Retry-After": "30"}), answer("after"))
+    with pty_grok(run) as p:
+        p.expect("> ")
+        p.send("hi\n")
+        p.expect(r"retrying in 30\.0s")
+        p.sendintr()
+        p.expect(r"\(cancelled\)")
+        p.expect("> ")
+        p.send("again\n")
+        p.expect("after")
+        p.expect("> ")
+        p.sendeof()
+        assert p.wait() == 0
+        no_traceback(p.plain_output)
+    assert len(fake.chat_requests()) == 2
+
+
+def test_sigterm_at_the_approval_prompt(run, fake, isolated_env):
+    fake.add(tools(("bash", {"command": "touch never"})))
+    with pty_grok(run) as p:
+        p.expect("> ")
+        p.send("go\n")
+        p.expect(r"\[y\]es / \[n\]o / \[a\]lways")
+        p.kill(signal.SIGTERM)
+        assert p.wait() == 143
+        no_traceback(p.plain_output)
+    assert not (isolated_env.work / "never").exists()
+    msgs = session_messages(the_session(isolated_env))
+    assert [m["role"] for m in msgs] == ["user", "assistant", "user", "assistant"]
 
 
 def test_ctrl_c_at_the_prompt_and_ctrl_d(run, fake):
