@@ -994,8 +994,26 @@ def tool_read_file(args, ctx):
     return ToolResult(text if text else "(empty file)")
 
 
-def tool_write_file(args, ctx):
+def atomic_write(path, data, mode=None):
+    """Write bytes via a temp file and a rename: a crash leaves the old file or the new one.
+    Raises OSError; used by write_file and by agent mode's workspace files."""
     import tempfile
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".grok-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def tool_write_file(args, ctx):
     path = resolve(ctx, need_str(args, "path", "write_file"))
     content = args.get("content", "")
     if not isinstance(content, str):
@@ -1014,18 +1032,7 @@ def tool_write_file(args, ctx):
             umask = os.umask(0)
             os.umask(umask)
             mode = 0o666 & ~umask
-        fd, tmp = tempfile.mkstemp(dir=parent, prefix=".grok-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.chmod(tmp, mode)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        atomic_write(path, data, mode)
     except OSError as e:
         return ToolResult("error: cannot write %s: %s" % (path, e.strerror or e), ok=False)
     return ToolResult("wrote %d bytes to %s" % (len(data), path))

@@ -851,22 +851,10 @@ class Workspace:
 
     def write(self, name, text):
         """Atomic: a crash leaves the old file or the new one, never half of one."""
-        import tempfile
         path = self.path(name)
-        parent = os.path.dirname(path)
         try:
-            os.makedirs(parent, mode=0o700, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=parent, prefix=".grok-", suffix=".tmp")
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    f.write(text)
-                os.replace(tmp, path)
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            g.atomic_write(path, text.encode("utf-8"))
         except OSError as e:
             raise g.UserError("cannot write %s: %s" % (path, e.strerror or e))
 
