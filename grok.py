@@ -1959,11 +1959,27 @@ def save_history(readline, path):
 
 def read_line(interactive, prompt="> "):
     if interactive:
-        return input(prompt)
+        return input_with_ticks(prompt)
     line = sys.stdin.readline()
     if not line:
         raise EOFError
     return line.rstrip("\n")
+
+
+def input_with_ticks(prompt):
+    """input(), woken 4 times a second by a no-op SIGALRM. CPython's readline waits in
+    select() and handles signals only when that returns: a Ctrl-C or SIGTERM arriving just
+    before it starts waiting would otherwise be seen only at the next key press."""
+    import signal
+    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        return input(prompt)
+    previous = signal.signal(signal.SIGALRM, lambda signum, frame: None)
+    signal.setitimer(signal.ITIMER_REAL, 0.25, 0.25)
+    try:
+        return input(prompt)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def repl_line(agent, ui, line, commands, help_text):

@@ -880,14 +880,14 @@ def test_sigterm_at_the_approval_prompt(run, fake, isolated_env):
 
 
 def test_ctrl_c_at_the_prompt_and_ctrl_d(run, fake):
-    # Each Ctrl-C comes after the echo of typed text: that proves readline is reading. (A Ctrl-C
-    # in the instant before readline waits for a key is only seen at the next key: CPython.)
     with pty_grok(run) as p:
         p.expect("> ")
-        p.send("first")
-        p.expect("first")
+        p.sendintr()                 # at once: in the instant before readline waits for a key
+        p.expect("> ")
         p.sendintr()
         p.expect("> ")
+        # typed text first, then Ctrl-C once it is echoed (a Ctrl-C in the same instant as the
+        # keys flushes them under readline's read, which then waits for the next key: GNU readline)
         p.send("half a line")
         p.expect("half a line")
         p.sendintr()
