@@ -662,9 +662,13 @@ def test_non_utf8_file_names(run, fake, isolated_env):
     assert "latin-1 named file" in read
     assert "no such file" in missing
     assert "empty directory" in sub
-    for rec in records(the_session(isolated_env)):
-        pass                                     # every line parses
+    records(the_session(isolated_env))                  # every line parses
     assert fake.chat_requests()[1].json is not None    # the request was valid JSON
+    fake.add(tools(("read_file", {"path": "caf\udce9.txt"})), answer("repl done"))
+    # the REPL prints the file name too, on a strict UTF-8 stdout (as under LANG=en_US.UTF-8)
+    p = run(input="go\n", env={"PYTHONIOENCODING": "utf-8"})
+    assert p.returncode == 0 and "[read_file] caf?.txt" in p.stdout and "repl done" in p.stdout, p.stderr
+    no_traceback(p.stderr)
 
 
 def test_write_into_a_missing_directory_creates_it(run, fake, isolated_env):
