@@ -444,7 +444,7 @@ class Client:
 
         Retries refused/dropped connections, timeouts, 429 and 5xx with backoff;
         raises HTTPStatusError for other statuses, TransientError when retries run out."""
-        body = json_bytes(payload)
+        body = payload if isinstance(payload, bytes) else json_bytes(payload)
         headers = {"Content-Type": "application/json", "Authorization": "Bearer " + (self.api_key or ""),
                    "User-Agent": "grok.py/" + __version__}
         if self.conv_id:
@@ -1748,6 +1748,18 @@ class Agent:
         self.session.close()
 
 
+INTERRUPTED_REPLIES = tuple(json.dumps({"tool_calls": [], "response": note, "done": True}) for note in
+                            ("[interrupted by the user]", "[interrupted: the session ended during this turn]"))
+
+
+def has_tool_calls(content):
+    try:
+        calls = extract_json_object(str(content)).get("tool_calls")
+    except (ContractError, AttributeError):
+        return False
+    return bool(calls)
+
+
 class ToolContext:
     """What a tool may use: the working dir, limits, the user, the client."""
 
@@ -1765,18 +1777,6 @@ class ToolContext:
     def add_cost(self, usage):
         with self.agent.lock:
             self.agent.add_cost(usage, kind="web_search")
-
-
-INTERRUPTED_REPLIES = tuple(json.dumps({"tool_calls": [], "response": note, "done": True}) for note in
-                            ("[interrupted by the user]", "[interrupted: the session ended during this turn]"))
-
-
-def has_tool_calls(content):
-    try:
-        calls = extract_json_object(str(content)).get("tool_calls")
-    except (ContractError, AttributeError):
-        return False
-    return bool(calls)
 
 
 def tool_results_message(results):
@@ -1821,10 +1821,6 @@ def api_error(e, cfg):
 # Front end: the interactive REPL (minimal mode)
 # --------------------------------------------------------------------------
 
-def use_color(stream):
-    return not os.environ.get("NO_COLOR") and hasattr(stream, "isatty") and stream.isatty()
-
-
 def tolerate_unencodable(stream):
     """Print "?" for what the stream cannot encode (a lone surrogate from a non-UTF-8 file
     name, or any non-ASCII text on an ASCII terminal) instead of failing the turn."""
@@ -1832,6 +1828,10 @@ def tolerate_unencodable(stream):
         stream.reconfigure(errors="replace")
     except (AttributeError, ValueError, OSError):
         pass
+
+
+def use_color(stream):
+    return not os.environ.get("NO_COLOR") and hasattr(stream, "isatty") and stream.isatty()
 
 
 def ask_tty(prompt):
