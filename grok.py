@@ -1896,6 +1896,18 @@ class Agent:
         self.session.close()
 
 
+INTERRUPTED_REPLIES = tuple(json.dumps({"tool_calls": [], "response": note, "done": True}) for note in
+                            ("[interrupted by the user]", "[interrupted: the session ended during this turn]"))
+
+
+def has_tool_calls(content):
+    try:
+        calls = extract_json_object(str(content)).get("tool_calls")
+    except (ContractError, AttributeError):
+        return False
+    return bool(calls)
+
+
 class ToolContext:
     """What a tool may use: the working dir, limits, the user, the client."""
 
@@ -1913,18 +1925,6 @@ class ToolContext:
     def add_cost(self, usage):
         with self.agent.lock:
             self.agent.add_cost(usage, kind="web_search")
-
-
-INTERRUPTED_REPLIES = tuple(json.dumps({"tool_calls": [], "response": note, "done": True}) for note in
-                            ("[interrupted by the user]", "[interrupted: the session ended during this turn]"))
-
-
-def has_tool_calls(content):
-    try:
-        calls = extract_json_object(str(content)).get("tool_calls")
-    except (ContractError, AttributeError):
-        return False
-    return bool(calls)
 
 
 def tool_results_message(results, note=None):
@@ -1988,10 +1988,6 @@ def api_error(e, cfg):
 # Front end: the interactive REPL (minimal mode)
 # --------------------------------------------------------------------------
 
-def use_color(stream):
-    return not os.environ.get("NO_COLOR") and hasattr(stream, "isatty") and stream.isatty()
-
-
 def tolerate_unencodable(stream):
     """Print "?" for what the stream cannot encode (a lone surrogate from a non-UTF-8 file
     name, or any non-ASCII text on an ASCII terminal) instead of failing the turn."""
@@ -1999,6 +1995,10 @@ def tolerate_unencodable(stream):
         stream.reconfigure(errors="replace")
     except (AttributeError, ValueError, OSError):
         pass
+
+
+def use_color(stream):
+    return not os.environ.get("NO_COLOR") and hasattr(stream, "isatty") and stream.isatty()
 
 
 def ask_tty(prompt):
@@ -2134,11 +2134,27 @@ def save_history(readline, path):
 
 def read_line(interactive, prompt="> "):
     if interactive:
-        return input(prompt)
+        return input_with_ticks(prompt)
     line = sys.stdin.readline()
     if not line:
         raise EOFError
     return line.rstrip("\n")
+
+
+def input_with_ticks(prompt):
+    """input(), woken 4 times a second by a no-op SIGALRM. CPython's readline waits in
+    select() and handles signals only when that returns: a Ctrl-C or SIGTERM arriving just
+    before it starts waiting would otherwise be seen only at the next key press."""
+    import signal
+    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        return input(prompt)
+    previous = signal.signal(signal.SIGALRM, lambda signum, frame: None)
+    signal.setitimer(signal.ITIMER_REAL, 0.25, 0.25)
+    try:
+        return input(prompt)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def repl_line(agent, ui, line, commands, help_text):

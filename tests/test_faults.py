@@ -343,11 +343,11 @@ def test_retry_after_seconds_is_honoured(run, fake):
 
 
 def test_retry_after_ms_is_honoured(run, fake):
-    fake.add(error(429, headers={"retry-after-ms": "1200"}), answer("ok"))
+    fake.add(error(429, headers={"retry-after-ms": "600"}), answer("ok"))
     p = run("-p", "hi")
     assert p.returncode == 0, p.stderr
     first, second = fake.chat_requests()
-    assert second.time - first.time >= 1.2
+    assert second.time - first.time >= 0.6
 
 
 def test_retry_after_http_date_is_honoured(run, fake):
@@ -392,11 +392,11 @@ def test_retry_delay_backoff_jitter_and_retry_after():
 
 def test_backoff_grows_exponentially(run, fake):
     fake.add(error(500), error(500), error(500), answer("ok"))
-    p = run("-p", "hi", env={"GROK_RETRY_BACKOFF": 0.2})
+    p = run("-p", "hi", env={"GROK_RETRY_BACKOFF": 0.1})
     assert p.returncode == 0, p.stderr
     t = [r.time for r in fake.chat_requests()]
     gaps = [b - a for a, b in zip(t, t[1:])]
-    assert gaps[0] >= 0.2 and gaps[1] >= 0.4 and gaps[2] >= 0.8, gaps
+    assert gaps[0] >= 0.1 and gaps[1] >= 0.2 and gaps[2] >= 0.4, gaps
 
 
 @pytest.mark.parametrize("status,body,hint", [
@@ -662,9 +662,13 @@ def test_non_utf8_file_names(run, fake, isolated_env):
     assert "latin-1 named file" in read
     assert "no such file" in missing
     assert "empty directory" in sub
-    for rec in records(the_session(isolated_env)):
-        pass                                     # every line parses
+    records(the_session(isolated_env))                  # every line parses
     assert fake.chat_requests()[1].json is not None    # the request was valid JSON
+    fake.add(tools(("read_file", {"path": "caf\udce9.txt"})), answer("repl done"))
+    # the REPL prints the file name too, on a strict UTF-8 stdout (as under LANG=en_US.UTF-8)
+    p = run(input="go\n", env={"PYTHONIOENCODING": "utf-8"})
+    assert p.returncode == 0 and "[read_file] caf?.txt" in p.stdout and "repl done" in p.stdout, p.stderr
+    no_traceback(p.stderr)
 
 
 def test_write_into_a_missing_directory_creates_it(run, fake, isolated_env):
@@ -880,14 +884,14 @@ def test_sigterm_at_the_approval_prompt(run, fake, isolated_env):
 
 
 def test_ctrl_c_at_the_prompt_and_ctrl_d(run, fake):
-    # Each Ctrl-C comes after the echo of typed text: that proves readline is reading. (A Ctrl-C
-    # in the instant before readline waits for a key is only seen at the next key: CPython.)
     with pty_grok(run) as p:
         p.expect("> ")
-        p.send("first")
-        p.expect("first")
+        p.sendintr()                 # at once: in the instant before readline waits for a key
+        p.expect("> ")
         p.sendintr()
         p.expect("> ")
+        # typed text first, then Ctrl-C once it is echoed (a Ctrl-C in the same instant as the
+        # keys flushes them under readline's read, which then waits for the next key: GNU readline)
         p.send("half a line")
         p.expect("half a line")
         p.sendintr()
