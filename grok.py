@@ -903,7 +903,7 @@ def tool_bash(args, ctx):
     head, tail, total = bytearray(), bytearray(), 0
     deadline = time.monotonic() + ctx.bash_timeout if ctx.bash_timeout > 0 else float("inf")   # 0: no limit
     fd = proc.stdout.fileno()
-    note = background = ""
+    note = ""
     exited_at = None
     eof = False
     try:
@@ -919,21 +919,16 @@ def tool_bash(args, ctx):
                 break
             if exited_at is None and proc.poll() is not None:
                 exited_at = now
-            if fd is None:      # the command closed its output (exec >/dev/null): wait for it to end
-                if exited_at is not None:
-                    break
-                time.sleep(0.05)
+            if exited_at is not None and (eof or now - exited_at > 0.2):
+                break           # background children keep the pipe open; do not wait for them
+            if eof:             # output closed before the exit was seen: wait for it, do not kill it
+                time.sleep(0.01)
                 continue
-            if exited_at is not None and now - exited_at > 0.2:
-                # background children keep the pipe open; do not wait for them
-                background = ("\n[background processes are still running; their output is not captured and "
-                              "they may die writing to it: redirect it (cmd > file 2>&1 &)]")
-                break
             ready, _, _ = select.select([fd], [], [], 0.05)
             if ready:
                 chunk = os.read(fd, 65536)
                 if not chunk:
-                    fd = None
+                    eof = True
                     continue
                 total += len(chunk)
                 room = OUTPUT_HEAD - len(head)
@@ -954,6 +949,10 @@ def tool_bash(args, ctx):
             code = proc.wait()
         proc.stdout.close()
         ctx.procs.discard(proc)
+    background = ""
+    if exited_at is not None and not eof and not note:     # the shell is gone, its children hold the pipe
+        background = ("\n[background processes are still running; their output is not captured and they may "
+                      "die writing to it: redirect it (cmd > file 2>&1 &)]")
     if total > len(head) + len(tail):
         text = "%s\n[... %d bytes omitted: output truncated ...]\n%s" % (
             bytes(head).decode("utf-8", "replace"), total - len(head) - len(tail), bytes(tail).decode("utf-8", "replace"))

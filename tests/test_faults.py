@@ -16,9 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import GROK, GROK_DETAILED, TEST_KEY
-from fakeapi import (answer, drop, drop_mid_body, error, hang, raw, reply, responses_reply,
-                     sse, tools)
+from conftest import GROK, GROK_DETAILED
+from fakeapi import answer, drop, drop_mid_body, error, hang, raw, reply, sse, tools
 from ptyrun import PtyProcess
 
 

@@ -3,14 +3,13 @@ are scrubbed before they are stored, sent or printed, and .env files give up onl
 (SPEC sections 3 and 5, seed 003 "Credential Scrubbing")."""
 import importlib.util
 import json
-import os
 import stat
 import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import GROK, TEST_KEY
+from conftest import GROK
 from fakeapi import answer, error, tools
 
 # A key with no known prefix: only the configured-key rule can catch it.
