@@ -70,3 +70,12 @@ def run(fake, isolated_env):
     _run.env = lambda **overrides: make_env(overrides)
     _run.fake = fake
     return _run
+
+
+def load_grok(name="grok_under_test"):
+    """grok.py imported as a module, for the unit tests of its parsers and helpers."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name, str(GROK))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -1,6 +1,5 @@
 """The engine as a user drives it headless (`grok -p`): the contract loop, the six tools,
 config and key lookup, API errors, cost, sessions, skills; plus unit tests of the parsers."""
-import importlib.util
 import json
 import os
 import stat
@@ -9,15 +8,8 @@ import time
 
 import pytest
 
-from conftest import GROK, TEST_KEY
+from conftest import load_grok, GROK, TEST_KEY
 from fakeapi import answer, error, reply, responses_reply, tools
-
-
-def load_grok():
-    spec = importlib.util.spec_from_file_location("grok_under_test", str(GROK))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 grok = load_grok()

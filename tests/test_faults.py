@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import GROK, GROK_DETAILED
+from conftest import load_grok, GROK, GROK_DETAILED
 from fakeapi import answer, drop, drop_mid_body, error, hang, raw, reply, sse, tools
 from ptyrun import PtyProcess
 
@@ -356,14 +356,6 @@ def test_retry_after_http_date_is_honoured(run, fake):
     assert p.returncode == 0, p.stderr
     first, second = fake.chat_requests()
     assert second.time - first.time >= 1.0       # the date has 1 s resolution
-
-
-def load_grok():
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("grok_under_test", str(GROK))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_retry_after_parsing():

@@ -1,7 +1,6 @@
 """Performance properties that can be checked exactly: streaming order, one connection per
 session, a stable request prefix for the prompt cache, a small first request, append-only
 session writes. No timing assertions: tests/bench.py measures the times."""
-import importlib.util
 import json
 import os
 import select
@@ -11,16 +10,13 @@ import time
 
 import pytest
 
-from conftest import GROK
+from conftest import GROK, load_grok
 from fakeapi import answer, reply, sse, tools
 
 
 @pytest.fixture(scope="module")
 def g():
-    spec = importlib.util.spec_from_file_location("grok_perf_under_test", str(GROK))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_grok("grok_perf_under_test")
 
 
 def contract(text, calls=()):

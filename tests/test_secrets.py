@@ -1,7 +1,6 @@
 """Secrets: the API key never appears in anything a run produces, credentials in tool output
 are scrubbed before they are stored, sent or printed, and .env files give up only the key
 (SPEC sections 3 and 5, seed 003 "Credential Scrubbing")."""
-import importlib.util
 import json
 import stat
 import sys
@@ -9,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import GROK
+from conftest import load_grok, GROK
 from fakeapi import answer, error, tools
 
 # A key with no known prefix: only the configured-key rule can catch it.
@@ -41,13 +40,6 @@ curl -H "Authorization: Bearer {bearer}" https://example.com
 -----END RSA PRIVATE KEY-----
 after the key block
 """.format(**SECRETS)
-
-
-def load_grok():
-    spec = importlib.util.spec_from_file_location("grok_under_test", str(GROK))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 grok = load_grok()
