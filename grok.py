@@ -137,6 +137,8 @@ class Config:
         self.max_iterations = int(env_float("GROK_MAX_ITERATIONS", 25))
         self.bash_timeout = env_float("GROK_BASH_TIMEOUT", BASH_TIMEOUT)
         self.stream = os.environ.get("GROK_STREAM", "1") not in ("0", "false", "no")
+        temperature = os.environ.get("GROK_TEMPERATURE", "0.5").strip()      # empty: not sent
+        self.temperature = env_float("GROK_TEMPERATURE", 0.5) if temperature else None
         self.skills_dir = os.path.expanduser(os.environ.get("GROK_SKILLS_DIR") or os.path.join(script_dir(), "skills"))
         self.data_dir = data_dir()
         self.always_approve = always_approve or os.environ.get("GROK_ALWAYS_APPROVE", "") not in ("", "0", "false", "no")
@@ -374,7 +376,6 @@ class Client:
         self.timeout, self.max_retries, self.backoff = timeout, max_retries, backoff
         self.notice = notice or (lambda text: None)
         self.conv_id = None
-        self.opened = 0
         self._idle = []
         self._busy = set()
         self._lock = threading.Lock()
@@ -394,7 +395,6 @@ class Client:
             conn = self._http.HTTPConnection(self.host, self.port, timeout=self.timeout)
         conn._create_connection = self._open_socket
         with self._lock:
-            self.opened += 1
             self._busy.add(conn)
         return conn, False
 
@@ -443,8 +443,6 @@ class Client:
         # The server closed an idle keep-alive connection: reconnect once, not a retry.
         conn.close()
         conn.connect()
-        with self._lock:
-            self.opened += 1
         conn.request("POST", self.prefix + path, body, headers)
         return conn, conn.getresponse()
 
@@ -575,10 +573,10 @@ def describe_network_error(e, host):
 
 
 class ChatResult:
-    def __init__(self, content, finish_reason=None, usage=None, streamed=False):
+    def __init__(self, content, finish_reason=None, usage=None):
         if content is not None and not isinstance(content, str):
             content = json.dumps(content)           # a server's list of parts: the contract check says why
-        self.content, self.streamed = content, streamed
+        self.content = content
         self.finish_reason = finish_reason if isinstance(finish_reason, str) else None
         self.usage = usage if isinstance(usage, dict) else {}
 
@@ -621,7 +619,7 @@ def read_chat_stream(resp, on_delta):
                 finish = choice["finish_reason"]
     if not done and finish is None:
         raise StreamBroken("no end of stream")
-    return ChatResult("".join(parts), finish, usage, streamed=True)
+    return ChatResult("".join(parts), finish, usage)
 
 
 def parse_chat_reply(obj):
@@ -854,16 +852,6 @@ class ToolResult:
     def __init__(self, output, ok=True):
         self.output, self.ok = output, ok
         self.started = self.finished = 0.0
-
-
-def cap_text(data, head=OUTPUT_HEAD, tail=OUTPUT_TAIL, total=None):
-    """Decode bytes for the model, keeping the head and tail of long output."""
-    total = len(data) if total is None else total
-    text = data.decode("utf-8", "replace").replace("\x00", "\\0")
-    if total <= head + tail:
-        return text
-    return "%s\n[... %d bytes omitted: output truncated ...]\n%s" % (
-        data[:head].decode("utf-8", "replace"), total - head - tail, data[-tail:].decode("utf-8", "replace"))
 
 
 def resolve(ctx, path):
@@ -1491,6 +1479,8 @@ class Agent:
         self.encoder = RequestEncoder()
         self.tool_names = list(TOOLS)
         self.format_level = 0           # 0 json_schema, 1 json_object + schema, 2 plain json_object
+        # Request fields a server may reject: each is dropped for the session, with one notice.
+        self.optional = {"temperature": cfg.temperature} if cfg.temperature is not None else {}
         self.stream = cfg.stream
         self.cost_usd = 0.0
         self.price_unknown_said = False
@@ -1574,6 +1564,7 @@ class Agent:
         while True:
             payload = {"model": model or self.model, "messages": messages,
                        "max_tokens": max_tokens or self.cfg.max_tokens or self.contract.max_tokens}
+            payload.update(self.optional)
             if contract:
                 payload["response_format"] = self.response_format()
             if self.stream:
@@ -1598,6 +1589,12 @@ class Agent:
                     self.format_level += 1
                     self.notice("the server rejected response_format; falling back to %s"
                                 % json.dumps(self.response_format())[:40].split(",")[0] + "...}")
+                    continue
+                rejected = [k for k in self.optional if e.status in (400, 422) and e.mentions(k)]
+                if rejected:
+                    for k in rejected:
+                        del self.optional[k]
+                    self.notice("the server rejected %s: not sent for the rest of the session" % ", ".join(rejected))
                     continue
                 if self.stream and e.status in (400, 422) and e.mentions("stream"):
                     self.stream = False

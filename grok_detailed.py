@@ -193,8 +193,8 @@ class DetailedUI(g.TerminalUI):
     """The debugging view: every field of each reply, each tool call as a block, the answer
     in a box, and a status line (session, cost, context, tools, cache) before each prompt.
 
-    For other front ends (agent mode): attach(agent), status_line(), banner(title, right),
-    field(label, text), box(title, text, right), emit(text); all fit the terminal width."""
+    For other front ends (agent mode): attach(agent), status_line(), field(label, text),
+    box(title, text, right), emit(text); all fit the terminal width."""
 
     LABEL = 10
 
@@ -254,10 +254,6 @@ class DetailedUI(g.TerminalUI):
         if right:
             line += " " + rtext + " "
         return line + self.paint(code, r * 2) + "\n"
-
-    def banner(self, title, right="", code="36"):
-        """A section banner (agent mode: planner, executor, reviewer, ...)."""
-        self.emit(self.rule((title, "1"), [(right, "2")] if right else (), code=code))
 
     def field_lines(self, label, text, code=None):
         lines = wrap(text, self.width() - self.LABEL - 3)
@@ -627,9 +623,6 @@ def interactive(args, cfg):
 # --------------------------------------------------------------------------
 # Agent mode: plan -> execute -> review through markdown files (seed 001, issue 9)
 # --------------------------------------------------------------------------
-
-import json
-import time
 
 AGENTS_MD = """\
 # Agents.md: the agent controller

@@ -391,6 +391,32 @@ def test_json_object_with_schema_rejected_too_falls_back_to_plain_json_object(ru
     assert fake.chat_requests()[2].json["response_format"] == {"type": "json_object"}
 
 
+@pytest.mark.parametrize("value,sent", [(None, 0.5), ("0.2", 0.2), ("", None)], ids=["default", "set", "empty"])
+def test_temperature_is_sent_as_grok_temperature_says(run, fake, value, sent):
+    fake.add(answer("x"))
+    r = run("-p", "go", env={"GROK_TEMPERATURE": value})
+    assert r.returncode == 0, r.stderr
+    body = fake.chat_requests()[0].json
+    assert body.get("temperature", "absent") == (sent if sent is not None else "absent")
+
+
+def test_a_rejected_temperature_is_dropped_for_the_session_with_one_notice(run, fake):
+    fake.add(error(400, {"code": "bad", "error": "Argument not supported on this model: temperature"}),
+             tools(("list_files", {})), answer("ok"))
+    r = run("-p", "go")
+    assert r.returncode == 0, r.stderr
+    reqs = fake.chat_requests()
+    assert [("temperature" in q.json) for q in reqs] == [True, False, False]
+    assert reqs[1].json["messages"] == reqs[0].json["messages"]
+    assert r.stderr.count("rejected temperature") == 1
+
+
+def test_a_temperature_that_is_not_a_number_is_a_user_error(run, fake):
+    r = run("-p", "go", env={"GROK_TEMPERATURE": "warm"})
+    assert r.returncode == 1 and "GROK_TEMPERATURE" in r.stderr
+    assert fake.chat_requests() == []
+
+
 def test_an_unrelated_400_is_not_a_format_fallback(run, fake):
     fake.add(error(400, {"code": "bad", "error": "Model not found: grok-nope"}), answer("x"))
     r = run("-p", "go", "-m", "grok-nope")
