@@ -548,7 +548,7 @@ class ReplyReader:
         if self.deadline:
             left = self.deadline - time.monotonic()
             if left <= 0:
-                raise socket.timeout("the whole reply took longer than GROK_TIMEOUT")
+                raise socket.timeout()
             if self.sock is not None and not self.resp.isclosed():
                 self.sock.settimeout(left)
         return data
@@ -630,7 +630,7 @@ def describe_network_error(e, host):
     if isinstance(e, ConnectionRefusedError):
         return "connection refused by %s (is the server running? check GROK_BASE_URL)" % host
     if isinstance(e, (socket.timeout, TimeoutError)):
-        return "no %s from %s within the timeout (GROK_TIMEOUT)" % ("whole reply" if "whole reply" in str(e) else "answer", host)
+        return "no complete reply from %s within the timeout (GROK_TIMEOUT, for the whole reply)" % host
     if isinstance(e, StreamBroken):
         return "the reply stream from %s broke off: %s" % (host, e)
     name = type(e).__name__
