@@ -152,7 +152,7 @@ def test_initialize_new_prompt_streams_tool_call_and_answer(acp, fake, isolated_
     assert init["protocolVersion"] == 1
     assert init["agentCapabilities"]["loadSession"] is True
     assert init["agentCapabilities"]["promptCapabilities"]["embeddedContext"] is True
-    assert init["authMethods"] == []
+    assert [m["id"] for m in init["authMethods"]] == ["xai.api_key"]
     assert init["agentInfo"]["name"] == "grok" and init["agentInfo"]["version"]
 
     sid = c.new(isolated_env.work)
@@ -195,7 +195,7 @@ def test_agent_stdio_alias_with_always_approve_and_model(acp, fake, isolated_env
     call = updates[0]["params"]["update"]
     assert call["kind"] == "edit" and call["locations"] == [{"path": str(isolated_env.work / "made.txt")}]
     assert call["content"][0]["type"] == "diff" and call["content"][0]["newText"] == "x"
-    assert {r.json["model"] for r in fake.chat_requests()} == {"grok-build"}
+    assert {r.json["model"] for r in fake.chat_requests()} == {"grok-4.3"}        # xAI's CLI's model name: the default model
     assert c.close() == 0
 
 
