@@ -123,8 +123,8 @@ class Config:
                             + ", ".join(ENV_FILES))
         self.base_url = (os.environ.get("GROK_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         check_base_url(self.base_url)
-        if model == "grok-build" and os.environ.get("GROK_MODEL") != "grok-build":
-            model = None        # xAI's CLI's own model name: clients written for it pass it
+        if model == "grok-build" != os.environ.get("GROK_MODEL"):
+            model = None        # the model name of xAI's CLI, which its clients pass: the default model here
         self.model = model or os.environ.get("GROK_MODEL") or DEFAULT_MODEL
         self.reasoning_effort = effort
         self.summary_model = os.environ.get("GROK_SUMMARY_MODEL") or self.model
@@ -587,8 +587,7 @@ class ChatResult:
 
 
 def read_chat_stream(resp, on_delta, on_thought=None):
-    """Collect an OpenAI-style SSE chat stream; usage may come in any chunk, reasoning
-    (reasoning_content) goes to on_thought as it arrives."""
+    """Collect an OpenAI-style SSE chat stream; usage may come in any chunk, reasoning_content goes to on_thought."""
     parts, thoughts, finish, usage, done, response_id = [], [], None, None, False, None
     while True:
         line = resp.readline()
@@ -611,7 +610,7 @@ def read_chat_stream(resp, on_delta, on_thought=None):
             raise HTTPStatusError(500, data)
         if isinstance(chunk.get("usage"), dict):
             usage = chunk["usage"]
-        response_id = response_id or chunk.get("id")
+        response_id = chunk.get("id", response_id)
         choices = chunk.get("choices")
         for choice in choices if isinstance(choices, list) else ():
             if not isinstance(choice, dict):
@@ -630,7 +629,7 @@ def read_chat_stream(resp, on_delta, on_thought=None):
     return ChatResult("".join(parts), finish, usage, response_id, "".join(thoughts))
 
 
-def parse_chat_reply(obj):
+def parse_chat_reply(obj, on_thought=None):
     if not isinstance(obj, dict):
         return ChatResult(None)
     choices = obj.get("choices")
@@ -639,8 +638,11 @@ def parse_chat_reply(obj):
             raise HTTPStatusError(500, json.dumps(obj).encode())
         return ChatResult(None, None, obj.get("usage"))
     message = choices[0].get("message") if isinstance(choices[0].get("message"), dict) else {}
-    return ChatResult(message.get("content"), choices[0].get("finish_reason"), obj.get("usage"), obj.get("id"),
-                      message.get("reasoning_content"))
+    result = ChatResult(message.get("content"), choices[0].get("finish_reason"), obj.get("usage"), obj.get("id"),
+                        message.get("reasoning_content"))
+    if on_thought and result.reasoning:
+        on_thought(result.reasoning)
+    return result
 
 
 class ResponseStreamer:
@@ -1571,7 +1573,7 @@ class Agent:
         return env
 
     # -- talking to the model ------------------------------------------------
-    def chat(self, messages, contract=True, model=None, max_tokens=None, on_text=None):
+    def chat(self, messages, contract=True, model=None, max_tokens=None, on_text=None, on_thought=None):
         """One chat completion, falling back on response_format and streaming as needed."""
         while True:
             payload = {"model": model or self.model, "messages": messages,
@@ -1585,12 +1587,12 @@ class Agent:
 
                 def on_stream(resp):
                     if not on_text:
-                        return read_chat_stream(resp, None)
+                        return read_chat_stream(resp, None, on_thought)
                     # Once per attempt: a retried stream starts the reply over, so the parser and the UI do too.
                     streamer = ResponseStreamer()
                     self.ui.stream_reset()
                     return read_chat_stream(resp, lambda piece: self._stream_piece(streamer, piece, on_text),
-                                            self.ui.thought)
+                                            on_thought)
             else:
                 on_stream = None
             try:
@@ -1613,12 +1615,7 @@ class Agent:
                     self.stream = False
                     continue
                 raise api_error(e, self.cfg)
-            if isinstance(obj, ChatResult):
-                return obj
-            result = parse_chat_reply(obj)
-            if on_text and result.reasoning:
-                self.ui.thought(result.reasoning)
-            return result
+            return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, on_thought)
 
     def _format_rejected(self, e):
         return e.status in (400, 422, 500, 501) and e.mentions("response_format", "json_schema", "json schema",
@@ -1635,7 +1632,7 @@ class Agent:
         self.step_no += 1
         self.ui.step_start(self.step_no)
         started = time.time()
-        result = self.chat(self.messages, on_text=self.ui.stream_text)
+        result = self.chat(self.messages, on_text=self.ui.stream_text, on_thought=self.ui.thought)
         cost = self.add_cost(result.usage)
         usage = result.usage or {}
         self.last_usage = usage
@@ -2286,13 +2283,12 @@ def allow_matches(name, args, patterns, cwd):
 
 
 class HeadlessUI(UI):
-    """`grok -p`: the JSONL event stream of seed 002 on stdout (--format json), the answer
-    alone with progress on stderr (--format text), or xAI's CLI's events: thought and text
-    as they stream, then end or error (--output-format streaming-json)."""
+    """`grok -p`: the JSONL event stream of seed 002 on stdout (--format json), the answer alone with progress
+    on stderr (--format text), or xAI's CLI's thought/text/end/error events (--output-format streaming-json)."""
 
     def __init__(self, fmt, allow, always_approve, secrets=()):
         self.json, self.events = fmt == "json", fmt == "streaming-json"
-        self.turns, self.usage, self.last = 0, {}, {}
+        self.usage, self.last = {}, {}
         self.allow = allow or []
         self.always_approve = always_approve
         self.secrets = secrets
@@ -2347,7 +2343,7 @@ class HeadlessUI(UI):
 
     def end(self):
         reason = {"length": "MaxTokens", "content_filter": "Refusal"}.get(self.last.get("finish_reason"), "EndTurn")
-        self.emit("end", stopReason=reason, num_turns=self.turns, sessionId=self.session_id,
+        self.emit("end", stopReason=reason, num_turns=self.step, sessionId=self.session_id,
                   requestId=self.last.get("id"), usage=self.usage)
 
     def thought(self, text):
@@ -2375,7 +2371,6 @@ class HeadlessUI(UI):
 
     def step_start(self, step):
         self.step = step
-        self.turns += 1
         self.attempt = ""
         if self.json:
             self.emit("step_start")
@@ -2412,10 +2407,9 @@ class HeadlessUI(UI):
                       timing={"startedAt": started, "finishedAt": finished, "durationMs": finished - started})
 
     def step_finish(self, step, info):
-        usage = event_usage(info["usage"], info["cost"])
+        self.last, usage = info, event_usage(info["usage"], info["cost"])
         if self.json:
             self.emit("step_finish", finishReason=info["finish_reason"], usage=usage)
-        self.last = info
         for k, v in usage.items():
             self.usage[k] = self.usage.get(k, 0) + v
 
@@ -2627,29 +2621,17 @@ def uri_path(uri):
 
 
 def split_tool_results(text, calls, api_key):
-    """[(output or None, ok)] per call, read back from a stored tool-results message."""
-    if not isinstance(text, str) or not text.startswith("Tool results:"):
-        return [(None, False)] * len(calls)
-    body, failed = text, ""
-    cut = body.rfind("\n\n[Self-correction] ")
-    if cut != -1:
-        body, failed = body[:cut], body[cut:]
-    heads, pos = [], 0
-    for i, call in enumerate(calls):
-        shown = scrub(key_arg(call["tool"], call["args"]), (api_key,))
-        head = "[%d] %s %s\n" % (i + 1, call["tool"], shown)
-        at = body.find(head, pos)
-        heads.append((at, len(head), shown))
-        if at != -1:
-            pos = at + len(head)
-    results = []
-    for i, (at, size, shown) in enumerate(heads):
-        if at == -1:
-            results.append((None, True))
-            continue
-        end = next((h[0] - 2 for h in heads[i + 1:] if h[0] != -1), len(body))
-        results.append((body[at + size:end], "%s %s" % (calls[i]["tool"], shown[:80]) not in failed))
-    return results
+    """[(output or None, ok)] per call, read back from a stored tool-results message, last call first."""
+    text = text if isinstance(text, str) and text.startswith("Tool results:") else ""
+    rest, cut, failed = text.rpartition("\n\n[Self-correction] ")
+    rest, results = rest if cut else text, []
+    for i in reversed(range(len(calls))):
+        name = calls[i]["tool"]
+        shown = scrub(key_arg(name, calls[i]["args"]), (api_key,))
+        before, head, output = rest.rpartition("\n\n[%d] %s %s\n" % (i + 1, name, shown))
+        results.append((output, "[%d] %s (" % (i + 1, name) not in failed) if head else (None, False))
+        rest = before if head else rest
+    return results[::-1]
 
 
 class AcpSession(UI):
@@ -2716,11 +2698,8 @@ class AcpSession(UI):
                             content=[{"type": "content", "content": {"type": "text", "text": reason}}])
 
     def turn_meta(self):
-        meta = dict(self.usage, usage=dict(self.usage), costUsd=round(self.cost, 8), model=self.agent.model,
-                    sessionCostUsd=round(self.agent.cost_usd, 8))
-        if self.request_id:
-            meta["requestId"] = self.request_id
-        return meta
+        return dict(self.usage, usage=dict(self.usage), costUsd=round(self.cost, 8), model=self.agent.model,
+                    sessionCostUsd=round(self.agent.cost_usd, 8), requestId=self.request_id)
 
     # -- UI hooks (called from the worker thread, tool_end also from tool threads)
     def step_start(self, step):
@@ -2753,12 +2732,10 @@ class AcpSession(UI):
         tool_call.update(self.fields.get(call_id) or {})
         answer = self.server.request("session/request_permission", {
             "sessionId": self.id, "toolCall": tool_call, "options": PERMISSION_OPTIONS}, cancel=self.agent.cancel)
-        if answer is None:
-            return "no"
-        if "error" in answer:
+        if answer is not None and "error" in answer:
             self.notice("the client failed the permission request: %s" % json.dumps(answer["error"])[:200])
-            return "no"
-        outcome = (answer.get("result") or {}).get("outcome") if isinstance(answer.get("result"), dict) else None
+        outcome = (answer or {}).get("result")
+        outcome = outcome.get("outcome") if isinstance(outcome, dict) else None
         if isinstance(outcome, dict) and outcome.get("outcome") == "selected":
             return PERMISSION_ANSWERS.get(outcome.get("optionId"), "no")
         return "no"
@@ -2799,17 +2776,11 @@ class AcpSession(UI):
         api_key = self.agent.cfg.api_key
         for i, message in enumerate(messages):
             role, content = message.get("role"), message.get("content")
-            if not isinstance(content, str):
-                continue
-            if role == "user":
-                if content.startswith(("Tool results:", corrective, "[the user cancelled")):
-                    continue
-                if content.startswith("[Summary of the earlier conversation"):
-                    self.chunk("agent_thought_chunk", content)
-                else:
-                    self.chunk("user_message_chunk", content)
-                continue
-            if role != "assistant":
+            if role == "user" and isinstance(content, str) and not content.startswith(
+                    ("Tool results:", corrective, "[the user cancelled")):
+                summary = content.startswith("[Summary of the earlier conversation")
+                self.chunk("agent_thought_chunk" if summary else "user_message_chunk", content)
+            if role != "assistant" or not isinstance(content, str):
                 continue
             try:
                 reply = parse_reply(content, list(TOOLS))
@@ -2825,8 +2796,7 @@ class AcpSession(UI):
                 fields = acp_tool_fields(call["tool"], call["args"], self.agent.cwd, api_key, diff=False)
                 if output is not None:
                     fields["content"] = [{"type": "content", "content": {"type": "text", "text": output}}]
-                self.update("tool_call", toolCallId=self.new_call_id(),
-                            status="completed" if ok and output is not None else "failed", **fields)
+                self.update("tool_call", toolCallId=self.new_call_id(), status=("failed", "completed")[ok], **fields)
 
 
 class AcpServer:
@@ -2844,7 +2814,6 @@ class AcpServer:
         self.methods = {"initialize": self.initialize, "authenticate": self.authenticate,
                         "session/new": self.new_session, "session/load": self.load_session,
                         "session/prompt": self.prompt, "session/cancel": self.cancel}
-        self.notifications = ("session/cancel",)
 
     # -- the wire
     def send(self, message):
@@ -2928,13 +2897,12 @@ class AcpServer:
                              "Invalid Request: no method, or a bad id")
         params = {} if message.get("params") is None else message["params"]
         if "id" not in message:         # a notification: never answered, not even an unknown one
-            if method in self.notifications and isinstance(params, dict):
-                self.methods[method](params, None)
+            if method == "session/cancel" and isinstance(params, dict):
+                self.cancel(params)
         elif method not in self.methods:
             self.fail(request_id, METHOD_NOT_FOUND, "Method not found: %s" % method)
         else:
             self.call(self.methods[method], request_id, params)
-        return None
 
     def answered(self, message):
         """The client's answer to a request of ours: it wakes the thread waiting for it."""
@@ -2949,23 +2917,22 @@ class AcpServer:
             if not isinstance(params, dict):
                 raise RpcError(INVALID_PARAMS, "Invalid params: params must be an object")
             result = handler(params, request_id)
-        except RpcError as e:
-            return self.respond(request_id, error=e.payload())
-        except GrokError as e:
-            return self.fail(request_id, INTERNAL_ERROR, scrub(str(e), (self.cfg.api_key,)))
         except Exception as e:
-            self.log_internal(e)
-            return self.fail(request_id, INTERNAL_ERROR, "Internal error: %s: %s" % (type(e).__name__, e))
+            return self.respond(request_id, error=self.rpc_error(e).payload())
         if result is not DEFERRED:
             self.respond(request_id, result)
-        return None
 
-    def log_internal(self, e):
+    def rpc_error(self, e):
+        """The error to answer for an exception: an RpcError as it is, a GrokError's message, else
+        an internal error (logged, with the traceback under GROK_DEBUG)."""
+        if isinstance(e, (RpcError, GrokError)):
+            return e if isinstance(e, RpcError) else RpcError(INTERNAL_ERROR, scrub(str(e), (self.cfg.api_key,)))
         if os.environ.get("GROK_DEBUG"):
             import traceback
             self.log("".join(traceback.format_exception(type(e), e, e.__traceback__)))
         else:
             self.log("internal error: %s: %s (set GROK_DEBUG=1 for a traceback)" % (type(e).__name__, e))
+        return RpcError(INTERNAL_ERROR, "Internal error: %s: %s" % (type(e).__name__, e))
 
     # -- helpers for the methods
     def need_key(self):
@@ -3024,8 +2991,7 @@ class AcpServer:
                 "authMethods": self.auth_methods()}
 
     def auth_methods(self):
-        """What clients of xAI's CLI look for: its cached login (here: a key in a .env file), or the key
-        in the environment. Either way the key is already there; authenticate only checks it."""
+        """The methods clients of xAI's CLI look for; the key is already there, authenticate checks it."""
         try:
             self.need_key()
         except RpcError:
@@ -3111,11 +3077,8 @@ class AcpServer:
         except Exception as e:
             if session.cancel_requested:
                 result = {"stopReason": "cancelled"}
-            elif isinstance(e, GrokError):
-                error = RpcError(INTERNAL_ERROR, scrub(str(e), (self.cfg.api_key,)))
             else:
-                self.log_internal(e)
-                error = RpcError(INTERNAL_ERROR, "Internal error: %s: %s" % (type(e).__name__, e))
+                error = self.rpc_error(e)
         session.close_open_calls("not run: the turn ended (%s)" % (
             result["stopReason"] if result else "error"))
         with self.lock:
@@ -3223,7 +3186,7 @@ def parse_args(argv):
             sys.stderr.write("grok: usage: grok agent [--always-approve] [--model M] stdio\n")
             raise SystemExit(1)
         argv = ["--acp"] + rest
-    import argparse
+    argv = [a for a in argv if a not in ("--no-subagents", "--no-plan")]      # xAI's CLI's; nothing to turn off
     p = ArgParser.build()
     p.add_argument("-p", "--prompt", help="run one prompt headless and exit ('-' reads stdin)")
     p.add_argument("--format", "--output-format", choices=("text", "json", "streaming-json"), default="text",
@@ -3233,8 +3196,6 @@ def parse_args(argv):
     p.add_argument("--allow", action="append", metavar="PATTERN", default=[],
                    help="headless: allow bash commands / write_file paths matching this glob (repeatable)")
     p.add_argument("--acp", action="store_true", help="serve the Agent Client Protocol on stdio")
-    for flag in ("--no-subagents", "--no-plan"):      # xAI's CLI's flags: there are no subagents or plan mode
-        p.add_argument(flag, action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.resume and args.cont:
         p.error("--resume and --continue exclude each other")
@@ -3294,8 +3255,7 @@ def guarded(prog, body, on_error=None):
 
 
 def json_requested(argv):
-    """Whether argv asks for JSON output (--format json, --output-format streaming-json), read
-    before (and even if) the flags parse."""
+    """Whether argv asks for JSON (--format json, streaming-json), read before (and even if) the flags parse."""
     fmt = None
     for i, arg in enumerate(argv):
         if arg == "--":
@@ -3314,17 +3274,14 @@ def list_models(argv):
     try:
         from urllib.request import Request, urlopen
         request = Request(cfg.base_url + "/models", headers={"Authorization": "Bearer " + (cfg.api_key or "")})
-        with urlopen(request, timeout=min(cfg.timeout or 15, 15)) as resp:
-            data = json.loads(resp.read().decode("utf-8", "replace"))["data"]
+        data = json.loads(urlopen(request, timeout=min(cfg.timeout or 15, 15)).read())["data"]
         ids = [m["id"] for m in data if m["id"].isprintable() and " " not in m["id"]] or ids
     except Exception as e:          # unreachable, refused, not a model list: the built-in table
         sys.stderr.write("grok: cannot list the models of %s (%s); the built-in list follows\n"
                          % (cfg.base_url, scrub(str(e) or type(e).__name__, (cfg.api_key,))[:200]))
-    ids = ids if cfg.model in ids else [cfg.model] + ids
-    if "--json" in argv:
-        print(json.dumps({"default": cfg.model, "models": [{"id": i, "default": i == cfg.model} for i in ids]}))
-    else:
-        print("\n".join("* %s (default)" % i if i == cfg.model else "- %s" % i for i in ids))
+    rows = [{"id": i, "default": i == cfg.model} for i in (ids if cfg.model in ids else [cfg.model] + ids)]
+    print(json.dumps({"models": rows}) if "--json" in argv else
+          "\n".join(("* %s (default)" if row["default"] else "- %s") % row["id"] for row in rows))
     return 0
 
 

@@ -473,3 +473,21 @@ def test_stdin_closed_mid_prompt_still_answers_and_exits_0(acp, fake, isolated_e
     msg, updates = c.wait(rid)
     assert msg["result"]["stopReason"] == "end_turn" and texts(updates) == "late"
     assert c.proc.wait(timeout=20) == 0
+
+
+def test_session_load_replays_a_failed_tool_call_as_failed(acp, fake, isolated_env):
+    fake.add(tools(("bash", {"command": "echo ok-one"}), ("bash", {"command": "echo bad-two; exit 3"})),
+             answer("done"))
+    c = acp("--acp", "-y")
+    c.init()
+    sid = c.new(isolated_env.work)
+    c.prompt(sid, "run two")
+    assert c.close() == 0
+    c2 = acp()
+    c2.init()
+    _, updates = c2.result("session/load", {"sessionId": sid, "cwd": str(isolated_env.work), "mcpServers": []})
+    calls = [u["params"]["update"] for u in updates if u["params"]["update"]["sessionUpdate"] == "tool_call"]
+    assert [call["status"] for call in calls] == ["completed", "failed"]
+    assert calls[0]["content"][0]["content"]["text"].strip() == "ok-one"
+    assert "bad-two" in calls[1]["content"][0]["content"]["text"]
+    assert c2.close() == 0

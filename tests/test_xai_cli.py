@@ -92,8 +92,7 @@ def test_models_lists_the_servers_models_with_the_default_marked(run, fake):
     assert r.returncode == 0 and r.stdout.splitlines() == ["- grok-code-2", "* grok-4.3 (default)"]
     assert fake.requests[0].method == "GET" and fake.requests[0].headers["authorization"] == "Bearer " + TEST_KEY
     r = run("models", "--json", env={"GROK_MODEL": "grok-code-2"})
-    assert r.returncode == 0 and json.loads(r.stdout) == {
-        "default": "grok-code-2", "models": [{"id": "grok-code-2", "default": True}]}
+    assert r.returncode == 0 and json.loads(r.stdout) == {"models": [{"id": "grok-code-2", "default": True}]}
 
 
 def test_models_falls_back_to_the_built_in_table(run, fake):
