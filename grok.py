@@ -1354,6 +1354,10 @@ def new_session_id():
     return time.strftime("%Y%m%d-%H%M%S-") + os.urandom(3).hex()
 
 
+class SessionBusy(UserError):
+    pass
+
+
 class Session:
     """One conversation on disk. Every write is one appended line."""
 
@@ -1374,6 +1378,7 @@ class Session:
                 pass
             self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             os.chmod(self.path, 0o600)
+            self._lock()
             size = os.fstat(self.fd).st_size
             if size:
                 with open(self.path, "rb") as f:
@@ -1384,6 +1389,16 @@ class Session:
             self.disabled = True
             self.warn("warning: cannot save the session in %s (%s); the chat goes on unsaved"
                       % (self.dir, e.strerror or e))
+
+    def _lock(self):
+        """One process per session: an advisory lock, held while the file is open."""
+        import fcntl
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self.fd)
+            self.fd = None
+            raise SessionBusy("session %s is in use by another grok process" % self.id)
 
     def append(self, record):
         if self.disabled:
@@ -1407,6 +1422,8 @@ class Session:
 
     def load(self):
         """(header, messages without the system prompt, cost_usd, cwd); skips torn lines with a warning."""
+        if os.path.isfile(self.path) and self.fd is None:
+            self._open()        # the lock first: nobody else writes while this process has the session
         try:
             with open(self.path, "rb") as f:
                 raw = f.read().splitlines()
@@ -2346,14 +2363,39 @@ def event_line(event):
     return json.dumps(event, ensure_ascii=True, separators=(",", ":")) + "\n"
 
 
-def silence_stdout():
-    """The reader of stdout went away: send the rest, and the final flush at exit, to /dev/null."""
+def silence(fd=1):
+    """The reader of stdout (fd 1) or stderr went away, or it was closed from the start: what is still
+    written, and the final flush at exit, goes to /dev/null, and no file opened later takes its number."""
     try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_RDWR)
+        if devnull != fd:
+            os.dup2(devnull, fd)
+            os.close(devnull)
+    except OSError:
         pass
+
+
+class QuietStderr:
+    """sys.stderr, silenced when its reader goes away instead of failing the turn that writes a notice."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+    def write(self, text):
+        try:
+            return self.stream.write(text)
+        except OSError:
+            silence(2)
+            return len(text)
+
+    def flush(self):
+        try:
+            self.stream.flush()
+        except OSError:
+            silence(2)
 
 
 class OutputClosed(GrokError):
@@ -2426,7 +2468,7 @@ class HeadlessUI(UI):
                 self.partial = False
             except BrokenPipeError:
                 self.pipe_gone, self.partial = True, False
-                silence_stdout()
+                silence()
                 if threading.current_thread() is threading.main_thread():
                     raise OutputClosed("stdout was closed")
 
@@ -2607,8 +2649,9 @@ def headless(args, cfg):
         agent.close()
 
 
-def open_agent(cfg, ui, contract, args):
-    """A new agent, or one resuming --resume ID / -c (latest)."""
+def open_agent(cfg, ui, contract, args, new_if_busy=False):
+    """A new agent, or one resuming --resume ID / -c (latest); a new one, with a notice, if
+    another process has that session and new_if_busy (the REPL)."""
     session_id = getattr(args, "resume", None)
     if getattr(args, "cont", False) and not session_id:
         session_id = latest_session_id(cfg.data_dir)
@@ -2617,8 +2660,13 @@ def open_agent(cfg, ui, contract, args):
     if session_id:
         if os.sep in session_id or session_id.startswith("."):
             raise UserError("bad session id %r" % session_id)
-        session = Session(cfg.data_dir, session_id, warn=ui.notice)
-        agent = Agent(cfg, ui, contract, session=session, resume=True)
+        try:
+            agent = Agent(cfg, ui, contract, session=Session(cfg.data_dir, session_id, warn=ui.notice), resume=True)
+        except SessionBusy as e:
+            if not new_if_busy:
+                raise
+            ui.notice("%s: starting a new session" % e)
+            return Agent(cfg, ui, contract)
         if getattr(args, "cwd", None):
             agent.set_cwd(cfg.cwd)
         return agent
@@ -3315,6 +3363,13 @@ def guarded(prog, body, on_error=None):
     """Run body() and turn every failure into a message on stderr and an exit code;
     on_error(message) also reports it elsewhere (headless JSON: an `error` event)."""
     report = on_error or (lambda message: None)
+    for fd, name in enumerate(("stdin", "stdout", "stderr")):
+        try:
+            os.fstat(fd)
+        except OSError:         # closed from the start (`grok -p hi >&-`): it is /dev/null
+            silence(fd)
+            setattr(sys, name, open(fd, "w" if fd else "r", closefd=False))
+    sys.stderr = QuietStderr(sys.stderr)
     try:
         import signal
         signal.signal(signal.SIGTERM, on_signal)
@@ -3334,7 +3389,7 @@ def guarded(prog, body, on_error=None):
         report("terminated by signal %d" % signum)
         return 128 + signum
     except BrokenPipeError:
-        silence_stdout()
+        silence()
         return 0
     except Exception as e:
         if os.environ.get("GROK_DEBUG"):
@@ -3389,7 +3444,7 @@ def main(argv=None):
                 sys.stdout.write(event_line({"type": "error", "timestamp": now_ms(), "message": scrub(message)}))
                 sys.stdout.flush()
             except OSError:
-                silence_stdout()
+                silence()
 
     def body():
         args = parse_args(argv)
@@ -3401,7 +3456,7 @@ def main(argv=None):
         if args.prompt is not None:
             return headless(args, cfg)
         ui = TerminalUI()
-        agent = open_agent(cfg, ui, MINIMAL, args)
+        agent = open_agent(cfg, ui, MINIMAL, args, new_if_busy=True)
         try:
             return repl(agent, ui)
         finally:

@@ -607,7 +607,7 @@ class Commands:
 
 def interactive(args, cfg):
     ui = DetailedUI()
-    agent = AgentHandle(g.open_agent(cfg, ui, DETAILED, args), ui)
+    agent = AgentHandle(g.open_agent(cfg, ui, DETAILED, args, new_if_busy=True), ui)
     ui.attach(agent)
     if args.resume or args.cont:
         ui.resumed(agent)

@@ -213,3 +213,46 @@ def test_no_proxy_skips_the_proxy(run, fake, proxy):
     p = run("-p", "hi", env={"HTTP_PROXY": proxy.url, "NO_PROXY": "localhost,127.0.0.1"})
     assert p.returncode == 0 and p.stdout == "direct\n"
     assert proxy.lines == []
+
+
+# ----------------------------------------------------------- sessions and outputs
+def test_a_session_in_use_is_not_resumed_by_a_second_process(run, fake, isolated_env):
+    fake.add(answer("first"))
+    assert run("-p", "hi").returncode == 0
+    [path] = session_files(isolated_env)
+    fake.add(hang(30))
+    holder = subprocess.Popen([sys.executable, str(GROK), "--resume", path.stem, "-p", "more"],
+                              env=run.env(GROK_MAX_RETRIES="0"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert fake.wait_for_requests(2)
+        size = path.stat().st_size
+        second = run("--resume", path.stem, "-p", "again")
+        assert second.returncode == 1
+        assert "session %s is in use by another grok process" % path.stem in second.stderr
+        fake.add(answer("in a new session"))
+        repl = run("--resume", path.stem, input="hello\n")
+        assert repl.returncode == 0 and "in a new session" in repl.stdout
+        assert "in use by another grok process: starting a new session" in repl.stderr
+        assert path.stat().st_size == size and len(session_files(isolated_env)) == 2
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+@pytest.mark.parametrize("args", [("-p", "hi"), ("-p", "hi", "--format", "json"), ("--acp",), ()])
+def test_closed_stdout_is_a_quiet_exit_in_every_mode(run, fake, args):
+    fake.add(answer("nobody reads this"))
+    p = subprocess.run("exec %s %s %s >&-" % (sys.executable, GROK, " ".join(args)), shell=True,
+                       env=run.env(), input="hi\n", capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    no_traceback(p.stderr)
+
+
+def test_broken_stderr_does_not_end_the_turn(run, fake):
+    fake.add(raw(503, b"busy"), answer("still answered"))
+    proc = subprocess.Popen([sys.executable, str(GROK), "-p", "hi"], env=run.env(), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stderr.close()         # the reader of stderr is gone before the retry notice
+    out = proc.stdout.read()
+    assert proc.wait(timeout=30) == 0
+    assert out == b"still answered\n"
