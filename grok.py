@@ -43,6 +43,7 @@ OUTPUT_HEAD = 30000         # bytes of tool output kept from the start ...
 OUTPUT_TAIL = 5000          # ... and from the end
 READ_CAP = 100000           # bytes read_file returns
 LIST_CAP = 500              # entries list_files returns
+ARG_CAP = 100000            # characters of a tool argument run, and kept in the history (write_file content: run)
 RULES_CAP = 8000            # bytes per AGENTS.md / GROK.md file
 RULES_TOTAL_CAP = 24000     # bytes of project rules in all
 MAX_STRIKES = 3             # invalid replies in a row before a turn fails
@@ -919,6 +920,16 @@ def parse_reply(content, tool_names, finish_reason=None):
     return obj
 
 
+def kept_reply(content, reply):
+    """The reply as the history keeps it: an argument longer than ARG_CAP (a 5 MB command) becomes a
+    note, so it is not stored and resent with every request."""
+    if len(content) <= ARG_CAP:
+        return content
+    calls = [dict(c, args={k: "[%d characters, not kept]" % len(str(v)) if len(str(v)) > ARG_CAP else v
+                           for k, v in c["args"].items()}) for c in reply["tool_calls"]]
+    return json.dumps(dict(reply, tool_calls=calls))
+
+
 def corrective_message(problem):
     return ("Your last reply broke the JSON contract: %s. Reply again with exactly one JSON object: "
             '{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRING or null, "done": BOOL}.'
@@ -943,6 +954,9 @@ def need_str(args, name, tool):
     value = args.get(name)
     if not isinstance(value, str) or not value.strip():
         raise ToolArgError("%s needs a non-empty string %r argument" % (tool, name))
+    if len(value) > ARG_CAP:
+        raise ToolArgError("not run: the %s is too long (%d characters, at most %d); put long text in a file "
+                           "with write_file" % (name, len(value), ARG_CAP))
     return value
 
 
@@ -1065,8 +1079,17 @@ def tool_read_file(args, ctx):
 def atomic_write(path, data, mode=None):
     """Write bytes via a temp file and a rename: a crash leaves the old file or the new one.
     Raises OSError; used by write_file and by agent mode's workspace files."""
+    import glob
     import tempfile
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".grok-", suffix=".tmp")
+    folder, prefix = os.path.dirname(path), ".grok-%s." % os.path.basename(path)[:100]
+    for stale in glob.glob(os.path.join(glob.escape(folder), glob.escape(prefix) + "*.*.tmp")):
+        try:        # left by a process that was killed while writing this path
+            os.kill(int(os.path.basename(stale)[len(prefix):].split(".")[0]), 0)
+        except ProcessLookupError:
+            os.unlink(stale)
+        except (ValueError, OSError):
+            pass
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=prefix + "%d." % os.getpid(), suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -1206,6 +1229,8 @@ def key_arg(name, args):
         value = "."
     if not isinstance(value, str):
         value = json.dumps(value)
+    if len(value) > ARG_CAP:
+        value = value[:200] + "... [%d characters]" % len(value)
     return " ".join(value.split()) if "\n" in value else value
 
 
@@ -1781,7 +1806,7 @@ class Agent:
                     self.add({"role": "user", "content": corrective_message(str(e))})
                     continue
                 strikes = 0
-                self.add({"role": "assistant", "content": result.content})
+                self.add({"role": "assistant", "content": kept_reply(result.content, reply)})
                 self.ui.reply(reply, self.step_no)
                 calls = reply["tool_calls"]
                 if not calls:
@@ -2001,11 +2026,11 @@ class Agent:
         return True
 
     def transcript(self, messages):
-        """Messages as text for the summariser: each capped, the whole within half its window."""
+        """Messages as text for the summariser: each capped, the whole within its window."""
         window = (self.cfg.context_window if self.cfg.summary_model == self.model
                   else context_window(self.cfg.summary_model))
         text = "\n\n".join("[%s] %s" % (m.get("role"), str(m.get("content", ""))[:3000]) for m in messages)
-        limit = window * 2          # characters: about half the window at 4 characters a token
+        limit = max(1000, window - 3000)    # characters: fits even at a token a character, beside the summary
         if len(text) > limit:
             head = limit // 3
             text = "%s\n[... %d characters omitted ...]\n%s" % (text[:head], len(text) - limit,
@@ -2129,7 +2154,7 @@ def tolerate_unencodable(stream):
 
 
 def use_color(stream):
-    return not os.environ.get("NO_COLOR") and hasattr(stream, "isatty") and stream.isatty()
+    return not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb" and stream.isatty()
 
 
 def ask_tty(prompt):
