@@ -448,6 +448,8 @@ class Client:
             try:
                 conn.request("POST", self.prefix + path, body, headers)
                 conn.reading = conn.sock
+                if cancel is not None and cancel.is_set():      # abort() may have come before the socket
+                    raise Cancelled("cancelled")
                 return conn.getresponse()
             except closed:
                 if not again or (cancel is not None and cancel.is_set()):
