@@ -485,11 +485,8 @@ class Client:
                 raise TransientError("%s (gave up after %d retries)" % (problem, self.max_retries))
             delay = retry_delay(attempt, self.backoff, retry_after)
             self.notice("%s; retrying in %.1fs (%d/%d)" % (problem, delay, attempt, self.max_retries))
-            end = time.monotonic() + delay
-            while time.monotonic() < end:
-                if cancel is not None and cancel.is_set():
-                    raise Cancelled("cancelled")
-                time.sleep(min(0.05, max(0.0, end - time.monotonic())))
+            if (cancel or threading.Event()).wait(delay):
+                raise Cancelled("cancelled")
 
     def _attempt(self, path, body, headers, on_stream, cancel, no_retry, cap):
         """One request and its whole reply, read within GROK_TIMEOUT and `cap` bytes; RetryableFault
@@ -1855,7 +1852,8 @@ class Agent:
         self.stop()
         self.close_turn()
 
-    def close_turn(self, only_if_open=False, note="[interrupted by the user]"):
+    def close_turn(self, only_if_open=False, note="[interrupted by the user]",
+                   calls_note="[the user cancelled the tool calls before they finished]"):
         """End an unfinished turn in the history: a note for tool calls that got no results,
         and an assistant reply saying the turn was interrupted."""
         last = self.messages[-1] if len(self.messages) > 1 else None
@@ -1866,7 +1864,7 @@ class Agent:
         if last["role"] == "assistant":
             if only_if_open and not has_tool_calls(last.get("content")):
                 return
-            self.add({"role": "user", "content": "[the user cancelled the tool calls before they finished]"})
+            self.add({"role": "user", "content": calls_note})
         self.add({"role": "assistant", "content": json.dumps({"tool_calls": [], "response": note, "done": True})})
 
     # -- tools ---------------------------------------------------------------
@@ -2412,15 +2410,15 @@ class QuietStderr:
         return getattr(self.stream, name)
 
     def write(self, text):
-        try:
-            return self.stream.write(text)
-        except OSError:
-            silence(2)
-            return len(text)
+        return self.quiet(self.stream.write, text)
 
     def flush(self):
+        self.quiet(self.stream.flush)
+
+    @staticmethod
+    def quiet(method, *args):
         try:
-            self.stream.flush()
+            return method(*args)
         except OSError:
             silence(2)
 
@@ -2632,12 +2630,8 @@ def read_prompt(prompt):
 def close_failed_turn(agent, reason):
     """After a failed headless turn, stop its tools and leave a history that --resume can continue."""
     agent.stop()
-    if len(agent.messages) < 2:
-        return
-    if agent.messages[-1]["role"] == "assistant":
-        agent.add({"role": "user", "content": "[the turn stopped before these tool calls ran: %s]" % reason})
-    agent.add({"role": "assistant", "content": json.dumps(
-        {"tool_calls": [], "response": "[the turn failed: %s]" % reason, "done": True})})
+    agent.close_turn(note="[the turn failed: %s]" % reason,
+                     calls_note="[the turn stopped before these tool calls ran: %s]" % reason)
 
 
 def headless(args, cfg):
@@ -2655,14 +2649,12 @@ def headless(args, cfg):
     except OutputClosed:
         close_failed_turn(agent, "stdout was closed")
         return 0
-    except Cancelled:               # run_turn has already settled the session
+    except (Cancelled, KeyboardInterrupt):     # run_turn settles a cancel; settling twice is harmless
+        agent.settle_cancelled()
         return ui.fail("interrupted: the turn was cancelled", 130)
     except GrokError as e:
         close_failed_turn(agent, scrub(str(e), ui.secrets))
         return ui.fail(str(e), e.exit_code)
-    except KeyboardInterrupt:
-        agent.settle_cancelled()
-        return ui.fail("interrupted: the turn was cancelled", 130)
     except Terminated as t:
         signum = t.args[0] if t.args else 15
         agent.settle_cancelled()
