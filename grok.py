@@ -854,8 +854,8 @@ class ToolResult:
         self.started = self.finished = 0.0
 
 
-def resolve(ctx, path):
-    return os.path.normpath(os.path.join(ctx.cwd, os.path.expanduser(str(path))))
+def resolve(agent, path):
+    return os.path.normpath(os.path.join(agent.cwd, os.path.expanduser(str(path))))
 
 
 def need_str(args, name, tool):
@@ -877,33 +877,33 @@ def kill_group(proc):
         pass
 
 
-def tool_bash(args, ctx):
+def tool_bash(args, agent):
     import select
     import subprocess
     command = need_str(args, "command", "bash")
     shell = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
     try:
-        proc = subprocess.Popen([shell, "-c", command], cwd=ctx.cwd, env=ctx.tool_env(), stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen([shell, "-c", command], cwd=agent.cwd, env=agent.tool_env(), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     except OSError as e:
         return ToolResult("error: cannot start %s: %s" % (shell, e), ok=False)
-    ctx.procs.add(proc)
+    agent.procs.add(proc)
     head, tail, total = bytearray(), bytearray(), 0
-    deadline = time.monotonic() + ctx.bash_timeout if ctx.bash_timeout > 0 else float("inf")   # 0: no limit
+    deadline = time.monotonic() + agent.cfg.bash_timeout if agent.cfg.bash_timeout > 0 else float("inf")   # 0: no limit
     fd = proc.stdout.fileno()
     note = ""
     exited_at = None
     eof = False
     try:
         while True:
-            if ctx.cancel.is_set():
+            if agent.cancel.is_set():
                 kill_group(proc)
                 note = "\n[cancelled by the user]"
                 break
             now = time.monotonic()
             if now >= deadline:
                 kill_group(proc)
-                note = "\n[timed out after %gs: process group killed]" % ctx.bash_timeout
+                note = "\n[timed out after %gs: process group killed]" % agent.cfg.bash_timeout
                 break
             if exited_at is None and proc.poll() is not None:
                 exited_at = now
@@ -936,7 +936,7 @@ def tool_bash(args, ctx):
             kill_group(proc)
             code = proc.wait()
         proc.stdout.close()
-        ctx.procs.discard(proc)
+        agent.procs.discard(proc)
     background = ""
     if exited_at is not None and not eof and not note:     # the shell is gone, its children hold the pipe
         background = ("\n[background processes are still running; their output is not captured and they may "
@@ -954,8 +954,8 @@ def tool_bash(args, ctx):
     return ToolResult(text + note + background, ok=not note)
 
 
-def tool_read_file(args, ctx):
-    path = resolve(ctx, need_str(args, "path", "read_file"))
+def tool_read_file(args, agent):
+    path = resolve(agent, need_str(args, "path", "read_file"))
     if os.path.isdir(path):
         return ToolResult("error: %s is a directory (use list_files)" % path, ok=False)
     import stat
@@ -1000,8 +1000,8 @@ def atomic_write(path, data, mode=None):
         raise
 
 
-def tool_write_file(args, ctx):
-    path = resolve(ctx, need_str(args, "path", "write_file"))
+def tool_write_file(args, agent):
+    path = resolve(agent, need_str(args, "path", "write_file"))
     content = args.get("content", "")
     if not isinstance(content, str):
         content = json.dumps(content, indent=2)
@@ -1025,8 +1025,8 @@ def tool_write_file(args, ctx):
     return ToolResult("wrote %d bytes to %s" % (len(data), path))
 
 
-def tool_list_files(args, ctx):
-    path = resolve(ctx, args.get("path") or ".")
+def tool_list_files(args, agent):
+    path = resolve(agent, args.get("path") or ".")
     try:
         entries = sorted(os.scandir(path), key=lambda e: e.name)
     except FileNotFoundError:
@@ -1052,23 +1052,23 @@ def tool_list_files(args, ctx):
     return ToolResult("\n".join(lines) if lines else "(empty directory)")
 
 
-def tool_ask_user(args, ctx):
+def tool_ask_user(args, agent):
     question = need_str(args, "question", "ask_user")
     options = args.get("options") or []
     if not isinstance(options, list):
         options = [options]
     options = [str(o) for o in options]
-    answer = ctx.ask_user(question, options)
+    answer = agent.ui.ask_user(question, options)
     if answer is None:
         return ToolResult("no user available in this mode: decide yourself and say what you assumed", ok=False)
     return ToolResult("the user answered: %s" % answer)
 
 
-def tool_web_search(args, ctx):
+def tool_web_search(args, agent):
     query = need_str(args, "query", "web_search")
-    payload = {"model": ctx.model, "input": [{"role": "user", "content": query}], "tools": [{"type": "web_search"}]}
+    payload = {"model": agent.model, "input": [{"role": "user", "content": query}], "tools": [{"type": "web_search"}]}
     try:
-        obj = ctx.client.post("/responses", payload, cancel=ctx.cancel)
+        obj = agent.client.post("/responses", payload, cancel=agent.cancel)
     except HTTPStatusError as e:
         if e.status in (404, 405, 410, 501):
             return ToolResult("web search unavailable: the server has no Responses API (HTTP %d)" % e.status, ok=False)
@@ -1087,7 +1087,8 @@ def tool_web_search(args, ctx):
         if isinstance(url, str) and url not in urls:
             urls.append(url)
     if isinstance(obj, dict):
-        ctx.add_cost(obj.get("usage"))
+        with agent.lock:
+            agent.add_cost(obj.get("usage"), kind="web_search")
     if not texts:
         return ToolResult("web search returned no answer", ok=False)
     text = "\n".join(texts).strip()
@@ -1185,6 +1186,14 @@ def find_skills(skills_dir):
     return skills
 
 
+def skills_stamp(skills_dir):
+    """Names and mtimes in the skills dir: a skill added, removed or edited (sub-folders too) changes it."""
+    try:
+        return sorted((e.name, e.stat().st_mtime_ns) for e in os.scandir(skills_dir))
+    except OSError:
+        return None
+
+
 def find_project_rules(cwd):
     """[(path, text)]: ~/.grok/AGENTS.md, then AGENTS.md and GROK.md in each directory from the git root
     down to cwd (outside a repository: cwd only). Capped per file and in all, with a visible note."""
@@ -1241,8 +1250,11 @@ def build_system_prompt(cfg, contract=MINIMAL, cwd=None):
         '{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRING or null, "done": BOOL}',
         "- To act: list the tool calls (independent calls run concurrently), response null, done false. "
         "Their results come back in the next user message.",
-        "- To answer: tool_calls [], response = your answer for the user (plain text, concise), done true.",
-        "- Prefer acting over asking; check your work with tools before you say it is done.",
+        "- To answer: tool_calls [], response = your answer for the user, done true. done true with tool calls "
+        "runs them and then ends the turn with your response: their results reach you only with the next message.",
+        "- Tools first: use web_search for facts, news and current events (put the year in the query) instead "
+        "of answering from memory; prefer acting over asking; check your work with tools before you say it is done.",
+        "- Answers are plain text for a terminal: concise, no markdown.",
     ]
     if contract.extra_prompt:
         parts.append(contract.extra_prompt)
@@ -1282,7 +1294,7 @@ class Session:
         self.path = os.path.join(self.dir, self.id + ".jsonl")
         self.warn = warn or (lambda text: None)
         self.fd = None
-        self.disabled = False
+        self.disabled = self.legacy = False
 
     def _open(self):
         try:
@@ -1325,14 +1337,22 @@ class Session:
             self.fd = None
 
     def load(self):
-        """(header, messages without the system prompt, cost_usd, cwd); skips torn lines with a warning."""
+        """(header, messages without the system prompt, cost_usd, cwd); skips torn lines with a warning.
+        A session of the bash grok (ID.json) is read as it is; `legacy` says so."""
+        legacy = os.path.join(self.dir, self.id + ".json")
+        self.legacy = not os.path.exists(self.path) and os.path.isfile(legacy)
         try:
+            if self.legacy:
+                messages, cwd = legacy_session(legacy)
+                return {}, messages, 0.0, cwd
             with open(self.path, "rb") as f:
                 raw = f.read().splitlines()
         except FileNotFoundError:
             raise UserError("no session %r in %s" % (self.id, self.dir))
         except OSError as e:
             raise UserError("cannot read session %s: %s" % (self.path, e.strerror or e))
+        except (ValueError, RecursionError):
+            raise UserError("%s is not a session file of the bash grok" % legacy)
         header, messages, cost, cwd, bad = {}, [], 0.0, None, 0
         for line in raw:
             if not line.strip():
@@ -1374,12 +1394,29 @@ def valid_message(message):
     return message
 
 
+def legacy_session(path):
+    """(messages, working dir) of a session the bash grok saved: one JSON object {session_id, messages,
+    working_dir, saved}. Its system prompt is left out (ours is used). Raises OSError, ValueError."""
+    with open(path, "rb") as f:
+        obj = json.loads(f.read().decode("utf-8", "replace"))
+    if not isinstance(obj, dict) or not isinstance(obj.get("messages"), list):
+        raise ValueError("not a session")
+    messages = []
+    for m in obj["messages"]:
+        try:
+            messages.append(valid_message(m))
+        except ValueError:
+            pass
+    cwd = obj.get("working_dir")
+    return messages, cwd if isinstance(cwd, str) else None
+
+
 def list_sessions(directory):
-    """[(id, mtime, first user line, cost)] newest first."""
+    """[(id, mtime, first user line, cost)] newest first, the bash grok's sessions (ID.json) too."""
     sdir = os.path.join(directory, "sessions")
     out = []
     try:
-        names = [n for n in os.listdir(sdir) if n.endswith(".jsonl")]
+        names = [n for n in os.listdir(sdir) if n.endswith((".jsonl", ".json"))]
     except OSError:
         return out
     for name in names:
@@ -1387,19 +1424,24 @@ def list_sessions(directory):
         first, cost = "", 0.0
         try:
             mtime = os.path.getmtime(path)
-            with open(path, "rb") as f:
-                for line in f:
-                    try:
-                        rec = json.loads(line.decode("utf-8"))
-                        if rec.get("type") == "usage":
-                            cost += float(rec.get("cost_usd") or 0)
-                        elif not first and rec.get("type") == "message" and rec["message"].get("role") == "user":
-                            first = " ".join(str(rec["message"].get("content", "")).split())[:80]
-                    except (ValueError, UnicodeDecodeError, AttributeError, TypeError, KeyError, RecursionError):
-                        continue        # a damaged line: load() says so when the session is opened
-        except OSError:
+            if name.endswith(".json"):      # its skills reminder, appended to each request, is cut off
+                first = next((m["content"] for m in legacy_session(path)[0] if m["role"] == "user"), "")
+                first, lines = "[bash grok] " + first.partition("[INTERNAL")[0].rstrip("-\n "), ()
+            else:
+                with open(path, "rb") as f:
+                    lines = f.read().splitlines()
+            for line in lines:
+                try:
+                    rec = json.loads(line.decode("utf-8"))
+                    if rec.get("type") == "usage":
+                        cost += float(rec.get("cost_usd") or 0)
+                    elif not first and rec.get("type") == "message" and rec["message"].get("role") == "user":
+                        first = str(rec["message"].get("content", ""))
+                except (ValueError, UnicodeDecodeError, AttributeError, TypeError, KeyError, RecursionError):
+                    continue        # a damaged line: load() says so when the session is opened
+        except (OSError, ValueError, RecursionError):
             continue
-        out.append((name[:-6], mtime, first, cost))
+        out.append((name.rsplit(".", 1)[0], mtime, " ".join(first.split())[:80], cost))
     out.sort(key=lambda s: s[1], reverse=True)
     return out
 
@@ -1417,41 +1459,18 @@ def latest_session_id(directory):
 # --------------------------------------------------------------------------
 
 class UI:
-    """What a front end sees of a turn. Every method is optional."""
+    """What a front end sees of a turn; every hook is optional. stream_reset(): a reply starts
+    (over), what stream_text showed of an earlier attempt is void. approve(call) says 'yes', 'no'
+    or 'always' for a bash/write_file call; ask_user(question, options) answers or returns None."""
 
-    def step_start(self, step):
-        pass
+    def _skip(self, *args):
+        return None
 
-    def stream_text(self, text, final_hint):
-        pass
-
-    def stream_reset(self):
-        """A reply starts (over): what stream_text showed of an earlier attempt is void."""
-
-    def reply(self, reply, step):
-        pass
-
-    def tool_start(self, call):
-        pass
-
-    def tool_end(self, call, result):
-        pass
-
-    def step_finish(self, step, info):
-        pass
-
-    def answer(self, text):
-        pass
-
-    def notice(self, text):
-        pass
+    step_start = stream_text = stream_reset = reply = tool_start = tool_end = step_finish = answer = notice = _skip
+    ask_user = _skip
 
     def approve(self, call):
-        """'yes', 'no' or 'always' for a bash/write_file call."""
         return "no"
-
-    def ask_user(self, question, options):
-        return None
 
 
 class ToolCall:
@@ -1475,7 +1494,6 @@ class Agent:
         self.cwd = cfg.cwd
         self.session = session or Session(cfg.data_dir, warn=self.notice)
         self.client = Client(cfg.base_url, cfg.api_key, cfg.timeout, cfg.max_retries, cfg.backoff, notice=self.notice)
-        self.client.conv_id = self.session.id
         self.encoder = RequestEncoder()
         self.tool_names = list(TOOLS)
         self.format_level = 0           # 0 json_schema, 1 json_object + schema, 2 plain json_object
@@ -1493,21 +1511,26 @@ class Agent:
         self.session_always = set()     # tools approved with [a]lways
         self.request_carriers = []      # messages holding this turn's request verbatim (compact keeps it)
         self.messages = []
+        self.prompt_skills = find_skills(cfg.skills_dir)
+        self.skills_seen = (skills_stamp(cfg.skills_dir), self.prompt_skills)
+        header, messages, self.cost_usd, cwd = self.session.load() if resume else ({}, [], 0.0, None)
+        if cwd and os.path.isdir(cwd):
+            self.cwd = cwd
+        system = header.get("system") or build_system_prompt(cfg, contract, self.cwd)
+        self.messages = [{"role": "system", "content": system}] + messages
+        if self.session.legacy or not resume:
+            if resume:      # the bash grok's file is only read; the conversation goes on in a new one
+                self.session = Session(cfg.data_dir, warn=self.notice)
+                self.notice("a session of the bash grok, continued as session %s" % self.session.id)
+            self.session.append({"type": "session", "version": 1, "id": self.session.id, "created": now_iso(),
+                                 "cwd": self.cwd, "model": self.model, "contract": contract.name, "system": system})
+            if messages:
+                self.session.append({"type": "reset", "messages": messages})
         if resume:
-            header, messages, cost, cwd = self.session.load()
-            if cwd and os.path.isdir(cwd):
-                self.cwd = cwd
-            system = header.get("system") or build_system_prompt(cfg, contract, self.cwd)
-            self.messages = [{"role": "system", "content": system}] + messages
-            self.cost_usd = cost
             self.context_tokens = estimate_tokens(self.messages)
             # killed mid-turn (SIGKILL, a crash): close that turn as a cancel would have
             self.close_turn(only_if_open=True, note="[interrupted: the session ended during this turn]")
-        else:
-            system = build_system_prompt(cfg, contract, self.cwd)
-            self.messages = [{"role": "system", "content": system}]
-            self.session.append({"type": "session", "version": 1, "id": self.session.id, "created": now_iso(),
-                                 "cwd": self.cwd, "model": self.model, "contract": contract.name, "system": system})
+        self.client.conv_id = self.session.id
 
     # -- bookkeeping ---------------------------------------------------------
     def notice(self, text):
@@ -1521,7 +1544,19 @@ class Agent:
     def reset(self, messages):
         """Replace the history after the system prompt (clear, compaction)."""
         self.messages = self.messages[:1] + messages
+        self.skills_seen = (None, self.prompt_skills)       # a note about skills may be gone: check again
         self.session.append({"type": "reset", "messages": messages})
+
+    def note_skills(self):
+        """The system prompt stays fixed (the provider caches it): a changed skills dir is told in a note."""
+        stamp = skills_stamp(self.cfg.skills_dir)
+        if stamp == self.skills_seen[0]:
+            return
+        skills = find_skills(self.cfg.skills_dir)
+        if skills != self.skills_seen[1]:
+            self.add({"role": "user", "content": "[skills] The skills directory changed; the skills now are:\n"
+                      + ("\n".join("- %s: %s (%s)" % s for s in skills) or "(none)")})
+        self.skills_seen = (stamp, skills)
 
     def set_cwd(self, path):
         self.cwd = path
@@ -1636,6 +1671,7 @@ class Agent:
     def run_turn(self, text):
         """Send one user message and loop until the model is done; returns the answer."""
         self.cancel.clear()
+        self.note_skills()
         self.request_carriers = [{"role": "user", "content": clean_text(text)}]
         self.add(self.request_carriers[0])
         rounds = strikes = 0
@@ -1661,10 +1697,9 @@ class Agent:
                 strikes = 0
                 self.add({"role": "assistant", "content": result.content})
                 self.ui.reply(reply, self.step_no)
-                calls = reply["tool_calls"]
+                calls, answer = reply["tool_calls"], reply.get("response") or ""
                 if not calls:
                     self.ui.step_finish(self.step_no, self.step_info(result))
-                    answer = reply.get("response") or ""
                     self.ui.answer(answer)
                     return answer
                 rounds += 1
@@ -1683,6 +1718,11 @@ class Agent:
                     note = ("[Limit] That was the last tool round allowed in this turn (%d). Answer now with "
                             "what you have and say what is left to do; further tool calls will not run." % limit)
                 self.add({"role": "user", "content": tool_results_message(results, note)})
+                if reply["done"] and answer.strip():     # done with tool calls: they ran; the response ends the turn
+                    self.add({"role": "assistant", "content": json.dumps({"tool_calls": [], "response": answer,
+                                                                          "done": True})})
+                    self.ui.answer(answer)
+                    return answer
         except (KeyboardInterrupt, Cancelled):
             self.settle_cancelled()
             raise Cancelled("cancelled")
@@ -1793,7 +1833,7 @@ class Agent:
         """(ToolResult, start time); safe to call from a worker thread (no UI)."""
         started = time.time()
         try:
-            result = TOOLS[item.name](item.args, ToolContext(self))
+            result = TOOLS[item.name](item.args, self)
         except ToolArgError as e:
             result = ToolResult("error: %s" % e, ok=False)
         except (KeyboardInterrupt, Cancelled):
@@ -1904,25 +1944,6 @@ def has_tool_calls(content):
     return bool(calls)
 
 
-class ToolContext:
-    """What a tool may use: the working dir, limits, the user, the client."""
-
-    def __init__(self, agent):
-        self.agent = agent
-        self.cwd = agent.cwd
-        self.cancel = agent.cancel
-        self.procs = agent.procs
-        self.bash_timeout = agent.cfg.bash_timeout
-        self.client = agent.client
-        self.model = agent.model
-        self.tool_env = agent.tool_env
-        self.ask_user = agent.ui.ask_user
-
-    def add_cost(self, usage):
-        with self.agent.lock:
-            self.agent.add_cost(usage, kind="web_search")
-
-
 def tool_results_message(results, note=None):
     """The one user message that carries a round's results, in call order (SPEC 4)."""
     parts, failed = [], []
@@ -2004,7 +2025,12 @@ def ask_tty(prompt):
         fd = os.open("/dev/tty", os.O_RDWR | getattr(os, "O_NOCTTY", 0))
     except OSError:
         return None
+    keys = EscKey.active
+    if keys:
+        keys.lock.acquire()         # the Esc watcher stops reading; the terminal edits lines again
     try:
+        if keys:
+            keys.mode(watching=False)
         os.write(fd, prompt.encode("utf-8", "replace"))
         line = b""
         while not line.endswith(b"\n"):
@@ -2019,7 +2045,81 @@ def ask_tty(prompt):
         raise
     finally:
         os.close(fd)
+        if keys:
+            keys.mode(watching=True)
+            keys.lock.release()
     return line.decode("utf-8", "replace").strip()
+
+
+class EscKey:
+    """`with keys:` around a turn on a terminal: a lone Esc cancels it as Ctrl-C does (SIGINT to the
+    main thread). Meanwhile the terminal is non-canonical without echo; what is typed is kept for
+    the next prompts (take()). ask_tty() pauses the watcher to ask the person."""
+    active = None
+
+    def __init__(self, fd):
+        self.fd, self.saved, self.typed = fd, None, b""
+        self.lock = threading.Lock()        # held by the watcher while it reads, by ask_tty() while it asks
+
+    def __enter__(self):
+        import termios
+        try:
+            self.saved = termios.tcgetattr(self.fd) if self.fd is not None else None
+        except termios.error:
+            pass
+        if self.saved:
+            self.mode(watching=True)
+            EscKey.active = self
+            threading.Thread(target=self.watch, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        if EscKey.active is self:
+            EscKey.active = None
+            try:
+                with self.lock:     # the watcher has finished its last read
+                    pass
+            finally:
+                self.mode(watching=False)
+
+    def mode(self, watching):
+        import termios
+        attrs = self.saved[:6] + [list(self.saved[6])]
+        if watching:
+            attrs[3] &= ~(termios.ICANON | termios.ECHO)
+            attrs[6][termios.VMIN], attrs[6][termios.VTIME] = 1, 0
+        termios.tcsetattr(self.fd, termios.TCSANOW, attrs)
+
+    def watch(self):
+        import select
+        import signal
+        while EscKey.active is self:
+            with self.lock:
+                try:
+                    if EscKey.active is not self or not select.select([self.fd], [], [], 0.1)[0]:
+                        continue
+                    data = os.read(self.fd, 1024)
+                    if data.endswith(b"\x1b") and not select.select([self.fd], [], [], 0.05)[0]:
+                        data = data[:-1]        # a lone Esc, not the start of an arrow key's sequence
+                        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+                except OSError:
+                    return
+                self.typed += data
+
+    def take(self):
+        """(the first whole line typed meanwhile or None, the unfinished rest), edited as the
+        terminal would have: escape sequences dropped, backspaces applied."""
+        import re
+        out = []
+        for ch in re.sub(r"\x1b(\[[0-?]*[ -/]*[@-~]|O.)?", "", self.typed.decode("utf-8", "replace")):
+            if ch in "\x7f\b":
+                if out and out[-1] != "\n":
+                    out.pop()
+            elif ch >= " " or ch == "\n":
+                out.append(ch)
+        line, sep, rest = "".join(out).partition("\n")
+        self.typed = rest.encode("utf-8") if sep else b""
+        return (line, "") if sep else (None, line)
 
 
 class TerminalUI(UI):
@@ -2099,9 +2199,9 @@ class TerminalUI(UI):
 
 HELP = """commands:
   /clear   start a new conversation
-  /help    this help
-  /exit    quit (also Ctrl-D)
-Ctrl-C cancels the running turn; the conversation is kept."""
+  /help    this help (also /?)
+  /exit    quit (also /q, Ctrl-D)
+Esc or Ctrl-C cancels the running turn; the conversation is kept."""
 
 
 def setup_readline(path):
@@ -2128,9 +2228,13 @@ def save_history(readline, path):
         pass
 
 
-def read_line(interactive, prompt="> "):
+def read_line(interactive, keys=None, prompt="> "):
     if interactive:
-        return input_with_ticks(prompt)
+        line, rest = keys.take() if keys else (None, "")
+        if line is not None:        # typed during the last turn
+            sys.stdout.write(prompt + line + "\n")
+            return line
+        return rest + input_with_ticks(prompt + rest)     # an unfinished line typed meanwhile leads on
     line = sys.stdin.readline()
     if not line:
         raise EOFError
@@ -2157,9 +2261,9 @@ def repl_line(agent, ui, line, commands, help_text):
     """Run one line typed at the prompt; True to leave the REPL."""
     if line.startswith("/"):
         name, _, arg = line.partition(" ")
-        if name in ("/exit", "/quit"):
+        if name in ("/exit", "/quit", "/q"):
             return True
-        if name == "/help":
+        if name in ("/help", "/?"):
             ui.write(help_text + "\n")
         elif name == "/clear":
             agent.reset([])
@@ -2187,6 +2291,7 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None):
     interactive = sys.stdin.isatty()
     history = os.path.join(agent.cfg.data_dir, "history")
     rl = setup_readline(history) if interactive else None
+    keys = EscKey(sys.stdin.fileno() if interactive else None)
     if interactive:
         ui.write("grok %s · %s · /help for commands, Ctrl-D to quit\n" % (__version__, agent.model))
     try:
@@ -2194,7 +2299,7 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None):
             try:
                 if before_prompt and interactive:
                     before_prompt()
-                line = read_line(interactive).strip()
+                line = read_line(interactive, keys).strip()
             except EOFError:
                 if interactive:
                     ui.write("\n")
@@ -2205,8 +2310,9 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None):
             # Ctrl-C must not end the REPL wherever it lands: in a command (/compact), or a
             # second one while a turn is being cancelled (run_turn turns the first into Cancelled).
             try:
-                if line and repl_line(agent, ui, line, commands, help_text):
-                    return 0
+                with keys:
+                    if line and repl_line(agent, ui, line, commands, help_text):
+                        return 0
             except KeyboardInterrupt:
                 if not line.startswith("/"):
                     agent.settle_cancelled()

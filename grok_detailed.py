@@ -57,9 +57,11 @@ DETAILED = g.Contract(
         "confidence": {"type": "integer"},
     },
     extra_prompt=(
-        "Also fill in, in every reply: thinking (brief strategic reasoning), task (current action, "
-        "5 words max), goal (the high-level objective), exit_conditions (list), progress "
-        "{completed: [], current: \"\", remaining: []}, blockers (string or null), confidence (0-100)."),
+        "Also fill in, in every reply: thinking (brief strategic reasoning), task (current action, 5 words max), "
+        "goal and exit_conditions (set both in your first reply, then keep them), progress over the exit "
+        "conditions {completed: [], current: \"\", remaining: []}, blockers (string or null), confidence "
+        "(95+ = verified with a tool, 80-94 = high certainty, below 80 = uncertain: use a tool first). "
+        "done true only when every exit condition is met."),
     max_tokens=8000)
 
 
@@ -389,6 +391,10 @@ class DetailedUI(g.TerminalUI):
 
     def tool_start(self, call):
         with self.lock:
+            path = g.resolve(self.agent, call.args.get("path")) if call.name == "read_file" and self.agent else None
+            for name, _, skill_path in self.agent.skills_seen[1] if path else ():
+                if os.path.realpath(skill_path) == os.path.realpath(path):
+                    self.emit("  %s %s\n" % (self.paint("35", "Skill:"), self.paint("1", as_text(name))))
             self.opened.add(call.id)
             self.emit("  %s %s\n" % (self.glyph["open"], self.tool_line(call)))
 
@@ -498,9 +504,9 @@ HELP = """commands:
   /compact      summarise older history now (automatic at COMPACT_THRESHOLD % of the window)
   /cost [N]     show the cost, or set the session's limit to N USD (0 = no limit)
   /tools        list the tools
-  /help         this help
-  /exit         quit (also Ctrl-D)
-Ctrl-C cancels the running turn or tool; the conversation is kept."""
+  /help         this help (also /?)
+  /exit         quit (also /q, Ctrl-D)
+Esc or Ctrl-C cancels the running turn or tool; the conversation is kept."""
 
 
 class Commands:
@@ -548,7 +554,7 @@ class Commands:
             return self.ui.emit("no saved sessions in %s\n" % os.path.join(self.agent.cfg.data_dir, "sessions"))
         for sid, mtime, first, cost in found[:30]:
             mark = "*" if sid == here else " "
-            line = "%s %s  %s  $%.4f  %s" % (mark, sid, time.strftime("%Y-%m-%d %H:%M", time.localtime(mtime)),
+            line = "%s %s  %s  $%.4f  %s" % (mark, as_text(sid), time.strftime("%Y-%m-%d %H:%M", time.localtime(mtime)),
                                              cost, as_text(first) or "(empty)")
             self.ui.emit(clip(line, self.ui.width(), self.ui.glyph["more"]) + "\n")
         if len(found) > 30:
@@ -617,6 +623,10 @@ def interactive(args, cfg):
         return g.repl(agent, ui, commands=Commands(agent, ui).table(), help_text=HELP,
                       before_prompt=ui.status_line)
     finally:
+        if len(agent.messages) > 1 and not agent.session.disabled:
+            ui.emit(ui.paint("2", "Session saved: %s\n" % agent.session.path))
+        ui.emit(ui.paint("2", "Session %s %s $%.4f %s %d tools\n" % (
+            agent.session.id, ui.glyph["dot"], agent.cost_usd, ui.glyph["dot"], agent.tool_count)))
         agent.close()
 
 
