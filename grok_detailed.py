@@ -624,7 +624,7 @@ def interactive(args, cfg):
                       before_prompt=ui.status_line)
     finally:
         if len(agent.messages) > 1 and not agent.session.disabled:
-            ui.emit(ui.paint("2", "Session saved: %s\n" % agent.session.path))
+            ui.emit(ui.paint("2", "Session saved: %s\n" % home_short(agent.session.path)))
         ui.emit(ui.paint("2", "Session %s %s $%.4f %s %d tools\n" % (
             agent.session.id, ui.glyph["dot"], agent.cost_usd, ui.glyph["dot"], agent.tool_count)))
         agent.close()

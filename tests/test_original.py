@@ -88,7 +88,7 @@ def test_detailed_prints_the_session_path_and_summary_at_exit(run, fake, isolate
     assert r.returncode == 0, r.stderr
     [path] = (isolated_env.home / ".local/share/grok-agent/sessions").glob("*.jsonl")
     tail = r.stdout.splitlines()[-2:]
-    assert tail[0] == "Session saved: %s" % path
+    assert tail[0] == "Session saved: ~/%s" % path.relative_to(isolated_env.home)
     assert re.fullmatch(r"Session %s · \$0\.\d{4} · 1 tools" % re.escape(path.stem), tail[1])
 
 
@@ -155,4 +155,14 @@ def test_the_originals_session_files_are_listed_and_resumed_into_a_new_file(run,
     assert [m["content"] for m in messages[2:]] == ['{"response": "blue", "done": true}', "blue", "another"]
     assert old.read_bytes() == before
     [new] = [f for f in sdir.glob("*.jsonl") if "blue" in f.read_text()]       # and the one opened at start
-    assert oct(new.stat().st_mode & 0o777) == "0o600" and "Session saved: %s" % new in r.stdout
+    assert oct(new.stat().st_mode & 0o777) == "0o600" and "Session saved: ~/%s" % new.relative_to(isolated_env.home) in r.stdout
+
+
+def test_mit_licence_and_a_readme_table_for_users_of_the_original():
+    assert (ROOT / "LICENSE").read_text().startswith("MIT License\n")
+    readme = (ROOT / "README.md").read_text()
+    assert "2,164" not in readme
+    section = readme.split("## Coming from the bash grok\n", 1)[1].split("\n## ", 1)[0]
+    assert "| the bash grok | grok.py |" in section
+    for behaviour in ("done: true", "Esc", "temperature 0.5", "Skill: NAME", "sessions", "skill-creation"):
+        assert behaviour in section
