@@ -1156,33 +1156,21 @@ def front_matter(text):
 
 
 def find_skills(skills_dir):
-    """[(name, description, path)] for *.md in skills_dir and one level of sub-folders."""
-    skills = []
-    try:
-        entries = sorted(os.scandir(skills_dir), key=lambda e: e.name)
-    except OSError:
-        return skills
-    paths = []
-    for entry in entries:
-        if entry.is_file() and entry.name.endswith(".md") and entry.name.lower() != "readme.md":
-            paths.append((entry.path, entry.name[:-3]))
-        elif entry.is_dir() and not entry.name.startswith("."):
-            try:
-                subs = sorted(os.scandir(entry.path), key=lambda e: e.name)
-            except OSError:
-                continue
-            for sub in subs:
-                if sub.is_file() and sub.name.endswith(".md") and sub.name.lower() != "readme.md":
-                    stem = sub.name[:-3]
-                    paths.append((sub.path, entry.name if stem.upper() == "SKILL" else entry.name + "/" + stem))
-    for path, default_name in paths:
+    """[(name, description, path)] for *.md in skills_dir and one level of sub-folders (NAME/SKILL.md is NAME)."""
+    import glob
+    skills, base = [], glob.escape(skills_dir)
+    for path in sorted(glob.glob(os.path.join(base, "*.md")) + glob.glob(os.path.join(base, "*", "*.md"))):
+        rel = os.path.relpath(path, skills_dir)[:-3]
+        folder, stem = os.path.split(rel)
         try:
+            if stem.lower() == "readme" or not os.path.isfile(path):
+                continue
             with open(path, encoding="utf-8", errors="replace") as f:
                 meta = front_matter(f.read(4000))
         except OSError:
             continue
         desc = " ".join((meta.get("description") or meta.get("title") or "").split())[:160]
-        skills.append((meta.get("name") or default_name, desc, path))
+        skills.append((meta.get("name") or (folder if stem.upper() == "SKILL" else rel), desc, path))
     return skills
 
 
@@ -1293,8 +1281,7 @@ class Session:
         self.id = session_id or new_session_id()
         self.path = os.path.join(self.dir, self.id + ".jsonl")
         self.warn = warn or (lambda text: None)
-        self.fd = None
-        self.disabled = self.legacy = False
+        self.fd, self.disabled, self.legacy = None, False, False
 
     def _open(self):
         try:
@@ -1337,24 +1324,27 @@ class Session:
             self.fd = None
 
     def load(self):
-        """(header, messages without the system prompt, cost_usd, cwd); skips torn lines with a warning.
-        A session of the bash grok (ID.json) is read as it is; `legacy` says so."""
+        """(header, messages without the system prompt, cost_usd, cwd); skips torn lines with a warning;
+        sets `first`, the first request. A session the bash grok saved, ID.json ({session_id, messages,
+        working_dir, saved}), is read as it is, without its system prompt (ours is used): `legacy`."""
         legacy = os.path.join(self.dir, self.id + ".json")
         self.legacy = not os.path.exists(self.path) and os.path.isfile(legacy)
+        self.source, self.first = legacy if self.legacy else self.path, ""
         try:
-            if self.legacy:
-                messages, cwd = legacy_session(legacy)
-                return {}, messages, 0.0, cwd
-            with open(self.path, "rb") as f:
-                raw = f.read().splitlines()
+            with open(self.source, "rb") as f:
+                raw = f.read()
+            if self.legacy:     # as the records of ours it amounts to
+                obj = json.loads(raw.decode("utf-8", "replace"))
+                raw = b"\n".join([json_bytes({"type": "message", "message": m}) for m in obj["messages"]]
+                                 + [json_bytes({"type": "cwd", "cwd": obj.get("working_dir")})])
         except FileNotFoundError:
             raise UserError("no session %r in %s" % (self.id, self.dir))
         except OSError as e:
             raise UserError("cannot read session %s: %s" % (self.path, e.strerror or e))
-        except (ValueError, RecursionError):
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
             raise UserError("%s is not a session file of the bash grok" % legacy)
         header, messages, cost, cwd, bad = {}, [], 0.0, None, 0
-        for line in raw:
+        for line in raw.splitlines():
             if not line.strip():
                 continue
             try:
@@ -1363,8 +1353,10 @@ class Session:
                 if kind == "session" and isinstance(rec, dict):
                     header = rec
                     cwd = rec.get("cwd") if isinstance(rec.get("cwd"), str) else cwd
-                elif kind == "message":
-                    messages.append(valid_message(rec["message"]))
+                elif kind == "message" and is_message(rec["message"]):
+                    messages.append(rec["message"])
+                    if not self.first and rec["message"]["role"] == "user":
+                        self.first = rec["message"]["content"]
                 elif kind == "usage":
                     usd = float(rec.get("cost_usd") or 0)
                     if not 0 <= usd < 1e6:
@@ -1372,12 +1364,12 @@ class Session:
                     cost += usd
                 elif kind == "cwd":
                     cwd = rec["cwd"] if isinstance(rec["cwd"], str) else cwd
-                elif kind == "reset":
-                    messages = [valid_message(m) for m in rec["messages"]]
+                elif kind == "reset" and all(is_message(m) for m in rec["messages"]):
+                    messages = list(rec["messages"])
                 else:
                     raise ValueError("unknown record")
             except (ValueError, KeyError, TypeError, UnicodeDecodeError, IndexError, RecursionError):
-                bad += 1
+                bad += 1 - self.legacy      # the bash grok's system prompt is left out, not damaged
                 continue
         if not isinstance(header.get("system"), str):
             header.pop("system", None)
@@ -1386,72 +1378,35 @@ class Session:
         return header, messages, cost, cwd
 
 
-def valid_message(message):
-    """A message as the API takes it, or ValueError (a damaged session line)."""
-    if (not isinstance(message, dict) or message.get("role") not in ("user", "assistant")
-            or not isinstance(message.get("content"), str)):
-        raise ValueError("not a message")
-    return message
-
-
-def legacy_session(path):
-    """(messages, working dir) of a session the bash grok saved: one JSON object {session_id, messages,
-    working_dir, saved}. Its system prompt is left out (ours is used). Raises OSError, ValueError."""
-    with open(path, "rb") as f:
-        obj = json.loads(f.read().decode("utf-8", "replace"))
-    if not isinstance(obj, dict) or not isinstance(obj.get("messages"), list):
-        raise ValueError("not a session")
-    messages = []
-    for m in obj["messages"]:
-        try:
-            messages.append(valid_message(m))
-        except ValueError:
-            pass
-    cwd = obj.get("working_dir")
-    return messages, cwd if isinstance(cwd, str) else None
+def is_message(message):
+    """A message as the API takes it (a damaged session line holds none)."""
+    return (isinstance(message, dict) and message.get("role") in ("user", "assistant")
+            and isinstance(message.get("content"), str))
 
 
 def list_sessions(directory):
-    """[(id, mtime, first user line, cost)] newest first, the bash grok's sessions (ID.json) too."""
-    sdir = os.path.join(directory, "sessions")
-    out = []
+    """[(id, mtime, first request, cost)] newest first, the bash grok's sessions (ID.json) too."""
     try:
-        names = [n for n in os.listdir(sdir) if n.endswith((".jsonl", ".json"))]
+        ids = {n.rsplit(".", 1)[0] for n in os.listdir(os.path.join(directory, "sessions"))
+               if n.endswith((".jsonl", ".json"))}
     except OSError:
-        return out
-    for name in names:
-        path = os.path.join(sdir, name)
-        first, cost = "", 0.0
+        return []
+    out = []
+    for session_id in ids:
+        s = Session(directory, session_id)
         try:
-            mtime = os.path.getmtime(path)
-            if name.endswith(".json"):      # its skills reminder, appended to each request, is cut off
-                first = next((m["content"] for m in legacy_session(path)[0] if m["role"] == "user"), "")
-                first, lines = "[bash grok] " + first.partition("[INTERNAL")[0].rstrip("-\n "), ()
-            else:
-                with open(path, "rb") as f:
-                    lines = f.read().splitlines()
-            for line in lines:
-                try:
-                    rec = json.loads(line.decode("utf-8"))
-                    if rec.get("type") == "usage":
-                        cost += float(rec.get("cost_usd") or 0)
-                    elif not first and rec.get("type") == "message" and rec["message"].get("role") == "user":
-                        first = str(rec["message"].get("content", ""))
-                except (ValueError, UnicodeDecodeError, AttributeError, TypeError, KeyError, RecursionError):
-                    continue        # a damaged line: load() says so when the session is opened
-        except (OSError, ValueError, RecursionError):
+            cost = s.load()[2]
+            first = s.first.partition("[INTERNAL")[0].rstrip("-\n ") if s.legacy else s.first   # its skills note
+            out.append((session_id, os.path.getmtime(s.source), ("[bash grok] " if s.legacy else "")
+                        + " ".join(first.split())[:80], cost))
+        except (UserError, OSError):
             continue
-        out.append((name.rsplit(".", 1)[0], mtime, " ".join(first.split())[:80], cost))
-    out.sort(key=lambda s: s[1], reverse=True)
-    return out
+    return sorted(out, key=lambda s: s[1], reverse=True)
 
 
 def latest_session_id(directory):
     """The newest session anybody typed into (a REPL opened and closed leaves an empty one)."""
-    for session_id, _, first_line, _ in list_sessions(directory):
-        if first_line:
-            return session_id
-    return None
+    return next((s[0] for s in list_sessions(directory) if s[2]), None)
 
 
 # --------------------------------------------------------------------------
@@ -1459,9 +1414,8 @@ def latest_session_id(directory):
 # --------------------------------------------------------------------------
 
 class UI:
-    """What a front end sees of a turn; every hook is optional. stream_reset(): a reply starts
-    (over), what stream_text showed of an earlier attempt is void. approve(call) says 'yes', 'no'
-    or 'always' for a bash/write_file call; ask_user(question, options) answers or returns None."""
+    """What a front end sees of a turn; every hook is optional. stream_reset(): a reply starts (over), what
+    stream_text showed is void. approve(call): 'yes', 'no' or 'always'; ask_user(): the answer or None."""
 
     def _skip(self, *args):
         return None
@@ -1490,8 +1444,7 @@ class Agent:
         self.cfg, self.ui, self.contract = cfg, ui or UI(), contract
         self.ui_lock = threading.RLock()
         self.lock = threading.Lock()    # cost and session writes from tools running in threads
-        self.model = cfg.model
-        self.cwd = cfg.cwd
+        self.model, self.cwd = cfg.model, cfg.cwd
         self.session = session or Session(cfg.data_dir, warn=self.notice)
         self.client = Client(cfg.base_url, cfg.api_key, cfg.timeout, cfg.max_retries, cfg.backoff, notice=self.notice)
         self.encoder = RequestEncoder()
@@ -1500,17 +1453,11 @@ class Agent:
         # Request fields a server may reject: each is dropped for the session, with one notice.
         self.optional = {"temperature": cfg.temperature} if cfg.temperature is not None else {}
         self.stream = cfg.stream
-        self.cost_usd = 0.0
-        self.price_unknown_said = False
-        self.last_usage = {}
-        self.context_tokens = 0
-        self.tool_count = 0
-        self.step_no = 0
-        self.cancel = threading.Event()
-        self.procs = set()
+        self.price_unknown_said, self.last_usage = False, {}
+        self.context_tokens = self.tool_count = self.step_no = 0
+        self.cancel, self.procs = threading.Event(), set()      # procs: bash tools running
         self.session_always = set()     # tools approved with [a]lways
         self.request_carriers = []      # messages holding this turn's request verbatim (compact keeps it)
-        self.messages = []
         self.prompt_skills = find_skills(cfg.skills_dir)
         self.skills_seen = (skills_stamp(cfg.skills_dir), self.prompt_skills)
         header, messages, self.cost_usd, cwd = self.session.load() if resume else ({}, [], 0.0, None)
@@ -1588,10 +1535,7 @@ class Agent:
         return {"type": "json_object"}
 
     def tool_env(self):
-        env = dict(os.environ)
-        for name in KEY_VARS:
-            env.pop(name, None)
-        return env
+        return {k: v for k, v in os.environ.items() if k not in KEY_VARS}
 
     # -- talking to the model ------------------------------------------------
     def chat(self, messages, contract=True, model=None, max_tokens=None, on_text=None):
@@ -1653,12 +1597,10 @@ class Agent:
         self.ui.step_start(self.step_no)
         started = time.time()
         result = self.chat(self.messages, on_text=self.ui.stream_text)
-        cost = self.add_cost(result.usage)
-        usage = result.usage or {}
+        result.cost, usage = self.add_cost(result.usage), result.usage or {}
         self.last_usage = usage
         tokens = (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0)
         self.context_tokens = tokens or estimate_tokens(self.messages)
-        result.cost = cost
         result.duration = time.time() - started
         return result
 
@@ -1732,18 +1674,19 @@ class Agent:
         finally:
             self.request_carriers = []      # the turn is over: /compact has no request to keep verbatim
 
-    def settle_cancelled(self):
-        """After a cancelled turn, stop what runs and leave a history the model can continue
-        from. Safe to call twice (a front end may call it again)."""
+    def settle_cancelled(self, *notes):
+        """After a cancelled (or failed) turn, stop what runs and leave a history the model can
+        continue from. Safe to call twice (a front end may call it again)."""
         self.cancel.set()
         self.client.abort()
         for proc in list(self.procs):
             kill_group(proc)
-        self.close_turn()
+        self.close_turn(False, *notes)
 
-    def close_turn(self, only_if_open=False, note="[interrupted by the user]"):
-        """End an unfinished turn in the history: a note for tool calls that got no results,
-        and an assistant reply saying the turn was interrupted."""
+    def close_turn(self, only_if_open=False, note="[interrupted by the user]",
+                   unrun="[the user cancelled the tool calls before they finished]"):
+        """End an unfinished turn in the history: a note (unrun) for tool calls that got no
+        results, and an assistant reply (note) saying the turn was interrupted."""
         last = self.messages[-1] if len(self.messages) > 1 else None
         if last is None or last.get("content") in INTERRUPTED_REPLIES:
             return
@@ -1752,7 +1695,7 @@ class Agent:
         if last["role"] == "assistant":
             if only_if_open and not has_tool_calls(last.get("content")):
                 return
-            self.add({"role": "user", "content": "[the user cancelled the tool calls before they finished]"})
+            self.add({"role": "user", "content": unrun})
         self.add({"role": "assistant", "content": json.dumps({"tool_calls": [], "response": note, "done": True})})
 
     # -- tools ---------------------------------------------------------------
@@ -2028,9 +1971,8 @@ def ask_tty(prompt):
     keys = EscKey.active
     if keys:
         keys.lock.acquire()         # the Esc watcher stops reading; the terminal edits lines again
+        keys.mode(watching=False)
     try:
-        if keys:
-            keys.mode(watching=False)
         os.write(fd, prompt.encode("utf-8", "replace"))
         line = b""
         while not line.endswith(b"\n"):
@@ -2046,8 +1988,8 @@ def ask_tty(prompt):
     finally:
         os.close(fd)
         if keys:
-            keys.mode(watching=True)
             keys.lock.release()
+            keys.mode(watching=True)
     return line.decode("utf-8", "replace").strip()
 
 
@@ -2058,15 +2000,15 @@ class EscKey:
     active = None
 
     def __init__(self, fd):
-        self.fd, self.saved, self.typed = fd, None, b""
+        import termios
+        try:
+            self.saved = termios.tcgetattr(fd) if fd is not None else None    # the terminal as it is restored
+        except termios.error:
+            self.saved = None
+        self.fd, self.typed = fd, b""
         self.lock = threading.Lock()        # held by the watcher while it reads, by ask_tty() while it asks
 
     def __enter__(self):
-        import termios
-        try:
-            self.saved = termios.tcgetattr(self.fd) if self.fd is not None else None
-        except termios.error:
-            pass
         if self.saved:
             self.mode(watching=True)
             EscKey.active = self
@@ -2154,11 +2096,8 @@ class TerminalUI(UI):
             self.streamed = False
 
     def tool_start(self, call):
-        if self.streamed:
-            self.write("\n")
-            self.streamed = False
-        width = 200
-        self.write(self.paint("90", ("[%s] %s" % (call.name, call.shown))[:width]) + "\n")
+        self.stream_reset()
+        self.write(self.paint("90", ("[%s] %s" % (call.name, call.shown))[:200]) + "\n")
 
     def answer(self, text):
         if self.streamed:
@@ -2168,9 +2107,7 @@ class TerminalUI(UI):
         self.streamed = False
 
     def notice(self, text):
-        if self.streamed:
-            self.write("\n")
-            self.streamed = False
+        self.stream_reset()
         sys.stderr.write(self.paint("33", text) + "\n")
         sys.stderr.flush()
 
@@ -2181,18 +2118,13 @@ class TerminalUI(UI):
         if answer is None:
             self.notice("no terminal to ask for approval: %s denied (use --always-approve / -y)" % call.name)
             return "no"
-        answer = answer.lower()
-        if answer in ("a", "always"):
-            return "always"
-        return "yes" if answer in ("y", "yes") else "no"
+        return {"a": "always", "always": "always", "y": "yes", "yes": "yes"}.get(answer.lower(), "no")
 
     def ask_user(self, question, options):
         lines = ["", self.paint("1", question)]
         lines += ["  %d) %s" % (i + 1, o) for i, o in enumerate(options)]
         answer = ask_tty("\n".join(lines) + "\n  answer (number or text): ")
-        if answer is None:
-            return None
-        if answer.isdigit() and 1 <= int(answer) <= len(options):
+        if answer and answer.isdigit() and 1 <= int(answer) <= len(options):
             return options[int(answer) - 1]
         return answer
 
@@ -2259,10 +2191,10 @@ def input_with_ticks(prompt):
 
 def repl_line(agent, ui, line, commands, help_text):
     """Run one line typed at the prompt; True to leave the REPL."""
-    if line.startswith("/"):
-        name, _, arg = line.partition(" ")
-        if name in ("/exit", "/quit", "/q"):
-            return True
+    name, _, arg = line.partition(" ")
+    if name in ("/exit", "/quit", "/q"):
+        return True
+    try:
         if name in ("/help", "/?"):
             ui.write(help_text + "\n")
         elif name == "/clear":
@@ -2270,15 +2202,11 @@ def repl_line(agent, ui, line, commands, help_text):
             agent.context_tokens = 0
             ui.write("conversation cleared\n")
         elif commands and name in commands:
-            try:
-                commands[name](arg.strip())
-            except GrokError as e:
-                ui.notice("error: %s" % e)
-        else:
+            commands[name](arg.strip())
+        elif line.startswith("/"):
             ui.notice("unknown command %s (try /help)" % name)
-        return False
-    try:
-        agent.run_turn(line)
+        else:
+            agent.run_turn(line)
     except Cancelled:
         ui.notice("(cancelled)")
     except GrokError as e:
@@ -2533,19 +2461,6 @@ def read_prompt(prompt):
     return prompt
 
 
-def close_failed_turn(agent, reason):
-    """After a failed headless turn, stop its tools and leave a history that --resume can continue."""
-    agent.cancel.set()
-    for proc in list(agent.procs):
-        kill_group(proc)
-    if len(agent.messages) < 2:
-        return
-    if agent.messages[-1]["role"] == "assistant":
-        agent.add({"role": "user", "content": "[the turn stopped before these tool calls ran: %s]" % reason})
-    agent.add({"role": "assistant", "content": json.dumps(
-        {"tool_calls": [], "response": "[the turn failed: %s]" % reason, "done": True})})
-
-
 def headless(args, cfg):
     prompt = read_prompt(args.prompt)
     ui = HeadlessUI(args.format, args.allow, cfg.always_approve, secrets=(cfg.api_key,))
@@ -2553,16 +2468,20 @@ def headless(args, cfg):
         cfg.max_iterations = args.max_tool_rounds
     agent = open_agent(cfg, ui, MINIMAL, args)
     ui.session_id, ui.cwd = agent.session.id, agent.cwd
+
+    def close_failed_turn(reason):      # a history that --resume can continue
+        agent.settle_cancelled("[the turn failed: %s]" % reason, "[the turn stopped before these tool calls ran: %s]"
+                               % reason)
     try:
         agent.run_turn(prompt)
         return 0
     except OutputClosed:
-        close_failed_turn(agent, "stdout was closed")
+        close_failed_turn("stdout was closed")
         return 0
     except Cancelled:               # run_turn has already settled the session
         return ui.fail("interrupted: the turn was cancelled", 130)
     except GrokError as e:
-        close_failed_turn(agent, scrub(str(e), ui.secrets))
+        close_failed_turn(scrub(str(e), ui.secrets))
         return ui.fail(str(e), e.exit_code)
     except KeyboardInterrupt:
         agent.settle_cancelled()
@@ -2574,7 +2493,7 @@ def headless(args, cfg):
     except Exception as e:
         if os.environ.get("GROK_DEBUG"):
             raise
-        close_failed_turn(agent, "internal error")
+        close_failed_turn("internal error")
         return ui.fail("internal error: %s: %s (set GROK_DEBUG=1 for a traceback)" % (type(e).__name__, e), 4)
     finally:
         agent.close()

@@ -59,8 +59,8 @@ def test_detailed_shows_a_skill_line_when_a_skill_is_read(run, fake, tmp_path):
     skills.mkdir()
     (skills / "deploy.md").write_text("---\nname: deploy\ndescription: Ship it.\n---\nsteps\n")
     (skills / "evil.md").write_text("---\nname: ev\x1b[31mil\ndescription: x\n---\n")
-    fake.add(tools(("read_file", {"path": str(skills / "deploy.md")}), ("read_file", {"path": str(skills / "evil.md")}),
-                   ("read_file", {"path": str(tmp_path / "other.md")})), answer("done"))
+    fake.add(tools(*[("read_file", {"path": str(path)}) for path in
+                     (skills / "deploy.md", skills / "evil.md", tmp_path / "other.md")]), answer("done"))
     r = run(input="deploy\n", script=GROK_DETAILED, env={"GROK_SKILLS_DIR": skills})
     assert r.returncode == 0, r.stderr
     assert re.findall(r"Skill: (\S+)", r.stdout) == ["deploy", "ev?[31mil"]
