@@ -1184,14 +1184,6 @@ def find_skills(skills_dir):
     return skills
 
 
-def skills_stamp(skills_dir):
-    """Names and mtimes in the skills dir: a skill added, removed or edited (sub-folders too) changes it."""
-    try:
-        return sorted((e.name, e.stat().st_mtime_ns) for e in os.scandir(skills_dir))
-    except OSError:
-        return None
-
-
 def find_project_rules(cwd):
     """[(path, text)]: ~/.grok/AGENTS.md, then AGENTS.md and GROK.md in each directory from the git root
     down to cwd (outside a repository: cwd only). Capped per file and in all, with a visible note."""
@@ -1333,28 +1325,23 @@ class Session:
             os.close(self.fd)
             self.fd = None
 
-    def load(self):
-        """(header, messages without the system prompt, cost_usd, cwd); skips torn lines with a warning;
-        sets `first`, the first request. A session the bash grok saved, ID.json ({session_id, messages,
-        working_dir, saved}), is read as it is, without its system prompt (ours is used): `legacy`."""
+    def read(self):
+        """The file's records (JSONL); a session the bash grok saved (ID.json) is read as it is: `legacy`."""
         legacy = os.path.join(self.dir, self.id + ".json")
         self.legacy = not os.path.exists(self.path) and os.path.isfile(legacy)
-        self.source, self.first = legacy if self.legacy else self.path, ""
+        self.source = legacy if self.legacy else self.path
         try:
             with open(self.source, "rb") as f:
-                raw = f.read()
-            if self.legacy:     # as the records of ours it amounts to
-                obj = json.loads(raw.decode("utf-8", "replace"))
-                raw = b"\n".join([json_bytes({"type": "message", "message": m}) for m in obj["messages"]]
-                                 + [json_bytes({"type": "cwd", "cwd": obj.get("working_dir")})])
+                return legacy_records(f.read(), legacy) if self.legacy else f.read()
         except FileNotFoundError:
             raise UserError("no session %r in %s" % (self.id, self.dir))
         except OSError as e:
             raise UserError("cannot read session %s: %s" % (self.path, e.strerror or e))
-        except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
-            raise UserError("%s is not a session file of the bash grok" % legacy)
+
+    def load(self):
+        """(header, messages without the system prompt, cost_usd, cwd); skips torn lines with a warning."""
         header, messages, cost, cwd, bad = {}, [], 0.0, None, 0
-        for line in raw.splitlines():
+        for line in self.read().splitlines():
             if not line.strip():
                 continue
             try:
@@ -1363,10 +1350,8 @@ class Session:
                 if kind == "session" and isinstance(rec, dict):
                     header = rec
                     cwd = rec.get("cwd") if isinstance(rec.get("cwd"), str) else cwd
-                elif kind == "message" and is_message(rec["message"]):
-                    messages.append(rec["message"])
-                    if not self.first and rec["message"]["role"] == "user":
-                        self.first = rec["message"]["content"]
+                elif kind == "message":
+                    messages.append(valid_message(rec["message"]))
                 elif kind == "usage":
                     usd = float(rec.get("cost_usd") or 0)
                     if not 0 <= usd < 1e6:
@@ -1374,8 +1359,8 @@ class Session:
                     cost += usd
                 elif kind == "cwd":
                     cwd = rec["cwd"] if isinstance(rec["cwd"], str) else cwd
-                elif kind == "reset" and all(is_message(m) for m in rec["messages"]):
-                    messages = list(rec["messages"])
+                elif kind == "reset":
+                    messages = [valid_message(m) for m in rec["messages"]]
                 else:
                     raise ValueError("unknown record")
             except (ValueError, KeyError, TypeError, UnicodeDecodeError, IndexError, RecursionError):
@@ -1388,10 +1373,23 @@ class Session:
         return header, messages, cost, cwd
 
 
-def is_message(message):
-    """A message as the API takes it (a damaged session line holds none)."""
-    return (isinstance(message, dict) and message.get("role") in ("user", "assistant")
-            and isinstance(message.get("content"), str))
+def legacy_records(data, path):
+    """The bash grok's session, {session_id, messages, working_dir, saved}, as the records of ours it
+    amounts to; its system prompt is left out (ours is used)."""
+    try:
+        obj = json.loads(data.decode("utf-8", "replace"))
+        return b"\n".join([json_bytes({"type": "message", "message": m}) for m in obj["messages"]]
+                          + [json_bytes({"type": "cwd", "cwd": obj.get("working_dir")})])
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
+        raise UserError("%s is not a session file of the bash grok" % path)
+
+
+def valid_message(message):
+    """A message as the API takes it, or ValueError (a damaged session line)."""
+    if (not isinstance(message, dict) or message.get("role") not in ("user", "assistant")
+            or not isinstance(message.get("content"), str)):
+        raise ValueError("not a message")
+    return message
 
 
 def list_sessions(directory):
@@ -1405,8 +1403,10 @@ def list_sessions(directory):
     for session_id in ids:
         s = Session(directory, session_id)
         try:
-            cost = s.load()[2]
-            first = s.first.partition("[INTERNAL")[0].rstrip("-\n ") if s.legacy else s.first   # its skills note
+            _, messages, cost, _ = s.load()     # the first request: not a note, a summary or tool results
+            first = next((m["content"] for m in messages if m["role"] == "user"
+                          and not m["content"].startswith(("[", "Tool results:"))), "")
+            first = first.partition("[INTERNAL")[0].rstrip("-\n ") if s.legacy else first    # its skills note
             out.append((session_id, os.path.getmtime(s.source), ("[bash grok] " if s.legacy else "")
                         + " ".join(first.split())[:80], cost))
         except (UserError, OSError):
@@ -1470,7 +1470,7 @@ class Agent:
         self.session_always = set()     # tools approved with [a]lways
         self.request_carriers = []      # messages holding this turn's request verbatim (compact keeps it)
         self.prompt_skills = find_skills(cfg.skills_dir)
-        self.skills_seen = (skills_stamp(cfg.skills_dir), self.prompt_skills)
+        self.skills_seen = (None, self.prompt_skills)       # (stamp, skills) the model knows of
         header, messages, self.cost_usd, cwd = self.session.load() if resume else ({}, [], 0.0, None)
         if cwd and os.path.isdir(cwd):
             self.cwd = cwd
@@ -1506,8 +1506,12 @@ class Agent:
         self.session.append({"type": "reset", "messages": messages})
 
     def note_skills(self):
-        """The system prompt stays fixed (the provider caches it): a changed skills dir is told in a note."""
-        stamp = skills_stamp(self.cfg.skills_dir)
+        """The system prompt stays fixed (the provider caches it): a changed skills dir is told in a note.
+        It is rescanned when its names or mtimes change (a skill added, removed or edited, sub-folders too)."""
+        try:
+            stamp = sorted((e.name, e.stat().st_mtime_ns) for e in os.scandir(self.cfg.skills_dir))
+        except OSError:
+            stamp = None
         if stamp == self.skills_seen[0]:
             return
         skills = find_skills(self.cfg.skills_dir)
@@ -2133,8 +2137,7 @@ class TerminalUI(UI):
         return {"a": "always", "always": "always", "y": "yes", "yes": "yes"}.get(answer.lower(), "no")
 
     def ask_user(self, question, options):
-        lines = ["", self.paint("1", question)]
-        lines += ["  %d) %s" % (i + 1, o) for i, o in enumerate(options)]
+        lines = ["", self.paint("1", question)] + ["  %d) %s" % (i + 1, o) for i, o in enumerate(options)]
         answer = ask_tty("\n".join(lines) + "\n  answer (number or text): ")
         if answer and answer.isdigit() and 1 <= int(answer) <= len(options):
             return options[int(answer) - 1]
