@@ -2034,11 +2034,9 @@ class EscKey:
     def __exit__(self, *exc):
         if EscKey.active is self:
             EscKey.active = None
-            try:
-                with self.lock:     # the watcher has finished its last read
-                    pass
-            finally:
-                self.mode(watching=False)
+            self.mode(watching=False)
+            with self.lock:     # the watcher has finished its last read (a line it took is kept)
+                pass
 
     def mode(self, watching):
         import termios
@@ -2046,7 +2044,10 @@ class EscKey:
         if watching:
             attrs[3] &= ~(termios.ICANON | termios.ECHO)
             attrs[6][termios.VMIN], attrs[6][termios.VTIME] = 1, 0
-        termios.tcsetattr(self.fd, termios.TCSANOW, attrs)
+        try:
+            termios.tcsetattr(self.fd, termios.TCSANOW, attrs)
+        except termios.error:
+            pass        # the terminal is gone (SIGHUP follows)
 
     def watch(self):
         import select
@@ -2175,9 +2176,9 @@ def save_history(readline, path):
         pass
 
 
-def read_line(interactive, keys=None, prompt="> "):
+def read_line(interactive, keys, prompt="> "):
     if interactive:
-        line, rest = keys.take() if keys else (None, "")
+        line, rest = keys.take()
         if line is not None:        # typed during the last turn
             sys.stdout.write(prompt + line + "\n")
             return line
