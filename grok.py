@@ -48,6 +48,8 @@ RULES_TOTAL_CAP = 24000     # bytes of project rules in all
 MAX_STRIKES = 3             # invalid replies in a row before a turn fails
 RETRY_STATUSES = (408, 429, 500, 502, 503, 504)     # and every other 5xx but 501/505: see retryable()
 RETRY_AFTER_CAP = 30.0      # seconds: a longer Retry-After is shortened to this
+SEARCH_ESTIMATE = 0.05      # USD reserved for a web_search before its first cost is known
+REPLY_CAP = 8 << 20         # bytes of one reply at most (or 1 KB per max_tokens, if more)
 CONNECT_TIMEOUT = 15.0      # seconds to open a connection (a host that drops packets), at most GROK_TIMEOUT
 
 
@@ -189,31 +191,43 @@ def context_window(model):
     return WINDOWS[key] if key else DEFAULT_WINDOW
 
 
+USAGE_FIELDS = (("input", "prompt_tokens", "input_tokens"), ("output", "completion_tokens", "output_tokens"),
+                ("reasoning", "completion_tokens_details.reasoning_tokens", "output_tokens_details.reasoning_tokens"),
+                ("cached", "prompt_tokens_details.cached_tokens", "input_tokens_details.cached_tokens"),
+                ("total", "total_tokens"), ("ticks", "cost_in_usd_ticks"))
+
+
+def usage_numbers(usage):
+    """The one reader of a server's usage object: {input, output, reasoning, cached, total, ticks}, each a
+    finite number >= 0 (0, or None for ticks, when absent), and "odd": a value that was not such a number
+    (NaN, negative, a string) and is ignored."""
+    numbers = {"odd": False}
+    for name, *paths in USAGE_FIELDS:
+        value = None
+        for path in paths:
+            value = usage
+            for key in path.split("."):
+                value = value.get(key) if isinstance(value, dict) else None
+            if value is not None:
+                break
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not 0 <= value < 1e15):
+            numbers["odd"], value = True, None
+        numbers[name] = value if value is not None or name == "ticks" else 0
+    return numbers
+
+
 def usage_cost(model, usage):
     """(USD, price known) for one API call's usage."""
-    if not isinstance(usage, dict):
-        return 0.0, True
-    ticks = usage.get("cost_in_usd_ticks")
-    if isinstance(ticks, (int, float)) and not isinstance(ticks, bool):
-        return ticks / 1e10, True
+    n = usage_numbers(usage)
+    if n["ticks"] is not None:
+        return n["ticks"] / 1e10, True
     key = model_key(model, PRICES)
     if not key:
-        return 0.0, False
+        return 0.0, not isinstance(usage, dict)
     p_in, p_cached, p_out = PRICES[key]
-    prompt = usage.get("prompt_tokens") or usage.get("input_tokens") or 0
-    cached = min(cached_tokens(usage), prompt)
-    out = usage.get("completion_tokens") or usage.get("output_tokens") or 0
-    reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
-    return ((prompt - cached) * p_in + cached * p_cached + (out + reasoning) * p_out) / 1e6, True
-
-
-def cached_tokens(usage):
-    """The prompt tokens the provider served from its prompt cache (part of prompt_tokens)."""
-    if not isinstance(usage, dict):
-        return 0
-    details = usage.get("prompt_tokens_details") or usage.get("input_tokens_details")
-    cached = details.get("cached_tokens") if isinstance(details, dict) else 0
-    return int(cached) if isinstance(cached, (int, float)) and not isinstance(cached, bool) else 0
+    cached = min(n["cached"], n["input"])
+    return ((n["input"] - cached) * p_in + cached * p_cached + (n["output"] + n["reasoning"]) * p_out) / 1e6, True
 
 
 # --------------------------------------------------------------------------
@@ -315,19 +329,6 @@ def json_bytes(obj):
     return json.dumps(obj, ensure_ascii=False).encode("utf-8", "backslashreplace")
 
 
-def import_http_client(https):
-    """http.client, without paying for ssl when the base URL is plain http."""
-    if https or "http.client" in sys.modules or "ssl" in sys.modules:
-        import http.client
-        return http.client
-    sys.modules["ssl"] = None       # makes http.client's optional `import ssl` fail fast
-    try:
-        import http.client
-    finally:
-        del sys.modules["ssl"]
-    return http.client
-
-
 def jitter():
     return int.from_bytes(os.urandom(2), "big") / 65535.0
 
@@ -374,7 +375,9 @@ class Client:
         self.https = u.scheme == "https"
         self.host = u.hostname or "localhost"
         self.port = u.port or (443 if self.https else 80)
-        self.prefix = u.path.rstrip("/")
+        self.proxy = find_proxy(u.scheme, self.host)
+        # through a plain-http proxy the request line names the whole URL; https goes through a CONNECT tunnel
+        self.prefix = ("http://" + u.netloc if self.proxy and not self.https else "") + u.path.rstrip("/")
         self.api_key = api_key
         self.timeout, self.max_retries, self.backoff = timeout, max_retries, backoff
         self.notice = notice or (lambda text: None)
@@ -382,7 +385,6 @@ class Client:
         self._idle = []
         self._busy = set()
         self._lock = threading.Lock()
-        self._http = None
 
     def _connect(self):
         with self._lock:
@@ -390,12 +392,11 @@ class Client:
                 conn = self._idle.pop()
                 self._busy.add(conn)
                 return conn, True
-        if self._http is None:
-            self._http = import_http_client(self.https)
-        if self.https:
-            conn = self._http.HTTPSConnection(self.host, self.port, timeout=self.timeout)
-        else:
-            conn = self._http.HTTPConnection(self.host, self.port, timeout=self.timeout)
+        import http.client
+        kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
+        conn = kind(*(self.proxy or (self.host, self.port)), timeout=self.timeout)
+        if self.proxy and self.https:
+            conn.set_tunnel(self.host, self.port)
         conn._create_connection = self._open_socket
         with self._lock:
             self._busy.add(conn)
@@ -418,12 +419,13 @@ class Client:
         conn.close()
 
     def abort(self):
-        """Break every request in flight (called from another thread to cancel)."""
+        """Break every request in flight (called from another thread to cancel). Our own reference to
+        each socket: http.client drops conn.sock while it reads a reply the server will close."""
         import socket
         with self._lock:
             busy = list(self._busy)
         for conn in busy:
-            sock = getattr(conn, "sock", None)
+            sock = getattr(conn, "sock", None) or getattr(conn, "reading", None)
             if sock is not None:
                 try:
                     sock.shutdown(socket.SHUT_RDWR)
@@ -437,26 +439,23 @@ class Client:
             conn.close()
 
     def _send(self, conn, reused, path, body, headers, cancel=None):
-        try:
-            conn.request("POST", self.prefix + path, body, headers)
-            return conn, conn.getresponse()
-        except self._closed_errors():
-            if not reused or (cancel is not None and cancel.is_set()):
-                raise
-        # The server closed an idle keep-alive connection: reconnect once, not a retry.
-        conn.close()
-        conn.connect()
-        conn.request("POST", self.prefix + path, body, headers)
-        return conn, conn.getresponse()
+        import http.client
+        ssl = sys.modules.get("ssl")
+        closed = (http.client.RemoteDisconnected, ConnectionError) + ((ssl.SSLEOFError, ssl.SSLZeroReturnError)
+                                                                      if ssl else ())
+        for again in (reused, False):
+            try:
+                conn.request("POST", self.prefix + path, body, headers)
+                conn.reading = conn.sock
+                return conn.getresponse()
+            except closed:
+                if not again or (cancel is not None and cancel.is_set()):
+                    raise
+            # The server closed an idle keep-alive connection: reconnect once, not a retry.
+            conn.close()
 
-    def _closed_errors(self):
-        """What sending on a connection the server has closed raises (EOF, RST, EPIPE)."""
-        errors = (self._http.RemoteDisconnected, ConnectionError)
-        ssl = sys.modules.get("ssl") if self.https else None
-        return errors + (ssl.SSLEOFError, ssl.SSLZeroReturnError) if ssl else errors
-
-    def post(self, path, payload, on_stream=None, cancel=None, no_retry=None):
-        """The parsed JSON reply, or on_stream(response) for an event stream.
+    def post(self, path, payload, on_stream=None, cancel=None, no_retry=None, cap=REPLY_CAP):
+        """The parsed JSON reply, or on_stream(reader) for an event stream.
 
         Retries refused/dropped connections, timeouts, 429 and 5xx with backoff;
         raises HTTPStatusError for other statuses, TransientError when retries run out."""
@@ -471,49 +470,10 @@ class Client:
         while True:
             if cancel is not None and cancel.is_set():
                 raise Cancelled("cancelled")
-            conn, reused = self._connect()
-            reusable = False
-            retry_after = None
             try:
-                conn, resp = self._send(conn, reused, path, body, headers, cancel)
-                if resp.status >= 400:
-                    data = resp.read()
-                    reusable = not resp.will_close
-                    err = HTTPStatusError(resp.status, data, resp.getheader("Retry-After"))
-                    if not retryable(resp.status) or (no_retry and no_retry(err)):
-                        raise err
-                    problem = "%s (HTTP %d): %s" % ("rate limited" if resp.status == 429 else "server error",
-                                                    resp.status, err.server_message())
-                    retry_after = parse_retry_after(err.retry_after)
-                    if retry_after is None:         # OpenAI-style servers may send milliseconds
-                        try:
-                            retry_after = parse_retry_after(float(resp.getheader("retry-after-ms")) / 1000)
-                        except (TypeError, ValueError):
-                            pass
-                elif on_stream and "text/event-stream" in (resp.getheader("Content-Type") or ""):
-                    result = on_stream(resp)
-                    resp.read()         # the end of the chunked body, so the connection can be reused
-                    reusable = not resp.will_close
-                    return result
-                else:
-                    data = resp.read()
-                    reusable = not resp.will_close
-                    try:
-                        return json.loads(data.decode("utf-8", "replace"))
-                    except (ValueError, RecursionError):
-                        raise UserError(scrub("the server at %s did not answer with JSON (is GROK_BASE_URL an "
-                                              "OpenAI-compatible API?): %r" % (self.host, data[:120]),
-                                              (self.api_key,)))
-            except (OSError, StreamBroken, self._http.HTTPException, ValueError) as e:
-                # (ValueError: defensive, so no parse error inside http.client can end the REPL)
-                ssl = sys.modules.get("ssl")
-                if ssl and isinstance(e, ssl.CertificateError):     # retrying cannot help
-                    raise UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL, or "
-                                    "point SSL_CERT_FILE at your CA bundle" % (self.host, getattr(
-                                        e, "verify_message", None) or e))
-                problem = describe_network_error(e, self.host)
-            finally:
-                self._release(conn, reusable)
+                return self._attempt(path, body, headers, on_stream, cancel, no_retry, cap)
+            except RetryableFault as fault:
+                problem, retry_after = fault.args
             if cancel is not None and cancel.is_set():
                 raise Cancelled("cancelled")
             problem = scrub(problem, (self.api_key,))
@@ -527,6 +487,115 @@ class Client:
                 if cancel is not None and cancel.is_set():
                     raise Cancelled("cancelled")
                 time.sleep(min(0.05, max(0.0, end - time.monotonic())))
+
+    def _attempt(self, path, body, headers, on_stream, cancel, no_retry, cap):
+        """One request and its whole reply, read within GROK_TIMEOUT and `cap` bytes; RetryableFault
+        when another attempt may do better."""
+        import http.client
+        conn, reused = self._connect()
+        reusable, started = False, time.monotonic()
+        try:
+            resp = self._send(conn, reused, path, body, headers, cancel)
+            reader = ReplyReader(resp, conn.reading, self.timeout and started + self.timeout, cap)
+            if 300 <= resp.status < 400:
+                raise UserError("the server at %s answered HTTP %d, a redirect to %s: grok does not follow "
+                                "redirects (the API key goes to GROK_BASE_URL only); set GROK_BASE_URL to the "
+                                "address you mean" % (self.host, resp.status, resp.getheader("Location") or "?"))
+            if resp.status >= 400:
+                err = HTTPStatusError(resp.status, reader.read(), resp.getheader("Retry-After"))
+                reusable = not resp.will_close
+                if not retryable(resp.status) or (no_retry and no_retry(err)):
+                    raise err
+                raise RetryableFault("%s (HTTP %d): %s" % ("rate limited" if resp.status == 429 else "server error",
+                                                           resp.status, err.server_message()), retry_after_of(resp))
+            if on_stream and "text/event-stream" in (resp.getheader("Content-Type") or ""):
+                result = on_stream(reader)
+                reader.read()       # the end of the chunked body, so the connection can be reused
+            else:
+                result = reader.json(self.host, self.api_key)
+            reusable = not resp.will_close
+            return result
+        except (OSError, StreamBroken, http.client.HTTPException, ValueError) as e:
+            # (ValueError: defensive, so no parse error inside http.client can end the REPL)
+            ssl = sys.modules.get("ssl")
+            if ssl and isinstance(e, ssl.CertificateError):     # retrying cannot help
+                raise UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL, or "
+                                "point SSL_CERT_FILE at your CA bundle" % (self.host, getattr(
+                                    e, "verify_message", None) or e))
+            raise RetryableFault(describe_network_error(e, self.host), None)
+        finally:
+            self._release(conn, reusable)
+
+
+class RetryableFault(Exception):
+    """(problem, seconds the server asked to wait or None): a failed attempt worth repeating."""
+
+
+class ReplyTooLarge(AgentError):
+    """A reply passed the size cap: abandoned, and a strike against the model."""
+
+
+class ReplyReader:
+    """A response body read within a deadline for the whole reply and a cap on its size: a server
+    trickling or streaming without end cannot hold the turn or fill the memory."""
+
+    def __init__(self, resp, sock, deadline, cap):
+        self.resp, self.sock, self.deadline, self.cap, self.size = resp, sock, deadline, cap, 0
+        self._count(b"")
+
+    def _count(self, data):
+        import socket
+        self.size += len(data)
+        if self.size > self.cap:
+            raise ReplyTooLarge("the reply passed %d MB and was abandoned; reply much shorter" % (self.cap >> 20))
+        if self.deadline:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise socket.timeout()
+            if self.sock is not None and not self.resp.isclosed():
+                self.sock.settimeout(left)
+        return data
+
+    def readline(self):
+        return self._count(self.resp.readline(self.cap + 1 - self.size))
+
+    def read(self):
+        parts = []
+        while not parts or parts[-1]:
+            parts.append(self._count(self.resp.read(65536)))
+        if self.resp.length:        # the connection ended before Content-Length was reached
+            raise StreamBroken("%d bytes of the reply missing" % self.resp.length)
+        return b"".join(parts)
+
+    def json(self, host, api_key):
+        data = self.read()
+        try:
+            return json.loads(data.decode("utf-8", "replace"))
+        except (ValueError, RecursionError):
+            raise UserError(scrub("the server at %s did not answer with JSON (is GROK_BASE_URL an "
+                                  "OpenAI-compatible API?): %r" % (host, data[:120]), (api_key,)))
+
+
+def retry_after_of(resp):
+    """Seconds a 429/5xx reply asks to wait: Retry-After, or OpenAI-style retry-after-ms."""
+    seconds = parse_retry_after(resp.getheader("Retry-After"))
+    try:
+        return seconds if seconds is not None else parse_retry_after(float(resp.getheader("retry-after-ms")) / 1000)
+    except (TypeError, ValueError):
+        return None
+
+
+def find_proxy(scheme, host):
+    """(host, port) of the proxy from http_proxy / https_proxy (or upper case), unless no_proxy exempts host."""
+    url = os.environ.get(scheme + "_proxy") or os.environ.get(scheme.upper() + "_PROXY")
+    if not url:
+        return None
+    import urllib.request
+    from urllib.parse import urlsplit
+    if urllib.request.proxy_bypass_environment(host):
+        return None
+    u = urlsplit(url if "://" in url else "http://" + url)
+    return u.hostname, u.port or 1080
 
 
 class RequestEncoder:
@@ -564,7 +633,7 @@ def describe_network_error(e, host):
     if isinstance(e, ConnectionRefusedError):
         return "connection refused by %s (is the server running? check GROK_BASE_URL)" % host
     if isinstance(e, (socket.timeout, TimeoutError)):
-        return "no answer from %s within the timeout (GROK_TIMEOUT)" % host
+        return "no complete reply from %s within the timeout (GROK_TIMEOUT, for the whole reply)" % host
     if isinstance(e, StreamBroken):
         return "the reply stream from %s broke off: %s" % (host, e)
     name = type(e).__name__
@@ -576,12 +645,14 @@ def describe_network_error(e, host):
 
 
 class ChatResult:
-    def __init__(self, content, finish_reason=None, usage=None, response_id=None, reasoning=""):
+    def __init__(self, content, finish_reason=None, usage=None, response_id=None, reasoning="", problem=None):
         if content is not None and not isinstance(content, str):
             content = json.dumps(content)           # a server's list of parts: the contract check says why
         self.content = content
         self.finish_reason = finish_reason if isinstance(finish_reason, str) else None
         self.usage = usage if isinstance(usage, dict) else {}
+        self.tokens = usage_numbers(usage)      # what the rest of the program reads of the usage
+        self.problem = problem                  # a reply abandoned as too large: a strike
         self.id = response_id if isinstance(response_id, str) else None
         self.reasoning = reasoning if isinstance(reasoning, str) else ""
 
@@ -1078,7 +1149,9 @@ def tool_web_search(args, agent):
     query = need_str(args, "query", "web_search")
     payload = {"model": agent.model, "input": [{"role": "user", "content": query}], "tools": [{"type": "web_search"}]}
     try:
-        obj = agent.client.post("/responses", payload, cancel=agent.cancel)
+        obj = agent.paid(lambda: agent.client.post("/responses", payload, cancel=agent.cancel))
+    except LimitReached as e:
+        return ToolResult("not run: %s; answer with what you have" % e, ok=False)
     except HTTPStatusError as e:
         if e.status in (404, 405, 410, 501):
             return ToolResult("web search unavailable: the server has no Responses API (HTTP %d)" % e.status, ok=False)
@@ -1096,9 +1169,6 @@ def tool_web_search(args, agent):
     for url in (obj.get("citations") or ()) if isinstance(obj, dict) else ():
         if isinstance(url, str) and url not in urls:
             urls.append(url)
-    if isinstance(obj, dict):
-        with agent.lock:
-            agent.add_cost(obj.get("usage"), kind="web_search")
     if not texts:
         return ToolResult("web search returned no answer", ok=False)
     text = "\n".join(texts).strip()
@@ -1464,7 +1534,9 @@ class Agent:
         self.optional = {k: v for k, v in (("temperature", cfg.temperature),
                                            ("reasoning_effort", cfg.reasoning_effort)) if v is not None}
         self.stream = cfg.stream
-        self.price_unknown_said, self.last_usage = False, {}
+        self.reserved, self.search_costs = 0.0, []
+        self.said = set()               # one-time notices given
+        self.last_usage = {}
         self.context_tokens = self.tool_count = self.step_no = 0
         self.cancel, self.procs = threading.Event(), set()      # procs: bash tools running
         self.session_always = set()     # tools approved with [a]lways
@@ -1526,20 +1598,47 @@ class Agent:
 
     def add_cost(self, usage, model=None, kind="chat"):
         cost, known = usage_cost(model or self.model, usage)
-        if not known and not self.price_unknown_said:
-            self.price_unknown_said = True
-            self.notice("price unknown for model %s: cost is not tracked" % (model or self.model))
-        self.cost_usd += cost
-        self.session.append({"type": "usage", "kind": kind, "model": model or self.model,
-                             "usage": usage or {}, "cost_usd": cost})
+        for said, problem in (("price", not known), ("odd", usage_numbers(usage)["odd"])):
+            if problem and said not in self.said:
+                self.said.add(said)
+                self.notice("price unknown for model %s: cost is not tracked" % (model or self.model) if said ==
+                            "price" else "the server's usage has numbers that are not counts (%s): ignored"
+                            % json.dumps(usage, default=str)[:200])
+        with self.lock:     # web searches in threads add theirs too
+            self.cost_usd += cost
+            self.session.append({"type": "usage", "kind": kind, "model": model or self.model,
+                                 "usage": usage or {}, "cost_usd": cost})
         return cost
 
     def context_pct(self):
         return 100.0 * self.context_tokens / max(1, self.cfg.context_window)
 
-    def check_cost(self):
-        if 0 < self.cfg.cost_limit <= self.cost_usd:
-            raise LimitReached("cost limit reached: $%.4f of $%.2f (COST_LIMIT)" % (self.cost_usd, self.cfg.cost_limit))
+    def reserve(self, estimate=0.0):
+        """Before every paid request: LimitReached when COST_LIMIT is reached, or when `estimate` USD more,
+        beside what requests in flight have reserved, would pass it. release(estimate) when it is paid."""
+        with self.lock:
+            spent, limit = self.cost_usd + self.reserved, self.cfg.cost_limit
+            if 0 < limit <= spent or 0 < limit < spent + estimate:
+                raise LimitReached("cost limit reached: $%.4f of $%.2f (COST_LIMIT)" % (spent, limit)
+                                   if limit <= spent else "it would pass the cost limit: $%.4f spent or reserved, "
+                                   "about $%.2f more, of $%.2f (COST_LIMIT)" % (spent, estimate, limit))
+            self.reserved += estimate
+
+    def release(self, estimate):
+        with self.lock:
+            self.reserved -= estimate
+
+    def paid(self, post):
+        """post() for a paid request (web_search): the cost is reserved at the most a search cost so
+        far (SEARCH_ESTIMATE at least) before it starts, so concurrent searches cannot pass COST_LIMIT."""
+        estimate = max([SEARCH_ESTIMATE] + self.search_costs)
+        self.reserve(estimate)
+        try:
+            obj = post()
+        finally:
+            self.release(estimate)
+        self.search_costs.append(self.add_cost(obj.get("usage") if isinstance(obj, dict) else None, kind="web_search"))
+        return obj
 
     def response_format(self):
         schema = self.contract.schema(self.tool_names)
@@ -1556,6 +1655,7 @@ class Agent:
     def chat(self, messages, contract=True, model=None, max_tokens=None, on_text=None, on_thought=None):
         """One chat completion, falling back on response_format and streaming as needed."""
         while True:
+            self.reserve()
             payload = {"model": model or self.model, "messages": messages,
                        "max_tokens": max_tokens or self.cfg.max_tokens or self.contract.max_tokens}
             payload.update(self.optional)
@@ -1577,8 +1677,11 @@ class Agent:
                 on_stream = None
             try:
                 obj = self.client.post("/chat/completions", self.encoder.body(payload) if messages is self.messages
-                                       else payload, on_stream=on_stream, cancel=self.cancel,
+                                       else payload, on_stream=on_stream, cancel=self.cancel, cap=max(
+                                           REPLY_CAP, 1024 * payload["max_tokens"]),
                                        no_retry=lambda e: contract and self._format_rejected(e))
+            except ReplyTooLarge as e:
+                return ChatResult(None, "length", problem=str(e))
             except HTTPStatusError as e:
                 if contract and self._format_rejected(e) and self.format_level < 2:
                     self.format_level += 1
@@ -1608,21 +1711,20 @@ class Agent:
 
     def query(self):
         """Ask the model for its next reply; returns (ChatResult, duration)."""
-        self.check_cost()
+        self.reserve()
         self.step_no += 1
         self.ui.step_start(self.step_no)
         started = time.time()
         result = self.chat(self.messages, on_text=self.ui.stream_text, on_thought=self.ui.thought)
-        result.cost, usage = self.add_cost(result.usage), result.usage or {}
-        self.last_usage = usage
-        tokens = (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0)
-        self.context_tokens = tokens or estimate_tokens(self.messages)
+        result.cost = self.add_cost(result.usage)
+        self.last_usage = result.usage
+        self.context_tokens = result.tokens["input"] + result.tokens["output"] or estimate_tokens(self.messages)
         result.duration = time.time() - started
         return result
 
     def step_info(self, result):
-        return {"finish_reason": result.finish_reason or "stop", "usage": result.usage or {}, "id": result.id,
-                "cached_tokens": cached_tokens(result.usage),
+        return {"finish_reason": result.finish_reason or "stop", "usage": result.usage, "tokens": result.tokens,
+                "id": result.id, "cached_tokens": result.tokens["cached"],
                 "cost": getattr(result, "cost", 0.0), "duration": getattr(result, "duration", 0.0)}
 
     # -- one user turn -------------------------------------------------------
@@ -1638,6 +1740,8 @@ class Agent:
                 self.maybe_compact()
                 result = self.query()
                 try:
+                    if result.problem:
+                        raise ContractError(result.problem)
                     reply = parse_reply(result.content, self.tool_names, result.finish_reason)
                 except ContractError as e:
                     strikes += 1
@@ -1690,13 +1794,18 @@ class Agent:
         finally:
             self.request_carriers = []      # the turn is over: /compact has no request to keep verbatim
 
-    def settle_cancelled(self, *notes):
-        """After a cancelled (or failed) turn, stop what runs and leave a history the model can
-        continue from. Safe to call twice (a front end may call it again)."""
+    def stop(self):
+        """Cancel the running turn, from any thread: the model call, web searches, running commands, a
+        pending approval; no further tool starts. Every front end stops a turn with this."""
         self.cancel.set()
         self.client.abort()
         for proc in list(self.procs):
             kill_group(proc)
+
+    def settle_cancelled(self, *notes):
+        """After a cancelled (or failed) turn, stop what runs and leave a history the model can
+        continue from. Safe to call twice (a front end may call it again)."""
+        self.stop()
         self.close_turn(False, *notes)
 
     def close_turn(self, only_if_open=False, note="[interrupted by the user]",
@@ -1763,10 +1872,7 @@ class Agent:
                             pass
                     results[item.index] = self.finish_tool(item, result, started)
             except BaseException:
-                self.cancel.set()
-                self.client.abort()         # web_search calls blocked on the network
-                for proc in list(self.procs):
-                    kill_group(proc)
+                self.stop()
                 for t in threads:
                     t.join(5)
                 raise
@@ -1792,6 +1898,8 @@ class Agent:
         """(ToolResult, start time); safe to call from a worker thread (no UI)."""
         started = time.time()
         try:
+            if self.cancel.is_set():        # the turn was cancelled after this call was approved
+                raise Cancelled("cancelled")
             result = TOOLS[item.name](item.args, self)
         except ToolArgError as e:
             result = ToolResult("error: %s" % e, ok=False)
@@ -1849,7 +1957,6 @@ class Agent:
                     "the user's goals and requests, decisions, facts learned, files and commands involved, and "
                     "open tasks. Be concise; plain text."},
                    {"role": "user", "content": "Conversation to summarise:\n\n" + self.transcript(old)}]
-        self.check_cost()
         try:
             result = self.chat(request, contract=False, model=self.cfg.summary_model, max_tokens=2000)
         except (UserError, TransientError) as e:
@@ -2442,7 +2549,7 @@ class HeadlessUI(UI):
                       timing={"startedAt": started, "finishedAt": finished, "durationMs": finished - started})
 
     def step_finish(self, step, info):
-        self.last, usage = info, event_usage(info["usage"], info["cost"])
+        self.last, usage = info, event_usage(info["tokens"], info["cost"])
         if self.json:
             self.emit("step_finish", finishReason=info["finish_reason"], usage=usage)
         for k, v in usage.items():
@@ -2472,13 +2579,10 @@ class HeadlessUI(UI):
                          "--always-approve)" % (call.name, what, shown))
 
 
-def event_usage(usage, cost_usd):
-    """step_finish usage; costUsdTicks is in 1e-6 USD (seed 002), not xAI's 1e-10 ticks."""
-    inp = usage.get("prompt_tokens") or usage.get("input_tokens") or 0
-    out = usage.get("completion_tokens") or usage.get("output_tokens") or 0
-    out += (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0   # billed as output
-    total = usage.get("total_tokens") or inp + out
-    return {"inputTokens": int(inp), "outputTokens": int(out), "totalTokens": int(total),
+def event_usage(n, cost_usd):
+    """step_finish usage from usage_numbers(); costUsdTicks is in 1e-6 USD (seed 002), not xAI's 1e-10 ticks."""
+    out = n["output"] + n["reasoning"]      # reasoning is billed as output
+    return {"inputTokens": int(n["input"]), "outputTokens": int(out), "totalTokens": int(n["total"] or n["input"] + out),
             "costUsdTicks": int(round(cost_usd * 1e6))}
 
 
@@ -2711,10 +2815,7 @@ class AcpSession(UI):
     def stop(self):
         """Cancel the running turn: the model call, running tools, a pending approval."""
         self.cancel_requested = True
-        self.agent.cancel.set()
-        self.agent.client.abort()
-        for proc in list(self.agent.procs):
-            kill_group(proc)
+        self.agent.stop()
 
     def close_open_calls(self, reason):
         for call_id in list(self.fields):
@@ -2778,16 +2879,11 @@ class AcpSession(UI):
                     content=content)
 
     def step_finish(self, step, info):
-        usage = info.get("usage") or {}
-        inp = usage.get("prompt_tokens") or 0
-        out = usage.get("completion_tokens") or 0
-        thought = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
-        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-        self.usage["inputTokens"] += inp
-        self.usage["outputTokens"] += out
-        self.usage["thoughtTokens"] += thought
-        self.usage["cachedReadTokens"] += cached
-        self.usage["totalTokens"] += usage.get("total_tokens") or inp + out + thought
+        n = info["tokens"]
+        for key, name in (("inputTokens", "input"), ("outputTokens", "output"), ("thoughtTokens", "reasoning"),
+                          ("cachedReadTokens", "cached")):
+            self.usage[key] += n[name]
+        self.usage["totalTokens"] += n["total"] or n["input"] + n["output"] + n["reasoning"]
         self.cost += info.get("cost") or 0.0
         self.finish_reason = info.get("finish_reason")
         self.request_id = info.get("id") or self.request_id
@@ -2852,11 +2948,8 @@ class AcpServer:
                 self.out.flush()
             except (OSError, ValueError):
                 self.out = None
-                self.closed.set()
                 self.log("stdout is closed: cancelling running turns")
-                for session in list(self.sessions.values()):
-                    if session.busy:
-                        session.stop()
+                self.stop_all()
 
     def respond(self, request_id, result=None, error=None):
         message = {"jsonrpc": "2.0", "id": request_id}
@@ -2902,7 +2995,7 @@ class AcpServer:
                 break
             if line.strip():
                 self.handle(line)
-        self.closed.set()
+        self.stop_all()                     # the client is gone: cancel what runs, start nothing more
         for worker in list(self.workers):   # in-flight prompts still get their answers
             worker.join()
 
@@ -3122,11 +3215,15 @@ class AcpServer:
         if session is not None and session.busy:
             session.stop()
 
-    def shutdown(self):
+    def stop_all(self):
         self.closed.set()
         for session in list(self.sessions.values()):
             if session.busy:
                 session.stop()
+
+    def shutdown(self):
+        self.stop_all()
+        for session in list(self.sessions.values()):
             session.agent.close()
 
 

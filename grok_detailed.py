@@ -179,13 +179,6 @@ def num(n):
         return "?"
 
 
-def dig(obj, *keys):
-    """obj[k1][k2]... or None, whatever shape a server's usage object has."""
-    for key in keys:
-        obj = obj.get(key) if isinstance(obj, dict) else None
-    return obj
-
-
 def home_short(path):
     home = os.path.expanduser("~")
     return "~" + path[len(home):] if home not in ("", "/") and (path + "/").startswith(home + "/") else path
@@ -284,7 +277,7 @@ class DetailedUI(g.TerminalUI):
         limit, spent = a.cfg.cost_limit, a.cost_usd
         cost = "$%.4f/%s" % (spent, "$%.2f" % limit if limit > 0 else "no limit")
         pct = a.context_pct()
-        cached = dig(a.last_usage, "prompt_tokens_details", "cached_tokens")
+        cached = g.usage_numbers(a.last_usage)["cached"]
         cost_code = "31" if 0 < limit <= spent else "33" if 0 < limit * 0.8 <= spent else None
         ctx_code = "33" if 0 < a.cfg.compact_threshold * 0.8 <= pct else None
         detail = " (%s/%s)" % (num(a.context_tokens), num(a.cfg.context_window))
@@ -424,13 +417,11 @@ class DetailedUI(g.TerminalUI):
             self.emit("".join(out))
 
     def step_finish(self, step, info):
-        usage = info.get("usage")
-        cached = dig(usage, "prompt_tokens_details", "cached_tokens")
-        reasoning = dig(usage, "completion_tokens_details", "reasoning_tokens")
-        parts = ["in %s" % num(dig(usage, "prompt_tokens")) + (" (%s cached)" % num(cached) if cached else ""),
-                 "out %s" % num(dig(usage, "completion_tokens"))]
-        if reasoning:
-            parts.append("reasoning %s" % num(reasoning))
+        n = info["tokens"]
+        parts = ["in %s" % num(n["input"]) + (" (%s cached)" % num(n["cached"]) if n["cached"] else ""),
+                 "out %s" % num(n["output"])]
+        if n["reasoning"]:
+            parts.append("reasoning %s" % num(n["reasoning"]))
         parts += ["$%.4f" % info.get("cost", 0.0), "%.1fs" % info.get("duration", 0.0)]
         if info.get("finish_reason") not in (None, "stop"):
             parts.append("finish %s" % info["finish_reason"])
