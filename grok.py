@@ -870,15 +870,43 @@ class ToolArgError(Exception):
 
 
 def kill_group(proc):
+    """SIGKILL the process group a tool started; never pgid 0 or 1 (our own group, init)."""
     import signal
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (OSError, ProcessLookupError):
-        pass
+    if proc.pid > 1:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+class OutputCapture:
+    """A process's output, read on a thread: the first OUTPUT_HEAD and last OUTPUT_TAIL bytes."""
+
+    def __init__(self, stream):
+        self.head, self.tail, self.total = bytearray(), bytearray(), 0
+        self.thread = threading.Thread(target=self.read, args=(stream,), daemon=True)
+        self.thread.start()
+
+    def read(self, stream):
+        try:
+            for chunk in iter(lambda: stream.read1(65536), b""):
+                self.total += len(chunk)
+                room = max(0, OUTPUT_HEAD - len(self.head))
+                self.head += chunk[:room]
+                self.tail += chunk[room:]
+                del self.tail[:-OUTPUT_TAIL]
+        except (OSError, ValueError):
+            pass
+
+    def text(self):
+        head, tail = bytes(self.head).decode("utf-8", "replace"), bytes(self.tail).decode("utf-8", "replace")
+        omitted = self.total - len(self.head) - len(self.tail)
+        if omitted > 0:
+            head += "\n[... %d bytes omitted: output truncated ...]\n" % omitted
+        return (head + tail).replace("\x00", "\\0")
 
 
 def tool_bash(args, ctx):
-    import select
     import subprocess
     command = need_str(args, "command", "bash")
     shell = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
@@ -888,67 +916,31 @@ def tool_bash(args, ctx):
     except OSError as e:
         return ToolResult("error: cannot start %s: %s" % (shell, e), ok=False)
     ctx.procs.add(proc)
-    head, tail, total = bytearray(), bytearray(), 0
-    deadline = time.monotonic() + ctx.bash_timeout if ctx.bash_timeout > 0 else float("inf")   # 0: no limit
-    fd = proc.stdout.fileno()
-    note = ""
-    exited_at = None
-    eof = False
+    out, note, waited, code = OutputCapture(proc.stdout), "", 0.0, None
     try:
-        while True:
+        while code is None and not note:
             if ctx.cancel.is_set():
-                kill_group(proc)
                 note = "\n[cancelled by the user]"
-                break
-            now = time.monotonic()
-            if now >= deadline:
-                kill_group(proc)
+            elif 0 < ctx.bash_timeout <= waited:        # 0: no limit
                 note = "\n[timed out after %gs: process group killed]" % ctx.bash_timeout
-                break
-            if exited_at is None and proc.poll() is not None:
-                exited_at = now
-            if exited_at is not None and (eof or now - exited_at > 0.2):
-                break           # background children keep the pipe open; do not wait for them
-            if eof:             # output closed before the exit was seen: wait for it, do not kill it
-                time.sleep(0.01)
-                continue
-            ready, _, _ = select.select([fd], [], [], 0.05)
-            if ready:
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    eof = True
-                    continue
-                total += len(chunk)
-                room = OUTPUT_HEAD - len(head)
-                if room > 0:
-                    head += chunk[:room]
-                    chunk = chunk[room:]
-                if chunk:
-                    tail += chunk
-                    if len(tail) > OUTPUT_TAIL:
-                        del tail[:len(tail) - OUTPUT_TAIL]
+            else:
+                try:
+                    code = proc.wait(0.05)
+                except subprocess.TimeoutExpired:
+                    waited += 0.05
     finally:
-        if proc.poll() is None and (note or exited_at is None):
-            kill_group(proc)
-        try:
-            code = proc.wait(timeout=5)
-        except Exception:
+        if code is None:
             kill_group(proc)
             code = proc.wait()
-        proc.stdout.close()
         ctx.procs.discard(proc)
-    background = ""
-    if exited_at is not None and not eof and not note:     # the shell is gone, its children hold the pipe
-        background = ("\n[background processes are still running; their output is not captured and they may "
-                      "die writing to it: redirect it (cmd > file 2>&1 &)]")
-    if total > len(head) + len(tail):
-        text = "%s\n[... %d bytes omitted: output truncated ...]\n%s" % (
-            bytes(head).decode("utf-8", "replace"), total - len(head) - len(tail), bytes(tail).decode("utf-8", "replace"))
-    else:
-        text = bytes(head + tail).decode("utf-8", "replace")
-    text = text.replace("\x00", "\\0")
-    if not text.strip() and not note:
-        text = "(no output)"
+    out.thread.join(1 if note else 0.2)     # background children may keep the output open
+    if not out.thread.is_alive():
+        proc.stdout.close()
+    text = out.text()
+    text = text if text.strip() or note else "(no output)"
+    background = "" if note or not out.thread.is_alive() else (
+        "\n[background processes are still running; their output is not captured and they may "
+        "die writing to it: redirect it (cmd > file 2>&1 &)]")
     if code and not note:
         note = "\n[exit code %d]" % code
     return ToolResult(text + note + background, ok=not note)
