@@ -41,6 +41,7 @@ DEFAULT_WINDOW = 131072
 BASH_TIMEOUT = 180          # seconds
 OUTPUT_HEAD = 30000         # bytes of tool output kept from the start ...
 OUTPUT_TAIL = 5000          # ... and from the end
+PIPED_CAP = 100000          # bytes of piped stdin added to a -p prompt
 READ_CAP = 100000           # bytes read_file returns
 LIST_CAP = 500              # entries list_files returns
 RULES_CAP = 8000            # bytes per AGENTS.md / GROK.md file
@@ -1275,6 +1276,7 @@ class Session:
         self.warn = warn or (lambda text: None)
         self.fd = None
         self.disabled = False
+        self.header = None      # a new session's first record: the file is made with the first real one
 
     def _open(self):
         try:
@@ -1304,6 +1306,8 @@ class Session:
             if self.disabled:
                 return
         data = json_bytes(record) + b"\n"
+        if self.header:
+            data, self.header = json_bytes(self.header) + b"\n" + data, None
         try:
             while data:
                 data = data[os.write(self.fd, data):]
@@ -1396,6 +1400,17 @@ def list_sessions(directory):
     return out
 
 
+def find_session(directory, key):
+    """The saved session `key` names: its whole id, the start of it, or its random suffix."""
+    ids = [s[0] for s in list_sessions(directory)]
+    matches = [i for i in ids if i == key] or [i for i in ids if key and (i.startswith(key) or i.endswith(key))]
+    if not matches:
+        raise UserError("no session %r in %s" % (key, os.path.join(directory, "sessions")))
+    if len(matches) > 1:
+        raise UserError("%r matches %d sessions; give more of the id" % (key, len(matches)))
+    return matches[0]
+
+
 def latest_session_id(directory):
     """The newest session anybody typed into (a REPL opened and closed leaves an empty one)."""
     for session_id, _, first_line, _ in list_sessions(directory):
@@ -1485,6 +1500,7 @@ class Agent:
         self.session_always = set()     # tools approved with [a]lways
         self.request_carriers = []      # messages holding this turn's request verbatim (compact keeps it)
         self.messages = []
+        self.partial = ""               # the answer text shown so far in this model call
         if resume:
             header, messages, cost, cwd = self.session.load()
             if cwd and os.path.isdir(cwd):
@@ -1494,12 +1510,12 @@ class Agent:
             self.cost_usd = cost
             self.context_tokens = estimate_tokens(self.messages)
             # killed mid-turn (SIGKILL, a crash): close that turn as a cancel would have
-            self.close_turn(only_if_open=True, note="[interrupted: the session ended during this turn]")
+            self.close_turn(only_if_open=True, note=INTERRUPTED[1])
         else:
             system = build_system_prompt(cfg, contract, self.cwd)
             self.messages = [{"role": "system", "content": system}]
-            self.session.append({"type": "session", "version": 1, "id": self.session.id, "created": now_iso(),
-                                 "cwd": self.cwd, "model": self.model, "contract": contract.name, "system": system})
+            self.session.header = {"type": "session", "version": 1, "id": self.session.id, "created": now_iso(),
+                                   "cwd": self.cwd, "model": self.model, "contract": contract.name, "system": system}
 
     # -- bookkeeping ---------------------------------------------------------
     def notice(self, text):
@@ -1567,7 +1583,7 @@ class Agent:
                     if not on_text:
                         return read_chat_stream(resp, None)
                     # Once per attempt: a retried stream starts the reply over, so the parser and the UI do too.
-                    streamer = ResponseStreamer()
+                    streamer, self.partial = ResponseStreamer(), ""
                     self.ui.stream_reset()
                     return read_chat_stream(resp, lambda piece: self._stream_piece(streamer, piece, on_text))
             else:
@@ -1601,6 +1617,7 @@ class Agent:
     def _stream_piece(self, streamer, piece, on_text):
         text = streamer.feed(piece)
         if text:
+            self.partial += text
             on_text(text, streamer.tool_calls)
 
     def query(self):
@@ -1608,7 +1625,7 @@ class Agent:
         self.check_cost()
         self.step_no += 1
         self.ui.step_start(self.step_no)
-        started = time.time()
+        started, self.partial = time.time(), ""
         result = self.chat(self.messages, on_text=self.ui.stream_text)
         cost = self.add_cost(result.usage)
         usage = result.usage or {}
@@ -1695,9 +1712,9 @@ class Agent:
 
     def close_turn(self, only_if_open=False, note="[interrupted by the user]"):
         """End an unfinished turn in the history: a note for tool calls that got no results,
-        and an assistant reply saying the turn was interrupted."""
+        and an assistant reply saying the turn was interrupted, with the answer text shown so far."""
         last = self.messages[-1] if len(self.messages) > 1 else None
-        if last is None or last.get("content") in INTERRUPTED_REPLIES:
+        if last is None or interrupted_reply(last.get("content")):
             return
         if only_if_open and last["role"] == "user" and str(last.get("content", "")).startswith("[/cd]"):
             return      # grok-detailed's /cd note: a remark between turns, not a turn left open
@@ -1705,6 +1722,8 @@ class Agent:
             if only_if_open and not has_tool_calls(last.get("content")):
                 return
             self.add({"role": "user", "content": "[the user cancelled the tool calls before they finished]"})
+        elif self.partial.strip():
+            note = self.partial.rstrip() + "\n\n" + note
         self.add({"role": "assistant", "content": json.dumps({"tool_calls": [], "response": note, "done": True})})
 
     # -- tools ---------------------------------------------------------------
@@ -1884,8 +1903,15 @@ class Agent:
         self.session.close()
 
 
-INTERRUPTED_REPLIES = tuple(json.dumps({"tool_calls": [], "response": note, "done": True}) for note in
-                            ("[interrupted by the user]", "[interrupted: the session ended during this turn]"))
+INTERRUPTED = ("[interrupted by the user]", "[interrupted: the session ended during this turn]")
+
+
+def interrupted_reply(content):
+    try:
+        reply = json.loads(str(content))
+    except ValueError:
+        return False
+    return isinstance(reply, dict) and str(reply.get("response")).endswith(INTERRUPTED)
 
 
 def has_tool_calls(content):
@@ -2023,16 +2049,55 @@ class TerminalUI(UI):
             tolerate_unencodable(stream)
         self.color = use_color(self.out)
         self.streamed = False
+        self.lock = threading.RLock()       # the waiting line is redrawn from its own thread
+        self.waiter = None
 
     def paint(self, code, text):
         return "\033[%sm%s\033[0m" % (code, text) if self.color else text
 
     def write(self, text):
-        self.out.write(text)
-        self.out.flush()
+        self.wait_stop()
+        self.raw(text)
+
+    def raw(self, text):
+        with self.lock:
+            self.out.write(text)
+            self.out.flush()
+
+    def waiting(self, text_of):
+        """On a terminal: text_of(seconds waited) now and every second, until the next output."""
+        self.wait_stop()
+        if not self.out.isatty():
+            return
+        stop = self.waiter = threading.Event()
+        started = time.time()
+
+        def tick():
+            while True:
+                with self.lock:
+                    if stop.is_set():
+                        return
+                    self.show_wait(text_of(int(time.time() - started)))
+                if stop.wait(1):
+                    return
+        threading.Thread(target=tick, daemon=True).start()
+
+    def wait_stop(self):
+        with self.lock:
+            if self.waiter:
+                self.waiter.set()
+                self.waiter = None
+                self.hide_wait()
+
+    def show_wait(self, text):
+        self.raw("\r\033[K" + self.paint("90", text))
+
+    def hide_wait(self):
+        self.raw("\r\033[K")
 
     def step_start(self, step):
         self.streamed = False
+        self.waiting(lambda seconds: "..." + (" %ds" % seconds if seconds else ""))
 
     def stream_text(self, text, final_hint):
         if not self.streamed:
@@ -2049,8 +2114,12 @@ class TerminalUI(UI):
         if self.streamed:
             self.write("\n")
             self.streamed = False
-        width = 200
-        self.write(self.paint("90", ("[%s] %s" % (call.name, call.shown))[:width]) + "\n")
+        self.write(self.paint("90", ("[%s] %s" % (call.name, call.shown))[:200]) + "\n")
+
+    def tool_end(self, call, result):
+        if not result.ok:       # failed or denied
+            self.write(self.paint("31", "✗ [%s] %s: %s" % (call.name, call.shown[:60], failure_reason(result.output)))
+                       + "\n")
 
     def answer(self, text):
         if self.streamed:
@@ -2060,6 +2129,7 @@ class TerminalUI(UI):
         self.streamed = False
 
     def notice(self, text):
+        self.wait_stop()
         if self.streamed:
             self.write("\n")
             self.streamed = False
@@ -2067,6 +2137,7 @@ class TerminalUI(UI):
         sys.stderr.flush()
 
     def approve(self, call):
+        self.wait_stop()
         detail = call.shown if call.name == "bash" else "%s (%d bytes)" % (
             call.shown, len(str(call.args.get("content", "")).encode("utf-8", "replace")))
         answer = ask_tty("%s %s\n  run it? [y]es / [n]o / [a]lways: " % (self.paint("1", call.name), detail))
@@ -2079,6 +2150,7 @@ class TerminalUI(UI):
         return "yes" if answer in ("y", "yes") else "no"
 
     def ask_user(self, question, options):
+        self.wait_stop()
         lines = ["", self.paint("1", question)]
         lines += ["  %d) %s" % (i + 1, o) for i, o in enumerate(options)]
         answer = ask_tty("\n".join(lines) + "\n  answer (number or text): ")
@@ -2090,9 +2162,11 @@ class TerminalUI(UI):
 
 
 HELP = """commands:
-  /clear   start a new conversation
-  /help    this help
-  /exit    quit (also Ctrl-D)
+  /clear        start a new conversation
+  /model [NAME] show the model, or use NAME from the next request on
+  /help         this help
+  /exit         quit (also Ctrl-D)
+End a line with \\ to go on on the next one; lines pasted together are one message.
 Ctrl-C cancels the running turn; the conversation is kept."""
 
 
@@ -2121,12 +2195,23 @@ def save_history(readline, path):
 
 
 def read_line(interactive, prompt="> "):
-    if interactive:
-        return input_with_ticks(prompt)
-    line = sys.stdin.readline()
-    if not line:
-        raise EOFError
-    return line.rstrip("\n")
+    """One message. Piped: one line. On a terminal, several when a line ends in \\ (typed on
+    after "... ") or when more lines are already waiting (a paste)."""
+    if not interactive:
+        line = sys.stdin.readline()
+        if not line:
+            raise EOFError
+        return line.rstrip("\n")
+    import select
+    lines = [input_with_ticks(prompt)]
+    while lines[-1].endswith("\\") or select.select([sys.stdin], [], [], 0.01)[0]:
+        more = lines[-1].endswith("\\")
+        lines[-1] = lines[-1][:-1] if more else lines[-1]
+        try:
+            lines.append(input_with_ticks("... " if more else ""))
+        except EOFError:
+            break
+    return "\n".join(lines)
 
 
 def input_with_ticks(prompt):
@@ -2146,63 +2231,71 @@ def input_with_ticks(prompt):
 
 
 def repl_line(agent, ui, line, commands, help_text):
-    """Run one line typed at the prompt; True to leave the REPL."""
-    if line.startswith("/"):
-        name, _, arg = line.partition(" ")
+    """Run one message or command: "exit" to leave the REPL, else its exit code (0: fine)."""
+    name, _, arg = line.partition(" ") if line.startswith("/") else ("", "", "")
+    try:
         if name in ("/exit", "/quit"):
-            return True
-        if name == "/help":
+            return "exit"
+        elif name == "/help":
             ui.write(help_text + "\n")
         elif name == "/clear":
             agent.reset([])
             agent.context_tokens = 0
             ui.write("conversation cleared\n")
+        elif name == "/model":
+            agent.model = agent.cfg.model = arg.strip() or agent.model
+            ui.write("model: %s (known: %s)\n" % (agent.model, ", ".join(sorted(PRICES))))
         elif commands and name in commands:
-            try:
-                commands[name](arg.strip())
-            except GrokError as e:
-                ui.notice("error: %s" % e)
-        else:
+            commands[name](arg.strip())
+        elif name:
             ui.notice("unknown command %s (try /help)" % name)
-        return False
-    try:
-        agent.run_turn(line)
+        else:
+            agent.run_turn(line)
     except Cancelled:
         ui.notice("(cancelled)")
+        return 130
     except GrokError as e:
-        ui.notice("error: %s" % e)
-    return False
+        cost = commands and "/cost" in commands and str(e).startswith("cost limit")
+        ui.notice("error: %s%s" % (e, " (raise it with /cost N)" if cost else ""))
+        return e.exit_code
+    return 0
 
 
-def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None):
-    """The read-eval-print loop shared by grok and grok-detailed."""
+def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="grok", first=""):
+    """The read-eval-print loop shared by grok and grok-detailed; `first` is sent before the first
+    prompt. Piped, the exit code is the last failed turn's (0 if none failed)."""
     interactive = sys.stdin.isatty()
     history = os.path.join(agent.cfg.data_dir, "history")
     rl = setup_readline(history) if interactive else None
     if interactive:
-        ui.write("grok %s · %s · /help for commands, Ctrl-D to quit\n" % (__version__, agent.model))
+        ui.write("%s %s · %s · /help for commands, Ctrl-D to quit\n" % (prog, __version__, agent.model))
+    status, line = 0, first
     try:
         while True:
-            try:
-                if before_prompt and interactive:
-                    before_prompt()
-                line = read_line(interactive).strip()
-            except EOFError:
-                if interactive:
-                    ui.write("\n")
-                return 0
-            except KeyboardInterrupt:
-                ui.write("\n")
-                continue
             # Ctrl-C must not end the REPL wherever it lands: in a command (/compact), or a
             # second one while a turn is being cancelled (run_turn turns the first into Cancelled).
             try:
-                if line and repl_line(agent, ui, line, commands, help_text):
-                    return 0
+                done = repl_line(agent, ui, line, commands, help_text) if line.strip() else 0
             except KeyboardInterrupt:
                 if not line.startswith("/"):
                     agent.settle_cancelled()
                 ui.notice("(cancelled)")
+                done = 130
+            if done == "exit":
+                return 0 if interactive else status
+            status = done or status
+            try:
+                if before_prompt and interactive:
+                    before_prompt()
+                line = read_line(interactive)
+                line = line.strip() if "\n" not in line else line.rstrip().lstrip("\n")
+            except EOFError:
+                if interactive:
+                    ui.write("\n")
+                return 0 if interactive else status
+            except KeyboardInterrupt:
+                ui.write("\n")
+                line = ""
     finally:
         save_history(rl, history)
 
@@ -2410,13 +2503,25 @@ def scrub_args(args, secrets=()):
     return json.loads(scrub(json.dumps(args, ensure_ascii=False), secrets))
 
 
-def read_prompt(prompt):
+def read_prompt(prompt, notice):
+    """-p's prompt; `-` reads it from stdin, and text piped in (a pipe or a file, not a terminal
+    or /dev/null) is added below it, cut at PIPED_CAP bytes with a notice."""
+    import stat
+    stdin = getattr(sys.stdin, "buffer", sys.stdin)
+    try:
+        mode = os.fstat(stdin.fileno()).st_mode
+        piped = stat.S_ISFIFO(mode) or stat.S_ISREG(mode)
+    except (OSError, ValueError, AttributeError):
+        piped = False
     if prompt == "-":
-        stdin = getattr(sys.stdin, "buffer", None)
-        prompt = stdin.read().decode("utf-8", "replace") if stdin else sys.stdin.read()
+        prompt, piped = stdin.read().decode("utf-8", "replace"), False
     if not prompt.strip():
         raise UserError("the prompt is empty")
-    return prompt
+    data = stdin.read(PIPED_CAP + 1) if piped else b""
+    if len(data) > PIPED_CAP:
+        notice("note: the piped input was cut to its first %d bytes" % PIPED_CAP)
+    text = data[:PIPED_CAP].decode("utf-8", "replace")
+    return "%s\n\n%s" % (prompt, text) if text.strip() else prompt
 
 
 def close_failed_turn(agent, reason):
@@ -2433,8 +2538,8 @@ def close_failed_turn(agent, reason):
 
 
 def headless(args, cfg):
-    prompt = read_prompt(args.prompt)
     ui = HeadlessUI(args.format, args.allow, cfg.always_approve, secrets=(cfg.api_key,))
+    prompt = read_prompt(args.prompt, ui.notice)
     if args.max_tool_rounds is not None:
         cfg.max_iterations = args.max_tool_rounds
     agent = open_agent(cfg, ui, MINIMAL, args)
@@ -2468,14 +2573,13 @@ def headless(args, cfg):
 
 def open_agent(cfg, ui, contract, args):
     """A new agent, or one resuming --resume ID / -c (latest)."""
-    session_id = getattr(args, "resume", None)
-    if getattr(args, "cont", False) and not session_id:
+    session_id = args.resume and find_session(cfg.data_dir, args.resume)
+    if args.cont and not session_id:
         session_id = latest_session_id(cfg.data_dir)
         if not session_id:
             raise UserError("no session to continue in %s" % os.path.join(cfg.data_dir, "sessions"))
+        ui.notice("continuing session %s" % session_id)
     if session_id:
-        if os.sep in session_id or session_id.startswith("."):
-            raise UserError("bad session id %r" % session_id)
         session = Session(cfg.data_dir, session_id, warn=ui.notice)
         agent = Agent(cfg, ui, contract, session=session, resume=True)
         if getattr(args, "cwd", None):
@@ -3115,6 +3219,7 @@ class ArgParser:
         p.add_argument("-y", "--always-approve", action="store_true", help="run bash/write_file without asking")
         p.add_argument("--resume", metavar="ID", help="continue a saved session")
         p.add_argument("-c", "--continue", dest="cont", action="store_true", help="continue the latest session")
+        p.add_argument("message", nargs="*", help="start the chat with this message")
         return p
 
 
@@ -3164,6 +3269,10 @@ def parse_args(argv):
         p.error("--resume and --continue exclude each other")
     if args.max_tool_rounds is not None and args.max_tool_rounds < 0:
         p.error("--max-tool-rounds must be 0 or more")
+    if args.format == "json" and args.prompt is None:
+        p.error("--format json needs -p PROMPT (the chat has no JSON output)")
+    if args.message and (args.prompt is not None or args.acp):
+        p.error("unrecognized arguments: %s (a prompt goes in -p)" % " ".join(args.message))
     return args
 
 
@@ -3254,7 +3363,7 @@ def main(argv=None):
         ui = TerminalUI()
         agent = open_agent(cfg, ui, MINIMAL, args)
         try:
-            return repl(agent, ui)
+            return repl(agent, ui, first=" ".join(args.message))
         finally:
             agent.close()
 
