@@ -1479,43 +1479,35 @@ class Agent:
         self.ui_lock = threading.RLock()
         self.lock = threading.Lock()    # cost and session writes from tools running in threads
         self.model = cfg.model
-        self.cwd = cfg.cwd
-        self.session = session or Session(cfg.data_dir, warn=self.notice)
         self.client = Client(cfg.base_url, cfg.api_key, cfg.timeout, cfg.max_retries, cfg.backoff, notice=self.notice)
-        self.client.conv_id = self.session.id
         self.encoder = RequestEncoder()
         self.tool_names = list(TOOLS)
         self.format_level = 0           # 0 json_schema, 1 json_object + schema, 2 plain json_object
         # Request fields a server may reject: each is dropped for the session, with one notice.
         self.optional = {"temperature": cfg.temperature} if cfg.temperature is not None else {}
         self.stream = cfg.stream
-        self.cost_usd = 0.0
         self.price_unknown_said = False
-        self.last_usage = {}
-        self.context_tokens = 0
-        self.tool_count = 0
-        self.step_no = 0
         self.cancel = threading.Event()
         self.procs = set()
-        self.session_always = set()     # tools approved with [a]lways
         self.request_carriers = []      # messages holding this turn's request verbatim (compact keeps it)
-        self.messages = []
         self.partial = ""               # the answer text shown so far in this model call
-        if resume:
-            header, messages, cost, cwd = self.session.load()
-            if cwd and os.path.isdir(cwd):
-                self.cwd = cwd
-            system = header.get("system") or build_system_prompt(cfg, contract, self.cwd)
-            self.messages = [{"role": "system", "content": system}] + messages
-            self.cost_usd = cost
-            self.context_tokens = estimate_tokens(self.messages)
-            # killed mid-turn (SIGKILL, a crash): close that turn as a cancel would have
+        self.open_session(session or Session(cfg.data_dir, warn=self.notice), resume)
+
+    def open_session(self, session, resume=False):
+        """Go on in `session`: a new one, or a saved one resumed with its history, cost and cwd."""
+        self.session, self.client.conv_id = session, session.id
+        header, messages, self.cost_usd, cwd = session.load() if resume else ({}, [], 0.0, None)
+        self.cwd = cwd if cwd and os.path.isdir(cwd) else self.cfg.cwd
+        system = header.get("system") or build_system_prompt(self.cfg, self.contract, self.cwd)
+        self.messages = [{"role": "system", "content": system}] + messages
+        self.context_tokens = estimate_tokens(self.messages) if resume else 0
+        self.tool_count = sum(tool_calls_in(m["content"]) for m in messages if m["role"] == "assistant")
+        self.step_no, self.last_usage, self.session_always = 0, {}, set()     # session_always: [a]lways answers
+        if resume:      # killed mid-turn (SIGKILL, a crash): close that turn as a cancel would have
             self.close_turn(only_if_open=True, note=INTERRUPTED[1])
         else:
-            system = build_system_prompt(cfg, contract, self.cwd)
-            self.messages = [{"role": "system", "content": system}]
-            self.session.header = {"type": "session", "version": 1, "id": self.session.id, "created": now_iso(),
-                                   "cwd": self.cwd, "model": self.model, "contract": contract.name, "system": system}
+            session.header = {"type": "session", "version": 1, "id": session.id, "created": now_iso(),
+                              "cwd": self.cwd, "model": self.model, "contract": self.contract.name, "system": system}
 
     # -- bookkeeping ---------------------------------------------------------
     def notice(self, text):
@@ -1719,7 +1711,7 @@ class Agent:
         if only_if_open and last["role"] == "user" and str(last.get("content", "")).startswith("[/cd]"):
             return      # grok-detailed's /cd note: a remark between turns, not a turn left open
         if last["role"] == "assistant":
-            if only_if_open and not has_tool_calls(last.get("content")):
+            if only_if_open and not tool_calls_in(last.get("content")):
                 return
             self.add({"role": "user", "content": "[the user cancelled the tool calls before they finished]"})
         elif self.partial.strip():
@@ -1914,12 +1906,13 @@ def interrupted_reply(content):
     return isinstance(reply, dict) and str(reply.get("response")).endswith(INTERRUPTED)
 
 
-def has_tool_calls(content):
+def tool_calls_in(content):
+    """How many tool calls an assistant message asked for."""
     try:
         calls = extract_json_object(str(content)).get("tool_calls")
     except (ContractError, AttributeError):
-        return False
-    return bool(calls)
+        return 0
+    return len(calls) if isinstance(calls, list) else 0
 
 
 class ToolContext:
@@ -2257,7 +2250,7 @@ def repl_line(agent, ui, line, commands, help_text):
     except GrokError as e:
         cost = commands and "/cost" in commands and str(e).startswith("cost limit")
         ui.notice("error: %s%s" % (e, " (raise it with /cost N)" if cost else ""))
-        return e.exit_code
+        return 0 if name else e.exit_code
     return 0
 
 
@@ -2285,8 +2278,8 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="gro
                 return 0 if interactive else status
             status = done or status
             try:
-                if before_prompt and interactive:
-                    before_prompt()
+                if before_prompt and (interactive or line.strip() and not line.startswith("/")):
+                    before_prompt()     # piped: there is no prompt, so after each turn
                 line = read_line(interactive)
                 line = line.strip() if "\n" not in line else line.rstrip().lstrip("\n")
             except EOFError:

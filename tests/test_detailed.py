@@ -105,7 +105,8 @@ def test_every_field_of_a_scripted_reply_is_shown(run, fake):
                      out)
     # Piped stdin has no prompt: the status line follows the turn.
     sid = session_files(Path(os.environ["HOME"]))[0].stem
-    assert re.search(re.escape(sid) + r" · \$0\.\d{4}/\$10\.00 · context \d+\.\d% .*tools 1 · cached 512", out)
+    # At 80 columns: the id's last part (what /resume takes), short forms, the cwd clipped at its start.
+    assert re.search("\n" + re.escape(sid.rsplit("-", 1)[1]) + r" · grok-4\.3 · \$0\.\d{4} · ctx 0% · tools 1 · cached 512 · …", out)
     assert all(len(line) <= 80 for line in out.splitlines()), "wider than the 80-column default"
     assert "\x1b" not in out + r.stderr
 
@@ -137,7 +138,7 @@ def test_help_and_tools_list_the_commands_and_tools(run, fake):
     for tool in ("bash", "web_search", "read_file", "write_file", "list_files", "ask_user"):
         assert re.search(r"^  %s\s+\{" % tool, r.stdout, re.M), tool
     assert "[asks first]" in r.stdout
-    assert re.search(r"^\* \S+  \d{4}-\d\d-\d\d \d\d:\d\d  \$0\.0000  \(empty\)$", r.stdout, re.M)
+    assert "no saved sessions in" in r.stdout                            # nothing said yet: no file either
     assert "unknown command /nope" in r.stderr
     assert fake.chat_requests() == []
 
@@ -174,8 +175,7 @@ def test_sessions_and_resume_round_trip_across_two_processes(run, fake, isolated
     fake.add(tools(("bash", {"command": "pwd"}), usage=usage(ticks=10 ** 8)), answer("second answer", usage=usage(ticks=0)))
     r2 = rd(run, "-y", input="/sessions\n/resume %s\nwhere now?\n" % sid[:-2])
     assert r2.returncode == 0, r2.stderr
-    assert re.search(r"^\* \S+ .*\n  %s  \d{4}-\d\d-\d\d \d\d:\d\d  \$0\.0100  hello there" % re.escape(sid),
-                     r2.stdout, re.M)
+    assert re.search(r"^  %s  \d{4}-\d\d-\d\d \d\d:\d\d  \$0\.0100  hello there" % re.escape(sid), r2.stdout, re.M)
     assert "resumed session %s: 3 messages, $0.0100 spent, working dir %s" % (sid, sub) in r2.stdout
     assert "last answer: first answer" in r2.stdout
     resumed = fake.chat_requests()[1]
@@ -183,8 +183,8 @@ def test_sessions_and_resume_round_trip_across_two_processes(run, fake, isolated
     assert [m["role"] for m in resumed.messages] == ["system", "user", "assistant", "user", "user"]
     assert resumed.messages[1]["content"] == "hello there" and resumed.messages[3]["content"].startswith("[/cd]")
     assert "\n%s\n" % sub in fake.chat_requests()[2].last_user          # bash ran in the restored dir
-    assert re.search(re.escape(sid) + r" · \$0\.0200/\$10\.00", r2.stdout)
-    assert len(session_files(isolated_env.home)) == 2                    # r2's own new session, unused
+    assert re.search(re.escape(sid.rsplit("-", 1)[1]) + r" · grok-4\.3 · \$0\.0200/\$10\.00 · context .* tools 1 ", r2.stdout)
+    assert len(session_files(isolated_env.home)) == 1                    # r2's own new session was never used
 
     # --resume at start does the same.
     fake.add(answer("third answer"))
@@ -225,7 +225,7 @@ def test_compact_command_summarises_history_and_shrinks_the_next_request(run, fa
     assert "word1" not in contents(after) and "word2" not in contents(after)
     assert len(after.body) < len(reqs[2].body) / 3
     assert after.messages[0] == reqs[2].messages[0]                     # the system prompt is kept
-    assert re.search(r"compacted: 7 -> 5 messages", r.stdout)
+    assert "compacted" not in r.stdout and r.stderr.count("compacted") == 1      # one line
     resets = [rec for rec in records(session_files(isolated_env.home)[0]) if rec["type"] == "reset"]
     assert len(resets) == 1 and "SUMMARY OF EARLIER TALK" in resets[0]["messages"][0]["content"]
 
@@ -256,7 +256,7 @@ def test_auto_compaction_at_the_threshold_and_the_session_file_keeps_it(run, fak
 def test_cost_limit_stops_a_turn_and_cost_command_changes_it(run, fake, isolated_env):
     fake.add(tools(("bash", {"command": "echo ran"}), usage=usage(ticks=10 ** 8)), answer("after raise"))
     r = rd(run, "-y", env={"COST_LIMIT": "0.005"}, input="go\n/cost\nagain\n/cost 1\nonce more\n")
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 3, r.stderr              # piped: turns failed, the exit code says so
     assert r.stderr.count("cost limit reached: $0.0100 of $0.01 (COST_LIMIT)") == 2
     assert "cost: $0.0100 spent, limit $0.01" in r.stdout
     assert "cost: $0.0100 spent, limit $1.00" in r.stdout
