@@ -276,8 +276,8 @@ class DetailedUI(g.TerminalUI):
         self.write("".join(out))
 
     def status_line(self):
-        """session · model · cost / limit · context % · tool calls · cached tokens · cwd. Which of
-        the shorter forms is used depends on the width only; the cwd gets what is left."""
+        """session · model · cost / limit · context % · tool calls · cached tokens · cwd. The width
+        alone picks the form (unless the numbers grow past it); the cwd gets what is left."""
         a = self.agent
         if a is None:
             return
@@ -290,11 +290,12 @@ class DetailedUI(g.TerminalUI):
         codes = {a.session.id: "1", short: "1", cost: "31" if 0 < limit <= spent else "33" if 0 < limit * 0.8 <= spent
                  else None, ctx: "33" if 0 < a.cfg.compact_threshold * 0.8 <= pct else None}
         codes.update({detail: codes[ctx], tiny[0]: codes[cost], tiny[1]: codes[ctx]})
-        for texts in ((a.session.id, a.model, cost, detail, tools, cached), (a.session.id, a.model, cost, ctx, tools,
-                      cached), (short, a.model, cost, ctx, tools, cached), (short, a.model) + tiny + (tools, cached),
-                      (short,) + tiny + (tools,)):
+        for least, texts in ((110, (a.session.id, a.model, cost, detail, tools, cached)),
+                             (96, (a.session.id, a.model, cost, ctx, tools, cached)),
+                             (80, (short, a.model, cost, ctx, tools, cached)),
+                             (60, (short, a.model) + tiny + (tools, cached)), (0, (short,) + tiny + (tools,))):
             parts = [(t, codes.get(t)) for t in texts]
-            if self.painted(parts)[0] + 10 <= self.width():
+            if least <= self.width() and self.painted(parts)[0] <= self.width():
                 break
         room = self.width() - self.painted(parts)[0] - 3
         if room >= 8:
