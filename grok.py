@@ -49,6 +49,8 @@ RULES_TOTAL_CAP = 24000     # bytes of project rules in all
 MAX_STRIKES = 3             # invalid replies in a row before a turn fails
 RETRY_STATUSES = (408, 429, 500, 502, 503, 504)     # and every other 5xx but 501/505: see retryable()
 RETRY_AFTER_CAP = 30.0      # seconds: a longer Retry-After is shortened to this
+SEARCH_ESTIMATE = 0.05      # USD reserved for a web_search before its first cost is known
+REPLY_CAP = 8 << 20         # bytes of one reply at most (or 1 KB per max_tokens, if more)
 CONNECT_TIMEOUT = 15.0      # seconds to open a connection (a host that drops packets), at most GROK_TIMEOUT
 
 
@@ -117,14 +119,17 @@ def find_api_key():
 class Config:
     """Everything the engine needs, from flags with an environment fallback."""
 
-    def __init__(self, model=None, cwd=None, always_approve=False, require_key=True):
+    def __init__(self, model=None, cwd=None, always_approve=False, require_key=True, effort=None):
         self.api_key, self.key_source = find_api_key()
         if require_key and not self.api_key:
             raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put GROK_API_KEY=... in "
                             + ", ".join(ENV_FILES))
         self.base_url = (os.environ.get("GROK_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         check_base_url(self.base_url)
+        if model == "grok-build" != os.environ.get("GROK_MODEL"):
+            model = None        # the model name of xAI's CLI, which its clients pass: the default model here
         self.model = model or os.environ.get("GROK_MODEL") or DEFAULT_MODEL
+        self.reasoning_effort = effort
         self.summary_model = os.environ.get("GROK_SUMMARY_MODEL") or self.model
         self.cost_limit = env_float("COST_LIMIT", 10.0)
         self.compact_threshold = env_float("COMPACT_THRESHOLD", 75.0)
@@ -187,31 +192,43 @@ def context_window(model):
     return WINDOWS[key] if key else DEFAULT_WINDOW
 
 
+USAGE_FIELDS = (("input", "prompt_tokens", "input_tokens"), ("output", "completion_tokens", "output_tokens"),
+                ("reasoning", "completion_tokens_details.reasoning_tokens", "output_tokens_details.reasoning_tokens"),
+                ("cached", "prompt_tokens_details.cached_tokens", "input_tokens_details.cached_tokens"),
+                ("total", "total_tokens"), ("ticks", "cost_in_usd_ticks"))
+
+
+def usage_numbers(usage):
+    """The one reader of a server's usage object: {input, output, reasoning, cached, total, ticks}, each a
+    finite number >= 0 (0, or None for ticks, when absent), and "odd": a value that was not such a number
+    (NaN, negative, a string) and is ignored."""
+    numbers = {"odd": False}
+    for name, *paths in USAGE_FIELDS:
+        value = None
+        for path in paths:
+            value = usage
+            for key in path.split("."):
+                value = value.get(key) if isinstance(value, dict) else None
+            if value is not None:
+                break
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not 0 <= value < 1e15):
+            numbers["odd"], value = True, None
+        numbers[name] = value if value is not None or name == "ticks" else 0
+    return numbers
+
+
 def usage_cost(model, usage):
     """(USD, price known) for one API call's usage."""
-    if not isinstance(usage, dict):
-        return 0.0, True
-    ticks = usage.get("cost_in_usd_ticks")
-    if isinstance(ticks, (int, float)) and not isinstance(ticks, bool):
-        return ticks / 1e10, True
+    n = usage_numbers(usage)
+    if n["ticks"] is not None:
+        return n["ticks"] / 1e10, True
     key = model_key(model, PRICES)
     if not key:
-        return 0.0, False
+        return 0.0, not isinstance(usage, dict)
     p_in, p_cached, p_out = PRICES[key]
-    prompt = usage.get("prompt_tokens") or usage.get("input_tokens") or 0
-    cached = min(cached_tokens(usage), prompt)
-    out = usage.get("completion_tokens") or usage.get("output_tokens") or 0
-    reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
-    return ((prompt - cached) * p_in + cached * p_cached + (out + reasoning) * p_out) / 1e6, True
-
-
-def cached_tokens(usage):
-    """The prompt tokens the provider served from its prompt cache (part of prompt_tokens)."""
-    if not isinstance(usage, dict):
-        return 0
-    details = usage.get("prompt_tokens_details") or usage.get("input_tokens_details")
-    cached = details.get("cached_tokens") if isinstance(details, dict) else 0
-    return int(cached) if isinstance(cached, (int, float)) and not isinstance(cached, bool) else 0
+    cached = min(n["cached"], n["input"])
+    return ((n["input"] - cached) * p_in + cached * p_cached + (n["output"] + n["reasoning"]) * p_out) / 1e6, True
 
 
 # --------------------------------------------------------------------------
@@ -313,19 +330,6 @@ def json_bytes(obj):
     return json.dumps(obj, ensure_ascii=False).encode("utf-8", "backslashreplace")
 
 
-def import_http_client(https):
-    """http.client, without paying for ssl when the base URL is plain http."""
-    if https or "http.client" in sys.modules or "ssl" in sys.modules:
-        import http.client
-        return http.client
-    sys.modules["ssl"] = None       # makes http.client's optional `import ssl` fail fast
-    try:
-        import http.client
-    finally:
-        del sys.modules["ssl"]
-    return http.client
-
-
 def jitter():
     return int.from_bytes(os.urandom(2), "big") / 65535.0
 
@@ -372,7 +376,9 @@ class Client:
         self.https = u.scheme == "https"
         self.host = u.hostname or "localhost"
         self.port = u.port or (443 if self.https else 80)
-        self.prefix = u.path.rstrip("/")
+        self.proxy = find_proxy(u.scheme, self.host)
+        # through a plain-http proxy the request line names the whole URL; https goes through a CONNECT tunnel
+        self.prefix = ("http://" + u.netloc if self.proxy and not self.https else "") + u.path.rstrip("/")
         self.api_key = api_key
         self.timeout, self.max_retries, self.backoff = timeout, max_retries, backoff
         self.notice = notice or (lambda text: None)
@@ -380,7 +386,6 @@ class Client:
         self._idle = []
         self._busy = set()
         self._lock = threading.Lock()
-        self._http = None
 
     def _connect(self):
         with self._lock:
@@ -388,12 +393,11 @@ class Client:
                 conn = self._idle.pop()
                 self._busy.add(conn)
                 return conn, True
-        if self._http is None:
-            self._http = import_http_client(self.https)
-        if self.https:
-            conn = self._http.HTTPSConnection(self.host, self.port, timeout=self.timeout)
-        else:
-            conn = self._http.HTTPConnection(self.host, self.port, timeout=self.timeout)
+        import http.client
+        kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
+        conn = kind(*(self.proxy or (self.host, self.port)), timeout=self.timeout)
+        if self.proxy and self.https:
+            conn.set_tunnel(self.host, self.port)
         conn._create_connection = self._open_socket
         with self._lock:
             self._busy.add(conn)
@@ -416,12 +420,13 @@ class Client:
         conn.close()
 
     def abort(self):
-        """Break every request in flight (called from another thread to cancel)."""
+        """Break every request in flight (called from another thread to cancel). Our own reference to
+        each socket: http.client drops conn.sock while it reads a reply the server will close."""
         import socket
         with self._lock:
             busy = list(self._busy)
         for conn in busy:
-            sock = getattr(conn, "sock", None)
+            sock = getattr(conn, "sock", None) or getattr(conn, "reading", None)
             if sock is not None:
                 try:
                     sock.shutdown(socket.SHUT_RDWR)
@@ -435,26 +440,23 @@ class Client:
             conn.close()
 
     def _send(self, conn, reused, path, body, headers, cancel=None):
-        try:
-            conn.request("POST", self.prefix + path, body, headers)
-            return conn, conn.getresponse()
-        except self._closed_errors():
-            if not reused or (cancel is not None and cancel.is_set()):
-                raise
-        # The server closed an idle keep-alive connection: reconnect once, not a retry.
-        conn.close()
-        conn.connect()
-        conn.request("POST", self.prefix + path, body, headers)
-        return conn, conn.getresponse()
+        import http.client
+        ssl = sys.modules.get("ssl")
+        closed = (http.client.RemoteDisconnected, ConnectionError) + ((ssl.SSLEOFError, ssl.SSLZeroReturnError)
+                                                                      if ssl else ())
+        for again in (reused, False):
+            try:
+                conn.request("POST", self.prefix + path, body, headers)
+                conn.reading = conn.sock
+                return conn.getresponse()
+            except closed:
+                if not again or (cancel is not None and cancel.is_set()):
+                    raise
+            # The server closed an idle keep-alive connection: reconnect once, not a retry.
+            conn.close()
 
-    def _closed_errors(self):
-        """What sending on a connection the server has closed raises (EOF, RST, EPIPE)."""
-        errors = (self._http.RemoteDisconnected, ConnectionError)
-        ssl = sys.modules.get("ssl") if self.https else None
-        return errors + (ssl.SSLEOFError, ssl.SSLZeroReturnError) if ssl else errors
-
-    def post(self, path, payload, on_stream=None, cancel=None, no_retry=None):
-        """The parsed JSON reply, or on_stream(response) for an event stream.
+    def post(self, path, payload, on_stream=None, cancel=None, no_retry=None, cap=REPLY_CAP):
+        """The parsed JSON reply, or on_stream(reader) for an event stream.
 
         Retries refused/dropped connections, timeouts, 429 and 5xx with backoff;
         raises HTTPStatusError for other statuses, TransientError when retries run out."""
@@ -469,49 +471,10 @@ class Client:
         while True:
             if cancel is not None and cancel.is_set():
                 raise Cancelled("cancelled")
-            conn, reused = self._connect()
-            reusable = False
-            retry_after = None
             try:
-                conn, resp = self._send(conn, reused, path, body, headers, cancel)
-                if resp.status >= 400:
-                    data = resp.read()
-                    reusable = not resp.will_close
-                    err = HTTPStatusError(resp.status, data, resp.getheader("Retry-After"))
-                    if not retryable(resp.status) or (no_retry and no_retry(err)):
-                        raise err
-                    problem = "%s (HTTP %d): %s" % ("rate limited" if resp.status == 429 else "server error",
-                                                    resp.status, err.server_message())
-                    retry_after = parse_retry_after(err.retry_after)
-                    if retry_after is None:         # OpenAI-style servers may send milliseconds
-                        try:
-                            retry_after = parse_retry_after(float(resp.getheader("retry-after-ms")) / 1000)
-                        except (TypeError, ValueError):
-                            pass
-                elif on_stream and "text/event-stream" in (resp.getheader("Content-Type") or ""):
-                    result = on_stream(resp)
-                    resp.read()         # the end of the chunked body, so the connection can be reused
-                    reusable = not resp.will_close
-                    return result
-                else:
-                    data = resp.read()
-                    reusable = not resp.will_close
-                    try:
-                        return json.loads(data.decode("utf-8", "replace"))
-                    except (ValueError, RecursionError):
-                        raise UserError(scrub("the server at %s did not answer with JSON (is GROK_BASE_URL an "
-                                              "OpenAI-compatible API?): %r" % (self.host, data[:120]),
-                                              (self.api_key,)))
-            except (OSError, StreamBroken, self._http.HTTPException, ValueError) as e:
-                # (ValueError: defensive, so no parse error inside http.client can end the REPL)
-                ssl = sys.modules.get("ssl")
-                if ssl and isinstance(e, ssl.CertificateError):     # retrying cannot help
-                    raise UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL, or "
-                                    "point SSL_CERT_FILE at your CA bundle" % (self.host, getattr(
-                                        e, "verify_message", None) or e))
-                problem = describe_network_error(e, self.host)
-            finally:
-                self._release(conn, reusable)
+                return self._attempt(path, body, headers, on_stream, cancel, no_retry, cap)
+            except RetryableFault as fault:
+                problem, retry_after = fault.args
             if cancel is not None and cancel.is_set():
                 raise Cancelled("cancelled")
             problem = scrub(problem, (self.api_key,))
@@ -525,6 +488,115 @@ class Client:
                 if cancel is not None and cancel.is_set():
                     raise Cancelled("cancelled")
                 time.sleep(min(0.05, max(0.0, end - time.monotonic())))
+
+    def _attempt(self, path, body, headers, on_stream, cancel, no_retry, cap):
+        """One request and its whole reply, read within GROK_TIMEOUT and `cap` bytes; RetryableFault
+        when another attempt may do better."""
+        import http.client
+        conn, reused = self._connect()
+        reusable, started = False, time.monotonic()
+        try:
+            resp = self._send(conn, reused, path, body, headers, cancel)
+            reader = ReplyReader(resp, conn.reading, self.timeout and started + self.timeout, cap)
+            if 300 <= resp.status < 400:
+                raise UserError("the server at %s answered HTTP %d, a redirect to %s: grok does not follow "
+                                "redirects (the API key goes to GROK_BASE_URL only); set GROK_BASE_URL to the "
+                                "address you mean" % (self.host, resp.status, resp.getheader("Location") or "?"))
+            if resp.status >= 400:
+                err = HTTPStatusError(resp.status, reader.read(), resp.getheader("Retry-After"))
+                reusable = not resp.will_close
+                if not retryable(resp.status) or (no_retry and no_retry(err)):
+                    raise err
+                raise RetryableFault("%s (HTTP %d): %s" % ("rate limited" if resp.status == 429 else "server error",
+                                                           resp.status, err.server_message()), retry_after_of(resp))
+            if on_stream and "text/event-stream" in (resp.getheader("Content-Type") or ""):
+                result = on_stream(reader)
+                reader.read()       # the end of the chunked body, so the connection can be reused
+            else:
+                result = reader.json(self.host, self.api_key)
+            reusable = not resp.will_close
+            return result
+        except (OSError, StreamBroken, http.client.HTTPException, ValueError) as e:
+            # (ValueError: defensive, so no parse error inside http.client can end the REPL)
+            ssl = sys.modules.get("ssl")
+            if ssl and isinstance(e, ssl.CertificateError):     # retrying cannot help
+                raise UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL, or "
+                                "point SSL_CERT_FILE at your CA bundle" % (self.host, getattr(
+                                    e, "verify_message", None) or e))
+            raise RetryableFault(describe_network_error(e, self.host), None)
+        finally:
+            self._release(conn, reusable)
+
+
+class RetryableFault(Exception):
+    """(problem, seconds the server asked to wait or None): a failed attempt worth repeating."""
+
+
+class ReplyTooLarge(AgentError):
+    """A reply passed the size cap: abandoned, and a strike against the model."""
+
+
+class ReplyReader:
+    """A response body read within a deadline for the whole reply and a cap on its size: a server
+    trickling or streaming without end cannot hold the turn or fill the memory."""
+
+    def __init__(self, resp, sock, deadline, cap):
+        self.resp, self.sock, self.deadline, self.cap, self.size = resp, sock, deadline, cap, 0
+        self._count(b"")
+
+    def _count(self, data):
+        import socket
+        self.size += len(data)
+        if self.size > self.cap:
+            raise ReplyTooLarge("the reply passed %d MB and was abandoned; reply much shorter" % (self.cap >> 20))
+        if self.deadline:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise socket.timeout()
+            if self.sock is not None and not self.resp.isclosed():
+                self.sock.settimeout(left)
+        return data
+
+    def readline(self):
+        return self._count(self.resp.readline(self.cap + 1 - self.size))
+
+    def read(self):
+        parts = []
+        while not parts or parts[-1]:
+            parts.append(self._count(self.resp.read(65536)))
+        if self.resp.length:        # the connection ended before Content-Length was reached
+            raise StreamBroken("%d bytes of the reply missing" % self.resp.length)
+        return b"".join(parts)
+
+    def json(self, host, api_key):
+        data = self.read()
+        try:
+            return json.loads(data.decode("utf-8", "replace"))
+        except (ValueError, RecursionError):
+            raise UserError(scrub("the server at %s did not answer with JSON (is GROK_BASE_URL an "
+                                  "OpenAI-compatible API?): %r" % (host, data[:120]), (api_key,)))
+
+
+def retry_after_of(resp):
+    """Seconds a 429/5xx reply asks to wait: Retry-After, or OpenAI-style retry-after-ms."""
+    seconds = parse_retry_after(resp.getheader("Retry-After"))
+    try:
+        return seconds if seconds is not None else parse_retry_after(float(resp.getheader("retry-after-ms")) / 1000)
+    except (TypeError, ValueError):
+        return None
+
+
+def find_proxy(scheme, host):
+    """(host, port) of the proxy from http_proxy / https_proxy (or upper case), unless no_proxy exempts host."""
+    url = os.environ.get(scheme + "_proxy") or os.environ.get(scheme.upper() + "_PROXY")
+    if not url:
+        return None
+    import urllib.request
+    from urllib.parse import urlsplit
+    if urllib.request.proxy_bypass_environment(host):
+        return None
+    u = urlsplit(url if "://" in url else "http://" + url)
+    return u.hostname, u.port or 1080
 
 
 class RequestEncoder:
@@ -562,7 +634,7 @@ def describe_network_error(e, host):
     if isinstance(e, ConnectionRefusedError):
         return "connection refused by %s (is the server running? check GROK_BASE_URL)" % host
     if isinstance(e, (socket.timeout, TimeoutError)):
-        return "no answer from %s within the timeout (GROK_TIMEOUT)" % host
+        return "no complete reply from %s within the timeout (GROK_TIMEOUT, for the whole reply)" % host
     if isinstance(e, StreamBroken):
         return "the reply stream from %s broke off: %s" % (host, e)
     name = type(e).__name__
@@ -574,17 +646,21 @@ def describe_network_error(e, host):
 
 
 class ChatResult:
-    def __init__(self, content, finish_reason=None, usage=None):
+    def __init__(self, content, finish_reason=None, usage=None, response_id=None, reasoning="", problem=None):
         if content is not None and not isinstance(content, str):
             content = json.dumps(content)           # a server's list of parts: the contract check says why
         self.content = content
         self.finish_reason = finish_reason if isinstance(finish_reason, str) else None
         self.usage = usage if isinstance(usage, dict) else {}
+        self.tokens = usage_numbers(usage)      # what the rest of the program reads of the usage
+        self.problem = problem                  # a reply abandoned as too large: a strike
+        self.id = response_id if isinstance(response_id, str) else None
+        self.reasoning = reasoning if isinstance(reasoning, str) else ""
 
 
-def read_chat_stream(resp, on_delta):
-    """Collect an OpenAI-style SSE chat stream; usage may come in any chunk."""
-    parts, finish, usage, done = [], None, None, False
+def read_chat_stream(resp, on_delta, on_thought=None):
+    """Collect an OpenAI-style SSE chat stream; usage may come in any chunk, reasoning_content goes to on_thought."""
+    parts, thoughts, finish, usage, done, response_id = [], [], None, None, False, None
     while True:
         line = resp.readline()
         if not line:
@@ -606,24 +682,26 @@ def read_chat_stream(resp, on_delta):
             raise HTTPStatusError(500, data)
         if isinstance(chunk.get("usage"), dict):
             usage = chunk["usage"]
+        response_id = chunk.get("id", response_id)
         choices = chunk.get("choices")
         for choice in choices if isinstance(choices, list) else ():
             if not isinstance(choice, dict):
                 continue
-            delta = choice.get("delta")
-            piece = delta.get("content") if isinstance(delta, dict) else None
-            if isinstance(piece, str) and piece:
-                parts.append(piece)
-                if on_delta:
-                    on_delta(piece)
+            delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
+            for key, out, callback in (("reasoning_content", thoughts, on_thought), ("content", parts, on_delta)):
+                piece = delta.get(key)
+                if isinstance(piece, str) and piece:
+                    out.append(piece)
+                    if callback:
+                        callback(piece)
             if choice.get("finish_reason"):
                 finish = choice["finish_reason"]
     if not done and finish is None:
         raise StreamBroken("no end of stream")
-    return ChatResult("".join(parts), finish, usage)
+    return ChatResult("".join(parts), finish, usage, response_id, "".join(thoughts))
 
 
-def parse_chat_reply(obj):
+def parse_chat_reply(obj, on_thought=None):
     if not isinstance(obj, dict):
         return ChatResult(None)
     choices = obj.get("choices")
@@ -631,9 +709,12 @@ def parse_chat_reply(obj):
         if obj.get("error"):
             raise HTTPStatusError(500, json.dumps(obj).encode())
         return ChatResult(None, None, obj.get("usage"))
-    message = choices[0].get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    return ChatResult(content, choices[0].get("finish_reason"), obj.get("usage"))
+    message = choices[0].get("message") if isinstance(choices[0].get("message"), dict) else {}
+    result = ChatResult(message.get("content"), choices[0].get("finish_reason"), obj.get("usage"), obj.get("id"),
+                        message.get("reasoning_content"))
+    if on_thought and result.reasoning:
+        on_thought(result.reasoning)
+    return result
 
 
 class ResponseStreamer:
@@ -1061,7 +1142,9 @@ def tool_web_search(args, ctx):
     query = need_str(args, "query", "web_search")
     payload = {"model": ctx.model, "input": [{"role": "user", "content": query}], "tools": [{"type": "web_search"}]}
     try:
-        obj = ctx.client.post("/responses", payload, cancel=ctx.cancel)
+        obj = ctx.paid(lambda: ctx.client.post("/responses", payload, cancel=ctx.cancel))
+    except LimitReached as e:
+        return ToolResult("not run: %s; answer with what you have" % e, ok=False)
     except HTTPStatusError as e:
         if e.status in (404, 405, 410, 501):
             return ToolResult("web search unavailable: the server has no Responses API (HTTP %d)" % e.status, ok=False)
@@ -1079,8 +1162,6 @@ def tool_web_search(args, ctx):
     for url in (obj.get("citations") or ()) if isinstance(obj, dict) else ():
         if isinstance(url, str) and url not in urls:
             urls.append(url)
-    if isinstance(obj, dict):
-        ctx.add_cost(obj.get("usage"))
     if not texts:
         return ToolResult("web search returned no answer", ok=False)
     text = "\n".join(texts).strip()
@@ -1435,6 +1516,9 @@ class UI:
     def stream_reset(self):
         """A reply starts (over): what stream_text showed of an earlier attempt is void."""
 
+    def thought(self, text):
+        """The model's reasoning (reasoning_content), in pieces as it arrives."""
+
     def reply(self, reply, step):
         pass
 
@@ -1484,9 +1568,12 @@ class Agent:
         self.tool_names = list(TOOLS)
         self.format_level = 0           # 0 json_schema, 1 json_object + schema, 2 plain json_object
         # Request fields a server may reject: each is dropped for the session, with one notice.
-        self.optional = {"temperature": cfg.temperature} if cfg.temperature is not None else {}
+        self.optional = {k: v for k, v in (("temperature", cfg.temperature),
+                                           ("reasoning_effort", cfg.reasoning_effort)) if v is not None}
         self.stream = cfg.stream
-        self.price_unknown_said = False
+        self.reserved = 0.0
+        self.search_costs = []
+        self.said = set()               # one-time notices given
         self.cancel = threading.Event()
         self.procs = set()
         self.request_carriers = []      # messages holding this turn's request verbatim (compact keeps it)
@@ -1529,20 +1616,35 @@ class Agent:
 
     def add_cost(self, usage, model=None, kind="chat"):
         cost, known = usage_cost(model or self.model, usage)
-        if not known and not self.price_unknown_said:
-            self.price_unknown_said = True
-            self.notice("price unknown for model %s: cost is not tracked" % (model or self.model))
-        self.cost_usd += cost
-        self.session.append({"type": "usage", "kind": kind, "model": model or self.model,
-                             "usage": usage or {}, "cost_usd": cost})
+        for said, problem in (("price", not known), ("odd", usage_numbers(usage)["odd"])):
+            if problem and said not in self.said:
+                self.said.add(said)
+                self.notice("price unknown for model %s: cost is not tracked" % (model or self.model) if said ==
+                            "price" else "the server's usage has numbers that are not counts (%s): ignored"
+                            % json.dumps(usage, default=str)[:200])
+        with self.lock:     # web searches in threads add theirs too
+            self.cost_usd += cost
+            self.session.append({"type": "usage", "kind": kind, "model": model or self.model,
+                                 "usage": usage or {}, "cost_usd": cost})
         return cost
 
     def context_pct(self):
         return 100.0 * self.context_tokens / max(1, self.cfg.context_window)
 
-    def check_cost(self):
-        if 0 < self.cfg.cost_limit <= self.cost_usd:
-            raise LimitReached("cost limit reached: $%.4f of $%.2f (COST_LIMIT)" % (self.cost_usd, self.cfg.cost_limit))
+    def reserve(self, estimate=0.0):
+        """Before every paid request: LimitReached when COST_LIMIT is reached, or when `estimate` USD more,
+        beside what requests in flight have reserved, would pass it. release(estimate) when it is paid."""
+        with self.lock:
+            spent, limit = self.cost_usd + self.reserved, self.cfg.cost_limit
+            if 0 < limit <= spent or 0 < limit < spent + estimate:
+                raise LimitReached("cost limit reached: $%.4f of $%.2f (COST_LIMIT)" % (spent, limit)
+                                   if limit <= spent else "it would pass the cost limit: $%.4f spent or reserved, "
+                                   "about $%.2f more, of $%.2f (COST_LIMIT)" % (spent, estimate, limit))
+            self.reserved += estimate
+
+    def release(self, estimate):
+        with self.lock:
+            self.reserved -= estimate
 
     def response_format(self):
         schema = self.contract.schema(self.tool_names)
@@ -1559,9 +1661,10 @@ class Agent:
         return env
 
     # -- talking to the model ------------------------------------------------
-    def chat(self, messages, contract=True, model=None, max_tokens=None, on_text=None):
+    def chat(self, messages, contract=True, model=None, max_tokens=None, on_text=None, on_thought=None):
         """One chat completion, falling back on response_format and streaming as needed."""
         while True:
+            self.reserve()
             payload = {"model": model or self.model, "messages": messages,
                        "max_tokens": max_tokens or self.cfg.max_tokens or self.contract.max_tokens}
             payload.update(self.optional)
@@ -1573,24 +1676,28 @@ class Agent:
 
                 def on_stream(resp):
                     if not on_text:
-                        return read_chat_stream(resp, None)
+                        return read_chat_stream(resp, None, on_thought)
                     # Once per attempt: a retried stream starts the reply over, so the parser and the UI do too.
                     streamer, self.partial = ResponseStreamer(), ""
                     self.ui.stream_reset()
-                    return read_chat_stream(resp, lambda piece: self._stream_piece(streamer, piece, on_text))
+                    return read_chat_stream(resp, lambda piece: self._stream_piece(streamer, piece, on_text),
+                                            on_thought)
             else:
                 on_stream = None
             try:
                 obj = self.client.post("/chat/completions", self.encoder.body(payload) if messages is self.messages
-                                       else payload, on_stream=on_stream, cancel=self.cancel,
+                                       else payload, on_stream=on_stream, cancel=self.cancel, cap=max(
+                                           REPLY_CAP, 1024 * payload["max_tokens"]),
                                        no_retry=lambda e: contract and self._format_rejected(e))
+            except ReplyTooLarge as e:
+                return ChatResult(None, "length", problem=str(e))
             except HTTPStatusError as e:
                 if contract and self._format_rejected(e) and self.format_level < 2:
                     self.format_level += 1
                     self.notice("the server rejected response_format; falling back to %s"
                                 % json.dumps(self.response_format())[:40].split(",")[0] + "...}")
                     continue
-                rejected = [k for k in self.optional if e.status in (400, 422) and e.mentions(k)]
+                rejected = [k for k in self.optional if e.status in (400, 422) and e.mentions(k, k.replace("_", ""))]
                 if rejected:
                     for k in rejected:
                         del self.optional[k]
@@ -1600,7 +1707,7 @@ class Agent:
                     self.stream = False
                     continue
                 raise api_error(e, self.cfg)
-            return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj)
+            return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, on_thought)
 
     def _format_rejected(self, e):
         return e.status in (400, 422, 500, 501) and e.mentions("response_format", "json_schema", "json schema",
@@ -1614,23 +1721,20 @@ class Agent:
 
     def query(self):
         """Ask the model for its next reply; returns (ChatResult, duration)."""
-        self.check_cost()
+        self.reserve()
         self.step_no += 1
         self.ui.step_start(self.step_no)
         started, self.partial = time.time(), ""
-        result = self.chat(self.messages, on_text=self.ui.stream_text)
-        cost = self.add_cost(result.usage)
-        usage = result.usage or {}
-        self.last_usage = usage
-        tokens = (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0)
-        self.context_tokens = tokens or estimate_tokens(self.messages)
-        result.cost = cost
+        result = self.chat(self.messages, on_text=self.ui.stream_text, on_thought=self.ui.thought)
+        result.cost = self.add_cost(result.usage)
+        self.last_usage = result.usage
+        self.context_tokens = result.tokens["input"] + result.tokens["output"] or estimate_tokens(self.messages)
         result.duration = time.time() - started
         return result
 
     def step_info(self, result):
-        return {"finish_reason": result.finish_reason or "stop", "usage": result.usage or {},
-                "cached_tokens": cached_tokens(result.usage),
+        return {"finish_reason": result.finish_reason or "stop", "usage": result.usage, "tokens": result.tokens,
+                "id": result.id, "cached_tokens": result.tokens["cached"],
                 "cost": getattr(result, "cost", 0.0), "duration": getattr(result, "duration", 0.0)}
 
     # -- one user turn -------------------------------------------------------
@@ -1645,6 +1749,8 @@ class Agent:
                 self.maybe_compact()
                 result = self.query()
                 try:
+                    if result.problem:
+                        raise ContractError(result.problem)
                     reply = parse_reply(result.content, self.tool_names, result.finish_reason)
                 except ContractError as e:
                     strikes += 1
@@ -1693,13 +1799,18 @@ class Agent:
         finally:
             self.request_carriers = []      # the turn is over: /compact has no request to keep verbatim
 
-    def settle_cancelled(self):
-        """After a cancelled turn, stop what runs and leave a history the model can continue
-        from. Safe to call twice (a front end may call it again)."""
+    def stop(self):
+        """Cancel the running turn, from any thread: the model call, web searches, running commands, a
+        pending approval; no further tool starts. Every front end stops a turn with this."""
         self.cancel.set()
         self.client.abort()
         for proc in list(self.procs):
             kill_group(proc)
+
+    def settle_cancelled(self):
+        """After a cancelled turn, stop what runs and leave a history the model can continue
+        from. Safe to call twice (a front end may call it again)."""
+        self.stop()
         self.close_turn()
 
     def close_turn(self, only_if_open=False, note="[interrupted by the user]"):
@@ -1767,10 +1878,7 @@ class Agent:
                             pass
                     results[item.index] = self.finish_tool(item, result, started)
             except BaseException:
-                self.cancel.set()
-                self.client.abort()         # web_search calls blocked on the network
-                for proc in list(self.procs):
-                    kill_group(proc)
+                self.stop()
                 for t in threads:
                     t.join(5)
                 raise
@@ -1796,6 +1904,8 @@ class Agent:
         """(ToolResult, start time); safe to call from a worker thread (no UI)."""
         started = time.time()
         try:
+            if self.cancel.is_set():        # the turn was cancelled after this call was approved
+                raise Cancelled("cancelled")
             result = TOOLS[item.name](item.args, ToolContext(self))
         except ToolArgError as e:
             result = ToolResult("error: %s" % e, ok=False)
@@ -1853,7 +1963,6 @@ class Agent:
                     "the user's goals and requests, decisions, facts learned, files and commands involved, and "
                     "open tasks. Be concise; plain text."},
                    {"role": "user", "content": "Conversation to summarise:\n\n" + self.transcript(old)}]
-        self.check_cost()
         try:
             result = self.chat(request, contract=False, model=self.cfg.summary_model, max_tokens=2000)
         except (UserError, TransientError) as e:
@@ -1929,9 +2038,19 @@ class ToolContext:
         self.tool_env = agent.tool_env
         self.ask_user = agent.ui.ask_user
 
-    def add_cost(self, usage):
-        with self.agent.lock:
-            self.agent.add_cost(usage, kind="web_search")
+    def paid(self, post):
+        """post() for a paid request (web_search): the cost is reserved at the most a search cost so
+        far (SEARCH_ESTIMATE at least) before it starts, so concurrent searches cannot pass COST_LIMIT."""
+        agent = self.agent
+        estimate = max([SEARCH_ESTIMATE] + agent.search_costs)
+        agent.reserve(estimate)
+        try:
+            obj = post()
+        finally:
+            agent.release(estimate)
+        agent.search_costs.append(agent.add_cost(obj.get("usage") if isinstance(obj, dict) else None,
+                                                 kind="web_search"))
+        return obj
 
 
 def tool_results_message(results, note=None):
@@ -2346,11 +2465,12 @@ def allow_matches(name, args, patterns, cwd):
 
 
 class HeadlessUI(UI):
-    """`grok -p`: the JSONL event stream of seed 002 on stdout (--format json), or the
-    answer alone with progress on stderr (--format text)."""
+    """`grok -p`: the JSONL event stream of seed 002 on stdout (--format json), the answer alone with progress
+    on stderr (--format text), or xAI's CLI's thought/text/end/error events (--output-format streaming-json)."""
 
     def __init__(self, fmt, allow, always_approve, secrets=()):
-        self.json = fmt == "json"
+        self.json, self.events = fmt == "json", fmt == "streaming-json"
+        self.usage, self.last = {}, {}
         self.allow = allow or []
         self.always_approve = always_approve
         self.secrets = secrets
@@ -2391,18 +2511,31 @@ class HeadlessUI(UI):
 
     def emit(self, kind, **fields):
         with self.lock:     # stamped under the lock, so timestamps never go back in the stream
-            event = {"type": kind, "timestamp": now_ms()}
-            if self.session_id:
+            event = {"type": kind} if self.events else {"type": kind, "timestamp": now_ms()}
+            if self.session_id and not self.events:
                 event["sessionID"] = self.session_id
-            if kind != "error":
+            if kind != "error" and not self.events:
                 event["stepNumber"] = self.step
             event.update(fields)
             self.write(event_line(event))
 
+    def out(self, text):
+        """Answer text: on stdout as is, or as a `text` event."""
+        self.emit("text", data=text) if self.events else self.write(text)
+
+    def end(self):
+        reason = {"length": "MaxTokens", "content_filter": "Refusal"}.get(self.last.get("finish_reason"), "EndTurn")
+        self.emit("end", stopReason=reason, num_turns=self.step, sessionId=self.session_id,
+                  requestId=self.last.get("id"), usage=self.usage)
+
+    def thought(self, text):
+        if self.events:
+            self.emit("thought", data=text)
+
     def fail(self, message, code):
         """The run's last word: an `error` event (json) and a line on stderr; returns the exit code."""
         message = scrub(message, self.secrets)
-        if self.json:
+        if self.json or self.events:
             try:
                 self.emit("error", message=message)
             except OutputClosed:
@@ -2434,7 +2567,7 @@ class HeadlessUI(UI):
             return
         self.attempt += text
         if len(self.attempt) > len(self.printed) and self.attempt.startswith(self.printed):
-            self.write(self.attempt[len(self.printed):])
+            self.out(self.attempt[len(self.printed):])
             self.printed = self.attempt
 
     def reply(self, reply, step):
@@ -2456,18 +2589,22 @@ class HeadlessUI(UI):
                       timing={"startedAt": started, "finishedAt": finished, "durationMs": finished - started})
 
     def step_finish(self, step, info):
+        self.last, usage = info, event_usage(info["tokens"], info["cost"])
         if self.json:
-            self.emit("step_finish", finishReason=info["finish_reason"],
-                      usage=event_usage(info["usage"], info["cost"]))
+            self.emit("step_finish", finishReason=info["finish_reason"], usage=usage)
+        for k, v in usage.items():
+            self.usage[k] = self.usage.get(k, 0) + v
 
     def answer(self, text):
+        end = "" if self.events else "\n"
         if self.json:
             return
         if text.startswith(self.printed):
-            self.write(text[len(self.printed):] + "\n")
+            if text[len(self.printed):] + end:
+                self.out(text[len(self.printed):] + end)
         else:       # the streamed text was not the answer after all (a reply that broke the contract)
             self.notice("warning: text streamed to stdout was not the final answer; the answer follows it")
-            self.write("\n" + text + "\n")
+            self.out(end + text + end)
 
     def notice(self, text):
         sys.stderr.write(text + "\n")
@@ -2482,13 +2619,10 @@ class HeadlessUI(UI):
                          "--always-approve)" % (call.name, what, shown))
 
 
-def event_usage(usage, cost_usd):
-    """step_finish usage; costUsdTicks is in 1e-6 USD (seed 002), not xAI's 1e-10 ticks."""
-    inp = usage.get("prompt_tokens") or usage.get("input_tokens") or 0
-    out = usage.get("completion_tokens") or usage.get("output_tokens") or 0
-    out += (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0   # billed as output
-    total = usage.get("total_tokens") or inp + out
-    return {"inputTokens": int(inp), "outputTokens": int(out), "totalTokens": int(total),
+def event_usage(n, cost_usd):
+    """step_finish usage from usage_numbers(); costUsdTicks is in 1e-6 USD (seed 002), not xAI's 1e-10 ticks."""
+    out = n["output"] + n["reasoning"]      # reasoning is billed as output
+    return {"inputTokens": int(n["input"]), "outputTokens": int(out), "totalTokens": int(n["total"] or n["input"] + out),
             "costUsdTicks": int(round(cost_usd * 1e6))}
 
 
@@ -2519,9 +2653,7 @@ def read_prompt(prompt, notice):
 
 def close_failed_turn(agent, reason):
     """After a failed headless turn, stop its tools and leave a history that --resume can continue."""
-    agent.cancel.set()
-    for proc in list(agent.procs):
-        kill_group(proc)
+    agent.stop()
     if len(agent.messages) < 2:
         return
     if agent.messages[-1]["role"] == "assistant":
@@ -2539,6 +2671,8 @@ def headless(args, cfg):
     ui.session_id, ui.cwd = agent.session.id, agent.cwd
     try:
         agent.run_turn(prompt)
+        if ui.events:
+            ui.end()
         return 0
     except OutputClosed:
         close_failed_turn(agent, "stdout was closed")
@@ -2598,6 +2732,7 @@ PERMISSION_OPTIONS = [{"optionId": "allow_once", "name": "Allow once", "kind": "
                       {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"}]
 PERMISSION_ANSWERS = {"allow_once": "yes", "allow_always": "always", "reject_once": "no"}
 DEFERRED = object()             # a request answered later, from a worker thread
+AUTH_METHODS = {"cached_token": "API key from a .env file", "xai.api_key": "API key from the environment"}
 
 
 class RpcError(Exception):
@@ -2660,7 +2795,7 @@ def acp_prompt_text(blocks):
             else:
                 parts.append("[file: %s (binary, not included)]" % where)
         else:
-            parts.append("[%s content is not supported and was left out]" % kind)
+            raise RpcError(INVALID_PARAMS, "Invalid params: %s content blocks are not supported" % json.dumps(kind))
     return "\n\n".join(p for p in parts if p.strip())
 
 
@@ -2674,29 +2809,17 @@ def uri_path(uri):
 
 
 def split_tool_results(text, calls, api_key):
-    """[(output or None, ok)] per call, read back from a stored tool-results message."""
-    if not isinstance(text, str) or not text.startswith("Tool results:"):
-        return [(None, False)] * len(calls)
-    body, failed = text, ""
-    cut = body.rfind("\n\n[Self-correction] ")
-    if cut != -1:
-        body, failed = body[:cut], body[cut:]
-    heads, pos = [], 0
-    for i, call in enumerate(calls):
-        shown = scrub(key_arg(call["tool"], call["args"]), (api_key,))
-        head = "[%d] %s %s\n" % (i + 1, call["tool"], shown)
-        at = body.find(head, pos)
-        heads.append((at, len(head), shown))
-        if at != -1:
-            pos = at + len(head)
-    results = []
-    for i, (at, size, shown) in enumerate(heads):
-        if at == -1:
-            results.append((None, True))
-            continue
-        end = next((h[0] - 2 for h in heads[i + 1:] if h[0] != -1), len(body))
-        results.append((body[at + size:end], "%s %s" % (calls[i]["tool"], shown[:80]) not in failed))
-    return results
+    """[(output or None, ok)] per call, read back from a stored tool-results message, last call first."""
+    text = text if isinstance(text, str) and text.startswith("Tool results:") else ""
+    rest, cut, failed = text.rpartition("\n\n[Self-correction] ")
+    rest, results = rest if cut else text, []
+    for i in reversed(range(len(calls))):
+        name = calls[i]["tool"]
+        shown = scrub(key_arg(name, calls[i]["args"]), (api_key,))
+        before, head, output = rest.rpartition("\n\n[%d] %s %s\n" % (i + 1, name, shown))
+        results.append((output, "[%d] %s (" % (i + 1, name) not in failed) if head else (None, False))
+        rest = before if head else rest
+    return results[::-1]
 
 
 class AcpSession(UI):
@@ -2721,7 +2844,7 @@ class AcpSession(UI):
         self.usage = {"inputTokens": 0, "outputTokens": 0, "thoughtTokens": 0, "cachedReadTokens": 0,
                       "totalTokens": 0}
         self.cost = 0.0
-        self.finish_reason = None
+        self.finish_reason = self.request_id = None
 
     def update(self, session_update, **fields):
         update = {"sessionUpdate": session_update}
@@ -2750,10 +2873,7 @@ class AcpSession(UI):
     def stop(self):
         """Cancel the running turn: the model call, running tools, a pending approval."""
         self.cancel_requested = True
-        self.agent.cancel.set()
-        self.agent.client.abort()
-        for proc in list(self.agent.procs):
-            kill_group(proc)
+        self.agent.stop()
 
     def close_open_calls(self, reason):
         for call_id in list(self.fields):
@@ -2763,8 +2883,8 @@ class AcpSession(UI):
                             content=[{"type": "content", "content": {"type": "text", "text": reason}}])
 
     def turn_meta(self):
-        return {"usage": dict(self.usage), "costUsd": round(self.cost, 8),
-                "sessionCostUsd": round(self.agent.cost_usd, 8), "model": self.agent.model}
+        return dict(self.usage, usage=dict(self.usage), costUsd=round(self.cost, 8), model=self.agent.model,
+                    sessionCostUsd=round(self.agent.cost_usd, 8), requestId=self.request_id)
 
     # -- UI hooks (called from the worker thread, tool_end also from tool threads)
     def step_start(self, step):
@@ -2776,6 +2896,9 @@ class AcpSession(UI):
     def stream_text(self, text, final_hint):
         self.streamed = True
         self.chunk("agent_message_chunk", text)
+
+    def thought(self, text):
+        self.chunk("agent_thought_chunk", text)
 
     def reply(self, reply, step):
         thinking = reply.get("thinking")
@@ -2794,12 +2917,10 @@ class AcpSession(UI):
         tool_call.update(self.fields.get(call_id) or {})
         answer = self.server.request("session/request_permission", {
             "sessionId": self.id, "toolCall": tool_call, "options": PERMISSION_OPTIONS}, cancel=self.agent.cancel)
-        if answer is None:
-            return "no"
-        if "error" in answer:
+        if answer is not None and "error" in answer:
             self.notice("the client failed the permission request: %s" % json.dumps(answer["error"])[:200])
-            return "no"
-        outcome = (answer.get("result") or {}).get("outcome") if isinstance(answer.get("result"), dict) else None
+        outcome = (answer or {}).get("result")
+        outcome = outcome.get("outcome") if isinstance(outcome, dict) else None
         if isinstance(outcome, dict) and outcome.get("outcome") == "selected":
             return PERMISSION_ANSWERS.get(outcome.get("optionId"), "no")
         return "no"
@@ -2816,18 +2937,14 @@ class AcpSession(UI):
                     content=content)
 
     def step_finish(self, step, info):
-        usage = info.get("usage") or {}
-        inp = usage.get("prompt_tokens") or 0
-        out = usage.get("completion_tokens") or 0
-        thought = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
-        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-        self.usage["inputTokens"] += inp
-        self.usage["outputTokens"] += out
-        self.usage["thoughtTokens"] += thought
-        self.usage["cachedReadTokens"] += cached
-        self.usage["totalTokens"] += usage.get("total_tokens") or inp + out + thought
+        n = info["tokens"]
+        for key, name in (("inputTokens", "input"), ("outputTokens", "output"), ("thoughtTokens", "reasoning"),
+                          ("cachedReadTokens", "cached")):
+            self.usage[key] += n[name]
+        self.usage["totalTokens"] += n["total"] or n["input"] + n["output"] + n["reasoning"]
         self.cost += info.get("cost") or 0.0
         self.finish_reason = info.get("finish_reason")
+        self.request_id = info.get("id") or self.request_id
 
     def notice(self, text):
         self.server.log(text)
@@ -2839,17 +2956,11 @@ class AcpSession(UI):
         api_key = self.agent.cfg.api_key
         for i, message in enumerate(messages):
             role, content = message.get("role"), message.get("content")
-            if not isinstance(content, str):
-                continue
-            if role == "user":
-                if content.startswith(("Tool results:", corrective, "[the user cancelled")):
-                    continue
-                if content.startswith("[Summary of the earlier conversation"):
-                    self.chunk("agent_thought_chunk", content)
-                else:
-                    self.chunk("user_message_chunk", content)
-                continue
-            if role != "assistant":
+            if role == "user" and isinstance(content, str) and not content.startswith(
+                    ("Tool results:", corrective, "[the user cancelled")):
+                summary = content.startswith("[Summary of the earlier conversation")
+                self.chunk("agent_thought_chunk" if summary else "user_message_chunk", content)
+            if role != "assistant" or not isinstance(content, str):
                 continue
             try:
                 reply = parse_reply(content, list(TOOLS))
@@ -2865,8 +2976,7 @@ class AcpSession(UI):
                 fields = acp_tool_fields(call["tool"], call["args"], self.agent.cwd, api_key, diff=False)
                 if output is not None:
                     fields["content"] = [{"type": "content", "content": {"type": "text", "text": output}}]
-                self.update("tool_call", toolCallId=self.new_call_id(),
-                            status="completed" if ok and output is not None else "failed", **fields)
+                self.update("tool_call", toolCallId=self.new_call_id(), status=("failed", "completed")[ok], **fields)
 
 
 class AcpServer:
@@ -2883,8 +2993,7 @@ class AcpServer:
         self.closed = threading.Event()     # stdin ended or stdout broke: nobody can answer
         self.methods = {"initialize": self.initialize, "authenticate": self.authenticate,
                         "session/new": self.new_session, "session/load": self.load_session,
-                        "session/prompt": self.prompt}
-        self.notifications = {"session/cancel": self.cancel}
+                        "session/prompt": self.prompt, "session/cancel": self.cancel}
 
     # -- the wire
     def send(self, message):
@@ -2897,11 +3006,8 @@ class AcpServer:
                 self.out.flush()
             except (OSError, ValueError):
                 self.out = None
-                self.closed.set()
                 self.log("stdout is closed: cancelling running turns")
-                for session in list(self.sessions.values()):
-                    if session.busy:
-                        session.stop()
+                self.stop_all()
 
     def respond(self, request_id, result=None, error=None):
         message = {"jsonrpc": "2.0", "id": request_id}
@@ -2947,7 +3053,7 @@ class AcpServer:
                 break
             if line.strip():
                 self.handle(line)
-        self.closed.set()
+        self.stop_all()                     # the client is gone: cancel what runs, start nothing more
         for worker in list(self.workers):   # in-flight prompts still get their answers
             worker.join()
 
@@ -2959,54 +3065,51 @@ class AcpServer:
         if not isinstance(message, dict) or message.get("jsonrpc", "2.0") != "2.0":
             return self.fail(message.get("id") if isinstance(message, dict) else None, INVALID_REQUEST,
                              "Invalid Request: expected a JSON-RPC 2.0 object")
-        method = message.get("method")
+        method, request_id = message.get("method"), message.get("id")
         if method is None and "id" in message and ("result" in message or "error" in message):
-            with self.lock:
-                slot = self.pending.get(message["id"])
-            if slot is not None:
-                slot[1] = message
-                slot[0].set()
-            return None
-        request_id = message.get("id")
-        is_request = "id" in message
-        if not isinstance(method, str) or (is_request and request_id is not None and (
+            return self.answered(message)
+        if not isinstance(method, str) or (request_id is not None and (
                 isinstance(request_id, bool) or not isinstance(request_id, (str, int, float)))):
             return self.fail(request_id if isinstance(request_id, (str, int)) else None, INVALID_REQUEST,
                              "Invalid Request: no method, or a bad id")
-        params = message.get("params")
-        if params is None:
-            params = {}
-        if not is_request:
-            handler = self.notifications.get(method)
-            if handler is not None and isinstance(params, dict):
-                handler(params)
-            return None                 # notifications are never answered, not even unknown ones
-        handler = self.methods.get(method)
-        if handler is None and method in self.notifications:
-            handler = lambda params, request_id: self.notifications[method](params)
-        if handler is None:
-            return self.fail(request_id, METHOD_NOT_FOUND, "Method not found: %s" % method)
+        params = {} if message.get("params") is None else message["params"]
+        if "id" not in message:         # a notification: never answered, not even an unknown one
+            if method == "session/cancel" and isinstance(params, dict):
+                self.cancel(params)
+        elif method not in self.methods:
+            self.fail(request_id, METHOD_NOT_FOUND, "Method not found: %s" % method)
+        else:
+            self.call(self.methods[method], request_id, params)
+
+    def answered(self, message):
+        """The client's answer to a request of ours: it wakes the thread waiting for it."""
+        with self.lock:
+            slot = self.pending.get(message["id"]) if isinstance(message["id"], (str, int)) else None
+        if slot is not None:
+            slot[1] = message
+            slot[0].set()
+
+    def call(self, handler, request_id, params):
         try:
             if not isinstance(params, dict):
                 raise RpcError(INVALID_PARAMS, "Invalid params: params must be an object")
             result = handler(params, request_id)
-        except RpcError as e:
-            return self.respond(request_id, error=e.payload())
-        except GrokError as e:
-            return self.fail(request_id, INTERNAL_ERROR, scrub(str(e), (self.cfg.api_key,)))
         except Exception as e:
-            self.log_internal(e)
-            return self.fail(request_id, INTERNAL_ERROR, "Internal error: %s: %s" % (type(e).__name__, e))
+            return self.respond(request_id, error=self.rpc_error(e).payload())
         if result is not DEFERRED:
             self.respond(request_id, result)
-        return None
 
-    def log_internal(self, e):
+    def rpc_error(self, e):
+        """The error to answer for an exception: an RpcError as it is, a GrokError's message, else
+        an internal error (logged, with the traceback under GROK_DEBUG)."""
+        if isinstance(e, (RpcError, GrokError)):
+            return e if isinstance(e, RpcError) else RpcError(INTERNAL_ERROR, scrub(str(e), (self.cfg.api_key,)))
         if os.environ.get("GROK_DEBUG"):
             import traceback
             self.log("".join(traceback.format_exception(type(e), e, e.__traceback__)))
         else:
             self.log("internal error: %s: %s (set GROK_DEBUG=1 for a traceback)" % (type(e).__name__, e))
+        return RpcError(INTERNAL_ERROR, "Internal error: %s: %s" % (type(e).__name__, e))
 
     # -- helpers for the methods
     def need_key(self):
@@ -3062,10 +3165,23 @@ class AcpServer:
                                       "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
                                       "mcpCapabilities": {"http": False, "sse": False}},
                 "agentInfo": {"name": "grok", "title": "grok.py", "version": __version__},
-                "authMethods": []}
+                "authMethods": self.auth_methods()}
+
+    def auth_methods(self):
+        """The methods clients of xAI's CLI look for; the key is already there, authenticate checks it."""
+        try:
+            self.need_key()
+        except RpcError:
+            return []
+        method = "xai.api_key" if self.cfg.key_source.startswith("$") else "cached_token"
+        return [{"id": method, "name": AUTH_METHODS[method], "description": "the key in " + self.cfg.key_source}]
 
     def authenticate(self, params, request_id):
-        return {}       # no methods are advertised: the key comes from the environment
+        if not isinstance(params.get("methodId"), str) or params["methodId"] not in AUTH_METHODS:
+            raise RpcError(INVALID_PARAMS, "Invalid params: unknown methodId %s (known: %s)"
+                           % (json.dumps(params.get("methodId")), ", ".join(AUTH_METHODS)))
+        self.need_key()
+        return {}
 
     def new_session(self, params, request_id):
         cwd = self.need_cwd(params)
@@ -3138,11 +3254,8 @@ class AcpServer:
         except Exception as e:
             if session.cancel_requested:
                 result = {"stopReason": "cancelled"}
-            elif isinstance(e, GrokError):
-                error = RpcError(INTERNAL_ERROR, scrub(str(e), (self.cfg.api_key,)))
             else:
-                self.log_internal(e)
-                error = RpcError(INTERNAL_ERROR, "Internal error: %s: %s" % (type(e).__name__, e))
+                error = self.rpc_error(e)
         session.close_open_calls("not run: the turn ended (%s)" % (
             result["stopReason"] if result else "error"))
         with self.lock:
@@ -3155,16 +3268,20 @@ class AcpServer:
         else:
             self.respond(request_id, error=error.payload())
 
-    def cancel(self, params):
+    def cancel(self, params, request_id=None):
         session = self.sessions.get(params.get("sessionId"))
         if session is not None and session.busy:
             session.stop()
 
-    def shutdown(self):
+    def stop_all(self):
         self.closed.set()
         for session in list(self.sessions.values()):
             if session.busy:
                 session.stop()
+
+    def shutdown(self):
+        self.stop_all()
+        for session in list(self.sessions.values()):
             session.agent.close()
 
 
@@ -3208,6 +3325,8 @@ class ArgParser:
                    formatter_class=formatter, epilog=ENV_HELP)
         p.add_argument("--version", action="version", version="%(prog)s " + __version__)
         p.add_argument("-m", "--model", help="model id (default $GROK_MODEL or %s)" % DEFAULT_MODEL)
+        p.add_argument("--reasoning-effort", "--effort", dest="effort", choices=("low", "medium", "high"),
+                       help="sent as reasoning_effort (dropped if the server rejects it)")
         p.add_argument("--cwd", metavar="DIR", help="working directory for the tools")
         p.add_argument("-y", "--always-approve", action="store_true", help="run bash/write_file without asking")
         p.add_argument("--resume", metavar="ID", help="continue a saved session")
@@ -3249,10 +3368,12 @@ def parse_args(argv):
             sys.stderr.write("grok: usage: grok agent [--always-approve] [--model M] stdio\n")
             raise SystemExit(1)
         argv = ["--acp"] + rest
+    argv = [a for a in argv if a not in ("--no-subagents", "--no-plan")]      # xAI's CLI's; nothing to turn off
     p = ArgParser.build()
     p.add_argument("-p", "--prompt", help="run one prompt headless and exit ('-' reads stdin)")
-    p.add_argument("--format", choices=("text", "json"), default="text", help="headless output (default text)")
-    p.add_argument("--max-tool-rounds", type=int, metavar="N",
+    p.add_argument("--format", "--output-format", choices=("text", "json", "streaming-json"), default="text",
+                   help="headless output (default text)")
+    p.add_argument("--max-tool-rounds", "--max-turns", type=int, metavar="N",
                    help="headless: stop after N tool rounds, exit 3 (0 = no limit; default $GROK_MAX_ITERATIONS)")
     p.add_argument("--allow", action="append", metavar="PATTERN", default=[],
                    help="headless: allow bash commands / write_file paths matching this glob (repeatable)")
@@ -3262,8 +3383,8 @@ def parse_args(argv):
         p.error("--resume and --continue exclude each other")
     if args.max_tool_rounds is not None and args.max_tool_rounds < 0:
         p.error("--max-tool-rounds must be 0 or more")
-    if args.format == "json" and args.prompt is None:
-        p.error("--format json needs -p PROMPT (the chat has no JSON output)")
+    if args.format != "text" and args.prompt is None:
+        p.error("--format %s needs -p PROMPT (the chat has no JSON output)" % args.format)
     if args.message and (args.prompt is not None or args.acp):
         p.error("unrecognized arguments: %s (a prompt goes in -p)" % " ".join(args.message))
     return args
@@ -3320,19 +3441,40 @@ def guarded(prog, body, on_error=None):
 
 
 def json_requested(argv):
-    """Whether argv asks for --format json, read before (and even if) the flags parse."""
+    """Whether argv asks for JSON (--format json, streaming-json), read before (and even if) the flags parse."""
     fmt = None
     for i, arg in enumerate(argv):
         if arg == "--":
             break
         name, eq, value = arg.partition("=")
-        if len(name) >= 3 and "--format".startswith(name):        # argparse takes --form, --format=...
-            fmt = value if eq else (argv[i + 1] if i + 1 < len(argv) else None)
-    return fmt == "json"
+        if len(name) >= 3 and ("--format".startswith(name) or "--output-format".startswith(name)):
+            fmt = value if eq else (argv[i + 1] if i + 1 < len(argv) else None)     # argparse takes --form too
+    return fmt in ("json", "streaming-json")
+
+
+def list_models(argv):
+    """`grok models [--json]`: the server's models ({base}/models), else the built-in table."""
+    if set(argv) - {"--json"}:
+        raise UserError("usage: grok models [--json]")
+    cfg, ids = Config(require_key=False), list(WINDOWS)
+    try:
+        from urllib.request import Request, urlopen
+        request = Request(cfg.base_url + "/models", headers={"Authorization": "Bearer " + (cfg.api_key or "")})
+        data = json.loads(urlopen(request, timeout=min(cfg.timeout or 15, 15)).read())["data"]
+        ids = [m["id"] for m in data if m["id"].isprintable() and " " not in m["id"]] or ids
+    except Exception as e:          # unreachable, refused, not a model list: the built-in table
+        sys.stderr.write("grok: cannot list the models of %s (%s); the built-in list follows\n"
+                         % (cfg.base_url, scrub(str(e) or type(e).__name__, (cfg.api_key,))[:200]))
+    rows = [{"id": i, "default": i == cfg.model} for i in (ids if cfg.model in ids else [cfg.model] + ids)]
+    print(json.dumps({"models": rows}) if "--json" in argv else
+          "\n".join(("* %s (default)" if row["default"] else "- %s") % row["id"] for row in rows))
+    return 0
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["models"]:      # before the flags: the prompt words may be positional
+        return guarded("grok", lambda: list_models(argv[1:]))
     # Errors outside the headless run itself (a bad flag, no key) are still an event in a JSON run.
     json_errors = [json_requested(argv)]
 
@@ -3346,8 +3488,8 @@ def main(argv=None):
 
     def body():
         args = parse_args(argv)
-        json_errors[0] = args.prompt is not None and args.format == "json" and not args.acp
-        cfg = Config(model=args.model, cwd=args.cwd, always_approve=args.always_approve,
+        json_errors[0] = args.prompt is not None and args.format != "text" and not args.acp
+        cfg = Config(model=args.model, cwd=args.cwd, always_approve=args.always_approve, effort=args.effort,
                      require_key=not args.acp)      # ACP reports a missing key at session/new
         if args.acp:
             return acp_main(args, cfg)

@@ -177,13 +177,6 @@ def num(n):
         return "?"
 
 
-def dig(obj, *keys):
-    """obj[k1][k2]... or None, whatever shape a server's usage object has."""
-    for key in keys:
-        obj = obj.get(key) if isinstance(obj, dict) else None
-    return obj
-
-
 def home_short(path):
     home = os.path.expanduser("~")
     return "~" + path[len(home):] if home not in ("", "/") and (path + "/").startswith(home + "/") else path
@@ -209,6 +202,7 @@ class DetailedUI(g.TerminalUI):
         self.goal = None
         self.iteration = 0
         self.last_reply = {}
+        self.reasoning = ""                 # the model's reasoning_content for this reply
         self.turn_started = time.time()
         self.last_open = None               # the tool call whose opening line was the last one written
         # The live area (waiting line, answer text as it streams) is erased before anything else
@@ -285,7 +279,7 @@ class DetailedUI(g.TerminalUI):
         cost = "$%.4f/%s" % (spent, "$%.2f" % limit if limit > 0 else "no limit")
         ctx = "context %.1f%%" % pct
         detail = ctx + " (%s/%s)" % (num(a.context_tokens), num(a.cfg.context_window))
-        cached = "cached %s" % num(dig(a.last_usage, "prompt_tokens_details", "cached_tokens"))
+        cached = "cached %s" % num(g.usage_numbers(a.last_usage)["cached"])
         tools, tiny = "tools %d" % a.tool_count, ("$%.4f" % spent, "ctx %.0f%%" % pct)
         codes = {a.session.id: "1", short: "1", cost: "31" if 0 < limit <= spent else "33" if 0 < limit * 0.8 <= spent
                  else None, ctx: "33" if 0 < a.cfg.compact_threshold * 0.8 <= pct else None}
@@ -352,6 +346,7 @@ class DetailedUI(g.TerminalUI):
         if self.iteration == 0:
             self.turn_started = time.time()
         self.iteration += 1
+        self.reasoning = ""
         n, more = self.iteration, self.glyph["more"]
         self.waiting(lambda seconds: "%s step %d: waiting for the model%s" % (more, n, " · %ds" % seconds * bool(seconds)))
 
@@ -360,7 +355,13 @@ class DetailedUI(g.TerminalUI):
         self.live(text)
 
     def stream_reset(self):
+        self.reasoning = ""
         self.live_clear()
+
+    def thought(self, text):
+        self.reasoning += text
+        self.wait_stop()
+        self.live(text)
 
     def reply(self, reply, step):
         self.last_reply = reply
@@ -387,7 +388,7 @@ class DetailedUI(g.TerminalUI):
                      + (["%s %s" % (self.glyph["now"], current)] if current else [])
                      + ["%s %s" % (self.glyph["todo"], t) for t in remaining])
             out.append(self.field_lines("progress", "  ".join(items)))
-        thinking = as_text(reply.get("thinking"))
+        thinking = " ".join(t for t in (as_text(self.reasoning), as_text(reply.get("thinking"))) if t)
         if thinking:
             out.append(self.field_lines("thinking", thinking, "2;3"))
         blockers = as_list(reply.get("blockers"))
@@ -427,13 +428,11 @@ class DetailedUI(g.TerminalUI):
             self.write("".join(out))
 
     def step_finish(self, step, info):
-        usage = info.get("usage")
-        cached = dig(usage, "prompt_tokens_details", "cached_tokens")
-        reasoning = dig(usage, "completion_tokens_details", "reasoning_tokens")
-        parts = ["in %s" % num(dig(usage, "prompt_tokens")) + (" (%s cached)" % num(cached) if cached else ""),
-                 "out %s" % num(dig(usage, "completion_tokens"))]
-        if reasoning:
-            parts.append("reasoning %s" % num(reasoning))
+        n = info["tokens"]
+        parts = ["in %s" % num(n["input"]) + (" (%s cached)" % num(n["cached"]) if n["cached"] else ""),
+                 "out %s" % num(n["output"])]
+        if n["reasoning"]:
+            parts.append("reasoning %s" % num(n["reasoning"]))
         parts += ["$%.4f" % info.get("cost", 0.0), "%.1fs" % info.get("duration", 0.0)]
         if info.get("finish_reason") not in (None, "stop"):
             parts.append("finish %s" % info["finish_reason"])
@@ -1229,7 +1228,7 @@ def main(argv=None):
                             "in $GROK_AGENT_DIR (default ~/.grok_agent)")
         p.add_argument("--max-loops", type=int, default=5, metavar="N", help="agent mode: at most N loops (default 5)")
         args = p.parse_args(argv)
-        cfg = g.Config(model=args.model, cwd=args.cwd, always_approve=args.always_approve)
+        cfg = g.Config(model=args.model, cwd=args.cwd, always_approve=args.always_approve, effort=args.effort)
         if args.agent is not None:
             return run_agent_mode(args, cfg)
         return interactive(args, cfg)
