@@ -41,6 +41,7 @@ DEFAULT_WINDOW = 131072
 BASH_TIMEOUT = 180          # seconds
 OUTPUT_HEAD = 30000         # bytes of tool output kept from the start ...
 OUTPUT_TAIL = 5000          # ... and from the end
+PIPED_CAP = 100000          # bytes of piped stdin added to a -p prompt
 READ_CAP = 100000           # bytes read_file returns
 LIST_CAP = 500              # entries list_files returns
 RULES_CAP = 8000            # bytes per AGENTS.md / GROK.md file
@@ -951,15 +952,43 @@ class ToolArgError(Exception):
 
 
 def kill_group(proc):
+    """SIGKILL the process group a tool started; never pgid 0 or 1 (our own group, init)."""
     import signal
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (OSError, ProcessLookupError):
-        pass
+    if proc.pid > 1:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+class OutputCapture:
+    """A process's output, read on a thread: the first OUTPUT_HEAD and last OUTPUT_TAIL bytes."""
+
+    def __init__(self, stream):
+        self.head, self.tail, self.total = bytearray(), bytearray(), 0
+        self.thread = threading.Thread(target=self.read, args=(stream,), daemon=True)
+        self.thread.start()
+
+    def read(self, stream):
+        try:
+            for chunk in iter(lambda: stream.read1(65536), b""):
+                self.total += len(chunk)
+                room = max(0, OUTPUT_HEAD - len(self.head))
+                self.head += chunk[:room]
+                self.tail += chunk[room:]
+                del self.tail[:-OUTPUT_TAIL]
+        except (OSError, ValueError):
+            pass
+
+    def text(self):
+        head, tail = bytes(self.head).decode("utf-8", "replace"), bytes(self.tail).decode("utf-8", "replace")
+        omitted = self.total - len(self.head) - len(self.tail)
+        if omitted > 0:
+            head += "\n[... %d bytes omitted: output truncated ...]\n" % omitted
+        return (head + tail).replace("\x00", "\\0")
 
 
 def tool_bash(args, agent):
-    import select
     import subprocess
     command = need_str(args, "command", "bash")
     shell = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
@@ -969,67 +998,31 @@ def tool_bash(args, agent):
     except OSError as e:
         return ToolResult("error: cannot start %s: %s" % (shell, e), ok=False)
     agent.procs.add(proc)
-    head, tail, total = bytearray(), bytearray(), 0
-    deadline = time.monotonic() + agent.cfg.bash_timeout if agent.cfg.bash_timeout > 0 else float("inf")   # 0: no limit
-    fd = proc.stdout.fileno()
-    note = ""
-    exited_at = None
-    eof = False
+    out, note, waited, code = OutputCapture(proc.stdout), "", 0.0, None
     try:
-        while True:
+        while code is None and not note:
             if agent.cancel.is_set():
-                kill_group(proc)
                 note = "\n[cancelled by the user]"
-                break
-            now = time.monotonic()
-            if now >= deadline:
-                kill_group(proc)
+            elif 0 < agent.cfg.bash_timeout <= waited:        # 0: no limit
                 note = "\n[timed out after %gs: process group killed]" % agent.cfg.bash_timeout
-                break
-            if exited_at is None and proc.poll() is not None:
-                exited_at = now
-            if exited_at is not None and (eof or now - exited_at > 0.2):
-                break           # background children keep the pipe open; do not wait for them
-            if eof:             # output closed before the exit was seen: wait for it, do not kill it
-                time.sleep(0.01)
-                continue
-            ready, _, _ = select.select([fd], [], [], 0.05)
-            if ready:
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    eof = True
-                    continue
-                total += len(chunk)
-                room = OUTPUT_HEAD - len(head)
-                if room > 0:
-                    head += chunk[:room]
-                    chunk = chunk[room:]
-                if chunk:
-                    tail += chunk
-                    if len(tail) > OUTPUT_TAIL:
-                        del tail[:len(tail) - OUTPUT_TAIL]
+            else:
+                try:
+                    code = proc.wait(0.05)
+                except subprocess.TimeoutExpired:
+                    waited += 0.05
     finally:
-        if proc.poll() is None and (note or exited_at is None):
-            kill_group(proc)
-        try:
-            code = proc.wait(timeout=5)
-        except Exception:
+        if code is None:
             kill_group(proc)
             code = proc.wait()
-        proc.stdout.close()
         agent.procs.discard(proc)
-    background = ""
-    if exited_at is not None and not eof and not note:     # the shell is gone, its children hold the pipe
-        background = ("\n[background processes are still running; their output is not captured and they may "
-                      "die writing to it: redirect it (cmd > file 2>&1 &)]")
-    if total > len(head) + len(tail):
-        text = "%s\n[... %d bytes omitted: output truncated ...]\n%s" % (
-            bytes(head).decode("utf-8", "replace"), total - len(head) - len(tail), bytes(tail).decode("utf-8", "replace"))
-    else:
-        text = bytes(head + tail).decode("utf-8", "replace")
-    text = text.replace("\x00", "\\0")
-    if not text.strip() and not note:
-        text = "(no output)"
+    out.thread.join(1 if note else 0.2)     # background children may keep the output open
+    if not out.thread.is_alive():
+        proc.stdout.close()
+    text = out.text()
+    text = text if text.strip() or note else "(no output)"
+    background = "" if note or not out.thread.is_alive() else (
+        "\n[background processes are still running; their output is not captured and they may "
+        "die writing to it: redirect it (cmd > file 2>&1 &)]")
     if code and not note:
         note = "\n[exit code %d]" % code
     return ToolResult(text + note + background, ok=not note)
@@ -1354,6 +1347,7 @@ class Session:
         self.path = os.path.join(self.dir, self.id + ".jsonl")
         self.warn = warn or (lambda text: None)
         self.fd, self.disabled, self.legacy = None, False, False
+        self.header = None      # a new session's first record: the file is made with the first real one
 
     def _open(self):
         try:
@@ -1383,6 +1377,8 @@ class Session:
             if self.disabled:
                 return
         data = json_bytes(record) + b"\n"
+        if self.header:
+            data, self.header = json_bytes(self.header) + b"\n" + data, None
         try:
             while data:
                 data = data[os.write(self.fd, data):]
@@ -1484,6 +1480,17 @@ def list_sessions(directory):
     return sorted(out, key=lambda s: s[1], reverse=True)
 
 
+def find_session(directory, key):
+    """The saved session `key` names: its whole id, the start of it, or its random suffix."""
+    ids = [s[0] for s in list_sessions(directory)]
+    matches = [i for i in ids if i == key] or [i for i in ids if key and (i.startswith(key) or i.endswith(key))]
+    if not matches:
+        raise UserError("no session %r in %s" % (key, os.path.join(directory, "sessions")))
+    if len(matches) > 1:
+        raise UserError("%r matches %d sessions; give more of the id" % (key, len(matches)))
+    return matches[0]
+
+
 def latest_session_id(directory):
     """The newest session anybody typed into (a REPL opened and closed leaves an empty one)."""
     return next((s[0] for s in list_sessions(directory) if s[2]), None)
@@ -1524,8 +1531,7 @@ class Agent:
         self.cfg, self.ui, self.contract = cfg, ui or UI(), contract
         self.ui_lock = threading.RLock()
         self.lock = threading.Lock()    # cost and session writes from tools running in threads
-        self.model, self.cwd = cfg.model, cfg.cwd
-        self.session = session or Session(cfg.data_dir, warn=self.notice)
+        self.model = cfg.model
         self.client = Client(cfg.base_url, cfg.api_key, cfg.timeout, cfg.max_retries, cfg.backoff, notice=self.notice)
         self.encoder = RequestEncoder()
         self.tool_names = list(TOOLS)
@@ -1534,33 +1540,38 @@ class Agent:
         self.optional = {k: v for k, v in (("temperature", cfg.temperature),
                                            ("reasoning_effort", cfg.reasoning_effort)) if v is not None}
         self.stream = cfg.stream
-        self.reserved, self.search_costs = 0.0, []
+        self.reserved = 0.0
+        self.search_costs = []
         self.said = set()               # one-time notices given
-        self.last_usage = {}
-        self.context_tokens = self.tool_count = self.step_no = 0
         self.cancel, self.procs = threading.Event(), set()      # procs: bash tools running
-        self.session_always = set()     # tools approved with [a]lways
         self.request_carriers = []      # messages holding this turn's request verbatim (compact keeps it)
+        self.partial = ""               # the answer text shown so far in this model call
         self.prompt_skills = find_skills(cfg.skills_dir)
         self.skills_seen = (None, self.prompt_skills)       # (stamp, skills) the model knows of
-        header, messages, self.cost_usd, cwd = self.session.load() if resume else ({}, [], 0.0, None)
-        if cwd and os.path.isdir(cwd):
-            self.cwd = cwd
-        system = header.get("system") or build_system_prompt(cfg, contract, self.cwd)
+        self.open_session(session or Session(cfg.data_dir, warn=self.notice), resume)
+
+    def open_session(self, session, resume=False):
+        """Go on in `session`: a new one, or a saved one resumed with its history, cost and cwd. A session
+        of the bash grok is only read: the conversation goes on in a new session file."""
+        header, messages, self.cost_usd, cwd = session.load() if resume else ({}, [], 0.0, None)
+        fresh = not resume or session.legacy
+        if session.legacy:
+            session = Session(self.cfg.data_dir, warn=self.notice)
+            self.notice("a session of the bash grok, continued as session %s" % session.id)
+        self.session, self.client.conv_id = session, session.id
+        self.cwd = cwd if cwd and os.path.isdir(cwd) else self.cfg.cwd
+        system = header.get("system") or build_system_prompt(self.cfg, self.contract, self.cwd)
         self.messages = [{"role": "system", "content": system}] + messages
-        if self.session.legacy or not resume:
-            if resume:      # the bash grok's file is only read; the conversation goes on in a new one
-                self.session = Session(cfg.data_dir, warn=self.notice)
-                self.notice("a session of the bash grok, continued as session %s" % self.session.id)
-            self.session.append({"type": "session", "version": 1, "id": self.session.id, "created": now_iso(),
-                                 "cwd": self.cwd, "model": self.model, "contract": contract.name, "system": system})
+        self.context_tokens = estimate_tokens(self.messages) if resume else 0
+        self.tool_count = sum(tool_calls_in(m["content"]) for m in messages if m["role"] == "assistant")
+        self.step_no, self.last_usage, self.session_always = 0, {}, set()     # session_always: [a]lways answers
+        if fresh:
+            session.header = {"type": "session", "version": 1, "id": session.id, "created": now_iso(),
+                              "cwd": self.cwd, "model": self.model, "contract": self.contract.name, "system": system}
             if messages:
-                self.session.append({"type": "reset", "messages": messages})
-        if resume:
-            self.context_tokens = estimate_tokens(self.messages)
-            # killed mid-turn (SIGKILL, a crash): close that turn as a cancel would have
-            self.close_turn(only_if_open=True, note="[interrupted: the session ended during this turn]")
-        self.client.conv_id = self.session.id
+                session.append({"type": "reset", "messages": messages})
+        if resume:      # killed mid-turn (SIGKILL, a crash): close that turn as a cancel would have
+            self.close_turn(only_if_open=True, note=INTERRUPTED[1])
 
     # -- bookkeeping ---------------------------------------------------------
     def notice(self, text):
@@ -1669,7 +1680,7 @@ class Agent:
                     if not on_text:
                         return read_chat_stream(resp, None, on_thought)
                     # Once per attempt: a retried stream starts the reply over, so the parser and the UI do too.
-                    streamer = ResponseStreamer()
+                    streamer, self.partial = ResponseStreamer(), ""
                     self.ui.stream_reset()
                     return read_chat_stream(resp, lambda piece: self._stream_piece(streamer, piece, on_text),
                                             on_thought)
@@ -1707,6 +1718,7 @@ class Agent:
     def _stream_piece(self, streamer, piece, on_text):
         text = streamer.feed(piece)
         if text:
+            self.partial += text
             on_text(text, streamer.tool_calls)
 
     def query(self):
@@ -1714,7 +1726,7 @@ class Agent:
         self.reserve()
         self.step_no += 1
         self.ui.step_start(self.step_no)
-        started = time.time()
+        started, self.partial = time.time(), ""
         result = self.chat(self.messages, on_text=self.ui.stream_text, on_thought=self.ui.thought)
         result.cost = self.add_cost(result.usage)
         self.last_usage = result.usage
@@ -1810,17 +1822,19 @@ class Agent:
 
     def close_turn(self, only_if_open=False, note="[interrupted by the user]",
                    unrun="[the user cancelled the tool calls before they finished]"):
-        """End an unfinished turn in the history: a note (unrun) for tool calls that got no
-        results, and an assistant reply (note) saying the turn was interrupted."""
+        """End an unfinished turn in the history: a note (unrun) for tool calls that got no results, and
+        an assistant reply (note) saying the turn was interrupted, with the answer text shown so far."""
         last = self.messages[-1] if len(self.messages) > 1 else None
-        if last is None or last.get("content") in INTERRUPTED_REPLIES:
+        if last is None or interrupted_reply(last.get("content")):
             return
         if only_if_open and last["role"] == "user" and str(last.get("content", "")).startswith("[/cd]"):
             return      # grok-detailed's /cd note: a remark between turns, not a turn left open
         if last["role"] == "assistant":
-            if only_if_open and not has_tool_calls(last.get("content")):
+            if only_if_open and not tool_calls_in(last.get("content")):
                 return
             self.add({"role": "user", "content": unrun})
+        elif self.partial.strip():
+            note = self.partial.rstrip() + "\n\n" + note
         self.add({"role": "assistant", "content": json.dumps({"tool_calls": [], "response": note, "done": True})})
 
     # -- tools ---------------------------------------------------------------
@@ -1998,16 +2012,24 @@ class Agent:
         self.session.close()
 
 
-INTERRUPTED_REPLIES = tuple(json.dumps({"tool_calls": [], "response": note, "done": True}) for note in
-                            ("[interrupted by the user]", "[interrupted: the session ended during this turn]"))
+INTERRUPTED = ("[interrupted by the user]", "[interrupted: the session ended during this turn]")
 
 
-def has_tool_calls(content):
+def interrupted_reply(content):
+    try:
+        reply = json.loads(str(content))
+    except ValueError:
+        return False
+    return isinstance(reply, dict) and str(reply.get("response")).endswith(INTERRUPTED)
+
+
+def tool_calls_in(content):
+    """How many tool calls an assistant message asked for."""
     try:
         calls = extract_json_object(str(content)).get("tool_calls")
     except (ContractError, AttributeError):
-        return False
-    return bool(calls)
+        return 0
+    return len(calls) if isinstance(calls, list) else 0
 
 
 def tool_results_message(results, note=None):
@@ -2197,16 +2219,55 @@ class TerminalUI(UI):
             tolerate_unencodable(stream)
         self.color = use_color(self.out)
         self.streamed = False
+        self.lock = threading.RLock()       # the waiting line is redrawn from its own thread
+        self.waiter = None
 
     def paint(self, code, text):
         return "\033[%sm%s\033[0m" % (code, text) if self.color else text
 
     def write(self, text):
-        self.out.write(text)
-        self.out.flush()
+        self.wait_stop()
+        self.raw(text)
+
+    def raw(self, text):
+        with self.lock:
+            self.out.write(text)
+            self.out.flush()
+
+    def waiting(self, text_of):
+        """On a terminal: text_of(seconds waited) now and every second, until the next output."""
+        self.wait_stop()
+        if not self.out.isatty():
+            return
+        stop = self.waiter = threading.Event()
+        started = time.time()
+
+        def tick():
+            while True:
+                with self.lock:
+                    if stop.is_set():
+                        return
+                    self.show_wait(text_of(int(time.time() - started)))
+                if stop.wait(1):
+                    return
+        threading.Thread(target=tick, daemon=True).start()
+
+    def wait_stop(self):
+        with self.lock:
+            if self.waiter:
+                self.waiter.set()
+                self.waiter = None
+                self.hide_wait()
+
+    def show_wait(self, text):
+        self.raw("\r\033[K" + self.paint("90", text))
+
+    def hide_wait(self):
+        self.raw("\r\033[K")
 
     def step_start(self, step):
         self.streamed = False
+        self.waiting(lambda seconds: "..." + (" %ds" % seconds if seconds else ""))
 
     def stream_text(self, text, final_hint):
         if not self.streamed:
@@ -2220,8 +2281,15 @@ class TerminalUI(UI):
             self.streamed = False
 
     def tool_start(self, call):
-        self.stream_reset()
+        if self.streamed:
+            self.write("\n")
+            self.streamed = False
         self.write(self.paint("90", ("[%s] %s" % (call.name, call.shown))[:200]) + "\n")
+
+    def tool_end(self, call, result):
+        if not result.ok:       # failed or denied
+            self.write(self.paint("31", "✗ [%s] %s: %s" % (call.name, call.shown[:60], failure_reason(result.output)))
+                       + "\n")
 
     def answer(self, text):
         if self.streamed:
@@ -2231,11 +2299,15 @@ class TerminalUI(UI):
         self.streamed = False
 
     def notice(self, text):
-        self.stream_reset()
+        self.wait_stop()
+        if self.streamed:
+            self.write("\n")
+            self.streamed = False
         sys.stderr.write(self.paint("33", text) + "\n")
         sys.stderr.flush()
 
     def approve(self, call):
+        self.wait_stop()
         detail = call.shown if call.name == "bash" else "%s (%d bytes)" % (
             call.shown, len(str(call.args.get("content", "")).encode("utf-8", "replace")))
         answer = ask_tty("%s %s\n  run it? [y]es / [n]o / [a]lways: " % (self.paint("1", call.name), detail))
@@ -2245,7 +2317,9 @@ class TerminalUI(UI):
         return {"a": "always", "always": "always", "y": "yes", "yes": "yes"}.get(answer.lower(), "no")
 
     def ask_user(self, question, options):
-        lines = ["", self.paint("1", question)] + ["  %d) %s" % (i + 1, o) for i, o in enumerate(options)]
+        self.wait_stop()
+        lines = ["", self.paint("1", question)]
+        lines += ["  %d) %s" % (i + 1, o) for i, o in enumerate(options)]
         answer = ask_tty("\n".join(lines) + "\n  answer (number or text): ")
         if answer and answer.isdigit() and 1 <= int(answer) <= len(options):
             return options[int(answer) - 1]
@@ -2253,9 +2327,11 @@ class TerminalUI(UI):
 
 
 HELP = """commands:
-  /clear   start a new conversation
-  /help    this help (also /?)
-  /exit    quit (also /q, Ctrl-D)
+  /clear        start a new conversation
+  /model [NAME] show the model, or use NAME from the next request on
+  /help         this help (also /?)
+  /exit         quit (also /q, Ctrl-D)
+End a line with \\ to go on on the next one; lines pasted together are one message.
 Esc or Ctrl-C cancels the running turn; the conversation is kept."""
 
 
@@ -2284,16 +2360,27 @@ def save_history(readline, path):
 
 
 def read_line(interactive, keys, prompt="> "):
-    if interactive:
-        line, rest = keys.take()
-        if line is not None:        # typed during the last turn
-            sys.stdout.write(prompt + line + "\n")
-            return line
-        return rest + input_with_ticks(prompt + rest)     # an unfinished line typed meanwhile leads on
-    line = sys.stdin.readline()
-    if not line:
-        raise EOFError
-    return line.rstrip("\n")
+    """One message. Piped: one line. On a terminal, a line typed during the last turn, else several
+    when a line ends in \\ (typed on after "... ") or when more lines are already waiting (a paste)."""
+    if not interactive:
+        line = sys.stdin.readline()
+        if not line:
+            raise EOFError
+        return line.rstrip("\n")
+    line, rest = keys.take()
+    if line is not None:
+        sys.stdout.write(prompt + line + "\n")
+        return line
+    import select
+    lines = [rest + input_with_ticks(prompt + rest)]     # an unfinished line typed meanwhile leads on
+    while lines[-1].endswith("\\") or select.select([sys.stdin], [], [], 0.01)[0]:
+        more = lines[-1].endswith("\\")
+        lines[-1] = lines[-1][:-1] if more else lines[-1]
+        try:
+            lines.append(input_with_ticks("... " if more else ""))
+        except EOFError:
+            break
+    return "\n".join(lines)
 
 
 def input_with_ticks(prompt):
@@ -2313,61 +2400,73 @@ def input_with_ticks(prompt):
 
 
 def repl_line(agent, ui, line, commands, help_text):
-    """Run one line typed at the prompt; True to leave the REPL."""
-    name, _, arg = line.partition(" ")
-    if name in ("/exit", "/quit", "/q"):
-        return True
+    """Run one message or command: "exit" to leave the REPL, else its exit code (0: fine)."""
+    name, _, arg = line.partition(" ") if line.startswith("/") else ("", "", "")
     try:
-        if name in ("/help", "/?"):
+        if name in ("/exit", "/quit", "/q"):
+            return "exit"
+        elif name in ("/help", "/?"):
             ui.write(help_text + "\n")
         elif name == "/clear":
             agent.reset([])
             agent.context_tokens = 0
             ui.write("conversation cleared\n")
+        elif name == "/model":
+            agent.model = agent.cfg.model = arg.strip() or agent.model
+            ui.write("model: %s (known: %s)\n" % (agent.model, ", ".join(sorted(PRICES))))
         elif commands and name in commands:
             commands[name](arg.strip())
-        elif line.startswith("/"):
+        elif name:
             ui.notice("unknown command %s (try /help)" % name)
         else:
             agent.run_turn(line)
     except Cancelled:
         ui.notice("(cancelled)")
+        return 130
     except GrokError as e:
-        ui.notice("error: %s" % e)
-    return False
+        cost = commands and "/cost" in commands and str(e).startswith("cost limit")
+        ui.notice("error: %s%s" % (e, " (raise it with /cost N)" if cost else ""))
+        return 0 if name else e.exit_code
+    return 0
 
 
-def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None):
-    """The read-eval-print loop shared by grok and grok-detailed."""
+def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="grok", first=""):
+    """The read-eval-print loop shared by grok and grok-detailed; `first` is sent before the first
+    prompt. Piped, the exit code is the last failed turn's (0 if none failed)."""
     interactive = sys.stdin.isatty()
     history = os.path.join(agent.cfg.data_dir, "history")
     rl = setup_readline(history) if interactive else None
     keys = EscKey(sys.stdin.fileno() if interactive else None)
     if interactive:
-        ui.write("grok %s · %s · /help for commands, Ctrl-D to quit\n" % (__version__, agent.model))
+        ui.write("%s %s · %s · /help for commands, Ctrl-D to quit\n" % (prog, __version__, agent.model))
+    status, line = 0, first
     try:
         while True:
-            try:
-                if before_prompt and interactive:
-                    before_prompt()
-                line = read_line(interactive, keys).strip()
-            except EOFError:
-                if interactive:
-                    ui.write("\n")
-                return 0
-            except KeyboardInterrupt:
-                ui.write("\n")
-                continue
             # Ctrl-C must not end the REPL wherever it lands: in a command (/compact), or a
             # second one while a turn is being cancelled (run_turn turns the first into Cancelled).
             try:
                 with keys:
-                    if line and repl_line(agent, ui, line, commands, help_text):
-                        return 0
+                    done = repl_line(agent, ui, line, commands, help_text) if line.strip() else 0
             except KeyboardInterrupt:
                 if not line.startswith("/"):
                     agent.settle_cancelled()
                 ui.notice("(cancelled)")
+                done = 130
+            if done == "exit":
+                return 0 if interactive else status
+            status = done or status
+            try:
+                if before_prompt and (interactive or line.strip() and not line.startswith("/")):
+                    before_prompt()     # piped: there is no prompt, so after each turn
+                line = read_line(interactive, keys)
+                line = line.strip() if "\n" not in line else line.rstrip().lstrip("\n")
+            except EOFError:
+                if interactive:
+                    ui.write("\n")
+                return 0 if interactive else status
+            except KeyboardInterrupt:
+                ui.write("\n")
+                line = ""
     finally:
         save_history(rl, history)
 
@@ -2590,18 +2689,30 @@ def scrub_args(args, secrets=()):
     return json.loads(scrub(json.dumps(args, ensure_ascii=False), secrets))
 
 
-def read_prompt(prompt):
+def read_prompt(prompt, notice):
+    """-p's prompt; `-` reads it from stdin, and text piped in (a pipe or a file, not a terminal
+    or /dev/null) is added below it, cut at PIPED_CAP bytes with a notice."""
+    import stat
+    stdin = getattr(sys.stdin, "buffer", sys.stdin)
+    try:
+        mode = os.fstat(stdin.fileno()).st_mode
+        piped = stat.S_ISFIFO(mode) or stat.S_ISREG(mode)
+    except (OSError, ValueError, AttributeError):
+        piped = False
     if prompt == "-":
-        stdin = getattr(sys.stdin, "buffer", None)
-        prompt = stdin.read().decode("utf-8", "replace") if stdin else sys.stdin.read()
+        prompt, piped = stdin.read().decode("utf-8", "replace"), False
     if not prompt.strip():
         raise UserError("the prompt is empty")
-    return prompt
+    data = stdin.read(PIPED_CAP + 1) if piped else b""
+    if len(data) > PIPED_CAP:
+        notice("note: the piped input was cut to its first %d bytes" % PIPED_CAP)
+    text = data[:PIPED_CAP].decode("utf-8", "replace")
+    return "%s\n\n%s" % (prompt, text) if text.strip() else prompt
 
 
 def headless(args, cfg):
-    prompt = read_prompt(args.prompt)
     ui = HeadlessUI(args.format, args.allow, cfg.always_approve, secrets=(cfg.api_key,))
+    prompt = read_prompt(args.prompt, ui.notice)
     if args.max_tool_rounds is not None:
         cfg.max_iterations = args.max_tool_rounds
     agent = open_agent(cfg, ui, MINIMAL, args)
@@ -2641,14 +2752,13 @@ def headless(args, cfg):
 
 def open_agent(cfg, ui, contract, args):
     """A new agent, or one resuming --resume ID / -c (latest)."""
-    session_id = getattr(args, "resume", None)
-    if getattr(args, "cont", False) and not session_id:
+    session_id = args.resume and find_session(cfg.data_dir, args.resume)
+    if args.cont and not session_id:
         session_id = latest_session_id(cfg.data_dir)
         if not session_id:
             raise UserError("no session to continue in %s" % os.path.join(cfg.data_dir, "sessions"))
+        ui.notice("continuing session %s" % session_id)
     if session_id:
-        if os.sep in session_id or session_id.startswith("."):
-            raise UserError("bad session id %r" % session_id)
         session = Session(cfg.data_dir, session_id, warn=ui.notice)
         agent = Agent(cfg, ui, contract, session=session, resume=True)
         if getattr(args, "cwd", None):
@@ -3273,6 +3383,7 @@ class ArgParser:
         p.add_argument("-y", "--always-approve", action="store_true", help="run bash/write_file without asking")
         p.add_argument("--resume", metavar="ID", help="continue a saved session")
         p.add_argument("-c", "--continue", dest="cont", action="store_true", help="continue the latest session")
+        p.add_argument("message", nargs="*", help="start the chat with this message")
         return p
 
 
@@ -3324,6 +3435,10 @@ def parse_args(argv):
         p.error("--resume and --continue exclude each other")
     if args.max_tool_rounds is not None and args.max_tool_rounds < 0:
         p.error("--max-tool-rounds must be 0 or more")
+    if args.format != "text" and args.prompt is None:
+        p.error("--format %s needs -p PROMPT (the chat has no JSON output)" % args.format)
+    if args.message and (args.prompt is not None or args.acp):
+        p.error("unrecognized arguments: %s (a prompt goes in -p)" % " ".join(args.message))
     return args
 
 
@@ -3435,7 +3550,7 @@ def main(argv=None):
         ui = TerminalUI()
         agent = open_agent(cfg, ui, MINIMAL, args)
         try:
-            return repl(agent, ui)
+            return repl(agent, ui, first=" ".join(args.message))
         finally:
             agent.close()
 

@@ -95,7 +95,7 @@ def test_detailed_prints_the_session_path_and_summary_at_exit(run, fake, isolate
 def test_q_quits_and_question_mark_shows_help(run, fake):
     r = run(input="/?\n/q\nnever sent\n")
     assert r.returncode == 0
-    assert "/exit    quit (also /q, Ctrl-D)" in r.stdout and "unknown command" not in r.stderr
+    assert "quit (also /q, Ctrl-D)" in r.stdout and "unknown command" not in r.stderr
     r = run(input="/?\n/q\nnever sent\n", script=GROK_DETAILED)
     assert r.returncode == 0 and "/cd DIR" in r.stdout and "unknown command" not in r.stderr
     assert fake.chat_requests() == []
