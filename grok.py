@@ -29,7 +29,7 @@ __version__ = "0.1.0"
 DEFAULT_BASE_URL = "https://api.x.ai/v1"
 DEFAULT_MODEL = "grok-4.3"
 KEY_VARS = ("GROK_API_KEY", "XAI_API_KEY")
-ENV_FILES = ("./.env", "~/.grok/.env", "~/.claude/.env")
+ENV_FILES = ("~/.grok/.env", "~/.claude/.env", "./.env")     # the person's own key before a project's
 
 # USD per 1M tokens: input, cached input, output.
 PRICES = {"grok-4.3": (1.25, 0.20, 2.50), "grok-4.20": (1.25, 0.20, 2.50),
@@ -43,6 +43,8 @@ OUTPUT_HEAD = 30000         # bytes of tool output kept from the start ...
 OUTPUT_TAIL = 5000          # ... and from the end
 READ_CAP = 100000           # bytes read_file returns
 LIST_CAP = 500              # entries list_files returns
+APPROVAL_LINES = 40         # lines of a command or file shown at an approval before "s shows all"
+APPROVAL_CHARS = 4000       # ... and characters
 RULES_CAP = 8000            # bytes per AGENTS.md / GROK.md file
 RULES_TOTAL_CAP = 24000     # bytes of project rules in all
 MAX_STRIKES = 3             # invalid replies in a row before a turn fails
@@ -69,48 +71,67 @@ def data_dir():
     return os.path.expanduser(d)
 
 
+def data_dir_problem(path):
+    """Why the data dir must not be used, or None; created 0700 when missing. Someone else who can
+    write there could plant a session to resume or a history symlink to follow."""
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        info = os.stat(path)
+    except OSError as e:
+        return "cannot create the data dir %s (GROK_DATA_DIR): %s" % (path, e.strerror or e)
+    if info.st_uid != os.getuid() or info.st_mode & 0o022:
+        return ("the data dir %s (GROK_DATA_DIR) is %s: not used; choose a directory only you can write"
+                % (path, "owned by another user" if info.st_uid != os.getuid() else "group/world-writable"))
+    return None
+
+
 def script_dir():
     return os.path.dirname(os.path.realpath(__file__))
 
 
-def read_env_file(path, names):
-    """The first of `names` defined in a .env file; nothing else is taken from it."""
+def read_regular(path, cap):
+    """(first cap+1 bytes, size) of a regular file (never a device, pipe or socket), or None."""
+    import stat
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            lines = f.read().splitlines()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))     # a FIFO must not block
+        with open(fd, "rb") as f:
+            info = os.fstat(fd)
+            return (f.read(cap + 1), info.st_size) if stat.S_ISREG(info.st_mode) else None
     except OSError:
         return None
+
+
+def read_env_file(path, names):
+    """The first of `names` defined in a .env file (a regular file under 64 KB); nothing else is taken."""
+    import re
+    got = read_regular(path, 65536)
+    if not got or len(got[0]) > 65536:
+        return None
     found = {}
-    for line in lines:
-        line = line.strip()
-        if line.startswith("export "):
-            line = line[7:].lstrip()
-        name, sep, value = line.partition("=")
-        name = name.strip()
-        if sep and name in names and name not in found:
-            value = value.strip()
-            if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-                value = value[1:-1]
-            elif " #" in value:
-                value = value.split(" #", 1)[0].rstrip()
-            if value:
-                found[name] = value
-    for name in names:
-        if name in found:
-            return found[name]
-    return None
+    for line in got[0].decode("utf-8", "replace").lstrip("\ufeff").splitlines():
+        m = re.match(r"""\s*(?:export\s+)?(\w+)\s*=\s*(?:"([^"]*)"|'([^']*)'|(.*?))\s*(?:\s#.*)?$""", line)
+        if m and m.group(1) in names and m.group(1) not in found:
+            found[m.group(1)] = next((v for v in m.groups()[1:] if v is not None), "")
+    return next((found[n] for n in names if found.get(n)), None)
 
 
 def find_api_key():
-    """(key, where it came from), or (None, None)."""
+    """(key, where it came from), or (None, None). A key with whitespace or control characters
+    inside is a UserError that does not show it."""
+    key = source = None
     for name in KEY_VARS:
         if os.environ.get(name, "").strip():
-            return os.environ[name].strip(), "$" + name
-    for path in ENV_FILES:
-        key = read_env_file(os.path.expanduser(path), KEY_VARS)
+            key, source = os.environ[name].strip(), "$" + name
+            break
+    for path in () if key else ENV_FILES:
+        key, source = read_env_file(os.path.expanduser(path), KEY_VARS), path
         if key:
-            return key, path
-    return None, None
+            break
+    if key and any(ord(c) < 33 or 127 <= ord(c) < 160 for c in key):
+        raise UserError("the API key in %s contains whitespace or control characters (not shown): fix it" % source)
+    if key and source == "./.env":
+        sys.stderr.write("grok: using the API key from ./.env in the working directory (no key of your own is set)\n")
+    return (key, source) if key else (None, None)
 
 
 class Config:
@@ -123,6 +144,9 @@ class Config:
                             + ", ".join(ENV_FILES))
         self.base_url = (os.environ.get("GROK_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         check_base_url(self.base_url)
+        from urllib.parse import urlsplit
+        self.secrets = tuple(s for s in (self.api_key, urlsplit(self.base_url).password) if s)
+        SECRETS.update(self.secrets)
         self.model = model or os.environ.get("GROK_MODEL") or DEFAULT_MODEL
         self.summary_model = os.environ.get("GROK_SUMMARY_MODEL") or self.model
         self.cost_limit = env_float("COST_LIMIT", 10.0)
@@ -141,6 +165,7 @@ class Config:
         self.temperature = env_float("GROK_TEMPERATURE", 0.5) if temperature else None
         self.skills_dir = os.path.expanduser(os.environ.get("GROK_SKILLS_DIR") or os.path.join(script_dir(), "skills"))
         self.data_dir = data_dir()
+        self.read_dirs = [self.skills_dir]      # read_file/list_files run there without asking, as in cwd
         self.always_approve = always_approve or os.environ.get("GROK_ALWAYS_APPROVE", "") not in ("", "0", "false", "no")
         cwd = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
         if not os.path.isdir(cwd):
@@ -154,7 +179,7 @@ def check_base_url(url):
     if not url.startswith(("http://", "https://")):
         raise UserError("GROK_BASE_URL must start with http:// or https://, not %r" % url)
     if any(ord(c) <= 32 or ord(c) == 127 for c in url):
-        raise UserError("GROK_BASE_URL must not contain spaces or control characters: %r" % url)
+        raise UserError("GROK_BASE_URL must not contain spaces or control characters")
     try:
         u = urlsplit(url)
         u.port
@@ -273,10 +298,11 @@ class StreamBroken(Exception):
 # --------------------------------------------------------------------------
 
 _SECRET_PATTERNS = None
+SECRETS = set()         # the configured key and URL password: Config adds them
 
 
 def scrub(text, extra=()):
-    """Redact credentials (seed 003 "Credential Scrubbing", plus AWS and key blocks)."""
+    """Redact credentials (seed 003 "Credential Scrubbing", plus AWS, key blocks and URL userinfo)."""
     global _SECRET_PATTERNS
     if not text:
         return text
@@ -293,13 +319,39 @@ def scrub(text, extra=()):
             (re.compile(r"(aws_secret_access_key\W{0,4})[A-Za-z0-9/+=]{40}", re.I), r"\1[REDACTED_AWS_SECRET]"),
             (re.compile(r"(Bearer\s+)[A-Za-z0-9\-_.~+/]{20,}=*", re.I), r"\1[REDACTED_TOKEN]"),
             (re.compile(r"(Authorization:\s*Basic\s+)[A-Za-z0-9+/]{8,}=*", re.I), r"\1[REDACTED_TOKEN]"),
+            (re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@", re.I), r"\1[REDACTED]@"),
         ]
-    for secret in extra:
+    for secret in tuple(extra) + tuple(SECRETS):
         if secret and len(secret) >= 8:
             text = text.replace(secret, "[REDACTED_API_KEY]")
     for pattern, replacement in _SECRET_PATTERNS:
         text = pattern.sub(replacement, text)
     return text
+
+
+def scrub_all(obj):
+    """scrub() every string in a JSON-like value: an event, an ACP message, a session record."""
+    if isinstance(obj, dict):
+        return {k: scrub_all(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [scrub_all(v) for v in obj]
+    return scrub(obj) if isinstance(obj, str) else obj
+
+
+_UNSAFE = None
+
+
+def visible(text, newlines=True):
+    """Text safe for a terminal: C0/C1 controls (ESC, CR, ...), bidi overrides and zero-width
+    characters shown as escapes like \\x1b; tabs stay, newlines stay (or show as \\n).
+    Only for display: the model, session files and written files get the text unchanged."""
+    global _UNSAFE
+    if _UNSAFE is None:
+        import re
+        _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff"
+                             "\ud800-\udfff]")
+    text = str(text) if newlines else str(text).replace("\n", "\\n")
+    return _UNSAFE.sub(lambda m: ("\\x%02x" if ord(m.group()) < 256 else "\\u%04x") % ord(m.group()), text)
 
 
 # --------------------------------------------------------------------------
@@ -499,8 +551,7 @@ class Client:
                         return json.loads(data.decode("utf-8", "replace"))
                     except (ValueError, RecursionError):
                         raise UserError(scrub("the server at %s did not answer with JSON (is GROK_BASE_URL an "
-                                              "OpenAI-compatible API?): %r" % (self.host, data[:120]),
-                                              (self.api_key,)))
+                                              "OpenAI-compatible API?): %r" % (self.host, data[:120])))
             except (OSError, StreamBroken, self._http.HTTPException, ValueError) as e:
                 # (ValueError: defensive, so no parse error inside http.client can end the REPL)
                 ssl = sys.modules.get("ssl")
@@ -513,7 +564,7 @@ class Client:
                 self._release(conn, reusable)
             if cancel is not None and cancel.is_set():
                 raise Cancelled("cancelled")
-            problem = scrub(problem, (self.api_key,))
+            problem = scrub(problem)
             attempt += 1
             if attempt > self.max_retries:
                 raise TransientError("%s (gave up after %d retries)" % (problem, self.max_retries))
@@ -858,6 +909,65 @@ def resolve(ctx, path):
     return os.path.normpath(os.path.join(ctx.cwd, os.path.expanduser(str(path))))
 
 
+def canonical(cwd, path):
+    """The path as the file system resolves it: against cwd, `..` and every symlink followed."""
+    return os.path.realpath(os.path.join(cwd, os.path.expanduser(str(path))))
+
+
+def inside(path, directory):
+    """Whether a canonical path is the directory or under it (after resolving the directory)."""
+    directory = os.path.realpath(directory)
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+def path_glob(pattern, path):
+    """A glob on a path: `*` and `?` stay within one path component, `**` crosses `/`."""
+    import re
+    rx = re.escape(pattern).replace(r"\*\*/", "\0").replace(r"\*\*", ".*").replace(r"\*", "[^/]*")
+    return re.fullmatch(rx.replace(r"\?", "[^/]").replace("\0", "(?:.*/)?"), path) is not None
+
+
+def needs_approval(call, free_dirs=()):
+    """bash and write_file always; read_file and list_files outside cwd and the free dirs."""
+    if call.name in NEEDS_APPROVAL:
+        return True
+    path = call.args.get("path") or "."
+    return (call.name in ("read_file", "list_files") and isinstance(path, str)
+            and not any(inside(canonical(call.cwd, path), d) for d in [call.cwd] + list(free_dirs)))
+
+
+def approval_text(call, full=False):
+    """(text, hidden): what an approval shows. The whole command, every line; or the resolved
+    path, whether it exists and the content (a diff against the current file). Control characters
+    visible; unless full, capped, and hidden counts the characters left out."""
+    if call.name == "bash":
+        head, body = "bash", str(call.args.get("command"))
+    else:
+        path = canonical(call.cwd, call.args.get("path") or ".")
+        body = call.args.get("content", "")
+        body = body if isinstance(body, str) else json.dumps(body, indent=2)
+        old = old_text(path) if call.name == "write_file" and os.path.isfile(path) else None
+        note = "outside the working directory"
+        if call.name != "write_file":
+            body = ""
+        elif old is not None:
+            import difflib
+            note = "%d bytes, replaces the file; the changes" % len(body.encode("utf-8", "replace"))
+            body = "".join(difflib.unified_diff(old.splitlines(True), body.splitlines(True), "now", "new")) or "(no change)"
+        else:
+            note = "%d bytes, %s" % (len(body.encode("utf-8", "replace")), "replaces the file (not shown as a diff)"
+                                     if os.path.exists(path) else "a new file")
+        head = "%s %s (%s)" % (call.name, path, note)
+    text = visible(body)
+    shown = text if full else "\n".join(text.split("\n")[:APPROVAL_LINES])[:APPROVAL_CHARS]
+    hidden = len(text) - len(shown)
+    lines = ["  " + line for line in shown.split("\n")] if body else []
+    if hidden:
+        lines.append("  [... %d more characters (%d lines) not shown: answer s to see all]"
+                     % (hidden, text.count("\n") - shown.count("\n")))
+    return "\n".join([visible(head, newlines=False)] + lines), hidden
+
+
 def need_str(args, name, tool):
     value = args.get(name)
     if not isinstance(value, str) or not value.strip():
@@ -1185,11 +1295,20 @@ def find_skills(skills_dir):
     return skills
 
 
+def trusted_dir(path):
+    """Not writable by others: owned by the user or root, not group/world-writable."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return False
+    return info.st_uid in (os.getuid(), 0) and not info.st_mode & 0o022
+
+
 def find_project_rules(cwd):
     """[(path, text)]: ~/.grok/AGENTS.md, then AGENTS.md and GROK.md in each directory from the git root
-    down to cwd (outside a repository: cwd only). Capped per file and in all, with a visible note."""
+    down to cwd (outside a repository: cwd only), skipping directories others can write. Regular
+    files only, a symlink only into the same tree; scrubbed, capped per file and in all."""
     found = []
-    user_rules = os.path.join(os.path.expanduser("~"), ".grok", "AGENTS.md")
     dirs = []
     d = cwd
     while True:
@@ -1201,24 +1320,24 @@ def find_project_rules(cwd):
             dirs = [cwd]        # not in a git repository: only the working directory itself
             break
         d = parent
-    candidates = [user_rules] + [os.path.join(d, n) for d in reversed(dirs) for n in ("AGENTS.md", "GROK.md")]
+    root = os.path.realpath(dirs[-1])
+    candidates = [os.path.join(os.path.expanduser("~"), ".grok", "AGENTS.md")]
+    candidates += [os.path.join(d, n) for d in reversed(dirs) if trusted_dir(d) for n in ("AGENTS.md", "GROK.md")]
     seen = set()
     budget = RULES_TOTAL_CAP
     for path in candidates:
         real = os.path.realpath(path)
-        if real in seen or not os.path.isfile(path):
+        if real in seen or (os.path.islink(path) and path != candidates[0] and not inside(real, root)):
             continue
         seen.add(real)
         cap = min(RULES_CAP, budget)
+        got = read_regular(path, max(cap, 0))
+        if not got:
+            continue
         if cap <= 0:
             found.append((path, "[not included: project rules are capped at %d bytes in all]" % RULES_TOTAL_CAP))
             continue
-        try:
-            with open(path, "rb") as f:
-                data = f.read(cap + 1)
-                size = os.fstat(f.fileno()).st_size
-        except OSError:
-            continue
+        data, size = got
         if len(data) > cap:     # cut at a character boundary, and say so
             text = data[:cap].decode("utf-8", "replace").rstrip("\ufffd").strip()
             text += "\n[truncated: only the first %d of %d bytes of this file are included%s]" % (
@@ -1228,7 +1347,7 @@ def find_project_rules(cwd):
             text = data.decode("utf-8", "replace").strip()
         if text:
             budget -= min(len(data), cap)
-            found.append((path, text))
+            found.append((path, scrub(text)))
     return found
 
 
@@ -1269,6 +1388,9 @@ def build_system_prompt(cfg, contract=MINIMAL, cwd=None):
 # Sessions: append-only JSONL, 0600 in a 0700 directory (SPEC section 6)
 # --------------------------------------------------------------------------
 
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)      # a symlink planted in place of a file is an error, never followed
+
+
 def new_session_id():
     return time.strftime("%Y%m%d-%H%M%S-") + os.urandom(3).hex()
 
@@ -1285,20 +1407,17 @@ class Session:
         self.disabled = False
 
     def _open(self):
+        problem = data_dir_problem(os.path.dirname(self.dir))
         try:
+            if problem:
+                raise OSError(problem)
             os.makedirs(self.dir, mode=0o700, exist_ok=True)
-            try:
-                os.chmod(self.dir, 0o700)       # also when someone else made it, too open
-            except OSError:
-                pass
-            self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            os.chmod(self.path, 0o600)
+            os.chmod(self.dir, 0o700)
+            self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o600)
+            os.fchmod(self.fd, 0o600)
             size = os.fstat(self.fd).st_size
-            if size:
-                with open(self.path, "rb") as f:
-                    f.seek(size - 1)
-                    if f.read(1) != b"\n":     # a torn last line (a crash): our records start on a new line
-                        os.write(self.fd, b"\n")
+            if size and os.pread(self.fd, 1, size - 1) != b"\n":     # a torn last line (a crash)
+                os.write(self.fd, b"\n")
         except OSError as e:
             self.disabled = True
             self.warn("warning: cannot save the session in %s (%s); the chat goes on unsaved"
@@ -1311,7 +1430,7 @@ class Session:
             self._open()
             if self.disabled:
                 return
-        data = json_bytes(record) + b"\n"
+        data = json_bytes(scrub_all(record)) + b"\n"
         try:
             while data:
                 data = data[os.write(self.fd, data):]
@@ -1326,8 +1445,11 @@ class Session:
 
     def load(self):
         """(header, messages without the system prompt, cost_usd, cwd); skips torn lines with a warning."""
+        problem = data_dir_problem(os.path.dirname(self.dir))
+        if problem:
+            raise UserError(problem)
         try:
-            with open(self.path, "rb") as f:
+            with open(self.path, "rb", opener=lambda path, flags: os.open(path, flags | NOFOLLOW)) as f:
                 raw = f.read().splitlines()
         except FileNotFoundError:
             raise UserError("no session %r in %s" % (self.id, self.dir))
@@ -1378,6 +1500,9 @@ def list_sessions(directory):
     """[(id, mtime, first user line, cost)] newest first."""
     sdir = os.path.join(directory, "sessions")
     out = []
+    problem = data_dir_problem(directory)
+    if problem:
+        raise UserError(problem)
     try:
         names = [n for n in os.listdir(sdir) if n.endswith(".jsonl")]
     except OSError:
@@ -1455,8 +1580,8 @@ class UI:
 
 
 class ToolCall:
-    def __init__(self, index, name, args, call_id):
-        self.index, self.name, self.args, self.id = index, name, args, call_id
+    def __init__(self, index, name, args, call_id, cwd="."):
+        self.index, self.name, self.args, self.id, self.cwd = index, name, args, call_id, cwd
         self.shown = ""
 
 
@@ -1512,7 +1637,7 @@ class Agent:
     # -- bookkeeping ---------------------------------------------------------
     def notice(self, text):
         with self.ui_lock:         # tools running in threads may report retries
-            self.ui.notice(scrub(text, (self.cfg.api_key,)))
+            self.ui.notice(scrub(text))
 
     def add(self, message):
         self.messages.append(message)
@@ -1722,12 +1847,12 @@ class Agent:
         as each tool finishes; results are returned in call order."""
         items = []
         for i, call in enumerate(calls):
-            items.append(ToolCall(i, call["tool"], call["args"], "call_%d_%d" % (self.step_no, i + 1)))
+            items.append(ToolCall(i, call["tool"], call["args"], "call_%d_%d" % (self.step_no, i + 1), self.cwd))
         results = [None] * len(items)
         runnable = []
         for item in items:
-            item.shown = scrub(key_arg(item.name, item.args), (self.cfg.api_key,))
-            if item.name in NEEDS_APPROVAL and not self.approved(item):
+            item.shown = scrub(key_arg(item.name, item.args))
+            if not self.approved(item):
                 results[item.index] = self.finish_tool(item, ToolResult(
                     "denied: the user did not allow this %s call; do not retry it, ask or take another way"
                     % item.name, ok=False), time.time())
@@ -1779,7 +1904,7 @@ class Agent:
         if self.cfg.always_approve or item.name in self.session_always:
             return True
         subject = item.args.get(KEY_ARG[item.name])
-        if not isinstance(subject, str) or not subject.strip():
+        if not isinstance(subject, str) or not subject.strip() or not needs_approval(item, self.cfg.read_dirs):
             return True     # no command/path: the tool refuses its arguments and runs nothing, so don't ask
         answer = self.ui.approve(item)
         if answer == "always":
@@ -1805,7 +1930,7 @@ class Agent:
 
     def finish_tool(self, item, result, started):
         result.started, result.finished = started, result.finished or time.time()
-        result.output = scrub(result.output, (self.cfg.api_key,))
+        result.output = scrub(result.output)
         self.tool_count += 1
         with self.ui_lock:
             self.ui.tool_end(item, result)
@@ -1965,7 +2090,7 @@ def now_iso():
 
 def api_error(e, cfg):
     """The exception to show for a non-retryable HTTP status: it says what to fix."""
-    msg = scrub(e.server_message(), (cfg.api_key,))
+    msg = scrub(e.server_message())
     if e.status == 401:
         return UserError("the API key was rejected (HTTP 401, key from %s; set a valid GROK_API_KEY): %s"
                          % (cfg.key_source, msg))
@@ -2046,7 +2171,7 @@ class TerminalUI(UI):
         if not self.streamed:
             self.write("\n")
             self.streamed = True
-        self.write(text)
+        self.write(visible(text))
 
     def stream_reset(self):
         if self.streamed:
@@ -2057,38 +2182,37 @@ class TerminalUI(UI):
         if self.streamed:
             self.write("\n")
             self.streamed = False
-        width = 200
-        self.write(self.paint("90", ("[%s] %s" % (call.name, call.shown))[:width]) + "\n")
+        self.write(self.paint("90", visible("[%s] %s" % (call.name, call.shown[:200]), newlines=False)) + "\n")
 
     def answer(self, text):
-        if self.streamed:
-            self.write("\n\n")
-        else:
-            self.write("\n%s\n\n" % text)
+        self.write("\n\n" if self.streamed else "\n%s\n\n" % visible(text))
         self.streamed = False
 
     def notice(self, text):
         if self.streamed:
             self.write("\n")
             self.streamed = False
-        sys.stderr.write(self.paint("33", text) + "\n")
+        sys.stderr.write(self.paint("33", visible(text)) + "\n")
         sys.stderr.flush()
 
     def approve(self, call):
-        detail = call.shown if call.name == "bash" else "%s (%d bytes)" % (
-            call.shown, len(str(call.args.get("content", "")).encode("utf-8", "replace")))
-        answer = ask_tty("%s %s\n  run it? [y]es / [n]o / [a]lways: " % (self.paint("1", call.name), detail))
-        if answer is None:
-            self.notice("no terminal to ask for approval: %s denied (use --always-approve / -y)" % call.name)
-            return "no"
-        answer = answer.lower()
-        if answer in ("a", "always"):
-            return "always"
-        return "yes" if answer in ("y", "yes") else "no"
+        """Shows exactly what would run; asks again until the answer is y, n (the default), a or s."""
+        full = False
+        while True:
+            text, hidden = approval_text(call, full)
+            answer = ask_tty("%s\n  run it? [y]es / [N]o / [a]lways%s: " % (self.paint("1", text),
+                                                                      " / [s]how all" if hidden else ""))
+            if answer is None:
+                self.notice("no terminal to ask for approval: %s denied (use --always-approve / -y)" % call.name)
+                return "no"
+            answer = {"y": "yes", "a": "always", "n": "no", "": "no", "s": "show"}.get(answer.lower(), answer.lower())
+            if answer in ("yes", "no", "always"):
+                return answer
+            full = full or answer == "show"
 
     def ask_user(self, question, options):
-        lines = ["", self.paint("1", question)]
-        lines += ["  %d) %s" % (i + 1, o) for i, o in enumerate(options)]
+        lines = ["", self.paint("1", visible(question))]
+        lines += ["  %d) %s" % (i + 1, visible(o, newlines=False)) for i, o in enumerate(options)]
         answer = ask_tty("\n".join(lines) + "\n  answer (number or text): ")
         if answer is None:
             return None
@@ -2118,12 +2242,15 @@ def setup_readline(path):
 
 
 def save_history(readline, path):
-    if readline is None:
+    """Via a new 0600 temp file and a rename: a symlink planted as `history` is replaced, not followed."""
+    if readline is None or data_dir_problem(os.path.dirname(path)):
         return
+    import tempfile
     try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        readline.write_history_file(path)
-        os.chmod(path, 0o600)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".history-")
+        os.close(fd)
+        readline.write_history_file(tmp)
+        os.replace(tmp, path)
     except OSError:
         pass
 
@@ -2186,7 +2313,7 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None):
     """The read-eval-print loop shared by grok and grok-detailed."""
     interactive = sys.stdin.isatty()
     history = os.path.join(agent.cfg.data_dir, "history")
-    rl = setup_readline(history) if interactive else None
+    rl = setup_readline(history) if interactive and not data_dir_problem(agent.cfg.data_dir) else None
     if interactive:
         ui.write("grok %s · %s · /help for commands, Ctrl-D to quit\n" % (__version__, agent.model))
     try:
@@ -2246,38 +2373,37 @@ class OutputClosed(GrokError):
 SHELL_OPERATORS = frozenset(";&|<>$`()\n")
 
 
-def allow_matches(name, args, patterns, cwd):
-    """--allow: a shell glob on the bash command or the write_file path.
+def allow_matches(call, patterns):
+    """--allow: a shell glob on the bash command, a path glob on the other tools' path.
 
     In a command, `*` must not stand for shell operators: `git *` allows `git log`, not
     `git log; rm -rf ~`; every operator in the command has to be written in the pattern
-    (or the pattern is `*`). A path matches as given, normalised, relative to cwd or absolute."""
+    (or the pattern is `*`). A path is matched once resolved (`..` and symlinks followed):
+    a relative pattern only inside the working directory, an absolute one anywhere."""
     import fnmatch
-    if name == "bash":
-        command = args.get("command")
-        if not isinstance(command, str):
-            return False
-        ops = SHELL_OPERATORS.intersection(command)
-        return any(p == "*" or (fnmatch.fnmatchcase(command, p) and ops <= set(p)) for p in patterns)
-    path = args.get("path")
-    if not isinstance(path, str) or not path:
+    value = call.args.get("command" if call.name == "bash" else "path") or ("." if call.name == "list_files" else "")
+    if not isinstance(value, str) or not value:
         return False
-    full = os.path.normpath(os.path.join(cwd, os.path.expanduser(path)))
-    subjects = {path, os.path.normpath(path), full, os.path.relpath(full, cwd)}
-    return any(fnmatch.fnmatchcase(s, p) for s in subjects for p in patterns)
+    if call.name == "bash":
+        ops = SHELL_OPERATORS.intersection(value)
+        return any(p == "*" or (fnmatch.fnmatchcase(value, p) and ops <= set(p)) for p in patterns)
+    full, root = canonical(call.cwd, value), os.path.realpath(call.cwd)
+    for p in map(os.path.expanduser, patterns):
+        if path_glob(os.path.normpath(p), full if os.path.isabs(p) else os.path.relpath(full, root)
+                     if inside(full, root) else "\0"):
+            return True
+    return False
 
 
 class HeadlessUI(UI):
     """`grok -p`: the JSONL event stream of seed 002 on stdout (--format json), or the
     answer alone with progress on stderr (--format text)."""
 
-    def __init__(self, fmt, allow, always_approve, secrets=()):
+    def __init__(self, fmt, allow, always_approve):
         self.json = fmt == "json"
         self.allow = allow or []
         self.always_approve = always_approve
-        self.secrets = secrets
         self.session_id = None
-        self.cwd = os.getcwd()
         self.step = 0
         # Tools finish in threads: one lock keeps every event one whole line, never two at once.
         self.lock = threading.RLock()
@@ -2286,11 +2412,9 @@ class HeadlessUI(UI):
         self.partial = False        # a write was cut off mid-line (an interrupt)
         self.printed = ""           # text mode: the answer text already on stdout
         self.attempt = ""           # text mode: the answer text of the stream in progress
-        if not self.json and hasattr(sys.stdout, "reconfigure"):
-            try:
-                sys.stdout.reconfigure(errors="replace")
-            except (ValueError, OSError):
-                pass
+        if not self.json:
+            tolerate_unencodable(sys.stdout)
+        self.shown = visible if not self.json and sys.stdout.isatty() else str     # the answer on a terminal
 
     def write(self, text):
         with self.lock:
@@ -2319,11 +2443,10 @@ class HeadlessUI(UI):
             if kind != "error":
                 event["stepNumber"] = self.step
             event.update(fields)
-            self.write(event_line(event))
+            self.write(event_line(scrub_all(event)))
 
     def fail(self, message, code):
         """The run's last word: an `error` event (json) and a line on stderr; returns the exit code."""
-        message = scrub(message, self.secrets)
         if self.json:
             try:
                 self.emit("error", message=message)
@@ -2331,14 +2454,12 @@ class HeadlessUI(UI):
                 pass
         with self.lock:
             self.closed = True
-        sys.stderr.write("grok: %s\n" % message)
-        sys.stderr.flush()
+        self.notice("grok: %s" % message)
         return code
 
     def progress(self, text):
         if not self.json:
-            sys.stderr.write(text + "\n")
-            sys.stderr.flush()
+            self.notice(text)
 
     def step_start(self, step):
         self.step = step
@@ -2356,7 +2477,7 @@ class HeadlessUI(UI):
             return
         self.attempt += text
         if len(self.attempt) > len(self.printed) and self.attempt.startswith(self.printed):
-            self.write(self.attempt[len(self.printed):])
+            self.write(self.shown(self.attempt[len(self.printed):]))
             self.printed = self.attempt
 
     def reply(self, reply, step):
@@ -2373,7 +2494,7 @@ class HeadlessUI(UI):
         if self.json:
             started, finished = int(result.started * 1000), int(result.finished * 1000)
             self.emit("tool_use",
-                      toolCall={"id": call.id, "name": call.name, "args": scrub_args(call.args, self.secrets)},
+                      toolCall={"id": call.id, "name": call.name, "args": call.args},
                       toolResult={"id": call.id, "success": bool(result.ok), "output": result.output},
                       timing={"startedAt": started, "finishedAt": finished, "durationMs": finished - started})
 
@@ -2386,17 +2507,17 @@ class HeadlessUI(UI):
         if self.json:
             return
         if text.startswith(self.printed):
-            self.write(text[len(self.printed):] + "\n")
+            self.write(self.shown(text[len(self.printed):]) + "\n")
         else:       # the streamed text was not the answer after all (a reply that broke the contract)
             self.notice("warning: text streamed to stdout was not the final answer; the answer follows it")
-            self.write("\n" + text + "\n")
+            self.write("\n" + self.shown(text) + "\n")
 
     def notice(self, text):
-        sys.stderr.write(text + "\n")
+        sys.stderr.write(visible(scrub(text)) + "\n")
         sys.stderr.flush()
 
     def approve(self, call):
-        if self.always_approve or allow_matches(call.name, call.args, self.allow, self.cwd):
+        if self.always_approve or allow_matches(call, self.allow):
             return "yes"
         what = "command" if call.name == "bash" else "path"
         shown = call.shown if len(call.shown) <= 200 else call.shown[:200] + "..."
@@ -2412,10 +2533,6 @@ def event_usage(usage, cost_usd):
     total = usage.get("total_tokens") or inp + out
     return {"inputTokens": int(inp), "outputTokens": int(out), "totalTokens": int(total),
             "costUsdTicks": int(round(cost_usd * 1e6))}
-
-
-def scrub_args(args, secrets=()):
-    return json.loads(scrub(json.dumps(args, ensure_ascii=False), secrets))
 
 
 def read_prompt(prompt):
@@ -2442,11 +2559,13 @@ def close_failed_turn(agent, reason):
 
 def headless(args, cfg):
     prompt = read_prompt(args.prompt)
-    ui = HeadlessUI(args.format, args.allow, cfg.always_approve, secrets=(cfg.api_key,))
+    if data_dir_problem(cfg.data_dir):
+        raise UserError(data_dir_problem(cfg.data_dir))
+    ui = HeadlessUI(args.format, args.allow, cfg.always_approve)
     if args.max_tool_rounds is not None:
         cfg.max_iterations = args.max_tool_rounds
     agent = open_agent(cfg, ui, MINIMAL, args)
-    ui.session_id, ui.cwd = agent.session.id, agent.cwd
+    ui.session_id = agent.session.id
     try:
         agent.run_turn(prompt)
         return 0
@@ -2456,7 +2575,7 @@ def headless(args, cfg):
     except Cancelled:               # run_turn has already settled the session
         return ui.fail("interrupted: the turn was cancelled", 130)
     except GrokError as e:
-        close_failed_turn(agent, scrub(str(e), ui.secrets))
+        close_failed_turn(agent, str(e))
         return ui.fail(str(e), e.exit_code)
     except KeyboardInterrupt:
         agent.settle_cancelled()
@@ -2523,14 +2642,14 @@ class RpcError(Exception):
         return error
 
 
-def acp_tool_fields(name, args, cwd, api_key, diff=True):
-    """title, kind, rawInput (scrubbed), locations and a diff for write_file."""
-    shown = scrub(key_arg(name, args), (api_key,))
+def acp_tool_fields(name, args, cwd, diff=True):
+    """title, kind, rawInput, locations and a diff for write_file (AcpServer.send scrubs them)."""
+    shown = key_arg(name, args)
     fields = {"title": ("%s: %s" % (name, shown) if shown else name)[:200], "kind": TOOL_KINDS.get(name, "other"),
-              "rawInput": json.loads(scrub(json.dumps(args, ensure_ascii=False), (api_key,)))}
+              "rawInput": args}
     path = args.get("path")
     if name in ("read_file", "write_file") and isinstance(path, str) and path.strip():
-        path = os.path.normpath(os.path.join(cwd, os.path.expanduser(path)))
+        path = canonical(cwd, path)
         fields["locations"] = [{"path": path}]
         content = args.get("content")
         if name == "write_file" and diff and isinstance(content, str):
@@ -2539,15 +2658,9 @@ def acp_tool_fields(name, args, cwd, api_key, diff=True):
 
 
 def old_text(path):
-    """A file's text before write_file replaces it; None if new, binary or too big."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read(READ_CAP + 1)
-    except OSError:
-        return None
-    if len(data) > READ_CAP or b"\x00" in data:
-        return None
-    return data.decode("utf-8", "replace")
+    """A file's text before write_file replaces it; None if new, binary, not a regular file or too big."""
+    data = (read_regular(path, READ_CAP) or (b"\x00",))[0]
+    return None if len(data) > READ_CAP or b"\x00" in data else data.decode("utf-8", "replace")
 
 
 def acp_prompt_text(blocks):
@@ -2584,7 +2697,7 @@ def uri_path(uri):
     return uri
 
 
-def split_tool_results(text, calls, api_key):
+def split_tool_results(text, calls):
     """[(output or None, ok)] per call, read back from a stored tool-results message."""
     if not isinstance(text, str) or not text.startswith("Tool results:"):
         return [(None, False)] * len(calls)
@@ -2594,7 +2707,7 @@ def split_tool_results(text, calls, api_key):
         body, failed = body[:cut], body[cut:]
     heads, pos = [], 0
     for i, call in enumerate(calls):
-        shown = scrub(key_arg(call["tool"], call["args"]), (api_key,))
+        shown = scrub(key_arg(call["tool"], call["args"]))
         head = "[%d] %s %s\n" % (i + 1, call["tool"], shown)
         at = body.find(head, pos)
         heads.append((at, len(head), shown))
@@ -2650,7 +2763,7 @@ class AcpSession(UI):
     def announce(self, step, index, name, args):
         call_id = self.new_call_id()
         self.ids[(step, index)] = call_id
-        fields = acp_tool_fields(name, args, self.agent.cwd, self.agent.cfg.api_key)
+        fields = acp_tool_fields(name, args, self.agent.cwd)
         self.fields[call_id] = fields
         self.update("tool_call", toolCallId=call_id, status="pending", **fields)
         return call_id
@@ -2747,7 +2860,6 @@ class AcpSession(UI):
     def replay(self):
         messages = self.agent.messages[1:]
         corrective = corrective_message("").split(":")[0]
-        api_key = self.agent.cfg.api_key
         for i, message in enumerate(messages):
             role, content = message.get("role"), message.get("content")
             if not isinstance(content, str):
@@ -2771,9 +2883,9 @@ class AcpSession(UI):
             if reply.get("response"):
                 self.chunk("agent_message_chunk", reply["response"])
             following = messages[i + 1].get("content") if i + 1 < len(messages) else None
-            results = split_tool_results(following, reply["tool_calls"], api_key)
+            results = split_tool_results(following, reply["tool_calls"])
             for call, (output, ok) in zip(reply["tool_calls"], results):
-                fields = acp_tool_fields(call["tool"], call["args"], self.agent.cwd, api_key, diff=False)
+                fields = acp_tool_fields(call["tool"], call["args"], self.agent.cwd, diff=False)
                 if output is not None:
                     fields["content"] = [{"type": "content", "content": {"type": "text", "text": output}}]
                 self.update("tool_call", toolCallId=self.new_call_id(),
@@ -2799,7 +2911,7 @@ class AcpServer:
 
     # -- the wire
     def send(self, message):
-        data = (json.dumps(message, ensure_ascii=False) + "\n").encode("utf-8", "replace")
+        data = (json.dumps(scrub_all(message), ensure_ascii=False) + "\n").encode("utf-8", "replace")
         with self.write_lock:
             if self.out is None:
                 return
@@ -2846,7 +2958,7 @@ class AcpServer:
 
     def log(self, text):
         try:
-            sys.stderr.write(scrub(text, (self.cfg.api_key,)) + "\n")
+            sys.stderr.write(visible(scrub(text)) + "\n")
             sys.stderr.flush()
         except (OSError, ValueError):
             pass
@@ -2904,7 +3016,7 @@ class AcpServer:
         except RpcError as e:
             return self.respond(request_id, error=e.payload())
         except GrokError as e:
-            return self.fail(request_id, INTERNAL_ERROR, scrub(str(e), (self.cfg.api_key,)))
+            return self.fail(request_id, INTERNAL_ERROR, str(e))
         except Exception as e:
             self.log_internal(e)
             return self.fail(request_id, INTERNAL_ERROR, "Internal error: %s: %s" % (type(e).__name__, e))
@@ -3050,7 +3162,7 @@ class AcpServer:
             if session.cancel_requested:
                 result = {"stopReason": "cancelled"}
             elif isinstance(e, GrokError):
-                error = RpcError(INTERNAL_ERROR, scrub(str(e), (self.cfg.api_key,)))
+                error = RpcError(INTERNAL_ERROR, str(e))
             else:
                 self.log_internal(e)
                 error = RpcError(INTERNAL_ERROR, "Internal error: %s: %s" % (type(e).__name__, e))
@@ -3202,7 +3314,7 @@ def guarded(prog, body, on_error=None):
             signal.signal(signal.SIGHUP, on_signal)
         return body()
     except GrokError as e:
-        sys.stderr.write("%s: %s\n" % (prog, e))
+        sys.stderr.write("%s: %s\n" % (prog, visible(scrub(str(e)))))
         report(str(e))
         return e.exit_code
     except KeyboardInterrupt:
@@ -3219,8 +3331,8 @@ def guarded(prog, body, on_error=None):
     except Exception as e:
         if os.environ.get("GROK_DEBUG"):
             raise
-        message = "internal error: %s: %s" % (type(e).__name__, e)
-        sys.stderr.write("%s: %s (set GROK_DEBUG=1 for a traceback)\n" % (prog, message))
+        message = scrub("internal error: %s: %s" % (type(e).__name__, e))
+        sys.stderr.write("%s: %s (set GROK_DEBUG=1 for a traceback)\n" % (prog, visible(message)))
         report(message)
         return 4
 

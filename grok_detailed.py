@@ -71,8 +71,6 @@ GLYPHS = {"rule": "─", "top": "╭", "side": "│", "bottom": "╰", "open": "
           "done": "✓", "now": "▸", "todo": "○", "fail": "✗", "more": "…", "dot": "·", "bullet": "•"}
 ASCII_GLYPHS = {"rule": "-", "top": "+", "side": "|", "bottom": "+", "open": "+", "close": "+", "then": "->",
                 "done": "+", "now": ">", "todo": "o", "fail": "x", "more": "...", "dot": "|", "bullet": "*"}
-# C0/C1 control characters (terminal escapes from a model or a tool) are shown as "?"; tab and newline stay.
-CONTROL = dict.fromkeys([c for c in range(32) if c not in (9, 10)] + list(range(127, 160)), "?")
 NO_BLOCKERS = ("", "none", "null", "no", "n/a", "nothing")
 
 
@@ -126,12 +124,12 @@ def wrap(text, width):
 
 
 def as_text(value):
-    """A reply field as one clean string, whatever type the model sent."""
+    """A reply field as one clean string, whatever type the model sent; terminal escapes made visible."""
     if value is None:
         return ""
     if not isinstance(value, str):
         value = json.dumps(value, ensure_ascii=False)
-    return value.translate(CONTROL).replace("\t", "    ").strip()
+    return g.visible(value).replace("\t", "    ").strip()
 
 
 def as_list(value):
@@ -290,7 +288,7 @@ class DetailedUI(g.TerminalUI):
                      ("context %.1f%%" % pct + (detail if more_ctx else ""), ctx_code),
                      ("tools %d" % a.tool_count, None), ("cached %s" % num(cached), None)]
             if cwd:
-                parts.append((home_short(a.cwd), "2"))
+                parts.append((as_text(home_short(a.cwd)), "2"))
             if self.painted(parts)[0] <= self.width():
                 break
         self.emit(self.painted(parts)[1] + "\n")
@@ -303,7 +301,7 @@ class DetailedUI(g.TerminalUI):
             size = shutil.get_terminal_size((80, 24))
             cols, limit = max(1, size.columns), max(2, size.lines - 3)
             out = []
-            for ch in text.translate(CONTROL).replace("\t", " "):
+            for ch in g.visible(text).replace("\t", " "):
                 if self.live_full:
                     break
                 w = 0 if ch == "\n" else cells(ch)
@@ -435,8 +433,7 @@ class DetailedUI(g.TerminalUI):
     def notice(self, text):
         with self.lock:
             self.live_clear()
-            sys.stderr.write(self.paint("33", text) + "\n")
-            sys.stderr.flush()
+            g.TerminalUI.notice(self, text)
 
     def approve(self, call):
         self.live_clear()
@@ -457,7 +454,7 @@ class DetailedUI(g.TerminalUI):
                     last = as_text(m.get("content"))
                 break
         self.emit("resumed session %s: %d messages, $%.4f spent, working dir %s\n"
-                  % (agent.session.id, len(agent.messages) - 1, agent.cost_usd, agent.cwd))
+                  % (agent.session.id, len(agent.messages) - 1, agent.cost_usd, as_text(agent.cwd)))
         if last:
             self.emit(self.paint("2", clip("last answer: " + " ".join(last.split()), self.width(), self.glyph["more"])) + "\n")
 
@@ -550,7 +547,7 @@ class Commands:
             mark = "*" if sid == here else " "
             line = "%s %s  %s  $%.4f  %s" % (mark, sid, time.strftime("%Y-%m-%d %H:%M", time.localtime(mtime)),
                                              cost, as_text(first) or "(empty)")
-            self.ui.emit(clip(line, self.ui.width(), self.ui.glyph["more"]) + "\n")
+            self.ui.emit(clip(g.visible(line), self.ui.width(), self.ui.glyph["more"]) + "\n")
         if len(found) > 30:
             self.ui.emit("  (%d older sessions not shown)\n" % (len(found) - 30))
 
@@ -1026,7 +1023,7 @@ class AgentRun:
             return 130
         except g.GrokError as e:
             self.meta["status"] = "stopped" if isinstance(e, AgentStopped) else "failed"
-            self.meta["error"] = g.scrub(str(e), (self.cfg.api_key,))
+            self.meta["error"] = g.scrub(str(e))
             self.save()
             if not isinstance(e, AgentStopped):
                 self.ui.notice("agent mode failed at %s (loop %d); run `grok-detailed --agent` again to resume "
@@ -1039,7 +1036,7 @@ class AgentRun:
         m = self.meta
         self.ui.write(self.ui.paint("1", "agent mode") + " · %s · up to %d loops · %s\n"
                       % (self.ws.dir, self.max_loops, self.agent.model))
-        self.ui.write("goal: %s\n" % " ".join(m["goal"].split())[:160])
+        self.ui.write("goal: %s\n" % as_text(" ".join(m["goal"].split())[:160]))
         todo = [s for s in ("goal",) + LOOP_STEPS + ("final_report",) if not self.done(s)]
         if m["steps"] and todo:
             self.ui.write("resuming: loop %d, at %s\n" % (m["loop"], STEP_ROLES[todo[0]]))
@@ -1122,7 +1119,7 @@ class AgentRun:
         path = self.ws.path("final_report.md")
         text = self.ws.read("final_report.md") or ""
         note = " (partial: the maximum of %d loops was reached)" % self.max_loops if partial else ""
-        self.ui.write("\n%s%s\n\n%s\n" % (self.ui.paint("1", "final report: " + path), note, text.rstrip("\n")))
+        self.ui.write("\n%s%s\n\n%s\n" % (self.ui.paint("1", "final report: " + path), note, g.visible(text.rstrip())))
         return 3 if partial else 0
 
     # -- the step prompts ----------------------------------------------------------
@@ -1190,7 +1187,7 @@ class AgentRun:
             if 0 < self.cfg.cost_limit <= self.agent.cost_usd:
                 raise
             # The turn broke down (contract, tool rounds): the reviewer judges what is there.
-            answer, error = "", g.scrub(str(e), (self.cfg.api_key,))
+            answer, error = "", g.scrub(str(e))
             self.ui.notice("the execution ended early: %s" % error)
         rec["empty"] = not answer.strip() and not self.ui.calls
         parts = [answer.strip()]
@@ -1234,6 +1231,7 @@ def run_agent_mode(args, cfg):
         raise g.UserError("--max-loops must be 1 or more")
     if args.resume or args.cont:
         raise g.UserError("--resume/--continue do not apply to --agent: it resumes from its workspace")
+    cfg.read_dirs.append(agent_dir())      # read_file/list_files there run without asking
     return AgentRun(args, cfg, Workspace(agent_dir())).run()
 
 
