@@ -958,7 +958,7 @@ def approval_text(call, full=False):
             note = "%d bytes, %s" % (len(body.encode("utf-8", "replace")), "replaces the file (not shown as a diff)"
                                      if os.path.exists(path) else "a new file")
         head = "%s %s (%s)" % (call.name, path, note)
-    text = visible(body)
+    text = visible(body[:-1] if body.endswith("\n") else body)
     shown = text if full else "\n".join(text.split("\n")[:APPROVAL_LINES])[:APPROVAL_CHARS]
     hidden = len(text) - len(shown)
     lines = ["  " + line for line in shown.split("\n")] if body else []
