@@ -137,7 +137,7 @@ def find_api_key():
 class Config:
     """Everything the engine needs, from flags with an environment fallback."""
 
-    def __init__(self, model=None, cwd=None, always_approve=False, require_key=True):
+    def __init__(self, model=None, cwd=None, always_approve=False, require_key=True, effort=None):
         self.api_key, self.key_source = find_api_key()
         if require_key and not self.api_key:
             raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put GROK_API_KEY=... in "
@@ -147,7 +147,10 @@ class Config:
         from urllib.parse import urlsplit
         self.secrets = tuple(s for s in (self.api_key, urlsplit(self.base_url).password) if s)
         SECRETS.update(self.secrets)
+        if model == "grok-build" != os.environ.get("GROK_MODEL"):
+            model = None        # the model name of xAI's CLI, which its clients pass: the default model here
         self.model = model or os.environ.get("GROK_MODEL") or DEFAULT_MODEL
+        self.reasoning_effort = effort
         self.summary_model = os.environ.get("GROK_SUMMARY_MODEL") or self.model
         self.cost_limit = env_float("COST_LIMIT", 10.0)
         self.compact_threshold = env_float("COMPACT_THRESHOLD", 75.0)
@@ -624,17 +627,19 @@ def describe_network_error(e, host):
 
 
 class ChatResult:
-    def __init__(self, content, finish_reason=None, usage=None):
+    def __init__(self, content, finish_reason=None, usage=None, response_id=None, reasoning=""):
         if content is not None and not isinstance(content, str):
             content = json.dumps(content)           # a server's list of parts: the contract check says why
         self.content = content
         self.finish_reason = finish_reason if isinstance(finish_reason, str) else None
         self.usage = usage if isinstance(usage, dict) else {}
+        self.id = response_id if isinstance(response_id, str) else None
+        self.reasoning = reasoning if isinstance(reasoning, str) else ""
 
 
-def read_chat_stream(resp, on_delta):
-    """Collect an OpenAI-style SSE chat stream; usage may come in any chunk."""
-    parts, finish, usage, done = [], None, None, False
+def read_chat_stream(resp, on_delta, on_thought=None):
+    """Collect an OpenAI-style SSE chat stream; usage may come in any chunk, reasoning_content goes to on_thought."""
+    parts, thoughts, finish, usage, done, response_id = [], [], None, None, False, None
     while True:
         line = resp.readline()
         if not line:
@@ -656,24 +661,26 @@ def read_chat_stream(resp, on_delta):
             raise HTTPStatusError(500, data)
         if isinstance(chunk.get("usage"), dict):
             usage = chunk["usage"]
+        response_id = chunk.get("id", response_id)
         choices = chunk.get("choices")
         for choice in choices if isinstance(choices, list) else ():
             if not isinstance(choice, dict):
                 continue
-            delta = choice.get("delta")
-            piece = delta.get("content") if isinstance(delta, dict) else None
-            if isinstance(piece, str) and piece:
-                parts.append(piece)
-                if on_delta:
-                    on_delta(piece)
+            delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
+            for key, out, callback in (("reasoning_content", thoughts, on_thought), ("content", parts, on_delta)):
+                piece = delta.get(key)
+                if isinstance(piece, str) and piece:
+                    out.append(piece)
+                    if callback:
+                        callback(piece)
             if choice.get("finish_reason"):
                 finish = choice["finish_reason"]
     if not done and finish is None:
         raise StreamBroken("no end of stream")
-    return ChatResult("".join(parts), finish, usage)
+    return ChatResult("".join(parts), finish, usage, response_id, "".join(thoughts))
 
 
-def parse_chat_reply(obj):
+def parse_chat_reply(obj, on_thought=None):
     if not isinstance(obj, dict):
         return ChatResult(None)
     choices = obj.get("choices")
@@ -681,9 +688,12 @@ def parse_chat_reply(obj):
         if obj.get("error"):
             raise HTTPStatusError(500, json.dumps(obj).encode())
         return ChatResult(None, None, obj.get("usage"))
-    message = choices[0].get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    return ChatResult(content, choices[0].get("finish_reason"), obj.get("usage"))
+    message = choices[0].get("message") if isinstance(choices[0].get("message"), dict) else {}
+    result = ChatResult(message.get("content"), choices[0].get("finish_reason"), obj.get("usage"), obj.get("id"),
+                        message.get("reasoning_content"))
+    if on_thought and result.reasoning:
+        on_thought(result.reasoning)
+    return result
 
 
 class ResponseStreamer:
@@ -1553,6 +1563,9 @@ class UI:
     def stream_reset(self):
         """A reply starts (over): what stream_text showed of an earlier attempt is void."""
 
+    def thought(self, text):
+        """The model's reasoning (reasoning_content), in pieces as it arrives."""
+
     def reply(self, reply, step):
         pass
 
@@ -1605,7 +1618,8 @@ class Agent:
         self.tool_names = list(TOOLS)
         self.format_level = 0           # 0 json_schema, 1 json_object + schema, 2 plain json_object
         # Request fields a server may reject: each is dropped for the session, with one notice.
-        self.optional = {"temperature": cfg.temperature} if cfg.temperature is not None else {}
+        self.optional = {k: v for k, v in (("temperature", cfg.temperature),
+                                           ("reasoning_effort", cfg.reasoning_effort)) if v is not None}
         self.stream = cfg.stream
         self.cost_usd = 0.0
         self.price_unknown_said = False
@@ -1684,7 +1698,7 @@ class Agent:
         return env
 
     # -- talking to the model ------------------------------------------------
-    def chat(self, messages, contract=True, model=None, max_tokens=None, on_text=None):
+    def chat(self, messages, contract=True, model=None, max_tokens=None, on_text=None, on_thought=None):
         """One chat completion, falling back on response_format and streaming as needed."""
         while True:
             payload = {"model": model or self.model, "messages": messages,
@@ -1698,11 +1712,12 @@ class Agent:
 
                 def on_stream(resp):
                     if not on_text:
-                        return read_chat_stream(resp, None)
+                        return read_chat_stream(resp, None, on_thought)
                     # Once per attempt: a retried stream starts the reply over, so the parser and the UI do too.
                     streamer = ResponseStreamer()
                     self.ui.stream_reset()
-                    return read_chat_stream(resp, lambda piece: self._stream_piece(streamer, piece, on_text))
+                    return read_chat_stream(resp, lambda piece: self._stream_piece(streamer, piece, on_text),
+                                            on_thought)
             else:
                 on_stream = None
             try:
@@ -1715,7 +1730,7 @@ class Agent:
                     self.notice("the server rejected response_format; falling back to %s"
                                 % json.dumps(self.response_format())[:40].split(",")[0] + "...}")
                     continue
-                rejected = [k for k in self.optional if e.status in (400, 422) and e.mentions(k)]
+                rejected = [k for k in self.optional if e.status in (400, 422) and e.mentions(k, k.replace("_", ""))]
                 if rejected:
                     for k in rejected:
                         del self.optional[k]
@@ -1725,7 +1740,7 @@ class Agent:
                     self.stream = False
                     continue
                 raise api_error(e, self.cfg)
-            return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj)
+            return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, on_thought)
 
     def _format_rejected(self, e):
         return e.status in (400, 422, 500, 501) and e.mentions("response_format", "json_schema", "json schema",
@@ -1742,7 +1757,7 @@ class Agent:
         self.step_no += 1
         self.ui.step_start(self.step_no)
         started = time.time()
-        result = self.chat(self.messages, on_text=self.ui.stream_text)
+        result = self.chat(self.messages, on_text=self.ui.stream_text, on_thought=self.ui.thought)
         cost = self.add_cost(result.usage)
         usage = result.usage or {}
         self.last_usage = usage
@@ -1753,7 +1768,7 @@ class Agent:
         return result
 
     def step_info(self, result):
-        return {"finish_reason": result.finish_reason or "stop", "usage": result.usage or {},
+        return {"finish_reason": result.finish_reason or "stop", "usage": result.usage or {}, "id": result.id,
                 "cached_tokens": cached_tokens(result.usage),
                 "cost": getattr(result, "cost", 0.0), "duration": getattr(result, "duration", 0.0)}
 
@@ -2396,11 +2411,12 @@ def allow_matches(call, patterns):
 
 
 class HeadlessUI(UI):
-    """`grok -p`: the JSONL event stream of seed 002 on stdout (--format json), or the
-    answer alone with progress on stderr (--format text)."""
+    """`grok -p`: the JSONL event stream of seed 002 on stdout (--format json), the answer alone with progress
+    on stderr (--format text), or xAI's CLI's thought/text/end/error events (--output-format streaming-json)."""
 
     def __init__(self, fmt, allow, always_approve):
-        self.json = fmt == "json"
+        self.json, self.events = fmt == "json", fmt == "streaming-json"
+        self.usage, self.last = {}, {}
         self.allow = allow or []
         self.always_approve = always_approve
         self.session_id = None
@@ -2437,17 +2453,30 @@ class HeadlessUI(UI):
 
     def emit(self, kind, **fields):
         with self.lock:     # stamped under the lock, so timestamps never go back in the stream
-            event = {"type": kind, "timestamp": now_ms()}
-            if self.session_id:
+            event = {"type": kind} if self.events else {"type": kind, "timestamp": now_ms()}
+            if self.session_id and not self.events:
                 event["sessionID"] = self.session_id
-            if kind != "error":
+            if kind != "error" and not self.events:
                 event["stepNumber"] = self.step
             event.update(fields)
             self.write(event_line(scrub_all(event)))
 
+    def out(self, text):
+        """Answer text: on stdout (escapes made visible on a terminal), or as a `text` event."""
+        self.emit("text", data=text) if self.events else self.write(self.shown(text))
+
+    def end(self):
+        reason = {"length": "MaxTokens", "content_filter": "Refusal"}.get(self.last.get("finish_reason"), "EndTurn")
+        self.emit("end", stopReason=reason, num_turns=self.step, sessionId=self.session_id,
+                  requestId=self.last.get("id"), usage=self.usage)
+
+    def thought(self, text):
+        if self.events:
+            self.emit("thought", data=text)
+
     def fail(self, message, code):
         """The run's last word: an `error` event (json) and a line on stderr; returns the exit code."""
-        if self.json:
+        if self.json or self.events:
             try:
                 self.emit("error", message=message)
             except OutputClosed:
@@ -2477,7 +2506,7 @@ class HeadlessUI(UI):
             return
         self.attempt += text
         if len(self.attempt) > len(self.printed) and self.attempt.startswith(self.printed):
-            self.write(self.shown(self.attempt[len(self.printed):]))
+            self.out(self.attempt[len(self.printed):])
             self.printed = self.attempt
 
     def reply(self, reply, step):
@@ -2499,18 +2528,22 @@ class HeadlessUI(UI):
                       timing={"startedAt": started, "finishedAt": finished, "durationMs": finished - started})
 
     def step_finish(self, step, info):
+        self.last, usage = info, event_usage(info["usage"], info["cost"])
         if self.json:
-            self.emit("step_finish", finishReason=info["finish_reason"],
-                      usage=event_usage(info["usage"], info["cost"]))
+            self.emit("step_finish", finishReason=info["finish_reason"], usage=usage)
+        for k, v in usage.items():
+            self.usage[k] = self.usage.get(k, 0) + v
 
     def answer(self, text):
+        end = "" if self.events else "\n"
         if self.json:
             return
         if text.startswith(self.printed):
-            self.write(self.shown(text[len(self.printed):]) + "\n")
+            if text[len(self.printed):] + end:
+                self.out(text[len(self.printed):] + end)
         else:       # the streamed text was not the answer after all (a reply that broke the contract)
             self.notice("warning: text streamed to stdout was not the final answer; the answer follows it")
-            self.write("\n" + self.shown(text) + "\n")
+            self.out(end + text + end)
 
     def notice(self, text):
         sys.stderr.write(visible(scrub(text)) + "\n")
@@ -2568,6 +2601,8 @@ def headless(args, cfg):
     ui.session_id = agent.session.id
     try:
         agent.run_turn(prompt)
+        if ui.events:
+            ui.end()
         return 0
     except OutputClosed:
         close_failed_turn(agent, "stdout was closed")
@@ -2628,6 +2663,7 @@ PERMISSION_OPTIONS = [{"optionId": "allow_once", "name": "Allow once", "kind": "
                       {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"}]
 PERMISSION_ANSWERS = {"allow_once": "yes", "allow_always": "always", "reject_once": "no"}
 DEFERRED = object()             # a request answered later, from a worker thread
+AUTH_METHODS = {"cached_token": "API key from a .env file", "xai.api_key": "API key from the environment"}
 
 
 class RpcError(Exception):
@@ -2684,7 +2720,7 @@ def acp_prompt_text(blocks):
             else:
                 parts.append("[file: %s (binary, not included)]" % where)
         else:
-            parts.append("[%s content is not supported and was left out]" % kind)
+            raise RpcError(INVALID_PARAMS, "Invalid params: %s content blocks are not supported" % json.dumps(kind))
     return "\n\n".join(p for p in parts if p.strip())
 
 
@@ -2698,29 +2734,17 @@ def uri_path(uri):
 
 
 def split_tool_results(text, calls):
-    """[(output or None, ok)] per call, read back from a stored tool-results message."""
-    if not isinstance(text, str) or not text.startswith("Tool results:"):
-        return [(None, False)] * len(calls)
-    body, failed = text, ""
-    cut = body.rfind("\n\n[Self-correction] ")
-    if cut != -1:
-        body, failed = body[:cut], body[cut:]
-    heads, pos = [], 0
-    for i, call in enumerate(calls):
-        shown = scrub(key_arg(call["tool"], call["args"]))
-        head = "[%d] %s %s\n" % (i + 1, call["tool"], shown)
-        at = body.find(head, pos)
-        heads.append((at, len(head), shown))
-        if at != -1:
-            pos = at + len(head)
-    results = []
-    for i, (at, size, shown) in enumerate(heads):
-        if at == -1:
-            results.append((None, True))
-            continue
-        end = next((h[0] - 2 for h in heads[i + 1:] if h[0] != -1), len(body))
-        results.append((body[at + size:end], "%s %s" % (calls[i]["tool"], shown[:80]) not in failed))
-    return results
+    """[(output or None, ok)] per call, read back from a stored tool-results message, last call first."""
+    text = text if isinstance(text, str) and text.startswith("Tool results:") else ""
+    rest, cut, failed = text.rpartition("\n\n[Self-correction] ")
+    rest, results = rest if cut else text, []
+    for i in reversed(range(len(calls))):
+        name = calls[i]["tool"]
+        shown = scrub(key_arg(name, calls[i]["args"]))
+        before, head, output = rest.rpartition("\n\n[%d] %s %s\n" % (i + 1, name, shown))
+        results.append((output, "[%d] %s (" % (i + 1, name) not in failed) if head else (None, False))
+        rest = before if head else rest
+    return results[::-1]
 
 
 class AcpSession(UI):
@@ -2745,7 +2769,7 @@ class AcpSession(UI):
         self.usage = {"inputTokens": 0, "outputTokens": 0, "thoughtTokens": 0, "cachedReadTokens": 0,
                       "totalTokens": 0}
         self.cost = 0.0
-        self.finish_reason = None
+        self.finish_reason = self.request_id = None
 
     def update(self, session_update, **fields):
         update = {"sessionUpdate": session_update}
@@ -2787,8 +2811,8 @@ class AcpSession(UI):
                             content=[{"type": "content", "content": {"type": "text", "text": reason}}])
 
     def turn_meta(self):
-        return {"usage": dict(self.usage), "costUsd": round(self.cost, 8),
-                "sessionCostUsd": round(self.agent.cost_usd, 8), "model": self.agent.model}
+        return dict(self.usage, usage=dict(self.usage), costUsd=round(self.cost, 8), model=self.agent.model,
+                    sessionCostUsd=round(self.agent.cost_usd, 8), requestId=self.request_id)
 
     # -- UI hooks (called from the worker thread, tool_end also from tool threads)
     def step_start(self, step):
@@ -2800,6 +2824,9 @@ class AcpSession(UI):
     def stream_text(self, text, final_hint):
         self.streamed = True
         self.chunk("agent_message_chunk", text)
+
+    def thought(self, text):
+        self.chunk("agent_thought_chunk", text)
 
     def reply(self, reply, step):
         thinking = reply.get("thinking")
@@ -2818,12 +2845,10 @@ class AcpSession(UI):
         tool_call.update(self.fields.get(call_id) or {})
         answer = self.server.request("session/request_permission", {
             "sessionId": self.id, "toolCall": tool_call, "options": PERMISSION_OPTIONS}, cancel=self.agent.cancel)
-        if answer is None:
-            return "no"
-        if "error" in answer:
+        if answer is not None and "error" in answer:
             self.notice("the client failed the permission request: %s" % json.dumps(answer["error"])[:200])
-            return "no"
-        outcome = (answer.get("result") or {}).get("outcome") if isinstance(answer.get("result"), dict) else None
+        outcome = (answer or {}).get("result")
+        outcome = outcome.get("outcome") if isinstance(outcome, dict) else None
         if isinstance(outcome, dict) and outcome.get("outcome") == "selected":
             return PERMISSION_ANSWERS.get(outcome.get("optionId"), "no")
         return "no"
@@ -2852,6 +2877,7 @@ class AcpSession(UI):
         self.usage["totalTokens"] += usage.get("total_tokens") or inp + out + thought
         self.cost += info.get("cost") or 0.0
         self.finish_reason = info.get("finish_reason")
+        self.request_id = info.get("id") or self.request_id
 
     def notice(self, text):
         self.server.log(text)
@@ -2862,17 +2888,11 @@ class AcpSession(UI):
         corrective = corrective_message("").split(":")[0]
         for i, message in enumerate(messages):
             role, content = message.get("role"), message.get("content")
-            if not isinstance(content, str):
-                continue
-            if role == "user":
-                if content.startswith(("Tool results:", corrective, "[the user cancelled")):
-                    continue
-                if content.startswith("[Summary of the earlier conversation"):
-                    self.chunk("agent_thought_chunk", content)
-                else:
-                    self.chunk("user_message_chunk", content)
-                continue
-            if role != "assistant":
+            if role == "user" and isinstance(content, str) and not content.startswith(
+                    ("Tool results:", corrective, "[the user cancelled")):
+                summary = content.startswith("[Summary of the earlier conversation")
+                self.chunk("agent_thought_chunk" if summary else "user_message_chunk", content)
+            if role != "assistant" or not isinstance(content, str):
                 continue
             try:
                 reply = parse_reply(content, list(TOOLS))
@@ -2888,8 +2908,7 @@ class AcpSession(UI):
                 fields = acp_tool_fields(call["tool"], call["args"], self.agent.cwd, diff=False)
                 if output is not None:
                     fields["content"] = [{"type": "content", "content": {"type": "text", "text": output}}]
-                self.update("tool_call", toolCallId=self.new_call_id(),
-                            status="completed" if ok and output is not None else "failed", **fields)
+                self.update("tool_call", toolCallId=self.new_call_id(), status=("failed", "completed")[ok], **fields)
 
 
 class AcpServer:
@@ -2906,8 +2925,7 @@ class AcpServer:
         self.closed = threading.Event()     # stdin ended or stdout broke: nobody can answer
         self.methods = {"initialize": self.initialize, "authenticate": self.authenticate,
                         "session/new": self.new_session, "session/load": self.load_session,
-                        "session/prompt": self.prompt}
-        self.notifications = {"session/cancel": self.cancel}
+                        "session/prompt": self.prompt, "session/cancel": self.cancel}
 
     # -- the wire
     def send(self, message):
@@ -2982,54 +3000,51 @@ class AcpServer:
         if not isinstance(message, dict) or message.get("jsonrpc", "2.0") != "2.0":
             return self.fail(message.get("id") if isinstance(message, dict) else None, INVALID_REQUEST,
                              "Invalid Request: expected a JSON-RPC 2.0 object")
-        method = message.get("method")
+        method, request_id = message.get("method"), message.get("id")
         if method is None and "id" in message and ("result" in message or "error" in message):
-            with self.lock:
-                slot = self.pending.get(message["id"])
-            if slot is not None:
-                slot[1] = message
-                slot[0].set()
-            return None
-        request_id = message.get("id")
-        is_request = "id" in message
-        if not isinstance(method, str) or (is_request and request_id is not None and (
+            return self.answered(message)
+        if not isinstance(method, str) or (request_id is not None and (
                 isinstance(request_id, bool) or not isinstance(request_id, (str, int, float)))):
             return self.fail(request_id if isinstance(request_id, (str, int)) else None, INVALID_REQUEST,
                              "Invalid Request: no method, or a bad id")
-        params = message.get("params")
-        if params is None:
-            params = {}
-        if not is_request:
-            handler = self.notifications.get(method)
-            if handler is not None and isinstance(params, dict):
-                handler(params)
-            return None                 # notifications are never answered, not even unknown ones
-        handler = self.methods.get(method)
-        if handler is None and method in self.notifications:
-            handler = lambda params, request_id: self.notifications[method](params)
-        if handler is None:
-            return self.fail(request_id, METHOD_NOT_FOUND, "Method not found: %s" % method)
+        params = {} if message.get("params") is None else message["params"]
+        if "id" not in message:         # a notification: never answered, not even an unknown one
+            if method == "session/cancel" and isinstance(params, dict):
+                self.cancel(params)
+        elif method not in self.methods:
+            self.fail(request_id, METHOD_NOT_FOUND, "Method not found: %s" % method)
+        else:
+            self.call(self.methods[method], request_id, params)
+
+    def answered(self, message):
+        """The client's answer to a request of ours: it wakes the thread waiting for it."""
+        with self.lock:
+            slot = self.pending.get(message["id"]) if isinstance(message["id"], (str, int)) else None
+        if slot is not None:
+            slot[1] = message
+            slot[0].set()
+
+    def call(self, handler, request_id, params):
         try:
             if not isinstance(params, dict):
                 raise RpcError(INVALID_PARAMS, "Invalid params: params must be an object")
             result = handler(params, request_id)
-        except RpcError as e:
-            return self.respond(request_id, error=e.payload())
-        except GrokError as e:
-            return self.fail(request_id, INTERNAL_ERROR, str(e))
         except Exception as e:
-            self.log_internal(e)
-            return self.fail(request_id, INTERNAL_ERROR, "Internal error: %s: %s" % (type(e).__name__, e))
+            return self.respond(request_id, error=self.rpc_error(e).payload())
         if result is not DEFERRED:
             self.respond(request_id, result)
-        return None
 
-    def log_internal(self, e):
+    def rpc_error(self, e):
+        """The error to answer for an exception: an RpcError as it is, a GrokError's message, else
+        an internal error (logged, with the traceback under GROK_DEBUG)."""
+        if isinstance(e, (RpcError, GrokError)):
+            return e if isinstance(e, RpcError) else RpcError(INTERNAL_ERROR, str(e))
         if os.environ.get("GROK_DEBUG"):
             import traceback
             self.log("".join(traceback.format_exception(type(e), e, e.__traceback__)))
         else:
             self.log("internal error: %s: %s (set GROK_DEBUG=1 for a traceback)" % (type(e).__name__, e))
+        return RpcError(INTERNAL_ERROR, "Internal error: %s: %s" % (type(e).__name__, e))
 
     # -- helpers for the methods
     def need_key(self):
@@ -3085,10 +3100,23 @@ class AcpServer:
                                       "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
                                       "mcpCapabilities": {"http": False, "sse": False}},
                 "agentInfo": {"name": "grok", "title": "grok.py", "version": __version__},
-                "authMethods": []}
+                "authMethods": self.auth_methods()}
+
+    def auth_methods(self):
+        """The methods clients of xAI's CLI look for; the key is already there, authenticate checks it."""
+        try:
+            self.need_key()
+        except RpcError:
+            return []
+        method = "xai.api_key" if self.cfg.key_source.startswith("$") else "cached_token"
+        return [{"id": method, "name": AUTH_METHODS[method], "description": "the key in " + self.cfg.key_source}]
 
     def authenticate(self, params, request_id):
-        return {}       # no methods are advertised: the key comes from the environment
+        if not isinstance(params.get("methodId"), str) or params["methodId"] not in AUTH_METHODS:
+            raise RpcError(INVALID_PARAMS, "Invalid params: unknown methodId %s (known: %s)"
+                           % (json.dumps(params.get("methodId")), ", ".join(AUTH_METHODS)))
+        self.need_key()
+        return {}
 
     def new_session(self, params, request_id):
         cwd = self.need_cwd(params)
@@ -3161,11 +3189,8 @@ class AcpServer:
         except Exception as e:
             if session.cancel_requested:
                 result = {"stopReason": "cancelled"}
-            elif isinstance(e, GrokError):
-                error = RpcError(INTERNAL_ERROR, str(e))
             else:
-                self.log_internal(e)
-                error = RpcError(INTERNAL_ERROR, "Internal error: %s: %s" % (type(e).__name__, e))
+                error = self.rpc_error(e)
         session.close_open_calls("not run: the turn ended (%s)" % (
             result["stopReason"] if result else "error"))
         with self.lock:
@@ -3178,7 +3203,7 @@ class AcpServer:
         else:
             self.respond(request_id, error=error.payload())
 
-    def cancel(self, params):
+    def cancel(self, params, request_id=None):
         session = self.sessions.get(params.get("sessionId"))
         if session is not None and session.busy:
             session.stop()
@@ -3231,6 +3256,8 @@ class ArgParser:
                    formatter_class=formatter, epilog=ENV_HELP)
         p.add_argument("--version", action="version", version="%(prog)s " + __version__)
         p.add_argument("-m", "--model", help="model id (default $GROK_MODEL or %s)" % DEFAULT_MODEL)
+        p.add_argument("--reasoning-effort", "--effort", dest="effort", choices=("low", "medium", "high"),
+                       help="sent as reasoning_effort (dropped if the server rejects it)")
         p.add_argument("--cwd", metavar="DIR", help="working directory for the tools")
         p.add_argument("-y", "--always-approve", action="store_true", help="run bash/write_file without asking")
         p.add_argument("--resume", metavar="ID", help="continue a saved session")
@@ -3271,10 +3298,12 @@ def parse_args(argv):
             sys.stderr.write("grok: usage: grok agent [--always-approve] [--model M] stdio\n")
             raise SystemExit(1)
         argv = ["--acp"] + rest
+    argv = [a for a in argv if a not in ("--no-subagents", "--no-plan")]      # xAI's CLI's; nothing to turn off
     p = ArgParser.build()
     p.add_argument("-p", "--prompt", help="run one prompt headless and exit ('-' reads stdin)")
-    p.add_argument("--format", choices=("text", "json"), default="text", help="headless output (default text)")
-    p.add_argument("--max-tool-rounds", type=int, metavar="N",
+    p.add_argument("--format", "--output-format", choices=("text", "json", "streaming-json"), default="text",
+                   help="headless output (default text)")
+    p.add_argument("--max-tool-rounds", "--max-turns", type=int, metavar="N",
                    help="headless: stop after N tool rounds, exit 3 (0 = no limit; default $GROK_MAX_ITERATIONS)")
     p.add_argument("--allow", action="append", metavar="PATTERN", default=[],
                    help="headless: allow bash commands / write_file paths matching this glob (repeatable)")
@@ -3338,19 +3367,40 @@ def guarded(prog, body, on_error=None):
 
 
 def json_requested(argv):
-    """Whether argv asks for --format json, read before (and even if) the flags parse."""
+    """Whether argv asks for JSON (--format json, streaming-json), read before (and even if) the flags parse."""
     fmt = None
     for i, arg in enumerate(argv):
         if arg == "--":
             break
         name, eq, value = arg.partition("=")
-        if len(name) >= 3 and "--format".startswith(name):        # argparse takes --form, --format=...
-            fmt = value if eq else (argv[i + 1] if i + 1 < len(argv) else None)
-    return fmt == "json"
+        if len(name) >= 3 and ("--format".startswith(name) or "--output-format".startswith(name)):
+            fmt = value if eq else (argv[i + 1] if i + 1 < len(argv) else None)     # argparse takes --form too
+    return fmt in ("json", "streaming-json")
+
+
+def list_models(argv):
+    """`grok models [--json]`: the server's models ({base}/models), else the built-in table."""
+    if set(argv) - {"--json"}:
+        raise UserError("usage: grok models [--json]")
+    cfg, ids = Config(require_key=False), list(WINDOWS)
+    try:
+        from urllib.request import Request, urlopen
+        request = Request(cfg.base_url + "/models", headers={"Authorization": "Bearer " + (cfg.api_key or "")})
+        data = json.loads(urlopen(request, timeout=min(cfg.timeout or 15, 15)).read())["data"]
+        ids = [m["id"] for m in data if m["id"].isprintable() and " " not in m["id"]] or ids
+    except Exception as e:          # unreachable, refused, not a model list: the built-in table
+        sys.stderr.write(visible(scrub("grok: cannot list the models of %s (%s); the built-in list follows"
+                                       % (cfg.base_url, (str(e) or type(e).__name__)[:200]))) + "\n")
+    rows = [{"id": i, "default": i == cfg.model} for i in (ids if cfg.model in ids else [cfg.model] + ids)]
+    print(json.dumps({"models": rows}) if "--json" in argv else
+          "\n".join(("* %s (default)" if row["default"] else "- %s") % row["id"] for row in rows))
+    return 0
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["models"]:      # before the flags: the prompt words may be positional
+        return guarded("grok", lambda: list_models(argv[1:]))
     # Errors outside the headless run itself (a bad flag, no key) are still an event in a JSON run.
     json_errors = [json_requested(argv)]
 
@@ -3364,8 +3414,8 @@ def main(argv=None):
 
     def body():
         args = parse_args(argv)
-        json_errors[0] = args.prompt is not None and args.format == "json" and not args.acp
-        cfg = Config(model=args.model, cwd=args.cwd, always_approve=args.always_approve,
+        json_errors[0] = args.prompt is not None and args.format != "text" and not args.acp
+        cfg = Config(model=args.model, cwd=args.cwd, always_approve=args.always_approve, effort=args.effort,
                      require_key=not args.acp)      # ACP reports a missing key at session/new
         if args.acp:
             return acp_main(args, cfg)

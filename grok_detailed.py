@@ -208,6 +208,7 @@ class DetailedUI(g.TerminalUI):
         self.goal = None
         self.iteration = 0
         self.last_reply = {}
+        self.reasoning = ""                 # the model's reasoning_content for this reply
         self.turn_started = time.time()
         self.opened = set()                 # tool calls whose block header is on screen
         # The live area (waiting line, answer text as it streams) is erased before anything else
@@ -335,13 +336,19 @@ class DetailedUI(g.TerminalUI):
         if self.iteration == 0:
             self.turn_started = time.time()
         self.iteration += 1
+        self.reasoning = ""
         self.live("%s step %d: waiting for the model\n" % (self.glyph["more"], self.iteration))
 
     def stream_text(self, text, final_hint):
         self.live(text)
 
     def stream_reset(self):
+        self.reasoning = ""
         self.live_clear()
+
+    def thought(self, text):
+        self.reasoning += text
+        self.live(text)
 
     def reply(self, reply, step):
         self.last_reply = reply
@@ -368,7 +375,7 @@ class DetailedUI(g.TerminalUI):
                      + (["%s %s" % (self.glyph["now"], current)] if current else [])
                      + ["%s %s" % (self.glyph["todo"], t) for t in remaining])
             out.append(self.field_lines("progress", "  ".join(items)))
-        thinking = as_text(reply.get("thinking"))
+        thinking = " ".join(t for t in (as_text(self.reasoning), as_text(reply.get("thinking"))) if t)
         if thinking:
             out.append(self.field_lines("thinking", thinking, "2;3"))
         blockers = as_list(reply.get("blockers"))
@@ -1251,7 +1258,7 @@ def main(argv=None):
                             "in $GROK_AGENT_DIR (default ~/.grok_agent)")
         p.add_argument("--max-loops", type=int, default=5, metavar="N", help="agent mode: at most N loops (default 5)")
         args = p.parse_args(argv)
-        cfg = g.Config(model=args.model, cwd=args.cwd, always_approve=args.always_approve)
+        cfg = g.Config(model=args.model, cwd=args.cwd, always_approve=args.always_approve, effort=args.effort)
         if args.agent is not None:
             return run_agent_mode(args, cfg)
         return interactive(args, cfg)

@@ -33,16 +33,23 @@ class Spec:
 
 
 def reply(content, usage=None, finish_reason="stop", delay=0, chunk_size=20, chunk_delay=0,
-          stream=None, headers=None, close=False):
+          stream=None, headers=None, close=False, reasoning=None):
     """A chat completion; streamed (SSE, chunked) when the request asks or stream=True.
 
     close=True closes the connection after the reply without announcing it (no
-    `Connection: close`), as a server does whose keep-alive idle timeout strikes."""
+    `Connection: close`), as a server does whose keep-alive idle timeout strikes.
+    reasoning: text sent as reasoning_content (streamed first, in chunk_size pieces)."""
     if not isinstance(content, str):
         content = json.dumps(content)
     return Spec("reply", delay, content=content, usage=usage, finish_reason=finish_reason,
                 chunk_size=max(1, int(chunk_size)), chunk_delay=chunk_delay, stream=stream,
-                headers=headers, close=close)
+                headers=headers, close=close, reasoning=reasoning)
+
+
+def models(*ids):
+    """A GET /models reply listing these model ids."""
+    return Spec("raw", path="/models", status=200, headers=None,
+                body=json.dumps({"object": "list", "data": [{"id": i, "object": "model"} for i in ids]}))
 
 
 def answer(text, **kw):
@@ -208,13 +215,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- reply kinds
     def _do_reply(self, req, content, usage, finish_reason, chunk_size, chunk_delay, stream,
-                  headers, close):
-        self._reply(req, content, usage, finish_reason, chunk_size, chunk_delay, stream, headers)
+                  headers, close, reasoning):
+        self._reply(req, content, usage, finish_reason, chunk_size, chunk_delay, stream, headers,
+                    reasoning)
         req.done_at = time.monotonic()
         if close:
             self.close_connection = True
 
-    def _reply(self, req, content, usage, finish_reason, chunk_size, chunk_delay, stream, headers):
+    def _reply(self, req, content, usage, finish_reason, chunk_size, chunk_delay, stream, headers,
+               reasoning):
         j = req.json if isinstance(req.json, dict) else {}
         if usage is None:
             p, c = max(1, len(req.body) // 4), max(1, len(content) // 4)
@@ -224,16 +233,21 @@ class _Handler(BaseHTTPRequestHandler):
         base = {"id": cid, "created": int(time.time()), "model": model}
         if not (bool(j.get("stream")) if stream is None else stream):
             msg = {"role": "assistant", "content": content}
+            if reasoning:
+                msg["reasoning_content"] = reasoning
             body = dict(base, object="chat.completion", usage=usage, choices=[
                 {"index": 0, "message": msg, "finish_reason": finish_reason}])
             return self._send(200, body, headers=headers)
         base["object"] = "chat.completion.chunk"
         self._stream_head(headers)
-        pieces = [content[i:i + chunk_size] for i in range(0, len(content), chunk_size)] or [""]
-        for i, piece in enumerate(pieces):
+        thoughts = [("reasoning_content", reasoning[i:i + chunk_size])
+                    for i in range(0, len(reasoning or ""), chunk_size)]
+        pieces = thoughts + [("content", content[i:i + chunk_size])
+                             for i in range(0, len(content), chunk_size)] or [("content", "")]
+        for i, (key, piece) in enumerate(pieces):
             if i and chunk_delay:
                 self.fake._stop.wait(chunk_delay)
-            delta = {"role": "assistant", "content": piece} if i == 0 else {"content": piece}
+            delta = {"role": "assistant", key: piece} if i == 0 else {key: piece}
             self._event(dict(base, choices=[{"index": 0, "delta": delta, "finish_reason": None}]))
             self.wfile.flush()
             req.sent.append((time.monotonic(), piece))
@@ -373,10 +387,10 @@ class FakeAPI:
         with self._cond:
             self.requests.append(req)
             self._cond.notify_all()
-            if req.method != "POST":
-                return error(404, {"code": "not_found", "error": "fake server: POST only"})
             path = req.path.split("?")[0]
             keys = [k for k in self._queues if path.endswith(k) and self._queues[k]]
             if keys:
                 return self._queues[max(keys, key=len)].pop(0)
+            if req.method != "POST":
+                return error(404, {"code": "not_found", "error": "fake server: POST only, unless scripted"})
         return error(418, {"code": "fake", "error": "fake server: no scripted reply left"})
