@@ -50,6 +50,7 @@ RULES_TOTAL_CAP = 24000     # bytes of project rules in all
 MAX_STRIKES = 3             # invalid replies in a row before a turn fails
 RETRY_STATUSES = (408, 429, 500, 502, 503, 504)     # and every other 5xx but 501/505: see retryable()
 RETRY_AFTER_CAP = 30.0      # seconds: a longer Retry-After is shortened to this
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)     # a symlink planted in place of a session file is an error, never followed
 CONNECT_TIMEOUT = 15.0      # seconds to open a connection (a host that drops packets), at most GROK_TIMEOUT
 
 
@@ -71,18 +72,27 @@ def data_dir():
     return os.path.expanduser(d)
 
 
+def open_to_others(path, owners):
+    """Why others could plant files in a directory (owned by someone not in owners, group/world-writable), or None."""
+    try:
+        info = os.stat(path)
+    except OSError as e:
+        return "unusable (%s)" % (e.strerror or e)
+    if info.st_uid not in owners:
+        return "owned by another user"
+    return "group/world-writable" if info.st_mode & 0o22 else None
+
+
 def data_dir_problem(path):
     """Why the data dir must not be used, or None; created 0700 when missing. Someone else who can
     write there could plant a session to resume or a history symlink to follow."""
     try:
         os.makedirs(path, mode=0o700, exist_ok=True)
-        info = os.stat(path)
-    except OSError as e:
-        return "cannot create the data dir %s (GROK_DATA_DIR): %s" % (path, e.strerror or e)
-    if info.st_uid != os.getuid() or info.st_mode & 0o022:
-        return ("the data dir %s (GROK_DATA_DIR) is %s: not used; choose a directory only you can write"
-                % (path, "owned by another user" if info.st_uid != os.getuid() else "group/world-writable"))
-    return None
+    except OSError:
+        pass        # open_to_others says why it is unusable
+    why = open_to_others(path, (os.getuid(),))
+    return why and "the data dir %s (GROK_DATA_DIR) is %s: not used; use a directory only you can write" % (
+        path, why)
 
 
 def script_dir():
@@ -116,15 +126,9 @@ def read_env_file(path, names):
 
 
 def find_api_key():
-    """(key, where it came from), or (None, None). A key with whitespace or control characters
-    inside is a UserError that does not show it."""
-    key = source = None
-    for name in KEY_VARS:
-        if os.environ.get(name, "").strip():
-            key, source = os.environ[name].strip(), "$" + name
-            break
-    for path in () if key else ENV_FILES:
-        key, source = read_env_file(os.path.expanduser(path), KEY_VARS), path
+    """(key, where it came from), or (None, None); a key with whitespace or control characters is a UserError."""
+    for key, source in [(os.environ.get(n, "").strip(), "$" + n) for n in KEY_VARS] + [(None, p) for p in ENV_FILES]:
+        key = key if key is not None else read_env_file(os.path.expanduser(source), KEY_VARS)
         if key:
             break
     if key and any(ord(c) < 33 or 127 <= ord(c) < 160 for c in key):
@@ -341,20 +345,13 @@ def scrub_all(obj):
     return scrub(obj) if isinstance(obj, str) else obj
 
 
-_UNSAFE = None
-
-
 def visible(text, newlines=True):
-    """Text safe for a terminal: C0/C1 controls (ESC, CR, ...), bidi overrides and zero-width
-    characters shown as escapes like \\x1b; tabs stay, newlines stay (or show as \\n).
-    Only for display: the model, session files and written files get the text unchanged."""
-    global _UNSAFE
-    if _UNSAFE is None:
-        import re
-        _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff"
-                             "\ud800-\udfff]")
+    """Text safe for a terminal: C0/C1 controls (ESC, CR, ...), bidi overrides and zero-width characters shown as
+    escapes like \\x1b; tabs and newlines stay (or \\n). For display only: the model and files get the bytes."""
+    import re
     text = str(text) if newlines else str(text).replace("\n", "\\n")
-    return _UNSAFE.sub(lambda m: ("\\x%02x" if ord(m.group()) < 256 else "\\u%04x") % ord(m.group()), text)
+    return re.sub("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff\ud800-\udfff]",
+                  lambda m: ("\\x%02x" if ord(m.group()) < 256 else "\\u%04x") % ord(m.group()), text)
 
 
 # --------------------------------------------------------------------------
@@ -915,10 +912,6 @@ class ToolResult:
         self.started = self.finished = 0.0
 
 
-def resolve(ctx, path):
-    return os.path.normpath(os.path.join(ctx.cwd, os.path.expanduser(str(path))))
-
-
 def canonical(cwd, path):
     """The path as the file system resolves it: against cwd, `..` and every symlink followed."""
     return os.path.realpath(os.path.join(cwd, os.path.expanduser(str(path))))
@@ -947,35 +940,29 @@ def needs_approval(call, free_dirs=()):
 
 
 def approval_text(call, full=False):
-    """(text, hidden): what an approval shows. The whole command, every line; or the resolved
-    path, whether it exists and the content (a diff against the current file). Control characters
-    visible; unless full, capped, and hidden counts the characters left out."""
-    if call.name == "bash":
-        head, body = "bash", str(call.args.get("command"))
-    else:
+    """(text, hidden): what an approval shows: the whole command, every line; or the resolved path, whether it
+    exists and the content (or a diff). Control characters visible; unless full, capped: hidden says how much."""
+    head, body = "bash", str(call.args.get("command"))
+    if call.name != "bash":
         path = canonical(call.cwd, call.args.get("path") or ".")
+        head, body = "%s %s (outside the working directory)" % (call.name, path), ""
+    if call.name == "write_file":
+        import difflib
         body = call.args.get("content", "")
         body = body if isinstance(body, str) else json.dumps(body, indent=2)
-        old = old_text(path) if call.name == "write_file" and os.path.isfile(path) else None
-        note = "outside the working directory"
-        if call.name != "write_file":
-            body = ""
-        elif old is not None:
-            import difflib
-            note = "%d bytes, replaces the file; the changes" % len(body.encode("utf-8", "replace"))
-            body = "".join(difflib.unified_diff(old.splitlines(True), body.splitlines(True), "now", "new")) or "(no change)"
-        else:
-            note = "%d bytes, %s" % (len(body.encode("utf-8", "replace")), "replaces the file (not shown as a diff)"
-                                     if os.path.exists(path) else "a new file")
-        head = "%s %s (%s)" % (call.name, path, note)
+        old = old_text(path) if os.path.isfile(path) else None
+        state = "a new file" if not os.path.exists(path) else "replaces the file" + ("; the changes" if old else "")
+        head = "write_file %s (%d bytes, %s)" % (path, len(body.encode("utf-8", "replace")), state)
+        if old is not None:
+            body = "".join(difflib.unified_diff(old.splitlines(True), body.splitlines(True), "now", "new"))
+            body = body or "(no change)"
     text = visible(body[:-1] if body.endswith("\n") else body)
     shown = text if full else "\n".join(text.split("\n")[:APPROVAL_LINES])[:APPROVAL_CHARS]
-    hidden = len(text) - len(shown)
-    lines = ["  " + line for line in shown.split("\n")] if body else []
-    if hidden:
+    lines = [visible(head, newlines=False)] + ["  " + line for line in shown.split("\n") if body]
+    if len(shown) < len(text):
         lines.append("  [... %d more characters (%d lines) not shown: answer s to see all]"
-                     % (hidden, text.count("\n") - shown.count("\n")))
-    return "\n".join([visible(head, newlines=False)] + lines), hidden
+                     % (len(text) - len(shown), text.count("\n") - shown.count("\n")))
+    return "\n".join(lines), len(text) - len(shown)
 
 
 def need_str(args, name, tool):
@@ -1075,7 +1062,7 @@ def tool_bash(args, ctx):
 
 
 def tool_read_file(args, ctx):
-    path = resolve(ctx, need_str(args, "path", "read_file"))
+    path = canonical(ctx.cwd, need_str(args, "path", "read_file"))
     if os.path.isdir(path):
         return ToolResult("error: %s is a directory (use list_files)" % path, ok=False)
     import stat
@@ -1121,18 +1108,15 @@ def atomic_write(path, data, mode=None):
 
 
 def tool_write_file(args, ctx):
-    path = resolve(ctx, need_str(args, "path", "write_file"))
+    path = canonical(ctx.cwd, need_str(args, "path", "write_file"))
     content = args.get("content", "")
     if not isinstance(content, str):
         content = json.dumps(content, indent=2)
     data = content.encode("utf-8")
     if os.path.isdir(path):
         return ToolResult("error: %s is a directory" % path, ok=False)
-    if os.path.islink(path):        # write through the link; renaming over it would replace the link
-        path = os.path.realpath(path)
-    parent = os.path.dirname(path)
-    try:
-        os.makedirs(parent, exist_ok=True)
+    try:        # the path is resolved: a symlink is written through, not replaced
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         try:
             mode = os.stat(path).st_mode & 0o7777
         except FileNotFoundError:
@@ -1146,7 +1130,7 @@ def tool_write_file(args, ctx):
 
 
 def tool_list_files(args, ctx):
-    path = resolve(ctx, args.get("path") or ".")
+    path = canonical(ctx.cwd, args.get("path") or ".")
     try:
         entries = sorted(os.scandir(path), key=lambda e: e.name)
     except FileNotFoundError:
@@ -1305,34 +1289,19 @@ def find_skills(skills_dir):
     return skills
 
 
-def trusted_dir(path):
-    """Not writable by others: owned by the user or root, not group/world-writable."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return False
-    return info.st_uid in (os.getuid(), 0) and not info.st_mode & 0o022
-
-
 def find_project_rules(cwd):
     """[(path, text)]: ~/.grok/AGENTS.md, then AGENTS.md and GROK.md in each directory from the git root
     down to cwd (outside a repository: cwd only), skipping directories others can write. Regular
     files only, a symlink only into the same tree; scrubbed, capped per file and in all."""
-    found = []
-    dirs = []
-    d = cwd
-    while True:
-        dirs.append(d)
-        if os.path.exists(os.path.join(d, ".git")):
-            break
-        parent = os.path.dirname(d)
-        if parent == d:
-            dirs = [cwd]        # not in a git repository: only the working directory itself
-            break
-        d = parent
+    found, dirs = [], [cwd]
+    while not os.path.exists(os.path.join(dirs[-1], ".git")) and os.path.dirname(dirs[-1]) != dirs[-1]:
+        dirs.append(os.path.dirname(dirs[-1]))
+    if not os.path.exists(os.path.join(dirs[-1], ".git")):
+        dirs = [cwd]        # not in a git repository: only the working directory itself
     root = os.path.realpath(dirs[-1])
     candidates = [os.path.join(os.path.expanduser("~"), ".grok", "AGENTS.md")]
-    candidates += [os.path.join(d, n) for d in reversed(dirs) if trusted_dir(d) for n in ("AGENTS.md", "GROK.md")]
+    candidates += [os.path.join(d, n) for d in reversed(dirs) if not open_to_others(d, (os.getuid(), 0))
+                   for n in ("AGENTS.md", "GROK.md")]
     seen = set()
     budget = RULES_TOTAL_CAP
     for path in candidates:
@@ -1398,9 +1367,6 @@ def build_system_prompt(cfg, contract=MINIMAL, cwd=None):
 # Sessions: append-only JSONL, 0600 in a 0700 directory (SPEC section 6)
 # --------------------------------------------------------------------------
 
-NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)      # a symlink planted in place of a file is an error, never followed
-
-
 def new_session_id():
     return time.strftime("%Y%m%d-%H%M%S-") + os.urandom(3).hex()
 
@@ -1434,12 +1400,10 @@ class Session:
                       % (self.dir, e.strerror or e))
 
     def append(self, record):
+        if self.fd is None and not self.disabled:
+            self._open()
         if self.disabled:
             return
-        if self.fd is None:
-            self._open()
-            if self.disabled:
-                return
         data = json_bytes(scrub_all(record)) + b"\n"
         try:
             while data:
@@ -1455,9 +1419,8 @@ class Session:
 
     def load(self):
         """(header, messages without the system prompt, cost_usd, cwd); skips torn lines with a warning."""
-        problem = data_dir_problem(os.path.dirname(self.dir))
-        if problem:
-            raise UserError(problem)
+        if data_dir_problem(os.path.dirname(self.dir)):
+            raise UserError(data_dir_problem(os.path.dirname(self.dir)))
         try:
             with open(self.path, "rb", opener=lambda path, flags: os.open(path, flags | NOFOLLOW)) as f:
                 raw = f.read().splitlines()
@@ -1510,9 +1473,6 @@ def list_sessions(directory):
     """[(id, mtime, first user line, cost)] newest first."""
     sdir = os.path.join(directory, "sessions")
     out = []
-    problem = data_dir_problem(directory)
-    if problem:
-        raise UserError(problem)
     try:
         names = [n for n in os.listdir(sdir) if n.endswith(".jsonl")]
     except OSError:
@@ -2194,9 +2154,7 @@ class TerminalUI(UI):
             self.streamed = False
 
     def tool_start(self, call):
-        if self.streamed:
-            self.write("\n")
-            self.streamed = False
+        self.stream_reset()
         self.write(self.paint("90", visible("[%s] %s" % (call.name, call.shown[:200]), newlines=False)) + "\n")
 
     def answer(self, text):
@@ -2204,9 +2162,7 @@ class TerminalUI(UI):
         self.streamed = False
 
     def notice(self, text):
-        if self.streamed:
-            self.write("\n")
-            self.streamed = False
+        self.stream_reset()
         sys.stderr.write(self.paint("33", visible(text)) + "\n")
         sys.stderr.flush()
 
@@ -2229,11 +2185,7 @@ class TerminalUI(UI):
         lines = ["", self.paint("1", visible(question))]
         lines += ["  %d) %s" % (i + 1, visible(o, newlines=False)) for i, o in enumerate(options)]
         answer = ask_tty("\n".join(lines) + "\n  answer (number or text): ")
-        if answer is None:
-            return None
-        if answer.isdigit() and 1 <= int(answer) <= len(options):
-            return options[int(answer) - 1]
-        return answer
+        return options[int(answer) - 1] if answer and answer.isdigit() and 1 <= int(answer) <= len(options) else answer
 
 
 HELP = """commands:
@@ -2428,8 +2380,7 @@ class HeadlessUI(UI):
         self.partial = False        # a write was cut off mid-line (an interrupt)
         self.printed = ""           # text mode: the answer text already on stdout
         self.attempt = ""           # text mode: the answer text of the stream in progress
-        if not self.json:
-            tolerate_unencodable(sys.stdout)
+        tolerate_unencodable(sys.stdout)
         self.shown = visible if not self.json and sys.stdout.isatty() else str     # the answer on a terminal
 
     def write(self, text):
@@ -2486,10 +2437,6 @@ class HeadlessUI(UI):
         self.notice("grok: %s" % message)
         return code
 
-    def progress(self, text):
-        if not self.json:
-            self.notice(text)
-
     def step_start(self, step):
         self.step = step
         self.attempt = ""
@@ -2514,10 +2461,11 @@ class HeadlessUI(UI):
         if self.json and text:
             self.emit("text", text=text)
         elif text and reply["tool_calls"]:
-            self.progress(text)
+            self.notice(text)
 
     def tool_start(self, call):
-        self.progress("[%s] %s" % (call.name, call.shown))
+        if not self.json:
+            self.notice("[%s] %s" % (call.name, call.shown))
 
     def tool_end(self, call, result):
         if self.json:
@@ -2552,10 +2500,9 @@ class HeadlessUI(UI):
     def approve(self, call):
         if self.always_approve or allow_matches(call, self.allow):
             return "yes"
-        what = "command" if call.name == "bash" else "path"
-        shown = call.shown if len(call.shown) <= 200 else call.shown[:200] + "..."
-        raise AgentError("Tool `%s` denied: %s not in allowlist: %s (allow it with --allow PATTERN or "
-                         "--always-approve)" % (call.name, what, shown))
+        raise AgentError("Tool `%s` denied: %s not in allowlist: %s%s (allow it with --allow PATTERN or "
+                         "--always-approve)" % (call.name, "command" if call.name == "bash" else "path",
+                                                call.shown[:200], "..." if len(call.shown) > 200 else ""))
 
 
 def event_usage(usage, cost_usd):
@@ -3279,7 +3226,7 @@ def terminal_width():
 
 
 ENV_HELP = """environment:
-  GROK_API_KEY / XAI_API_KEY   API key (else read from ./.env, ~/.grok/.env, ~/.claude/.env)
+  GROK_API_KEY / XAI_API_KEY   API key (else read from ~/.grok/.env, ~/.claude/.env, then ./.env)
   GROK_BASE_URL                OpenAI-compatible API (default %s)
   GROK_MODEL                   model id (default %s)
   COST_LIMIT                   USD per session, 0 = none (default 10.00)
