@@ -2539,7 +2539,7 @@ def close_failed_turn(agent, reason):
 
 def headless(args, cfg):
     prompt = read_prompt(args.prompt)
-    if data_dir_problem(cfg.data_dir):
+    if os.path.isdir(cfg.data_dir) and data_dir_problem(cfg.data_dir):     # others could plant a session
         raise UserError(data_dir_problem(cfg.data_dir))
     ui = HeadlessUI(args.format, args.allow, cfg.always_approve)
     if args.max_tool_rounds is not None:
