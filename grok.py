@@ -41,6 +41,7 @@ DEFAULT_WINDOW = 131072
 BASH_TIMEOUT = 180          # seconds
 OUTPUT_HEAD = 30000         # bytes of tool output kept from the start ...
 OUTPUT_TAIL = 5000          # ... and from the end
+PIPED_CAP = 100000          # bytes of piped stdin added to a -p prompt
 READ_CAP = 100000           # bytes read_file returns
 LIST_CAP = 500              # entries list_files returns
 APPROVAL_LINES = 40         # lines of a command or file shown at an approval before "s shows all"
@@ -51,6 +52,8 @@ MAX_STRIKES = 3             # invalid replies in a row before a turn fails
 RETRY_STATUSES = (408, 429, 500, 502, 503, 504)     # and every other 5xx but 501/505: see retryable()
 RETRY_AFTER_CAP = 30.0      # seconds: a longer Retry-After is shortened to this
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)     # a symlink planted in place of a session file is an error, never followed
+SEARCH_ESTIMATE = 0.05      # USD reserved for a web_search before its first cost is known
+REPLY_CAP = 8 << 20         # bytes of one reply at most (or 1 KB per max_tokens, if more)
 CONNECT_TIMEOUT = 15.0      # seconds to open a connection (a host that drops packets), at most GROK_TIMEOUT
 
 
@@ -218,31 +221,43 @@ def context_window(model):
     return WINDOWS[key] if key else DEFAULT_WINDOW
 
 
+USAGE_FIELDS = (("input", "prompt_tokens", "input_tokens"), ("output", "completion_tokens", "output_tokens"),
+                ("reasoning", "completion_tokens_details.reasoning_tokens", "output_tokens_details.reasoning_tokens"),
+                ("cached", "prompt_tokens_details.cached_tokens", "input_tokens_details.cached_tokens"),
+                ("total", "total_tokens"), ("ticks", "cost_in_usd_ticks"))
+
+
+def usage_numbers(usage):
+    """The one reader of a server's usage object: {input, output, reasoning, cached, total, ticks}, each a
+    finite number >= 0 (0, or None for ticks, when absent), and "odd": a value that was not such a number
+    (NaN, negative, a string) and is ignored."""
+    numbers = {"odd": False}
+    for name, *paths in USAGE_FIELDS:
+        value = None
+        for path in paths:
+            value = usage
+            for key in path.split("."):
+                value = value.get(key) if isinstance(value, dict) else None
+            if value is not None:
+                break
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not 0 <= value < 1e15):
+            numbers["odd"], value = True, None
+        numbers[name] = value if value is not None or name == "ticks" else 0
+    return numbers
+
+
 def usage_cost(model, usage):
     """(USD, price known) for one API call's usage."""
-    if not isinstance(usage, dict):
-        return 0.0, True
-    ticks = usage.get("cost_in_usd_ticks")
-    if isinstance(ticks, (int, float)) and not isinstance(ticks, bool):
-        return ticks / 1e10, True
+    n = usage_numbers(usage)
+    if n["ticks"] is not None:
+        return n["ticks"] / 1e10, True
     key = model_key(model, PRICES)
     if not key:
-        return 0.0, False
+        return 0.0, not isinstance(usage, dict)
     p_in, p_cached, p_out = PRICES[key]
-    prompt = usage.get("prompt_tokens") or usage.get("input_tokens") or 0
-    cached = min(cached_tokens(usage), prompt)
-    out = usage.get("completion_tokens") or usage.get("output_tokens") or 0
-    reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
-    return ((prompt - cached) * p_in + cached * p_cached + (out + reasoning) * p_out) / 1e6, True
-
-
-def cached_tokens(usage):
-    """The prompt tokens the provider served from its prompt cache (part of prompt_tokens)."""
-    if not isinstance(usage, dict):
-        return 0
-    details = usage.get("prompt_tokens_details") or usage.get("input_tokens_details")
-    cached = details.get("cached_tokens") if isinstance(details, dict) else 0
-    return int(cached) if isinstance(cached, (int, float)) and not isinstance(cached, bool) else 0
+    cached = min(n["cached"], n["input"])
+    return ((n["input"] - cached) * p_in + cached * p_cached + (n["output"] + n["reasoning"]) * p_out) / 1e6, True
 
 
 # --------------------------------------------------------------------------
@@ -364,19 +379,6 @@ def json_bytes(obj):
     return json.dumps(obj, ensure_ascii=False).encode("utf-8", "backslashreplace")
 
 
-def import_http_client(https):
-    """http.client, without paying for ssl when the base URL is plain http."""
-    if https or "http.client" in sys.modules or "ssl" in sys.modules:
-        import http.client
-        return http.client
-    sys.modules["ssl"] = None       # makes http.client's optional `import ssl` fail fast
-    try:
-        import http.client
-    finally:
-        del sys.modules["ssl"]
-    return http.client
-
-
 def jitter():
     return int.from_bytes(os.urandom(2), "big") / 65535.0
 
@@ -423,7 +425,9 @@ class Client:
         self.https = u.scheme == "https"
         self.host = u.hostname or "localhost"
         self.port = u.port or (443 if self.https else 80)
-        self.prefix = u.path.rstrip("/")
+        self.proxy = find_proxy(u.scheme, self.host)
+        # through a plain-http proxy the request line names the whole URL; https goes through a CONNECT tunnel
+        self.prefix = ("http://" + u.netloc if self.proxy and not self.https else "") + u.path.rstrip("/")
         self.api_key = api_key
         self.timeout, self.max_retries, self.backoff = timeout, max_retries, backoff
         self.notice = notice or (lambda text: None)
@@ -431,7 +435,6 @@ class Client:
         self._idle = []
         self._busy = set()
         self._lock = threading.Lock()
-        self._http = None
 
     def _connect(self):
         with self._lock:
@@ -439,12 +442,11 @@ class Client:
                 conn = self._idle.pop()
                 self._busy.add(conn)
                 return conn, True
-        if self._http is None:
-            self._http = import_http_client(self.https)
-        if self.https:
-            conn = self._http.HTTPSConnection(self.host, self.port, timeout=self.timeout)
-        else:
-            conn = self._http.HTTPConnection(self.host, self.port, timeout=self.timeout)
+        import http.client
+        kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
+        conn = kind(*(self.proxy or (self.host, self.port)), timeout=self.timeout)
+        if self.proxy and self.https:
+            conn.set_tunnel(self.host, self.port)
         conn._create_connection = self._open_socket
         with self._lock:
             self._busy.add(conn)
@@ -467,12 +469,13 @@ class Client:
         conn.close()
 
     def abort(self):
-        """Break every request in flight (called from another thread to cancel)."""
+        """Break every request in flight (called from another thread to cancel). Our own reference to
+        each socket: http.client drops conn.sock while it reads a reply the server will close."""
         import socket
         with self._lock:
             busy = list(self._busy)
         for conn in busy:
-            sock = getattr(conn, "sock", None)
+            sock = getattr(conn, "sock", None) or getattr(conn, "reading", None)
             if sock is not None:
                 try:
                     sock.shutdown(socket.SHUT_RDWR)
@@ -486,26 +489,23 @@ class Client:
             conn.close()
 
     def _send(self, conn, reused, path, body, headers, cancel=None):
-        try:
-            conn.request("POST", self.prefix + path, body, headers)
-            return conn, conn.getresponse()
-        except self._closed_errors():
-            if not reused or (cancel is not None and cancel.is_set()):
-                raise
-        # The server closed an idle keep-alive connection: reconnect once, not a retry.
-        conn.close()
-        conn.connect()
-        conn.request("POST", self.prefix + path, body, headers)
-        return conn, conn.getresponse()
+        import http.client
+        ssl = sys.modules.get("ssl")
+        closed = (http.client.RemoteDisconnected, ConnectionError) + ((ssl.SSLEOFError, ssl.SSLZeroReturnError)
+                                                                      if ssl else ())
+        for again in (reused, False):
+            try:
+                conn.request("POST", self.prefix + path, body, headers)
+                conn.reading = conn.sock
+                return conn.getresponse()
+            except closed:
+                if not again or (cancel is not None and cancel.is_set()):
+                    raise
+            # The server closed an idle keep-alive connection: reconnect once, not a retry.
+            conn.close()
 
-    def _closed_errors(self):
-        """What sending on a connection the server has closed raises (EOF, RST, EPIPE)."""
-        errors = (self._http.RemoteDisconnected, ConnectionError)
-        ssl = sys.modules.get("ssl") if self.https else None
-        return errors + (ssl.SSLEOFError, ssl.SSLZeroReturnError) if ssl else errors
-
-    def post(self, path, payload, on_stream=None, cancel=None, no_retry=None):
-        """The parsed JSON reply, or on_stream(response) for an event stream.
+    def post(self, path, payload, on_stream=None, cancel=None, no_retry=None, cap=REPLY_CAP):
+        """The parsed JSON reply, or on_stream(reader) for an event stream.
 
         Retries refused/dropped connections, timeouts, 429 and 5xx with backoff;
         raises HTTPStatusError for other statuses, TransientError when retries run out."""
@@ -520,48 +520,10 @@ class Client:
         while True:
             if cancel is not None and cancel.is_set():
                 raise Cancelled("cancelled")
-            conn, reused = self._connect()
-            reusable = False
-            retry_after = None
             try:
-                conn, resp = self._send(conn, reused, path, body, headers, cancel)
-                if resp.status >= 400:
-                    data = resp.read()
-                    reusable = not resp.will_close
-                    err = HTTPStatusError(resp.status, data, resp.getheader("Retry-After"))
-                    if not retryable(resp.status) or (no_retry and no_retry(err)):
-                        raise err
-                    problem = "%s (HTTP %d): %s" % ("rate limited" if resp.status == 429 else "server error",
-                                                    resp.status, err.server_message())
-                    retry_after = parse_retry_after(err.retry_after)
-                    if retry_after is None:         # OpenAI-style servers may send milliseconds
-                        try:
-                            retry_after = parse_retry_after(float(resp.getheader("retry-after-ms")) / 1000)
-                        except (TypeError, ValueError):
-                            pass
-                elif on_stream and "text/event-stream" in (resp.getheader("Content-Type") or ""):
-                    result = on_stream(resp)
-                    resp.read()         # the end of the chunked body, so the connection can be reused
-                    reusable = not resp.will_close
-                    return result
-                else:
-                    data = resp.read()
-                    reusable = not resp.will_close
-                    try:
-                        return json.loads(data.decode("utf-8", "replace"))
-                    except (ValueError, RecursionError):
-                        raise UserError(scrub("the server at %s did not answer with JSON (is GROK_BASE_URL an "
-                                              "OpenAI-compatible API?): %r" % (self.host, data[:120])))
-            except (OSError, StreamBroken, self._http.HTTPException, ValueError) as e:
-                # (ValueError: defensive, so no parse error inside http.client can end the REPL)
-                ssl = sys.modules.get("ssl")
-                if ssl and isinstance(e, ssl.CertificateError):     # retrying cannot help
-                    raise UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL, or "
-                                    "point SSL_CERT_FILE at your CA bundle" % (self.host, getattr(
-                                        e, "verify_message", None) or e))
-                problem = describe_network_error(e, self.host)
-            finally:
-                self._release(conn, reusable)
+                return self._attempt(path, body, headers, on_stream, cancel, no_retry, cap)
+            except RetryableFault as fault:
+                problem, retry_after = fault.args
             if cancel is not None and cancel.is_set():
                 raise Cancelled("cancelled")
             problem = scrub(problem)
@@ -575,6 +537,115 @@ class Client:
                 if cancel is not None and cancel.is_set():
                     raise Cancelled("cancelled")
                 time.sleep(min(0.05, max(0.0, end - time.monotonic())))
+
+    def _attempt(self, path, body, headers, on_stream, cancel, no_retry, cap):
+        """One request and its whole reply, read within GROK_TIMEOUT and `cap` bytes; RetryableFault
+        when another attempt may do better."""
+        import http.client
+        conn, reused = self._connect()
+        reusable, started = False, time.monotonic()
+        try:
+            resp = self._send(conn, reused, path, body, headers, cancel)
+            reader = ReplyReader(resp, conn.reading, self.timeout and started + self.timeout, cap)
+            if 300 <= resp.status < 400:
+                raise UserError("the server at %s answered HTTP %d, a redirect to %s: grok does not follow "
+                                "redirects (the API key goes to GROK_BASE_URL only); set GROK_BASE_URL to the "
+                                "address you mean" % (self.host, resp.status, resp.getheader("Location") or "?"))
+            if resp.status >= 400:
+                err = HTTPStatusError(resp.status, reader.read(), resp.getheader("Retry-After"))
+                reusable = not resp.will_close
+                if not retryable(resp.status) or (no_retry and no_retry(err)):
+                    raise err
+                raise RetryableFault("%s (HTTP %d): %s" % ("rate limited" if resp.status == 429 else "server error",
+                                                           resp.status, err.server_message()), retry_after_of(resp))
+            if on_stream and "text/event-stream" in (resp.getheader("Content-Type") or ""):
+                result = on_stream(reader)
+                reader.read()       # the end of the chunked body, so the connection can be reused
+            else:
+                result = reader.json(self.host, self.api_key)
+            reusable = not resp.will_close
+            return result
+        except (OSError, StreamBroken, http.client.HTTPException, ValueError) as e:
+            # (ValueError: defensive, so no parse error inside http.client can end the REPL)
+            ssl = sys.modules.get("ssl")
+            if ssl and isinstance(e, ssl.CertificateError):     # retrying cannot help
+                raise UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL, or "
+                                "point SSL_CERT_FILE at your CA bundle" % (self.host, getattr(
+                                    e, "verify_message", None) or e))
+            raise RetryableFault(describe_network_error(e, self.host), None)
+        finally:
+            self._release(conn, reusable)
+
+
+class RetryableFault(Exception):
+    """(problem, seconds the server asked to wait or None): a failed attempt worth repeating."""
+
+
+class ReplyTooLarge(AgentError):
+    """A reply passed the size cap: abandoned, and a strike against the model."""
+
+
+class ReplyReader:
+    """A response body read within a deadline for the whole reply and a cap on its size: a server
+    trickling or streaming without end cannot hold the turn or fill the memory."""
+
+    def __init__(self, resp, sock, deadline, cap):
+        self.resp, self.sock, self.deadline, self.cap, self.size = resp, sock, deadline, cap, 0
+        self._count(b"")
+
+    def _count(self, data):
+        import socket
+        self.size += len(data)
+        if self.size > self.cap:
+            raise ReplyTooLarge("the reply passed %d MB and was abandoned; reply much shorter" % (self.cap >> 20))
+        if self.deadline:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise socket.timeout()
+            if self.sock is not None and not self.resp.isclosed():
+                self.sock.settimeout(left)
+        return data
+
+    def readline(self):
+        return self._count(self.resp.readline(self.cap + 1 - self.size))
+
+    def read(self):
+        parts = []
+        while not parts or parts[-1]:
+            parts.append(self._count(self.resp.read(65536)))
+        if self.resp.length:        # the connection ended before Content-Length was reached
+            raise StreamBroken("%d bytes of the reply missing" % self.resp.length)
+        return b"".join(parts)
+
+    def json(self, host, api_key):
+        data = self.read()
+        try:
+            return json.loads(data.decode("utf-8", "replace"))
+        except (ValueError, RecursionError):
+            raise UserError(scrub("the server at %s did not answer with JSON (is GROK_BASE_URL an "
+                                  "OpenAI-compatible API?): %r" % (host, data[:120]), (api_key,)))
+
+
+def retry_after_of(resp):
+    """Seconds a 429/5xx reply asks to wait: Retry-After, or OpenAI-style retry-after-ms."""
+    seconds = parse_retry_after(resp.getheader("Retry-After"))
+    try:
+        return seconds if seconds is not None else parse_retry_after(float(resp.getheader("retry-after-ms")) / 1000)
+    except (TypeError, ValueError):
+        return None
+
+
+def find_proxy(scheme, host):
+    """(host, port) of the proxy from http_proxy / https_proxy (or upper case), unless no_proxy exempts host."""
+    url = os.environ.get(scheme + "_proxy") or os.environ.get(scheme.upper() + "_PROXY")
+    if not url:
+        return None
+    import urllib.request
+    from urllib.parse import urlsplit
+    if urllib.request.proxy_bypass_environment(host):
+        return None
+    u = urlsplit(url if "://" in url else "http://" + url)
+    return u.hostname, u.port or 1080
 
 
 class RequestEncoder:
@@ -612,7 +683,7 @@ def describe_network_error(e, host):
     if isinstance(e, ConnectionRefusedError):
         return "connection refused by %s (is the server running? check GROK_BASE_URL)" % host
     if isinstance(e, (socket.timeout, TimeoutError)):
-        return "no answer from %s within the timeout (GROK_TIMEOUT)" % host
+        return "no complete reply from %s within the timeout (GROK_TIMEOUT, for the whole reply)" % host
     if isinstance(e, StreamBroken):
         return "the reply stream from %s broke off: %s" % (host, e)
     name = type(e).__name__
@@ -624,12 +695,14 @@ def describe_network_error(e, host):
 
 
 class ChatResult:
-    def __init__(self, content, finish_reason=None, usage=None, response_id=None, reasoning=""):
+    def __init__(self, content, finish_reason=None, usage=None, response_id=None, reasoning="", problem=None):
         if content is not None and not isinstance(content, str):
             content = json.dumps(content)           # a server's list of parts: the contract check says why
         self.content = content
         self.finish_reason = finish_reason if isinstance(finish_reason, str) else None
         self.usage = usage if isinstance(usage, dict) else {}
+        self.tokens = usage_numbers(usage)      # what the rest of the program reads of the usage
+        self.problem = problem                  # a reply abandoned as too large: a strike
         self.id = response_id if isinstance(response_id, str) else None
         self.reasoning = reasoning if isinstance(reasoning, str) else ""
 
@@ -977,15 +1050,43 @@ class ToolArgError(Exception):
 
 
 def kill_group(proc):
+    """SIGKILL the process group a tool started; never pgid 0 or 1 (our own group, init)."""
     import signal
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (OSError, ProcessLookupError):
-        pass
+    if proc.pid > 1:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+class OutputCapture:
+    """A process's output, read on a thread: the first OUTPUT_HEAD and last OUTPUT_TAIL bytes."""
+
+    def __init__(self, stream):
+        self.head, self.tail, self.total = bytearray(), bytearray(), 0
+        self.thread = threading.Thread(target=self.read, args=(stream,), daemon=True)
+        self.thread.start()
+
+    def read(self, stream):
+        try:
+            for chunk in iter(lambda: stream.read1(65536), b""):
+                self.total += len(chunk)
+                room = max(0, OUTPUT_HEAD - len(self.head))
+                self.head += chunk[:room]
+                self.tail += chunk[room:]
+                del self.tail[:-OUTPUT_TAIL]
+        except (OSError, ValueError):
+            pass
+
+    def text(self):
+        head, tail = bytes(self.head).decode("utf-8", "replace"), bytes(self.tail).decode("utf-8", "replace")
+        omitted = self.total - len(self.head) - len(self.tail)
+        if omitted > 0:
+            head += "\n[... %d bytes omitted: output truncated ...]\n" % omitted
+        return (head + tail).replace("\x00", "\\0")
 
 
 def tool_bash(args, ctx):
-    import select
     import subprocess
     command = need_str(args, "command", "bash")
     shell = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
@@ -995,67 +1096,31 @@ def tool_bash(args, ctx):
     except OSError as e:
         return ToolResult("error: cannot start %s: %s" % (shell, e), ok=False)
     ctx.procs.add(proc)
-    head, tail, total = bytearray(), bytearray(), 0
-    deadline = time.monotonic() + ctx.bash_timeout if ctx.bash_timeout > 0 else float("inf")   # 0: no limit
-    fd = proc.stdout.fileno()
-    note = ""
-    exited_at = None
-    eof = False
+    out, note, waited, code = OutputCapture(proc.stdout), "", 0.0, None
     try:
-        while True:
+        while code is None and not note:
             if ctx.cancel.is_set():
-                kill_group(proc)
                 note = "\n[cancelled by the user]"
-                break
-            now = time.monotonic()
-            if now >= deadline:
-                kill_group(proc)
+            elif 0 < ctx.bash_timeout <= waited:        # 0: no limit
                 note = "\n[timed out after %gs: process group killed]" % ctx.bash_timeout
-                break
-            if exited_at is None and proc.poll() is not None:
-                exited_at = now
-            if exited_at is not None and (eof or now - exited_at > 0.2):
-                break           # background children keep the pipe open; do not wait for them
-            if eof:             # output closed before the exit was seen: wait for it, do not kill it
-                time.sleep(0.01)
-                continue
-            ready, _, _ = select.select([fd], [], [], 0.05)
-            if ready:
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    eof = True
-                    continue
-                total += len(chunk)
-                room = OUTPUT_HEAD - len(head)
-                if room > 0:
-                    head += chunk[:room]
-                    chunk = chunk[room:]
-                if chunk:
-                    tail += chunk
-                    if len(tail) > OUTPUT_TAIL:
-                        del tail[:len(tail) - OUTPUT_TAIL]
+            else:
+                try:
+                    code = proc.wait(0.05)
+                except subprocess.TimeoutExpired:
+                    waited += 0.05
     finally:
-        if proc.poll() is None and (note or exited_at is None):
-            kill_group(proc)
-        try:
-            code = proc.wait(timeout=5)
-        except Exception:
+        if code is None:
             kill_group(proc)
             code = proc.wait()
-        proc.stdout.close()
         ctx.procs.discard(proc)
-    background = ""
-    if exited_at is not None and not eof and not note:     # the shell is gone, its children hold the pipe
-        background = ("\n[background processes are still running; their output is not captured and they may "
-                      "die writing to it: redirect it (cmd > file 2>&1 &)]")
-    if total > len(head) + len(tail):
-        text = "%s\n[... %d bytes omitted: output truncated ...]\n%s" % (
-            bytes(head).decode("utf-8", "replace"), total - len(head) - len(tail), bytes(tail).decode("utf-8", "replace"))
-    else:
-        text = bytes(head + tail).decode("utf-8", "replace")
-    text = text.replace("\x00", "\\0")
-    if not text.strip() and not note:
-        text = "(no output)"
+    out.thread.join(1 if note else 0.2)     # background children may keep the output open
+    if not out.thread.is_alive():
+        proc.stdout.close()
+    text = out.text()
+    text = text if text.strip() or note else "(no output)"
+    background = "" if note or not out.thread.is_alive() else (
+        "\n[background processes are still running; their output is not captured and they may "
+        "die writing to it: redirect it (cmd > file 2>&1 &)]")
     if code and not note:
         note = "\n[exit code %d]" % code
     return ToolResult(text + note + background, ok=not note)
@@ -1172,7 +1237,9 @@ def tool_web_search(args, ctx):
     query = need_str(args, "query", "web_search")
     payload = {"model": ctx.model, "input": [{"role": "user", "content": query}], "tools": [{"type": "web_search"}]}
     try:
-        obj = ctx.client.post("/responses", payload, cancel=ctx.cancel)
+        obj = ctx.paid(lambda: ctx.client.post("/responses", payload, cancel=ctx.cancel))
+    except LimitReached as e:
+        return ToolResult("not run: %s; answer with what you have" % e, ok=False)
     except HTTPStatusError as e:
         if e.status in (404, 405, 410, 501):
             return ToolResult("web search unavailable: the server has no Responses API (HTTP %d)" % e.status, ok=False)
@@ -1190,8 +1257,6 @@ def tool_web_search(args, ctx):
     for url in (obj.get("citations") or ()) if isinstance(obj, dict) else ():
         if isinstance(url, str) and url not in urls:
             urls.append(url)
-    if isinstance(obj, dict):
-        ctx.add_cost(obj.get("usage"))
     if not texts:
         return ToolResult("web search returned no answer", ok=False)
     text = "\n".join(texts).strip()
@@ -1381,6 +1446,7 @@ class Session:
         self.warn = warn or (lambda text: None)
         self.fd = None
         self.disabled = False
+        self.header = None      # a new session's first record: the file is made with the first real one
 
     def _open(self):
         problem = data_dir_problem(os.path.dirname(self.dir))
@@ -1405,6 +1471,8 @@ class Session:
         if self.disabled:
             return
         data = json_bytes(scrub_all(record)) + b"\n"
+        if self.header:
+            data, self.header = json_bytes(scrub_all(self.header)) + b"\n" + data, None
         try:
             while data:
                 data = data[os.write(self.fd, data):]
@@ -1499,6 +1567,17 @@ def list_sessions(directory):
     return out
 
 
+def find_session(directory, key):
+    """The saved session `key` names: its whole id, the start of it, or its random suffix."""
+    ids = [s[0] for s in list_sessions(directory)]
+    matches = [i for i in ids if i == key] or [i for i in ids if key and (i.startswith(key) or i.endswith(key))]
+    if not matches:
+        raise UserError("no session %r in %s" % (key, os.path.join(directory, "sessions")))
+    if len(matches) > 1:
+        raise UserError("%r matches %d sessions; give more of the id" % (key, len(matches)))
+    return matches[0]
+
+
 def latest_session_id(directory):
     """The newest session anybody typed into (a REPL opened and closed leaves an empty one)."""
     for session_id, _, first_line, _ in list_sessions(directory):
@@ -1570,10 +1649,7 @@ class Agent:
         self.ui_lock = threading.RLock()
         self.lock = threading.Lock()    # cost and session writes from tools running in threads
         self.model = cfg.model
-        self.cwd = cfg.cwd
-        self.session = session or Session(cfg.data_dir, warn=self.notice)
         self.client = Client(cfg.base_url, cfg.api_key, cfg.timeout, cfg.max_retries, cfg.backoff, notice=self.notice)
-        self.client.conv_id = self.session.id
         self.encoder = RequestEncoder()
         self.tool_names = list(TOOLS)
         self.format_level = 0           # 0 json_schema, 1 json_object + schema, 2 plain json_object
@@ -1581,32 +1657,30 @@ class Agent:
         self.optional = {k: v for k, v in (("temperature", cfg.temperature),
                                            ("reasoning_effort", cfg.reasoning_effort)) if v is not None}
         self.stream = cfg.stream
-        self.cost_usd = 0.0
-        self.price_unknown_said = False
-        self.last_usage = {}
-        self.context_tokens = 0
-        self.tool_count = 0
-        self.step_no = 0
+        self.reserved = 0.0
+        self.search_costs = []
+        self.said = set()               # one-time notices given
         self.cancel = threading.Event()
         self.procs = set()
-        self.session_always = set()     # tools approved with [a]lways
         self.request_carriers = []      # messages holding this turn's request verbatim (compact keeps it)
-        self.messages = []
-        if resume:
-            header, messages, cost, cwd = self.session.load()
-            if cwd and os.path.isdir(cwd):
-                self.cwd = cwd
-            system = header.get("system") or build_system_prompt(cfg, contract, self.cwd)
-            self.messages = [{"role": "system", "content": system}] + messages
-            self.cost_usd = cost
-            self.context_tokens = estimate_tokens(self.messages)
-            # killed mid-turn (SIGKILL, a crash): close that turn as a cancel would have
-            self.close_turn(only_if_open=True, note="[interrupted: the session ended during this turn]")
+        self.partial = ""               # the answer text shown so far in this model call
+        self.open_session(session or Session(cfg.data_dir, warn=self.notice), resume)
+
+    def open_session(self, session, resume=False):
+        """Go on in `session`: a new one, or a saved one resumed with its history, cost and cwd."""
+        self.session, self.client.conv_id = session, session.id
+        header, messages, self.cost_usd, cwd = session.load() if resume else ({}, [], 0.0, None)
+        self.cwd = cwd if cwd and os.path.isdir(cwd) else self.cfg.cwd
+        system = header.get("system") or build_system_prompt(self.cfg, self.contract, self.cwd)
+        self.messages = [{"role": "system", "content": system}] + messages
+        self.context_tokens = estimate_tokens(self.messages) if resume else 0
+        self.tool_count = sum(tool_calls_in(m["content"]) for m in messages if m["role"] == "assistant")
+        self.step_no, self.last_usage, self.session_always = 0, {}, set()     # session_always: [a]lways answers
+        if resume:      # killed mid-turn (SIGKILL, a crash): close that turn as a cancel would have
+            self.close_turn(only_if_open=True, note=INTERRUPTED[1])
         else:
-            system = build_system_prompt(cfg, contract, self.cwd)
-            self.messages = [{"role": "system", "content": system}]
-            self.session.append({"type": "session", "version": 1, "id": self.session.id, "created": now_iso(),
-                                 "cwd": self.cwd, "model": self.model, "contract": contract.name, "system": system})
+            session.header = {"type": "session", "version": 1, "id": session.id, "created": now_iso(),
+                              "cwd": self.cwd, "model": self.model, "contract": self.contract.name, "system": system}
 
     # -- bookkeeping ---------------------------------------------------------
     def notice(self, text):
@@ -1628,20 +1702,35 @@ class Agent:
 
     def add_cost(self, usage, model=None, kind="chat"):
         cost, known = usage_cost(model or self.model, usage)
-        if not known and not self.price_unknown_said:
-            self.price_unknown_said = True
-            self.notice("price unknown for model %s: cost is not tracked" % (model or self.model))
-        self.cost_usd += cost
-        self.session.append({"type": "usage", "kind": kind, "model": model or self.model,
-                             "usage": usage or {}, "cost_usd": cost})
+        for said, problem in (("price", not known), ("odd", usage_numbers(usage)["odd"])):
+            if problem and said not in self.said:
+                self.said.add(said)
+                self.notice("price unknown for model %s: cost is not tracked" % (model or self.model) if said ==
+                            "price" else "the server's usage has numbers that are not counts (%s): ignored"
+                            % json.dumps(usage, default=str)[:200])
+        with self.lock:     # web searches in threads add theirs too
+            self.cost_usd += cost
+            self.session.append({"type": "usage", "kind": kind, "model": model or self.model,
+                                 "usage": usage or {}, "cost_usd": cost})
         return cost
 
     def context_pct(self):
         return 100.0 * self.context_tokens / max(1, self.cfg.context_window)
 
-    def check_cost(self):
-        if 0 < self.cfg.cost_limit <= self.cost_usd:
-            raise LimitReached("cost limit reached: $%.4f of $%.2f (COST_LIMIT)" % (self.cost_usd, self.cfg.cost_limit))
+    def reserve(self, estimate=0.0):
+        """Before every paid request: LimitReached when COST_LIMIT is reached, or when `estimate` USD more,
+        beside what requests in flight have reserved, would pass it. release(estimate) when it is paid."""
+        with self.lock:
+            spent, limit = self.cost_usd + self.reserved, self.cfg.cost_limit
+            if 0 < limit <= spent or 0 < limit < spent + estimate:
+                raise LimitReached("cost limit reached: $%.4f of $%.2f (COST_LIMIT)" % (spent, limit)
+                                   if limit <= spent else "it would pass the cost limit: $%.4f spent or reserved, "
+                                   "about $%.2f more, of $%.2f (COST_LIMIT)" % (spent, estimate, limit))
+            self.reserved += estimate
+
+    def release(self, estimate):
+        with self.lock:
+            self.reserved -= estimate
 
     def response_format(self):
         schema = self.contract.schema(self.tool_names)
@@ -1661,6 +1750,7 @@ class Agent:
     def chat(self, messages, contract=True, model=None, max_tokens=None, on_text=None, on_thought=None):
         """One chat completion, falling back on response_format and streaming as needed."""
         while True:
+            self.reserve()
             payload = {"model": model or self.model, "messages": messages,
                        "max_tokens": max_tokens or self.cfg.max_tokens or self.contract.max_tokens}
             payload.update(self.optional)
@@ -1674,7 +1764,7 @@ class Agent:
                     if not on_text:
                         return read_chat_stream(resp, None, on_thought)
                     # Once per attempt: a retried stream starts the reply over, so the parser and the UI do too.
-                    streamer = ResponseStreamer()
+                    streamer, self.partial = ResponseStreamer(), ""
                     self.ui.stream_reset()
                     return read_chat_stream(resp, lambda piece: self._stream_piece(streamer, piece, on_text),
                                             on_thought)
@@ -1682,8 +1772,11 @@ class Agent:
                 on_stream = None
             try:
                 obj = self.client.post("/chat/completions", self.encoder.body(payload) if messages is self.messages
-                                       else payload, on_stream=on_stream, cancel=self.cancel,
+                                       else payload, on_stream=on_stream, cancel=self.cancel, cap=max(
+                                           REPLY_CAP, 1024 * payload["max_tokens"]),
                                        no_retry=lambda e: contract and self._format_rejected(e))
+            except ReplyTooLarge as e:
+                return ChatResult(None, "length", problem=str(e))
             except HTTPStatusError as e:
                 if contract and self._format_rejected(e) and self.format_level < 2:
                     self.format_level += 1
@@ -1709,27 +1802,25 @@ class Agent:
     def _stream_piece(self, streamer, piece, on_text):
         text = streamer.feed(piece)
         if text:
+            self.partial += text
             on_text(text, streamer.tool_calls)
 
     def query(self):
         """Ask the model for its next reply; returns (ChatResult, duration)."""
-        self.check_cost()
+        self.reserve()
         self.step_no += 1
         self.ui.step_start(self.step_no)
-        started = time.time()
+        started, self.partial = time.time(), ""
         result = self.chat(self.messages, on_text=self.ui.stream_text, on_thought=self.ui.thought)
-        cost = self.add_cost(result.usage)
-        usage = result.usage or {}
-        self.last_usage = usage
-        tokens = (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0)
-        self.context_tokens = tokens or estimate_tokens(self.messages)
-        result.cost = cost
+        result.cost = self.add_cost(result.usage)
+        self.last_usage = result.usage
+        self.context_tokens = result.tokens["input"] + result.tokens["output"] or estimate_tokens(self.messages)
         result.duration = time.time() - started
         return result
 
     def step_info(self, result):
-        return {"finish_reason": result.finish_reason or "stop", "usage": result.usage or {}, "id": result.id,
-                "cached_tokens": cached_tokens(result.usage),
+        return {"finish_reason": result.finish_reason or "stop", "usage": result.usage, "tokens": result.tokens,
+                "id": result.id, "cached_tokens": result.tokens["cached"],
                 "cost": getattr(result, "cost", 0.0), "duration": getattr(result, "duration", 0.0)}
 
     # -- one user turn -------------------------------------------------------
@@ -1744,6 +1835,8 @@ class Agent:
                 self.maybe_compact()
                 result = self.query()
                 try:
+                    if result.problem:
+                        raise ContractError(result.problem)
                     reply = parse_reply(result.content, self.tool_names, result.finish_reason)
                 except ContractError as e:
                     strikes += 1
@@ -1792,27 +1885,34 @@ class Agent:
         finally:
             self.request_carriers = []      # the turn is over: /compact has no request to keep verbatim
 
-    def settle_cancelled(self):
-        """After a cancelled turn, stop what runs and leave a history the model can continue
-        from. Safe to call twice (a front end may call it again)."""
+    def stop(self):
+        """Cancel the running turn, from any thread: the model call, web searches, running commands, a
+        pending approval; no further tool starts. Every front end stops a turn with this."""
         self.cancel.set()
         self.client.abort()
         for proc in list(self.procs):
             kill_group(proc)
+
+    def settle_cancelled(self):
+        """After a cancelled turn, stop what runs and leave a history the model can continue
+        from. Safe to call twice (a front end may call it again)."""
+        self.stop()
         self.close_turn()
 
     def close_turn(self, only_if_open=False, note="[interrupted by the user]"):
         """End an unfinished turn in the history: a note for tool calls that got no results,
-        and an assistant reply saying the turn was interrupted."""
+        and an assistant reply saying the turn was interrupted, with the answer text shown so far."""
         last = self.messages[-1] if len(self.messages) > 1 else None
-        if last is None or last.get("content") in INTERRUPTED_REPLIES:
+        if last is None or interrupted_reply(last.get("content")):
             return
         if only_if_open and last["role"] == "user" and str(last.get("content", "")).startswith("[/cd]"):
             return      # grok-detailed's /cd note: a remark between turns, not a turn left open
         if last["role"] == "assistant":
-            if only_if_open and not has_tool_calls(last.get("content")):
+            if only_if_open and not tool_calls_in(last.get("content")):
                 return
             self.add({"role": "user", "content": "[the user cancelled the tool calls before they finished]"})
+        elif self.partial.strip():
+            note = self.partial.rstrip() + "\n\n" + note
         self.add({"role": "assistant", "content": json.dumps({"tool_calls": [], "response": note, "done": True})})
 
     # -- tools ---------------------------------------------------------------
@@ -1864,10 +1964,7 @@ class Agent:
                             pass
                     results[item.index] = self.finish_tool(item, result, started)
             except BaseException:
-                self.cancel.set()
-                self.client.abort()         # web_search calls blocked on the network
-                for proc in list(self.procs):
-                    kill_group(proc)
+                self.stop()
                 for t in threads:
                     t.join(5)
                 raise
@@ -1893,6 +1990,8 @@ class Agent:
         """(ToolResult, start time); safe to call from a worker thread (no UI)."""
         started = time.time()
         try:
+            if self.cancel.is_set():        # the turn was cancelled after this call was approved
+                raise Cancelled("cancelled")
             result = TOOLS[item.name](item.args, ToolContext(self))
         except ToolArgError as e:
             result = ToolResult("error: %s" % e, ok=False)
@@ -1950,7 +2049,6 @@ class Agent:
                     "the user's goals and requests, decisions, facts learned, files and commands involved, and "
                     "open tasks. Be concise; plain text."},
                    {"role": "user", "content": "Conversation to summarise:\n\n" + self.transcript(old)}]
-        self.check_cost()
         try:
             result = self.chat(request, contract=False, model=self.cfg.summary_model, max_tokens=2000)
         except (UserError, TransientError) as e:
@@ -1992,16 +2090,24 @@ class Agent:
         self.session.close()
 
 
-INTERRUPTED_REPLIES = tuple(json.dumps({"tool_calls": [], "response": note, "done": True}) for note in
-                            ("[interrupted by the user]", "[interrupted: the session ended during this turn]"))
+INTERRUPTED = ("[interrupted by the user]", "[interrupted: the session ended during this turn]")
 
 
-def has_tool_calls(content):
+def interrupted_reply(content):
+    try:
+        reply = json.loads(str(content))
+    except ValueError:
+        return False
+    return isinstance(reply, dict) and str(reply.get("response")).endswith(INTERRUPTED)
+
+
+def tool_calls_in(content):
+    """How many tool calls an assistant message asked for."""
     try:
         calls = extract_json_object(str(content)).get("tool_calls")
     except (ContractError, AttributeError):
-        return False
-    return bool(calls)
+        return 0
+    return len(calls) if isinstance(calls, list) else 0
 
 
 class ToolContext:
@@ -2018,9 +2124,19 @@ class ToolContext:
         self.tool_env = agent.tool_env
         self.ask_user = agent.ui.ask_user
 
-    def add_cost(self, usage):
-        with self.agent.lock:
-            self.agent.add_cost(usage, kind="web_search")
+    def paid(self, post):
+        """post() for a paid request (web_search): the cost is reserved at the most a search cost so
+        far (SEARCH_ESTIMATE at least) before it starts, so concurrent searches cannot pass COST_LIMIT."""
+        agent = self.agent
+        estimate = max([SEARCH_ESTIMATE] + agent.search_costs)
+        agent.reserve(estimate)
+        try:
+            obj = post()
+        finally:
+            agent.release(estimate)
+        agent.search_costs.append(agent.add_cost(obj.get("usage") if isinstance(obj, dict) else None,
+                                                 kind="web_search"))
+        return obj
 
 
 def tool_results_message(results, note=None):
@@ -2131,16 +2247,55 @@ class TerminalUI(UI):
             tolerate_unencodable(stream)
         self.color = use_color(self.out)
         self.streamed = False
+        self.lock = threading.RLock()       # the waiting line is redrawn from its own thread
+        self.waiter = None
 
     def paint(self, code, text):
         return "\033[%sm%s\033[0m" % (code, text) if self.color else text
 
     def write(self, text):
-        self.out.write(text)
-        self.out.flush()
+        self.wait_stop()
+        self.raw(text)
+
+    def raw(self, text):
+        with self.lock:
+            self.out.write(text)
+            self.out.flush()
+
+    def waiting(self, text_of):
+        """On a terminal: text_of(seconds waited) now and every second, until the next output."""
+        self.wait_stop()
+        if not self.out.isatty():
+            return
+        stop = self.waiter = threading.Event()
+        started = time.time()
+
+        def tick():
+            while True:
+                with self.lock:
+                    if stop.is_set():
+                        return
+                    self.show_wait(text_of(int(time.time() - started)))
+                if stop.wait(1):
+                    return
+        threading.Thread(target=tick, daemon=True).start()
+
+    def wait_stop(self):
+        with self.lock:
+            if self.waiter:
+                self.waiter.set()
+                self.waiter = None
+                self.hide_wait()
+
+    def show_wait(self, text):
+        self.raw("\r\033[K" + self.paint("90", text))
+
+    def hide_wait(self):
+        self.raw("\r\033[K")
 
     def step_start(self, step):
         self.streamed = False
+        self.waiting(lambda seconds: "..." + (" %ds" % seconds if seconds else ""))
 
     def stream_text(self, text, final_hint):
         if not self.streamed:
@@ -2157,17 +2312,24 @@ class TerminalUI(UI):
         self.stream_reset()
         self.write(self.paint("90", visible("[%s] %s" % (call.name, call.shown[:200]), newlines=False)) + "\n")
 
+    def tool_end(self, call, result):
+        if not result.ok:       # failed or denied
+            self.write(self.paint("31", visible("✗ [%s] %s: %s" % (call.name, call.shown[:60], failure_reason(
+                result.output)), newlines=False)) + "\n")
+
     def answer(self, text):
         self.write("\n\n" if self.streamed else "\n%s\n\n" % visible(text))
         self.streamed = False
 
     def notice(self, text):
+        self.wait_stop()
         self.stream_reset()
         sys.stderr.write(self.paint("33", visible(text)) + "\n")
         sys.stderr.flush()
 
     def approve(self, call):
         """Shows exactly what would run; asks again until the answer is y, n (the default), a or s."""
+        self.wait_stop()
         full = False
         while True:
             text, hidden = approval_text(call, full)
@@ -2182,6 +2344,7 @@ class TerminalUI(UI):
             full = full or answer == "show"
 
     def ask_user(self, question, options):
+        self.wait_stop()
         lines = ["", self.paint("1", visible(question))]
         lines += ["  %d) %s" % (i + 1, visible(o, newlines=False)) for i, o in enumerate(options)]
         answer = ask_tty("\n".join(lines) + "\n  answer (number or text): ")
@@ -2189,9 +2352,11 @@ class TerminalUI(UI):
 
 
 HELP = """commands:
-  /clear   start a new conversation
-  /help    this help
-  /exit    quit (also Ctrl-D)
+  /clear        start a new conversation
+  /model [NAME] show the model, or use NAME from the next request on
+  /help         this help
+  /exit         quit (also Ctrl-D)
+End a line with \\ to go on on the next one; lines pasted together are one message.
 Ctrl-C cancels the running turn; the conversation is kept."""
 
 
@@ -2223,12 +2388,23 @@ def save_history(readline, path):
 
 
 def read_line(interactive, prompt="> "):
-    if interactive:
-        return input_with_ticks(prompt)
-    line = sys.stdin.readline()
-    if not line:
-        raise EOFError
-    return line.rstrip("\n")
+    """One message. Piped: one line. On a terminal, several when a line ends in \\ (typed on
+    after "... ") or when more lines are already waiting (a paste)."""
+    if not interactive:
+        line = sys.stdin.readline()
+        if not line:
+            raise EOFError
+        return line.rstrip("\n")
+    import select
+    lines = [input_with_ticks(prompt)]
+    while lines[-1].endswith("\\") or select.select([sys.stdin], [], [], 0.01)[0]:
+        more = lines[-1].endswith("\\")
+        lines[-1] = lines[-1][:-1] if more else lines[-1]
+        try:
+            lines.append(input_with_ticks("... " if more else ""))
+        except EOFError:
+            break
+    return "\n".join(lines)
 
 
 def input_with_ticks(prompt):
@@ -2248,63 +2424,71 @@ def input_with_ticks(prompt):
 
 
 def repl_line(agent, ui, line, commands, help_text):
-    """Run one line typed at the prompt; True to leave the REPL."""
-    if line.startswith("/"):
-        name, _, arg = line.partition(" ")
+    """Run one message or command: "exit" to leave the REPL, else its exit code (0: fine)."""
+    name, _, arg = line.partition(" ") if line.startswith("/") else ("", "", "")
+    try:
         if name in ("/exit", "/quit"):
-            return True
-        if name == "/help":
+            return "exit"
+        elif name == "/help":
             ui.write(help_text + "\n")
         elif name == "/clear":
             agent.reset([])
             agent.context_tokens = 0
             ui.write("conversation cleared\n")
+        elif name == "/model":
+            agent.model = agent.cfg.model = arg.strip() or agent.model
+            ui.write("model: %s (known: %s)\n" % (agent.model, ", ".join(sorted(PRICES))))
         elif commands and name in commands:
-            try:
-                commands[name](arg.strip())
-            except GrokError as e:
-                ui.notice("error: %s" % e)
-        else:
+            commands[name](arg.strip())
+        elif name:
             ui.notice("unknown command %s (try /help)" % name)
-        return False
-    try:
-        agent.run_turn(line)
+        else:
+            agent.run_turn(line)
     except Cancelled:
         ui.notice("(cancelled)")
+        return 130
     except GrokError as e:
-        ui.notice("error: %s" % e)
-    return False
+        cost = commands and "/cost" in commands and str(e).startswith("cost limit")
+        ui.notice("error: %s%s" % (e, " (raise it with /cost N)" if cost else ""))
+        return 0 if name else e.exit_code
+    return 0
 
 
-def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None):
-    """The read-eval-print loop shared by grok and grok-detailed."""
+def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="grok", first=""):
+    """The read-eval-print loop shared by grok and grok-detailed; `first` is sent before the first
+    prompt. Piped, the exit code is the last failed turn's (0 if none failed)."""
     interactive = sys.stdin.isatty()
     history = os.path.join(agent.cfg.data_dir, "history")
     rl = setup_readline(history) if interactive and not data_dir_problem(agent.cfg.data_dir) else None
     if interactive:
-        ui.write("grok %s · %s · /help for commands, Ctrl-D to quit\n" % (__version__, agent.model))
+        ui.write("%s %s · %s · /help for commands, Ctrl-D to quit\n" % (prog, __version__, agent.model))
+    status, line = 0, first
     try:
         while True:
-            try:
-                if before_prompt and interactive:
-                    before_prompt()
-                line = read_line(interactive).strip()
-            except EOFError:
-                if interactive:
-                    ui.write("\n")
-                return 0
-            except KeyboardInterrupt:
-                ui.write("\n")
-                continue
             # Ctrl-C must not end the REPL wherever it lands: in a command (/compact), or a
             # second one while a turn is being cancelled (run_turn turns the first into Cancelled).
             try:
-                if line and repl_line(agent, ui, line, commands, help_text):
-                    return 0
+                done = repl_line(agent, ui, line, commands, help_text) if line.strip() else 0
             except KeyboardInterrupt:
                 if not line.startswith("/"):
                     agent.settle_cancelled()
                 ui.notice("(cancelled)")
+                done = 130
+            if done == "exit":
+                return 0 if interactive else status
+            status = done or status
+            try:
+                if before_prompt and (interactive or line.strip() and not line.startswith("/")):
+                    before_prompt()     # piped: there is no prompt, so after each turn
+                line = read_line(interactive)
+                line = line.strip() if "\n" not in line else line.rstrip().lstrip("\n")
+            except EOFError:
+                if interactive:
+                    ui.write("\n")
+                return 0 if interactive else status
+            except KeyboardInterrupt:
+                ui.write("\n")
+                line = ""
     finally:
         save_history(rl, history)
 
@@ -2476,7 +2660,7 @@ class HeadlessUI(UI):
                       timing={"startedAt": started, "finishedAt": finished, "durationMs": finished - started})
 
     def step_finish(self, step, info):
-        self.last, usage = info, event_usage(info["usage"], info["cost"])
+        self.last, usage = info, event_usage(info["tokens"], info["cost"])
         if self.json:
             self.emit("step_finish", finishReason=info["finish_reason"], usage=usage)
         for k, v in usage.items():
@@ -2505,30 +2689,37 @@ class HeadlessUI(UI):
                                                 call.shown[:200], "..." if len(call.shown) > 200 else ""))
 
 
-def event_usage(usage, cost_usd):
-    """step_finish usage; costUsdTicks is in 1e-6 USD (seed 002), not xAI's 1e-10 ticks."""
-    inp = usage.get("prompt_tokens") or usage.get("input_tokens") or 0
-    out = usage.get("completion_tokens") or usage.get("output_tokens") or 0
-    out += (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0   # billed as output
-    total = usage.get("total_tokens") or inp + out
-    return {"inputTokens": int(inp), "outputTokens": int(out), "totalTokens": int(total),
+def event_usage(n, cost_usd):
+    """step_finish usage from usage_numbers(); costUsdTicks is in 1e-6 USD (seed 002), not xAI's 1e-10 ticks."""
+    out = n["output"] + n["reasoning"]      # reasoning is billed as output
+    return {"inputTokens": int(n["input"]), "outputTokens": int(out), "totalTokens": int(n["total"] or n["input"] + out),
             "costUsdTicks": int(round(cost_usd * 1e6))}
 
 
-def read_prompt(prompt):
+def read_prompt(prompt, notice):
+    """-p's prompt; `-` reads it from stdin, and text piped in (a pipe or a file, not a terminal
+    or /dev/null) is added below it, cut at PIPED_CAP bytes with a notice."""
+    import stat
+    stdin = getattr(sys.stdin, "buffer", sys.stdin)
+    try:
+        mode = os.fstat(stdin.fileno()).st_mode
+        piped = stat.S_ISFIFO(mode) or stat.S_ISREG(mode)
+    except (OSError, ValueError, AttributeError):
+        piped = False
     if prompt == "-":
-        stdin = getattr(sys.stdin, "buffer", None)
-        prompt = stdin.read().decode("utf-8", "replace") if stdin else sys.stdin.read()
+        prompt, piped = stdin.read().decode("utf-8", "replace"), False
     if not prompt.strip():
         raise UserError("the prompt is empty")
-    return prompt
+    data = stdin.read(PIPED_CAP + 1) if piped else b""
+    if len(data) > PIPED_CAP:
+        notice("note: the piped input was cut to its first %d bytes" % PIPED_CAP)
+    text = data[:PIPED_CAP].decode("utf-8", "replace")
+    return "%s\n\n%s" % (prompt, text) if text.strip() else prompt
 
 
 def close_failed_turn(agent, reason):
     """After a failed headless turn, stop its tools and leave a history that --resume can continue."""
-    agent.cancel.set()
-    for proc in list(agent.procs):
-        kill_group(proc)
+    agent.stop()
     if len(agent.messages) < 2:
         return
     if agent.messages[-1]["role"] == "assistant":
@@ -2538,10 +2729,10 @@ def close_failed_turn(agent, reason):
 
 
 def headless(args, cfg):
-    prompt = read_prompt(args.prompt)
     if os.path.isdir(cfg.data_dir) and data_dir_problem(cfg.data_dir):     # others could plant a session
         raise UserError(data_dir_problem(cfg.data_dir))
     ui = HeadlessUI(args.format, args.allow, cfg.always_approve)
+    prompt = read_prompt(args.prompt, ui.notice)
     if args.max_tool_rounds is not None:
         cfg.max_iterations = args.max_tool_rounds
     agent = open_agent(cfg, ui, MINIMAL, args)
@@ -2577,14 +2768,13 @@ def headless(args, cfg):
 
 def open_agent(cfg, ui, contract, args):
     """A new agent, or one resuming --resume ID / -c (latest)."""
-    session_id = getattr(args, "resume", None)
-    if getattr(args, "cont", False) and not session_id:
+    session_id = args.resume and find_session(cfg.data_dir, args.resume)
+    if args.cont and not session_id:
         session_id = latest_session_id(cfg.data_dir)
         if not session_id:
             raise UserError("no session to continue in %s" % os.path.join(cfg.data_dir, "sessions"))
+        ui.notice("continuing session %s" % session_id)
     if session_id:
-        if os.sep in session_id or session_id.startswith("."):
-            raise UserError("bad session id %r" % session_id)
         session = Session(cfg.data_dir, session_id, warn=ui.notice)
         agent = Agent(cfg, ui, contract, session=session, resume=True)
         if getattr(args, "cwd", None):
@@ -2745,10 +2935,7 @@ class AcpSession(UI):
     def stop(self):
         """Cancel the running turn: the model call, running tools, a pending approval."""
         self.cancel_requested = True
-        self.agent.cancel.set()
-        self.agent.client.abort()
-        for proc in list(self.agent.procs):
-            kill_group(proc)
+        self.agent.stop()
 
     def close_open_calls(self, reason):
         for call_id in list(self.fields):
@@ -2812,16 +2999,11 @@ class AcpSession(UI):
                     content=content)
 
     def step_finish(self, step, info):
-        usage = info.get("usage") or {}
-        inp = usage.get("prompt_tokens") or 0
-        out = usage.get("completion_tokens") or 0
-        thought = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
-        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-        self.usage["inputTokens"] += inp
-        self.usage["outputTokens"] += out
-        self.usage["thoughtTokens"] += thought
-        self.usage["cachedReadTokens"] += cached
-        self.usage["totalTokens"] += usage.get("total_tokens") or inp + out + thought
+        n = info["tokens"]
+        for key, name in (("inputTokens", "input"), ("outputTokens", "output"), ("thoughtTokens", "reasoning"),
+                          ("cachedReadTokens", "cached")):
+            self.usage[key] += n[name]
+        self.usage["totalTokens"] += n["total"] or n["input"] + n["output"] + n["reasoning"]
         self.cost += info.get("cost") or 0.0
         self.finish_reason = info.get("finish_reason")
         self.request_id = info.get("id") or self.request_id
@@ -2885,11 +3067,8 @@ class AcpServer:
                 self.out.flush()
             except (OSError, ValueError):
                 self.out = None
-                self.closed.set()
                 self.log("stdout is closed: cancelling running turns")
-                for session in list(self.sessions.values()):
-                    if session.busy:
-                        session.stop()
+                self.stop_all()
 
     def respond(self, request_id, result=None, error=None):
         message = {"jsonrpc": "2.0", "id": request_id}
@@ -2935,7 +3114,7 @@ class AcpServer:
                 break
             if line.strip():
                 self.handle(line)
-        self.closed.set()
+        self.stop_all()                     # the client is gone: cancel what runs, start nothing more
         for worker in list(self.workers):   # in-flight prompts still get their answers
             worker.join()
 
@@ -3155,11 +3334,15 @@ class AcpServer:
         if session is not None and session.busy:
             session.stop()
 
-    def shutdown(self):
+    def stop_all(self):
         self.closed.set()
         for session in list(self.sessions.values()):
             if session.busy:
                 session.stop()
+
+    def shutdown(self):
+        self.stop_all()
+        for session in list(self.sessions.values()):
             session.agent.close()
 
 
@@ -3209,6 +3392,7 @@ class ArgParser:
         p.add_argument("-y", "--always-approve", action="store_true", help="run bash/write_file without asking")
         p.add_argument("--resume", metavar="ID", help="continue a saved session")
         p.add_argument("-c", "--continue", dest="cont", action="store_true", help="continue the latest session")
+        p.add_argument("message", nargs="*", help="start the chat with this message")
         return p
 
 
@@ -3260,6 +3444,10 @@ def parse_args(argv):
         p.error("--resume and --continue exclude each other")
     if args.max_tool_rounds is not None and args.max_tool_rounds < 0:
         p.error("--max-tool-rounds must be 0 or more")
+    if args.format != "text" and args.prompt is None:
+        p.error("--format %s needs -p PROMPT (the chat has no JSON output)" % args.format)
+    if args.message and (args.prompt is not None or args.acp):
+        p.error("unrecognized arguments: %s (a prompt goes in -p)" % " ".join(args.message))
     return args
 
 
@@ -3371,7 +3559,7 @@ def main(argv=None):
         ui = TerminalUI()
         agent = open_agent(cfg, ui, MINIMAL, args)
         try:
-            return repl(agent, ui)
+            return repl(agent, ui, first=" ".join(args.message))
         finally:
             agent.close()
 

@@ -87,6 +87,11 @@ def sse(events, truncate=False, chunk_delay=0, delay=0):
     return Spec("sse", delay, events=list(events), truncate=truncate, chunk_delay=chunk_delay)
 
 
+def endless(piece="x", chunk_delay=0, headers=None):
+    """A chat stream of valid chunks that never ends, until the client goes or the fake closes."""
+    return Spec("endless", 0, piece=piece, chunk_delay=chunk_delay, headers=headers)
+
+
 def hang(seconds, delay=0):
     return Spec("hang", delay, seconds=seconds)
 
@@ -283,6 +288,16 @@ class _Handler(BaseHTTPRequestHandler):
             return self._abort()
         self._event("[DONE]")
         self.wfile.write(b"0\r\n\r\n")
+
+    def _do_endless(self, req, piece, chunk_delay, headers):
+        self._stream_head(headers)
+        while not self.fake._stop.is_set():
+            self._event({"id": "chatcmpl-endless", "object": "chat.completion.chunk",
+                         "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
+            self.wfile.flush()
+            req.sent.append((time.monotonic(), piece))
+            if chunk_delay:
+                self.fake._stop.wait(chunk_delay)
 
     def _do_hang(self, req, seconds):
         self.fake._stop.wait(seconds)
