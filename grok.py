@@ -94,8 +94,7 @@ def data_dir_problem(path):
     except OSError:
         pass        # open_to_others says why it is unusable
     why = open_to_others(path, (os.getuid(),))
-    return why and "the data dir %s (GROK_DATA_DIR) is %s: not used; use a directory only you can write" % (
-        path, why)
+    return why and "the data dir %s (GROK_DATA_DIR) is %s: not used (make it yours, 0700)" % (path, why)
 
 
 def script_dir():
