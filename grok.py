@@ -29,7 +29,7 @@ __version__ = "0.1.0"
 DEFAULT_BASE_URL = "https://api.x.ai/v1"
 DEFAULT_MODEL = "grok-4.3"
 KEY_VARS = ("GROK_API_KEY", "XAI_API_KEY")
-ENV_FILES = ("./.env", "~/.grok/.env", "~/.claude/.env")
+ENV_FILES = ("~/.grok/.env", "~/.claude/.env", "./.env")     # the person's own key before a project's
 
 # USD per 1M tokens: input, cached input, output.
 PRICES = {"grok-4.3": (1.25, 0.20, 2.50), "grok-4.20": (1.25, 0.20, 2.50),
@@ -44,11 +44,14 @@ OUTPUT_TAIL = 5000          # ... and from the end
 PIPED_CAP = 100000          # bytes of piped stdin added to a -p prompt
 READ_CAP = 100000           # bytes read_file returns
 LIST_CAP = 500              # entries list_files returns
+APPROVAL_LINES = 40         # lines of a command or file shown at an approval before "s shows all"
+APPROVAL_CHARS = 4000       # ... and characters
 RULES_CAP = 8000            # bytes per AGENTS.md / GROK.md file
 RULES_TOTAL_CAP = 24000     # bytes of project rules in all
 MAX_STRIKES = 3             # invalid replies in a row before a turn fails
 RETRY_STATUSES = (408, 429, 500, 502, 503, 504)     # and every other 5xx but 501/505: see retryable()
 RETRY_AFTER_CAP = 30.0      # seconds: a longer Retry-After is shortened to this
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)     # a symlink planted in place of a session file is an error, never followed
 SEARCH_ESTIMATE = 0.05      # USD reserved for a web_search before its first cost is known
 REPLY_CAP = 8 << 20         # bytes of one reply at most (or 1 KB per max_tokens, if more)
 CONNECT_TIMEOUT = 15.0      # seconds to open a connection (a host that drops packets), at most GROK_TIMEOUT
@@ -72,48 +75,69 @@ def data_dir():
     return os.path.expanduser(d)
 
 
+def open_to_others(path, owners):
+    """Why others could plant files in a directory (owned by someone not in owners, group/world-writable), or None."""
+    try:
+        info = os.stat(path)
+    except OSError as e:
+        return "unusable (%s)" % (e.strerror or e)
+    if info.st_uid not in owners:
+        return "owned by another user"
+    return "group/world-writable" if info.st_mode & 0o22 else None
+
+
+def data_dir_problem(path):
+    """Why the data dir must not be used, or None; created 0700 when missing. Someone else who can
+    write there could plant a session to resume or a history symlink to follow."""
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    except OSError:
+        pass        # open_to_others says why it is unusable
+    why = open_to_others(path, (os.getuid(),))
+    return why and "the data dir %s (GROK_DATA_DIR) is %s: not used (make it yours, 0700)" % (path, why)
+
+
 def script_dir():
     return os.path.dirname(os.path.realpath(__file__))
 
 
-def read_env_file(path, names):
-    """The first of `names` defined in a .env file; nothing else is taken from it."""
+def read_regular(path, cap):
+    """(first cap+1 bytes, size) of a regular file (never a device, pipe or socket), or None."""
+    import stat
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            lines = f.read().splitlines()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))     # a FIFO must not block
+        with open(fd, "rb") as f:
+            info = os.fstat(fd)
+            return (f.read(cap + 1), info.st_size) if stat.S_ISREG(info.st_mode) else None
     except OSError:
         return None
+
+
+def read_env_file(path, names):
+    """The first of `names` defined in a .env file (a regular file under 64 KB); nothing else is taken."""
+    import re
+    got = read_regular(path, 65536)
+    if not got or len(got[0]) > 65536:
+        return None
     found = {}
-    for line in lines:
-        line = line.strip()
-        if line.startswith("export "):
-            line = line[7:].lstrip()
-        name, sep, value = line.partition("=")
-        name = name.strip()
-        if sep and name in names and name not in found:
-            value = value.strip()
-            if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-                value = value[1:-1]
-            elif " #" in value:
-                value = value.split(" #", 1)[0].rstrip()
-            if value:
-                found[name] = value
-    for name in names:
-        if name in found:
-            return found[name]
-    return None
+    for line in got[0].decode("utf-8", "replace").lstrip("\ufeff").splitlines():
+        m = re.match(r"""\s*(?:export\s+)?(\w+)\s*=\s*(?:"([^"]*)"|'([^']*)'|(.*?))\s*(?:\s#.*)?$""", line)
+        if m and m.group(1) in names and m.group(1) not in found:
+            found[m.group(1)] = next((v for v in m.groups()[1:] if v is not None), "")
+    return next((found[n] for n in names if found.get(n)), None)
 
 
 def find_api_key():
-    """(key, where it came from), or (None, None)."""
-    for name in KEY_VARS:
-        if os.environ.get(name, "").strip():
-            return os.environ[name].strip(), "$" + name
-    for path in ENV_FILES:
-        key = read_env_file(os.path.expanduser(path), KEY_VARS)
+    """(key, where it came from), or (None, None); a key with whitespace or control characters is a UserError."""
+    for key, source in [(os.environ.get(n, "").strip(), "$" + n) for n in KEY_VARS] + [(None, p) for p in ENV_FILES]:
+        key = key if key is not None else read_env_file(os.path.expanduser(source), KEY_VARS)
         if key:
-            return key, path
-    return None, None
+            break
+    if key and any(ord(c) < 33 or 127 <= ord(c) < 160 for c in key):
+        raise UserError("the API key in %s contains whitespace or control characters (not shown): fix it" % source)
+    if key and source == "./.env":
+        sys.stderr.write("grok: using the API key from ./.env in the working directory (no key of your own is set)\n")
+    return (key, source) if key else (None, None)
 
 
 class Config:
@@ -126,6 +150,9 @@ class Config:
                             + ", ".join(ENV_FILES))
         self.base_url = (os.environ.get("GROK_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         check_base_url(self.base_url)
+        from urllib.parse import urlsplit
+        self.secrets = tuple(s for s in (self.api_key, urlsplit(self.base_url).password) if s)
+        SECRETS.update(self.secrets)
         if model == "grok-build" != os.environ.get("GROK_MODEL"):
             model = None        # the model name of xAI's CLI, which its clients pass: the default model here
         self.model = model or os.environ.get("GROK_MODEL") or DEFAULT_MODEL
@@ -147,6 +174,7 @@ class Config:
         self.temperature = env_float("GROK_TEMPERATURE", 0.5) if temperature else None
         self.skills_dir = os.path.expanduser(os.environ.get("GROK_SKILLS_DIR") or os.path.join(script_dir(), "skills"))
         self.data_dir = data_dir()
+        self.read_dirs = [self.skills_dir]      # read_file/list_files run there without asking, as in cwd
         self.always_approve = always_approve or os.environ.get("GROK_ALWAYS_APPROVE", "") not in ("", "0", "false", "no")
         cwd = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
         if not os.path.isdir(cwd):
@@ -160,7 +188,7 @@ def check_base_url(url):
     if not url.startswith(("http://", "https://")):
         raise UserError("GROK_BASE_URL must start with http:// or https://, not %r" % url)
     if any(ord(c) <= 32 or ord(c) == 127 for c in url):
-        raise UserError("GROK_BASE_URL must not contain spaces or control characters: %r" % url)
+        raise UserError("GROK_BASE_URL must not contain spaces or control characters")
     try:
         u = urlsplit(url)
         u.port
@@ -291,10 +319,11 @@ class StreamBroken(Exception):
 # --------------------------------------------------------------------------
 
 _SECRET_PATTERNS = None
+SECRETS = set()         # the configured key and URL password: Config adds them
 
 
 def scrub(text, extra=()):
-    """Redact credentials (seed 003 "Credential Scrubbing", plus AWS and key blocks)."""
+    """Redact credentials (seed 003 "Credential Scrubbing", plus AWS, key blocks and URL userinfo)."""
     global _SECRET_PATTERNS
     if not text:
         return text
@@ -311,13 +340,32 @@ def scrub(text, extra=()):
             (re.compile(r"(aws_secret_access_key\W{0,4})[A-Za-z0-9/+=]{40}", re.I), r"\1[REDACTED_AWS_SECRET]"),
             (re.compile(r"(Bearer\s+)[A-Za-z0-9\-_.~+/]{20,}=*", re.I), r"\1[REDACTED_TOKEN]"),
             (re.compile(r"(Authorization:\s*Basic\s+)[A-Za-z0-9+/]{8,}=*", re.I), r"\1[REDACTED_TOKEN]"),
+            (re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@", re.I), r"\1[REDACTED]@"),
         ]
-    for secret in extra:
+    for secret in tuple(extra) + tuple(SECRETS):
         if secret and len(secret) >= 8:
             text = text.replace(secret, "[REDACTED_API_KEY]")
     for pattern, replacement in _SECRET_PATTERNS:
         text = pattern.sub(replacement, text)
     return text
+
+
+def scrub_all(obj):
+    """scrub() every string in a JSON-like value: an event, an ACP message, a session record."""
+    if isinstance(obj, dict):
+        return {k: scrub_all(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [scrub_all(v) for v in obj]
+    return scrub(obj) if isinstance(obj, str) else obj
+
+
+def visible(text, newlines=True):
+    """Text safe for a terminal: C0/C1 controls (ESC, CR, ...), bidi overrides and zero-width characters shown as
+    escapes like \\x1b; tabs and newlines stay (or \\n). For display only: the model and files get the bytes."""
+    import re
+    text = str(text) if newlines else str(text).replace("\n", "\\n")
+    return re.sub("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff\ud800-\udfff]",
+                  lambda m: ("\\x%02x" if ord(m.group()) < 256 else "\\u%04x") % ord(m.group()), text)
 
 
 # --------------------------------------------------------------------------
@@ -477,7 +525,7 @@ class Client:
                 problem, retry_after = fault.args
             if cancel is not None and cancel.is_set():
                 raise Cancelled("cancelled")
-            problem = scrub(problem, (self.api_key,))
+            problem = scrub(problem)
             attempt += 1
             if attempt > self.max_retries:
                 raise TransientError("%s (gave up after %d retries)" % (problem, self.max_retries))
@@ -936,8 +984,57 @@ class ToolResult:
         self.started = self.finished = 0.0
 
 
-def resolve(agent, path):
-    return os.path.normpath(os.path.join(agent.cwd, os.path.expanduser(str(path))))
+def canonical(cwd, path):
+    """The path as the file system resolves it: against cwd, `..` and every symlink followed."""
+    return os.path.realpath(os.path.join(cwd, os.path.expanduser(str(path))))
+
+
+def inside(path, directory):
+    """Whether a canonical path is the directory or under it (after resolving the directory)."""
+    directory = os.path.realpath(directory)
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+def path_glob(pattern, path):
+    """A glob on a path: `*` and `?` stay within one path component, `**` crosses `/`."""
+    import re
+    rx = re.escape(pattern).replace(r"\*\*/", "\0").replace(r"\*\*", ".*").replace(r"\*", "[^/]*")
+    return re.fullmatch(rx.replace(r"\?", "[^/]").replace("\0", "(?:.*/)?"), path) is not None
+
+
+def needs_approval(call, free_dirs=()):
+    """bash and write_file always; read_file and list_files outside cwd and the free dirs."""
+    if call.name in NEEDS_APPROVAL:
+        return True
+    path = call.args.get("path") or "."
+    return (call.name in ("read_file", "list_files") and isinstance(path, str)
+            and not any(inside(canonical(call.cwd, path), d) for d in [call.cwd] + list(free_dirs)))
+
+
+def approval_text(call, full=False):
+    """(text, hidden): what an approval shows: the whole command, every line; or the resolved path, whether it
+    exists and the content (or a diff). Control characters visible; unless full, capped: hidden says how much."""
+    head, body = "bash", str(call.args.get("command"))
+    if call.name != "bash":
+        path = canonical(call.cwd, call.args.get("path") or ".")
+        head, body = "%s %s (outside the working directory)" % (call.name, path), ""
+    if call.name == "write_file":
+        import difflib
+        body = call.args.get("content", "")
+        body = body if isinstance(body, str) else json.dumps(body, indent=2)
+        old = old_text(path) if os.path.isfile(path) else None
+        state = "a new file" if not os.path.exists(path) else "replaces the file" + ("; the changes" if old else "")
+        head = "write_file %s (%d bytes, %s)" % (path, len(body.encode("utf-8", "replace")), state)
+        if old is not None:
+            body = "".join(difflib.unified_diff(old.splitlines(True), body.splitlines(True), "now", "new"))
+            body = body or "(no change)"
+    text = visible(body[:-1] if body.endswith("\n") else body)
+    shown = text if full else "\n".join(text.split("\n")[:APPROVAL_LINES])[:APPROVAL_CHARS]
+    lines = [visible(head, newlines=False)] + ["  " + line for line in shown.split("\n") if body]
+    if len(shown) < len(text):
+        lines.append("  [... %d more characters (%d lines) not shown: answer s to see all]"
+                     % (len(text) - len(shown), text.count("\n") - shown.count("\n")))
+    return "\n".join(lines), len(text) - len(shown)
 
 
 def need_str(args, name, tool):
@@ -1029,7 +1126,7 @@ def tool_bash(args, agent):
 
 
 def tool_read_file(args, agent):
-    path = resolve(agent, need_str(args, "path", "read_file"))
+    path = canonical(agent.cwd, need_str(args, "path", "read_file"))
     if os.path.isdir(path):
         return ToolResult("error: %s is a directory (use list_files)" % path, ok=False)
     import stat
@@ -1075,18 +1172,15 @@ def atomic_write(path, data, mode=None):
 
 
 def tool_write_file(args, agent):
-    path = resolve(agent, need_str(args, "path", "write_file"))
+    path = canonical(agent.cwd, need_str(args, "path", "write_file"))
     content = args.get("content", "")
     if not isinstance(content, str):
         content = json.dumps(content, indent=2)
     data = content.encode("utf-8")
     if os.path.isdir(path):
         return ToolResult("error: %s is a directory" % path, ok=False)
-    if os.path.islink(path):        # write through the link; renaming over it would replace the link
-        path = os.path.realpath(path)
-    parent = os.path.dirname(path)
-    try:
-        os.makedirs(parent, exist_ok=True)
+    try:        # the path is resolved: a symlink is written through, not replaced
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         try:
             mode = os.stat(path).st_mode & 0o7777
         except FileNotFoundError:
@@ -1100,7 +1194,7 @@ def tool_write_file(args, agent):
 
 
 def tool_list_files(args, agent):
-    path = resolve(agent, args.get("path") or ".")
+    path = canonical(agent.cwd, args.get("path") or ".")
     try:
         entries = sorted(os.scandir(path), key=lambda e: e.name)
     except FileNotFoundError:
@@ -1249,38 +1343,32 @@ def find_skills(skills_dir):
 
 def find_project_rules(cwd):
     """[(path, text)]: ~/.grok/AGENTS.md, then AGENTS.md and GROK.md in each directory from the git root
-    down to cwd (outside a repository: cwd only). Capped per file and in all, with a visible note."""
-    found = []
-    user_rules = os.path.join(os.path.expanduser("~"), ".grok", "AGENTS.md")
-    dirs = []
-    d = cwd
-    while True:
-        dirs.append(d)
-        if os.path.exists(os.path.join(d, ".git")):
-            break
-        parent = os.path.dirname(d)
-        if parent == d:
-            dirs = [cwd]        # not in a git repository: only the working directory itself
-            break
-        d = parent
-    candidates = [user_rules] + [os.path.join(d, n) for d in reversed(dirs) for n in ("AGENTS.md", "GROK.md")]
+    down to cwd (outside a repository: cwd only), skipping directories others can write. Regular
+    files only, a symlink only into the same tree; scrubbed, capped per file and in all."""
+    found, dirs = [], [cwd]
+    while not os.path.exists(os.path.join(dirs[-1], ".git")) and os.path.dirname(dirs[-1]) != dirs[-1]:
+        dirs.append(os.path.dirname(dirs[-1]))
+    if not os.path.exists(os.path.join(dirs[-1], ".git")):
+        dirs = [cwd]        # not in a git repository: only the working directory itself
+    root = os.path.realpath(dirs[-1])
+    candidates = [os.path.join(os.path.expanduser("~"), ".grok", "AGENTS.md")]
+    candidates += [os.path.join(d, n) for d in reversed(dirs) if not open_to_others(d, (os.getuid(), 0))
+                   for n in ("AGENTS.md", "GROK.md")]
     seen = set()
     budget = RULES_TOTAL_CAP
     for path in candidates:
         real = os.path.realpath(path)
-        if real in seen or not os.path.isfile(path):
+        if real in seen or (os.path.islink(path) and path != candidates[0] and not inside(real, root)):
             continue
         seen.add(real)
         cap = min(RULES_CAP, budget)
+        got = read_regular(path, max(cap, 0))
+        if not got:
+            continue
         if cap <= 0:
             found.append((path, "[not included: project rules are capped at %d bytes in all]" % RULES_TOTAL_CAP))
             continue
-        try:
-            with open(path, "rb") as f:
-                data = f.read(cap + 1)
-                size = os.fstat(f.fileno()).st_size
-        except OSError:
-            continue
+        data, size = got
         if len(data) > cap:     # cut at a character boundary, and say so
             text = data[:cap].decode("utf-8", "replace").rstrip("\ufffd").strip()
             text += "\n[truncated: only the first %d of %d bytes of this file are included%s]" % (
@@ -1290,7 +1378,7 @@ def find_project_rules(cwd):
             text = data.decode("utf-8", "replace").strip()
         if text:
             budget -= min(len(data), cap)
-            found.append((path, text))
+            found.append((path, scrub(text)))
     return found
 
 
@@ -1350,35 +1438,30 @@ class Session:
         self.header = None      # a new session's first record: the file is made with the first real one
 
     def _open(self):
+        problem = data_dir_problem(os.path.dirname(self.dir))
         try:
+            if problem:
+                raise OSError(problem)
             os.makedirs(self.dir, mode=0o700, exist_ok=True)
-            try:
-                os.chmod(self.dir, 0o700)       # also when someone else made it, too open
-            except OSError:
-                pass
-            self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            os.chmod(self.path, 0o600)
+            os.chmod(self.dir, 0o700)
+            self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o600)
+            os.fchmod(self.fd, 0o600)
             size = os.fstat(self.fd).st_size
-            if size:
-                with open(self.path, "rb") as f:
-                    f.seek(size - 1)
-                    if f.read(1) != b"\n":     # a torn last line (a crash): our records start on a new line
-                        os.write(self.fd, b"\n")
+            if size and os.pread(self.fd, 1, size - 1) != b"\n":     # a torn last line (a crash)
+                os.write(self.fd, b"\n")
         except OSError as e:
             self.disabled = True
             self.warn("warning: cannot save the session in %s (%s); the chat goes on unsaved"
                       % (self.dir, e.strerror or e))
 
     def append(self, record):
+        if self.fd is None and not self.disabled:
+            self._open()
         if self.disabled:
             return
-        if self.fd is None:
-            self._open()
-            if self.disabled:
-                return
-        data = json_bytes(record) + b"\n"
+        data = json_bytes(scrub_all(record)) + b"\n"
         if self.header:
-            data, self.header = json_bytes(self.header) + b"\n" + data, None
+            data, self.header = json_bytes(scrub_all(self.header)) + b"\n" + data, None
         try:
             while data:
                 data = data[os.write(self.fd, data):]
@@ -1393,11 +1476,13 @@ class Session:
 
     def read(self):
         """The file's records (JSONL); a session the bash grok saved (ID.json) is read as it is: `legacy`."""
+        if data_dir_problem(os.path.dirname(self.dir)):
+            raise UserError(data_dir_problem(os.path.dirname(self.dir)))
         legacy = os.path.join(self.dir, self.id + ".json")
         self.legacy = not os.path.exists(self.path) and os.path.isfile(legacy)
         self.source = legacy if self.legacy else self.path
         try:
-            with open(self.source, "rb") as f:
+            with open(self.source, "rb", opener=lambda path, flags: os.open(path, flags | NOFOLLOW)) as f:
                 return legacy_records(f.read(), legacy) if self.legacy else f.read()
         except FileNotFoundError:
             raise UserError("no session %r in %s" % (self.id, self.dir))
@@ -1515,8 +1600,8 @@ class UI:
 
 
 class ToolCall:
-    def __init__(self, index, name, args, call_id):
-        self.index, self.name, self.args, self.id = index, name, args, call_id
+    def __init__(self, index, name, args, call_id, cwd="."):
+        self.index, self.name, self.args, self.id, self.cwd = index, name, args, call_id, cwd
         self.shown = ""
 
 
@@ -1576,7 +1661,7 @@ class Agent:
     # -- bookkeeping ---------------------------------------------------------
     def notice(self, text):
         with self.ui_lock:         # tools running in threads may report retries
-            self.ui.notice(scrub(text, (self.cfg.api_key,)))
+            self.ui.notice(scrub(text))
 
     def add(self, message):
         self.messages.append(message)
@@ -1844,12 +1929,12 @@ class Agent:
         as each tool finishes; results are returned in call order."""
         items = []
         for i, call in enumerate(calls):
-            items.append(ToolCall(i, call["tool"], call["args"], "call_%d_%d" % (self.step_no, i + 1)))
+            items.append(ToolCall(i, call["tool"], call["args"], "call_%d_%d" % (self.step_no, i + 1), self.cwd))
         results = [None] * len(items)
         runnable = []
         for item in items:
-            item.shown = scrub(key_arg(item.name, item.args), (self.cfg.api_key,))
-            if item.name in NEEDS_APPROVAL and not self.approved(item):
+            item.shown = scrub(key_arg(item.name, item.args))
+            if not self.approved(item):
                 results[item.index] = self.finish_tool(item, ToolResult(
                     "denied: the user did not allow this %s call; do not retry it, ask or take another way"
                     % item.name, ok=False), time.time())
@@ -1898,7 +1983,7 @@ class Agent:
         if self.cfg.always_approve or item.name in self.session_always:
             return True
         subject = item.args.get(KEY_ARG[item.name])
-        if not isinstance(subject, str) or not subject.strip():
+        if not isinstance(subject, str) or not subject.strip() or not needs_approval(item, self.cfg.read_dirs):
             return True     # no command/path: the tool refuses its arguments and runs nothing, so don't ask
         answer = self.ui.approve(item)
         if answer == "always":
@@ -1926,7 +2011,7 @@ class Agent:
 
     def finish_tool(self, item, result, started):
         result.started, result.finished = started, result.finished or time.time()
-        result.output = scrub(result.output, (self.cfg.api_key,))
+        result.output = scrub(result.output)
         self.tool_count += 1
         with self.ui_lock:
             self.ui.tool_end(item, result)
@@ -2074,7 +2159,7 @@ def now_iso():
 
 def api_error(e, cfg):
     """The exception to show for a non-retryable HTTP status: it says what to fix."""
-    msg = scrub(e.server_message(), (cfg.api_key,))
+    msg = scrub(e.server_message())
     if e.status == 401:
         return UserError("the API key was rejected (HTTP 401, key from %s; set a valid GROK_API_KEY): %s"
                          % (cfg.key_source, msg))
@@ -2273,7 +2358,7 @@ class TerminalUI(UI):
         if not self.streamed:
             self.write("\n")
             self.streamed = True
-        self.write(text)
+        self.write(visible(text))
 
     def stream_reset(self):
         if self.streamed:
@@ -2281,49 +2366,46 @@ class TerminalUI(UI):
             self.streamed = False
 
     def tool_start(self, call):
-        if self.streamed:
-            self.write("\n")
-            self.streamed = False
-        self.write(self.paint("90", ("[%s] %s" % (call.name, call.shown))[:200]) + "\n")
+        self.stream_reset()
+        self.write(self.paint("90", visible("[%s] %s" % (call.name, call.shown[:200]), newlines=False)) + "\n")
 
     def tool_end(self, call, result):
         if not result.ok:       # failed or denied
-            self.write(self.paint("31", "✗ [%s] %s: %s" % (call.name, call.shown[:60], failure_reason(result.output)))
-                       + "\n")
+            self.write(self.paint("31", visible("✗ [%s] %s: %s" % (call.name, call.shown[:60], failure_reason(
+                result.output)), newlines=False)) + "\n")
 
     def answer(self, text):
-        if self.streamed:
-            self.write("\n\n")
-        else:
-            self.write("\n%s\n\n" % text)
+        self.write("\n\n" if self.streamed else "\n%s\n\n" % visible(text))
         self.streamed = False
 
     def notice(self, text):
         self.wait_stop()
-        if self.streamed:
-            self.write("\n")
-            self.streamed = False
-        sys.stderr.write(self.paint("33", text) + "\n")
+        self.stream_reset()
+        sys.stderr.write(self.paint("33", visible(text)) + "\n")
         sys.stderr.flush()
 
     def approve(self, call):
+        """Shows exactly what would run; asks again until the answer is y, n (the default), a or s."""
         self.wait_stop()
-        detail = call.shown if call.name == "bash" else "%s (%d bytes)" % (
-            call.shown, len(str(call.args.get("content", "")).encode("utf-8", "replace")))
-        answer = ask_tty("%s %s\n  run it? [y]es / [n]o / [a]lways: " % (self.paint("1", call.name), detail))
-        if answer is None:
-            self.notice("no terminal to ask for approval: %s denied (use --always-approve / -y)" % call.name)
-            return "no"
-        return {"a": "always", "always": "always", "y": "yes", "yes": "yes"}.get(answer.lower(), "no")
+        full = False
+        while True:
+            text, hidden = approval_text(call, full)
+            answer = ask_tty("%s\n  run it? [y]es / [N]o / [a]lways%s: " % (self.paint("1", text),
+                                                                      " / [s]how all" if hidden else ""))
+            if answer is None:
+                self.notice("no terminal to ask for approval: %s denied (use --always-approve / -y)" % call.name)
+                return "no"
+            answer = {"y": "yes", "a": "always", "n": "no", "": "no", "s": "show"}.get(answer.lower(), answer.lower())
+            if answer in ("yes", "no", "always"):
+                return answer
+            full = full or answer == "show"
 
     def ask_user(self, question, options):
         self.wait_stop()
-        lines = ["", self.paint("1", question)]
-        lines += ["  %d) %s" % (i + 1, o) for i, o in enumerate(options)]
+        lines = ["", self.paint("1", visible(question))]
+        lines += ["  %d) %s" % (i + 1, visible(o, newlines=False)) for i, o in enumerate(options)]
         answer = ask_tty("\n".join(lines) + "\n  answer (number or text): ")
-        if answer and answer.isdigit() and 1 <= int(answer) <= len(options):
-            return options[int(answer) - 1]
-        return answer
+        return options[int(answer) - 1] if answer and answer.isdigit() and 1 <= int(answer) <= len(options) else answer
 
 
 HELP = """commands:
@@ -2349,12 +2431,15 @@ def setup_readline(path):
 
 
 def save_history(readline, path):
-    if readline is None:
+    """Via a new 0600 temp file and a rename: a symlink planted as `history` is replaced, not followed."""
+    if readline is None or data_dir_problem(os.path.dirname(path)):
         return
+    import tempfile
     try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        readline.write_history_file(path)
-        os.chmod(path, 0o600)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".history-")
+        os.close(fd)
+        readline.write_history_file(tmp)
+        os.replace(tmp, path)
     except OSError:
         pass
 
@@ -2435,7 +2520,7 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="gro
     prompt. Piped, the exit code is the last failed turn's (0 if none failed)."""
     interactive = sys.stdin.isatty()
     history = os.path.join(agent.cfg.data_dir, "history")
-    rl = setup_readline(history) if interactive else None
+    rl = setup_readline(history) if interactive and not data_dir_problem(agent.cfg.data_dir) else None
     keys = EscKey(sys.stdin.fileno() if interactive else None)
     if interactive:
         ui.write("%s %s · %s · /help for commands, Ctrl-D to quit\n" % (prog, __version__, agent.model))
@@ -2502,39 +2587,38 @@ class OutputClosed(GrokError):
 SHELL_OPERATORS = frozenset(";&|<>$`()\n")
 
 
-def allow_matches(name, args, patterns, cwd):
-    """--allow: a shell glob on the bash command or the write_file path.
+def allow_matches(call, patterns):
+    """--allow: a shell glob on the bash command, a path glob on the other tools' path.
 
     In a command, `*` must not stand for shell operators: `git *` allows `git log`, not
     `git log; rm -rf ~`; every operator in the command has to be written in the pattern
-    (or the pattern is `*`). A path matches as given, normalised, relative to cwd or absolute."""
+    (or the pattern is `*`). A path is matched once resolved (`..` and symlinks followed):
+    a relative pattern only inside the working directory, an absolute one anywhere."""
     import fnmatch
-    if name == "bash":
-        command = args.get("command")
-        if not isinstance(command, str):
-            return False
-        ops = SHELL_OPERATORS.intersection(command)
-        return any(p == "*" or (fnmatch.fnmatchcase(command, p) and ops <= set(p)) for p in patterns)
-    path = args.get("path")
-    if not isinstance(path, str) or not path:
+    value = call.args.get("command" if call.name == "bash" else "path") or ("." if call.name == "list_files" else "")
+    if not isinstance(value, str) or not value:
         return False
-    full = os.path.normpath(os.path.join(cwd, os.path.expanduser(path)))
-    subjects = {path, os.path.normpath(path), full, os.path.relpath(full, cwd)}
-    return any(fnmatch.fnmatchcase(s, p) for s in subjects for p in patterns)
+    if call.name == "bash":
+        ops = SHELL_OPERATORS.intersection(value)
+        return any(p == "*" or (fnmatch.fnmatchcase(value, p) and ops <= set(p)) for p in patterns)
+    full, root = canonical(call.cwd, value), os.path.realpath(call.cwd)
+    for p in map(os.path.expanduser, patterns):
+        if path_glob(os.path.normpath(p), full if os.path.isabs(p) else os.path.relpath(full, root)
+                     if inside(full, root) else "\0"):
+            return True
+    return False
 
 
 class HeadlessUI(UI):
     """`grok -p`: the JSONL event stream of seed 002 on stdout (--format json), the answer alone with progress
     on stderr (--format text), or xAI's CLI's thought/text/end/error events (--output-format streaming-json)."""
 
-    def __init__(self, fmt, allow, always_approve, secrets=()):
+    def __init__(self, fmt, allow, always_approve):
         self.json, self.events = fmt == "json", fmt == "streaming-json"
         self.usage, self.last = {}, {}
         self.allow = allow or []
         self.always_approve = always_approve
-        self.secrets = secrets
         self.session_id = None
-        self.cwd = os.getcwd()
         self.step = 0
         # Tools finish in threads: one lock keeps every event one whole line, never two at once.
         self.lock = threading.RLock()
@@ -2543,11 +2627,8 @@ class HeadlessUI(UI):
         self.partial = False        # a write was cut off mid-line (an interrupt)
         self.printed = ""           # text mode: the answer text already on stdout
         self.attempt = ""           # text mode: the answer text of the stream in progress
-        if not self.json and hasattr(sys.stdout, "reconfigure"):
-            try:
-                sys.stdout.reconfigure(errors="replace")
-            except (ValueError, OSError):
-                pass
+        tolerate_unencodable(sys.stdout)
+        self.shown = visible if not self.json and sys.stdout.isatty() else str     # the answer on a terminal
 
     def write(self, text):
         with self.lock:
@@ -2576,11 +2657,11 @@ class HeadlessUI(UI):
             if kind != "error" and not self.events:
                 event["stepNumber"] = self.step
             event.update(fields)
-            self.write(event_line(event))
+            self.write(event_line(scrub_all(event)))
 
     def out(self, text):
-        """Answer text: on stdout as is, or as a `text` event."""
-        self.emit("text", data=text) if self.events else self.write(text)
+        """Answer text: on stdout (escapes made visible on a terminal), or as a `text` event."""
+        self.emit("text", data=text) if self.events else self.write(self.shown(text))
 
     def end(self):
         reason = {"length": "MaxTokens", "content_filter": "Refusal"}.get(self.last.get("finish_reason"), "EndTurn")
@@ -2593,7 +2674,6 @@ class HeadlessUI(UI):
 
     def fail(self, message, code):
         """The run's last word: an `error` event (json) and a line on stderr; returns the exit code."""
-        message = scrub(message, self.secrets)
         if self.json or self.events:
             try:
                 self.emit("error", message=message)
@@ -2601,14 +2681,8 @@ class HeadlessUI(UI):
                 pass
         with self.lock:
             self.closed = True
-        sys.stderr.write("grok: %s\n" % message)
-        sys.stderr.flush()
+        self.notice("grok: %s" % message)
         return code
-
-    def progress(self, text):
-        if not self.json:
-            sys.stderr.write(text + "\n")
-            sys.stderr.flush()
 
     def step_start(self, step):
         self.step = step
@@ -2634,16 +2708,17 @@ class HeadlessUI(UI):
         if self.json and text:
             self.emit("text", text=text)
         elif text and reply["tool_calls"]:
-            self.progress(text)
+            self.notice(text)
 
     def tool_start(self, call):
-        self.progress("[%s] %s" % (call.name, call.shown))
+        if not self.json:
+            self.notice("[%s] %s" % (call.name, call.shown))
 
     def tool_end(self, call, result):
         if self.json:
             started, finished = int(result.started * 1000), int(result.finished * 1000)
             self.emit("tool_use",
-                      toolCall={"id": call.id, "name": call.name, "args": scrub_args(call.args, self.secrets)},
+                      toolCall={"id": call.id, "name": call.name, "args": call.args},
                       toolResult={"id": call.id, "success": bool(result.ok), "output": result.output},
                       timing={"startedAt": started, "finishedAt": finished, "durationMs": finished - started})
 
@@ -2666,16 +2741,15 @@ class HeadlessUI(UI):
             self.out(end + text + end)
 
     def notice(self, text):
-        sys.stderr.write(text + "\n")
+        sys.stderr.write(visible(scrub(text)) + "\n")
         sys.stderr.flush()
 
     def approve(self, call):
-        if self.always_approve or allow_matches(call.name, call.args, self.allow, self.cwd):
+        if self.always_approve or allow_matches(call, self.allow):
             return "yes"
-        what = "command" if call.name == "bash" else "path"
-        shown = call.shown if len(call.shown) <= 200 else call.shown[:200] + "..."
-        raise AgentError("Tool `%s` denied: %s not in allowlist: %s (allow it with --allow PATTERN or "
-                         "--always-approve)" % (call.name, what, shown))
+        raise AgentError("Tool `%s` denied: %s not in allowlist: %s%s (allow it with --allow PATTERN or "
+                         "--always-approve)" % (call.name, "command" if call.name == "bash" else "path",
+                                                call.shown[:200], "..." if len(call.shown) > 200 else ""))
 
 
 def event_usage(n, cost_usd):
@@ -2683,10 +2757,6 @@ def event_usage(n, cost_usd):
     out = n["output"] + n["reasoning"]      # reasoning is billed as output
     return {"inputTokens": int(n["input"]), "outputTokens": int(out), "totalTokens": int(n["total"] or n["input"] + out),
             "costUsdTicks": int(round(cost_usd * 1e6))}
-
-
-def scrub_args(args, secrets=()):
-    return json.loads(scrub(json.dumps(args, ensure_ascii=False), secrets))
 
 
 def read_prompt(prompt, notice):
@@ -2711,12 +2781,14 @@ def read_prompt(prompt, notice):
 
 
 def headless(args, cfg):
-    ui = HeadlessUI(args.format, args.allow, cfg.always_approve, secrets=(cfg.api_key,))
+    if os.path.isdir(cfg.data_dir) and data_dir_problem(cfg.data_dir):     # others could plant a session
+        raise UserError(data_dir_problem(cfg.data_dir))
+    ui = HeadlessUI(args.format, args.allow, cfg.always_approve)
     prompt = read_prompt(args.prompt, ui.notice)
     if args.max_tool_rounds is not None:
         cfg.max_iterations = args.max_tool_rounds
     agent = open_agent(cfg, ui, MINIMAL, args)
-    ui.session_id, ui.cwd = agent.session.id, agent.cwd
+    ui.session_id = agent.session.id
 
     def close_failed_turn(reason):      # a history that --resume can continue
         agent.settle_cancelled("[the turn failed: %s]" % reason, "[the turn stopped before these tool calls ran: %s]"
@@ -2732,7 +2804,7 @@ def headless(args, cfg):
     except Cancelled:               # run_turn has already settled the session
         return ui.fail("interrupted: the turn was cancelled", 130)
     except GrokError as e:
-        close_failed_turn(scrub(str(e), ui.secrets))
+        close_failed_turn(str(e))
         return ui.fail(str(e), e.exit_code)
     except KeyboardInterrupt:
         agent.settle_cancelled()
@@ -2799,14 +2871,14 @@ class RpcError(Exception):
         return error
 
 
-def acp_tool_fields(name, args, cwd, api_key, diff=True):
-    """title, kind, rawInput (scrubbed), locations and a diff for write_file."""
-    shown = scrub(key_arg(name, args), (api_key,))
+def acp_tool_fields(name, args, cwd, diff=True):
+    """title, kind, rawInput, locations and a diff for write_file (AcpServer.send scrubs them)."""
+    shown = key_arg(name, args)
     fields = {"title": ("%s: %s" % (name, shown) if shown else name)[:200], "kind": TOOL_KINDS.get(name, "other"),
-              "rawInput": json.loads(scrub(json.dumps(args, ensure_ascii=False), (api_key,)))}
+              "rawInput": args}
     path = args.get("path")
     if name in ("read_file", "write_file") and isinstance(path, str) and path.strip():
-        path = os.path.normpath(os.path.join(cwd, os.path.expanduser(path)))
+        path = canonical(cwd, path)
         fields["locations"] = [{"path": path}]
         content = args.get("content")
         if name == "write_file" and diff and isinstance(content, str):
@@ -2815,15 +2887,9 @@ def acp_tool_fields(name, args, cwd, api_key, diff=True):
 
 
 def old_text(path):
-    """A file's text before write_file replaces it; None if new, binary or too big."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read(READ_CAP + 1)
-    except OSError:
-        return None
-    if len(data) > READ_CAP or b"\x00" in data:
-        return None
-    return data.decode("utf-8", "replace")
+    """A file's text before write_file replaces it; None if new, binary, not a regular file or too big."""
+    data = (read_regular(path, READ_CAP) or (b"\x00",))[0]
+    return None if len(data) > READ_CAP or b"\x00" in data else data.decode("utf-8", "replace")
 
 
 def acp_prompt_text(blocks):
@@ -2860,14 +2926,14 @@ def uri_path(uri):
     return uri
 
 
-def split_tool_results(text, calls, api_key):
+def split_tool_results(text, calls):
     """[(output or None, ok)] per call, read back from a stored tool-results message, last call first."""
     text = text if isinstance(text, str) and text.startswith("Tool results:") else ""
     rest, cut, failed = text.rpartition("\n\n[Self-correction] ")
     rest, results = rest if cut else text, []
     for i in reversed(range(len(calls))):
         name = calls[i]["tool"]
-        shown = scrub(key_arg(name, calls[i]["args"]), (api_key,))
+        shown = scrub(key_arg(name, calls[i]["args"]))
         before, head, output = rest.rpartition("\n\n[%d] %s %s\n" % (i + 1, name, shown))
         results.append((output, "[%d] %s (" % (i + 1, name) not in failed) if head else (None, False))
         rest = before if head else rest
@@ -2914,7 +2980,7 @@ class AcpSession(UI):
     def announce(self, step, index, name, args):
         call_id = self.new_call_id()
         self.ids[(step, index)] = call_id
-        fields = acp_tool_fields(name, args, self.agent.cwd, self.agent.cfg.api_key)
+        fields = acp_tool_fields(name, args, self.agent.cwd)
         self.fields[call_id] = fields
         self.update("tool_call", toolCallId=call_id, status="pending", **fields)
         return call_id
@@ -3005,7 +3071,6 @@ class AcpSession(UI):
     def replay(self):
         messages = self.agent.messages[1:]
         corrective = corrective_message("").split(":")[0]
-        api_key = self.agent.cfg.api_key
         for i, message in enumerate(messages):
             role, content = message.get("role"), message.get("content")
             if role == "user" and isinstance(content, str) and not content.startswith(
@@ -3023,9 +3088,9 @@ class AcpSession(UI):
             if reply.get("response"):
                 self.chunk("agent_message_chunk", reply["response"])
             following = messages[i + 1].get("content") if i + 1 < len(messages) else None
-            results = split_tool_results(following, reply["tool_calls"], api_key)
+            results = split_tool_results(following, reply["tool_calls"])
             for call, (output, ok) in zip(reply["tool_calls"], results):
-                fields = acp_tool_fields(call["tool"], call["args"], self.agent.cwd, api_key, diff=False)
+                fields = acp_tool_fields(call["tool"], call["args"], self.agent.cwd, diff=False)
                 if output is not None:
                     fields["content"] = [{"type": "content", "content": {"type": "text", "text": output}}]
                 self.update("tool_call", toolCallId=self.new_call_id(), status=("failed", "completed")[ok], **fields)
@@ -3049,7 +3114,7 @@ class AcpServer:
 
     # -- the wire
     def send(self, message):
-        data = (json.dumps(message, ensure_ascii=False) + "\n").encode("utf-8", "replace")
+        data = (json.dumps(scrub_all(message), ensure_ascii=False) + "\n").encode("utf-8", "replace")
         with self.write_lock:
             if self.out is None:
                 return
@@ -3093,7 +3158,7 @@ class AcpServer:
 
     def log(self, text):
         try:
-            sys.stderr.write(scrub(text, (self.cfg.api_key,)) + "\n")
+            sys.stderr.write(visible(scrub(text)) + "\n")
             sys.stderr.flush()
         except (OSError, ValueError):
             pass
@@ -3155,7 +3220,7 @@ class AcpServer:
         """The error to answer for an exception: an RpcError as it is, a GrokError's message, else
         an internal error (logged, with the traceback under GROK_DEBUG)."""
         if isinstance(e, (RpcError, GrokError)):
-            return e if isinstance(e, RpcError) else RpcError(INTERNAL_ERROR, scrub(str(e), (self.cfg.api_key,)))
+            return e if isinstance(e, RpcError) else RpcError(INTERNAL_ERROR, str(e))
         if os.environ.get("GROK_DEBUG"):
             import traceback
             self.log("".join(traceback.format_exception(type(e), e, e.__traceback__)))
@@ -3401,7 +3466,7 @@ def terminal_width():
 
 
 ENV_HELP = """environment:
-  GROK_API_KEY / XAI_API_KEY   API key (else read from ./.env, ~/.grok/.env, ~/.claude/.env)
+  GROK_API_KEY / XAI_API_KEY   API key (else read from ~/.grok/.env, ~/.claude/.env, then ./.env)
   GROK_BASE_URL                OpenAI-compatible API (default %s)
   GROK_MODEL                   model id (default %s)
   COST_LIMIT                   USD per session, 0 = none (default 10.00)
@@ -3469,7 +3534,7 @@ def guarded(prog, body, on_error=None):
             signal.signal(signal.SIGHUP, on_signal)
         return body()
     except GrokError as e:
-        sys.stderr.write("%s: %s\n" % (prog, e))
+        sys.stderr.write("%s: %s\n" % (prog, visible(scrub(str(e)))))
         report(str(e))
         return e.exit_code
     except KeyboardInterrupt:
@@ -3486,8 +3551,8 @@ def guarded(prog, body, on_error=None):
     except Exception as e:
         if os.environ.get("GROK_DEBUG"):
             raise
-        message = "internal error: %s: %s" % (type(e).__name__, e)
-        sys.stderr.write("%s: %s (set GROK_DEBUG=1 for a traceback)\n" % (prog, message))
+        message = scrub("internal error: %s: %s" % (type(e).__name__, e))
+        sys.stderr.write("%s: %s (set GROK_DEBUG=1 for a traceback)\n" % (prog, visible(message)))
         report(message)
         return 4
 
@@ -3515,8 +3580,8 @@ def list_models(argv):
         data = json.loads(urlopen(request, timeout=min(cfg.timeout or 15, 15)).read())["data"]
         ids = [m["id"] for m in data if m["id"].isprintable() and " " not in m["id"]] or ids
     except Exception as e:          # unreachable, refused, not a model list: the built-in table
-        sys.stderr.write("grok: cannot list the models of %s (%s); the built-in list follows\n"
-                         % (cfg.base_url, scrub(str(e) or type(e).__name__, (cfg.api_key,))[:200]))
+        sys.stderr.write(visible(scrub("grok: cannot list the models of %s (%s); the built-in list follows"
+                                       % (cfg.base_url, (str(e) or type(e).__name__)[:200]))) + "\n")
     rows = [{"id": i, "default": i == cfg.model} for i in (ids if cfg.model in ids else [cfg.model] + ids)]
     print(json.dumps({"models": rows}) if "--json" in argv else
           "\n".join(("* %s (default)" if row["default"] else "- %s") % row["id"] for row in rows))

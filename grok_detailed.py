@@ -73,8 +73,6 @@ GLYPHS = {"rule": "─", "top": "╭", "side": "│", "bottom": "╰", "open": "
           "done": "✓", "now": "▸", "todo": "○", "fail": "✗", "more": "…", "dot": "·", "bullet": "•"}
 ASCII_GLYPHS = {"rule": "-", "top": "+", "side": "|", "bottom": "+", "open": "+", "close": "+", "then": "->",
                 "done": "+", "now": ">", "todo": "o", "fail": "x", "more": "...", "dot": "|", "bullet": "*"}
-# C0/C1 control characters (terminal escapes from a model or a tool) are shown as "?"; tab and newline stay.
-CONTROL = dict.fromkeys([c for c in range(32) if c not in (9, 10)] + list(range(127, 160)), "?")
 NO_BLOCKERS = ("", "none", "null", "no", "n/a", "nothing")
 
 
@@ -128,12 +126,12 @@ def wrap(text, width):
 
 
 def as_text(value):
-    """A reply field as one clean string, whatever type the model sent."""
+    """A reply field as one clean string, whatever type the model sent; terminal escapes made visible."""
     if value is None:
         return ""
     if not isinstance(value, str):
         value = json.dumps(value, ensure_ascii=False)
-    return value.translate(CONTROL).replace("\t", "    ").strip()
+    return g.visible(value).replace("\t", "    ").strip()
 
 
 def as_list(value):
@@ -295,7 +293,7 @@ class DetailedUI(g.TerminalUI):
                 break
         room = self.width() - self.painted(parts)[0] - 3
         if room >= 8:
-            parts.append((clip(home_short(a.cwd)[::-1], room, self.glyph["more"])[::-1], "2"))
+            parts.append((clip(as_text(home_short(a.cwd))[::-1], room, self.glyph["more"])[::-1], "2"))
         self.write(self.painted(parts)[1] + "\n")
 
     # -- the live area -------------------------------------------------------
@@ -306,7 +304,7 @@ class DetailedUI(g.TerminalUI):
             size = shutil.get_terminal_size((80, 24))
             cols, limit = max(1, size.columns), max(2, size.lines - 3)
             out = []
-            for ch in text.translate(CONTROL).replace("\t", " "):
+            for ch in g.visible(text).replace("\t", " "):
                 if self.live_full:
                     break
                 w = 0 if ch == "\n" else cells(ch)
@@ -409,9 +407,9 @@ class DetailedUI(g.TerminalUI):
 
     def tool_start(self, call):
         with self.lock:
-            path = g.resolve(self.agent, call.args.get("path")) if call.name == "read_file" and self.agent else None
+            path = g.canonical(self.agent.cwd, call.args.get("path")) if call.name == "read_file" and self.agent else None
             for name, _, skill_path in self.agent.skills_seen[1] if path else ():
-                if os.path.realpath(skill_path) == os.path.realpath(path):
+                if os.path.realpath(skill_path) == path:
                     self.write("  %s %s\n" % (self.paint("35", "Skill:"), self.paint("1", as_text(name))))
             self.write("  %s %s\n" % (self.glyph["open"], self.tool_line(call)))
             self.last_open = call.id
@@ -457,8 +455,7 @@ class DetailedUI(g.TerminalUI):
     def notice(self, text):
         with self.lock:
             self.live_clear()
-            sys.stderr.write(self.paint("33", text) + "\n")
-            sys.stderr.flush()
+            g.TerminalUI.notice(self, text)
 
     def approve(self, call):
         self.live_clear()
@@ -479,7 +476,7 @@ class DetailedUI(g.TerminalUI):
                     last = as_text(m.get("content"))
                 break
         self.write("resumed session %s: %d messages, $%.4f spent, working dir %s\n"
-                  % (agent.session.id, len(agent.messages) - 1, agent.cost_usd, agent.cwd))
+                  % (agent.session.id, len(agent.messages) - 1, agent.cost_usd, as_text(agent.cwd)))
         if last:
             self.write(self.paint("2", clip("last answer: " + " ".join(last.split()), self.width(), self.glyph["more"])) + "\n")
 
@@ -546,7 +543,7 @@ class Commands:
             mark = "*" if sid == here else " "
             line = "%s %s  %s  $%.4f  %s" % (mark, as_text(sid), time.strftime("%Y-%m-%d %H:%M", time.localtime(mtime)),
                                              cost, as_text(first) or "(empty)")
-            self.ui.write(clip(line, self.ui.width(), self.ui.glyph["more"]) + "\n")
+            self.ui.write(clip(g.visible(line), self.ui.width(), self.ui.glyph["more"]) + "\n")
         if len(found) > 10:
             self.ui.write("  (%d older sessions not shown)\n" % (len(found) - 10))
 
@@ -1012,7 +1009,7 @@ class AgentRun:
             return 130
         except g.GrokError as e:
             self.meta["status"] = "stopped" if isinstance(e, AgentStopped) else "failed"
-            self.meta["error"] = g.scrub(str(e), (self.cfg.api_key,))
+            self.meta["error"] = g.scrub(str(e))
             self.save()
             if not isinstance(e, AgentStopped):
                 self.ui.notice("agent mode failed at %s (loop %d); run `grok-detailed --agent` again to resume "
@@ -1025,7 +1022,7 @@ class AgentRun:
         m = self.meta
         self.ui.write(self.ui.paint("1", "agent mode") + " · %s · up to %d loops · %s\n"
                       % (self.ws.dir, self.max_loops, self.agent.model))
-        self.ui.write("goal: %s\n" % " ".join(m["goal"].split())[:160])
+        self.ui.write("goal: %s\n" % as_text(" ".join(m["goal"].split())[:160]))
         todo = [s for s in ("goal",) + LOOP_STEPS + ("final_report",) if not self.done(s)]
         if m["steps"] and todo:
             self.ui.write("resuming: loop %d, at %s\n" % (m["loop"], STEP_ROLES[todo[0]]))
@@ -1108,7 +1105,7 @@ class AgentRun:
         path = self.ws.path("final_report.md")
         text = self.ws.read("final_report.md") or ""
         note = " (partial: the maximum of %d loops was reached)" % self.max_loops if partial else ""
-        self.ui.write("\n%s%s\n\n%s\n" % (self.ui.paint("1", "final report: " + path), note, text.rstrip("\n")))
+        self.ui.write("\n%s%s\n\n%s\n" % (self.ui.paint("1", "final report: " + path), note, g.visible(text.rstrip())))
         return 3 if partial else 0
 
     # -- the step prompts ----------------------------------------------------------
@@ -1176,7 +1173,7 @@ class AgentRun:
             if 0 < self.cfg.cost_limit <= self.agent.cost_usd:
                 raise
             # The turn broke down (contract, tool rounds): the reviewer judges what is there.
-            answer, error = "", g.scrub(str(e), (self.cfg.api_key,))
+            answer, error = "", g.scrub(str(e))
             self.ui.notice("the execution ended early: %s" % error)
         rec["empty"] = not answer.strip() and not self.ui.calls
         parts = [answer.strip()]
@@ -1220,6 +1217,7 @@ def run_agent_mode(args, cfg):
         raise g.UserError("--max-loops must be 1 or more")
     if args.resume or args.cont:
         raise g.UserError("--resume/--continue do not apply to --agent: it resumes from its workspace")
+    cfg.read_dirs.append(agent_dir())      # read_file/list_files there run without asking
     return AgentRun(args, cfg, Workspace(agent_dir())).run()
 
 

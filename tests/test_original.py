@@ -63,7 +63,7 @@ def test_detailed_shows_a_skill_line_when_a_skill_is_read(run, fake, tmp_path):
                      (skills / "deploy.md", skills / "evil.md", tmp_path / "other.md")]), answer("done"))
     r = run(input="deploy\n", script=GROK_DETAILED, env={"GROK_SKILLS_DIR": skills})
     assert r.returncode == 0, r.stderr
-    assert re.findall(r"Skill: (\S+)", r.stdout) == ["deploy", "ev?[31mil"]
+    assert re.findall(r"Skill: (\S+)", r.stdout) == ["deploy", "ev\\x1b[31mil"]       # escapes made visible
 
 
 def test_a_skill_added_during_a_session_is_told_in_a_note_with_the_prompt_unchanged(run, fake, tmp_path):
@@ -147,7 +147,7 @@ def test_the_originals_session_files_are_listed_and_resumed_into_a_new_file(run,
     fake.add(answer("green"))
     r = run(input="/sessions\n/resume a1b2\nanother\n", script=GROK_DETAILED)
     assert r.returncode == 0, r.stderr
-    assert re.search(r"a1b2c3d4 .* \[bash grok\] name a \?\[31mcolour\n", r.stdout)
+    assert re.search(r"a1b2c3d4 .* \[bash grok\] name a \\x1b\[31mcolour\n", r.stdout)
     assert "\x1b" not in r.stdout and "INTERNAL" not in r.stdout
     assert "a session of the bash grok, continued as session" in r.stderr
     messages = fake.chat_requests()[0].messages
