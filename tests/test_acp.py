@@ -156,10 +156,11 @@ def test_initialize_new_prompt_streams_tool_call_and_answer(acp, fake, isolated_
     assert init["agentInfo"]["name"] == "grok" and init["agentInfo"]["version"]
 
     sid = c.new(isolated_env.work)
-    header = json.loads(session_file(isolated_env.home, sid).read_text().splitlines()[0])
-    assert header["type"] == "session" and header["id"] == sid and header["cwd"] == str(isolated_env.work)
+    assert not session_file(isolated_env.home, sid).exists()        # no file until there is something in it
 
     result, updates = c.prompt(sid, "say hello with a tool")
+    header = json.loads(session_file(isolated_env.home, sid).read_text().splitlines()[0])
+    assert header["type"] == "session" and header["id"] == sid and header["cwd"] == str(isolated_env.work)
     assert result["stopReason"] == "end_turn"
     assert all(u["method"] == "session/update" and u["params"]["sessionId"] == sid for u in updates)
     k = kinds(updates)
