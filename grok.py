@@ -244,6 +244,7 @@ def usage_numbers(usage):
                                   or not 0 <= value < 1e15):
             numbers["odd"], value = True, None
         numbers[name] = value if value is not None or name == "ticks" else 0
+    numbers["total"] = numbers["total"] or numbers["input"] + numbers["output"] + numbers["reasoning"]
     return numbers
 
 
@@ -1664,8 +1665,7 @@ class Agent:
         self.optional = {k: v for k, v in (("temperature", cfg.temperature),
                                            ("reasoning_effort", cfg.reasoning_effort)) if v is not None}
         self.stream = cfg.stream
-        self.reserved = 0.0
-        self.search_costs = []
+        self.reserved, self.search_costs, self.turn = 0.0, [], {}   # turn: this turn's usage_numbers() and cost
         self.said = set()               # one-time notices given
         self.cancel, self.procs = threading.Event(), set()      # procs: bash tools running
         self.request_carriers = []      # messages holding this turn's request verbatim (compact keeps it)
@@ -1855,6 +1855,8 @@ class Agent:
         started, self.partial = time.time(), ""
         result = self.chat(self.messages, on_text=self.ui.stream_text, on_thought=self.ui.thought)
         result.cost = self.add_cost(result.usage)
+        for key in self.turn:       # what the front ends report for the turn
+            self.turn[key] += result.cost if key == "cost" else result.tokens[key]
         self.last_usage = result.usage
         self.context_tokens = result.tokens["input"] + result.tokens["output"] or estimate_tokens(self.messages)
         result.duration = time.time() - started
@@ -1869,6 +1871,7 @@ class Agent:
     def run_turn(self, text):
         """Send one user message and loop until the model is done; returns the answer."""
         self.cancel.clear()
+        self.turn = dict.fromkeys(("input", "output", "reasoning", "cached", "total", "cost"), 0)
         self.note_skills()
         self.request_carriers = [{"role": "user", "content": clean_text(text)}]
         self.add(self.request_carriers[0])
@@ -2681,7 +2684,7 @@ class HeadlessUI(UI):
 
     def __init__(self, fmt, allow, always_approve):
         self.json, self.events = fmt == "json", fmt == "streaming-json"
-        self.usage, self.last = {}, {}
+        self.last = {}
         self.allow = allow or []
         self.always_approve = always_approve
         self.session_id = None
@@ -2729,10 +2732,10 @@ class HeadlessUI(UI):
         """Answer text: on stdout (escapes made visible on a terminal), or as a `text` event."""
         self.emit("text", data=text) if self.events else self.write(self.shown(text))
 
-    def end(self):
+    def end(self, turn):
         reason = {"length": "MaxTokens", "content_filter": "Refusal"}.get(self.last.get("finish_reason"), "EndTurn")
         self.emit("end", stopReason=reason, num_turns=self.step, sessionId=self.session_id,
-                  requestId=self.last.get("id"), usage=self.usage)
+                  requestId=self.last.get("id"), usage=event_usage(turn, turn["cost"]))
 
     def thought(self, text):
         if self.events:
@@ -2789,11 +2792,9 @@ class HeadlessUI(UI):
                       timing={"startedAt": started, "finishedAt": finished, "durationMs": finished - started})
 
     def step_finish(self, step, info):
-        self.last, usage = info, event_usage(info["tokens"], info["cost"])
+        self.last = info
         if self.json:
-            self.emit("step_finish", finishReason=info["finish_reason"], usage=usage)
-        for k, v in usage.items():
-            self.usage[k] = self.usage.get(k, 0) + v
+            self.emit("step_finish", finishReason=info["finish_reason"], usage=event_usage(info["tokens"], info["cost"]))
 
     def answer(self, text):
         end = "" if self.events else "\n"
@@ -2819,10 +2820,9 @@ class HeadlessUI(UI):
 
 
 def event_usage(n, cost_usd):
-    """step_finish usage from usage_numbers(); costUsdTicks is in 1e-6 USD (seed 002), not xAI's 1e-10 ticks."""
-    out = n["output"] + n["reasoning"]      # reasoning is billed as output
-    return {"inputTokens": int(n["input"]), "outputTokens": int(out), "totalTokens": int(n["total"] or n["input"] + out),
-            "costUsdTicks": int(round(cost_usd * 1e6))}
+    """usage_numbers() for events; reasoning is billed as output; costUsdTicks is in 1e-6 USD (seed 002)."""
+    return {"inputTokens": int(n["input"]), "outputTokens": int(n["output"] + n["reasoning"]),
+            "totalTokens": int(n["total"]), "costUsdTicks": int(round(cost_usd * 1e6))}
 
 
 def read_prompt(prompt, notice):
@@ -2862,7 +2862,7 @@ def headless(args, cfg):
     try:
         agent.run_turn(prompt)
         if ui.events:
-            ui.end()
+            ui.end(agent.turn)
         return 0
     except OutputClosed:
         close_failed_turn("stdout was closed")
@@ -3029,9 +3029,6 @@ class AcpSession(UI):
         self.streamed = False
         self.ids = {}           # (step, index of the call in its reply) -> toolCallId
         self.fields = {}        # toolCallId -> what tool_call announced, for open calls
-        self.usage = {"inputTokens": 0, "outputTokens": 0, "thoughtTokens": 0, "cachedReadTokens": 0,
-                      "totalTokens": 0}
-        self.cost = 0.0
         self.finish_reason = self.request_id = None
 
     def update(self, session_update, **fields):
@@ -3071,7 +3068,10 @@ class AcpSession(UI):
                             content=[{"type": "content", "content": {"type": "text", "text": reason}}])
 
     def turn_meta(self):
-        return dict(self.usage, usage=dict(self.usage), costUsd=round(self.cost, 8), model=self.agent.model,
+        t = self.agent.turn
+        usage = {"inputTokens": t["input"], "outputTokens": t["output"], "thoughtTokens": t["reasoning"],
+                 "cachedReadTokens": t["cached"], "totalTokens": t["total"]}
+        return dict(usage, usage=dict(usage), costUsd=round(t["cost"], 8), model=self.agent.model,
                     sessionCostUsd=round(self.agent.cost_usd, 8), requestId=self.request_id)
 
     # -- UI hooks (called from the worker thread, tool_end also from tool threads)
@@ -3125,12 +3125,6 @@ class AcpSession(UI):
                     content=content)
 
     def step_finish(self, step, info):
-        n = info["tokens"]
-        for key, name in (("inputTokens", "input"), ("outputTokens", "output"), ("thoughtTokens", "reasoning"),
-                          ("cachedReadTokens", "cached")):
-            self.usage[key] += n[name]
-        self.usage["totalTokens"] += n["total"] or n["input"] + n["output"] + n["reasoning"]
-        self.cost += info.get("cost") or 0.0
         self.finish_reason = info.get("finish_reason")
         self.request_id = info.get("id") or self.request_id
 
