@@ -581,10 +581,6 @@ class RetryableFault(Exception):
     """(problem, seconds the server asked to wait or None): a failed attempt worth repeating."""
 
 
-class ReplyTooLarge(AgentError):
-    """A reply passed the size cap: abandoned, and a strike against the model."""
-
-
 class ReplyReader:
     """A response body read within a deadline for the whole reply and a cap on its size: a server
     trickling or streaming without end cannot hold the turn or fill the memory."""
@@ -597,7 +593,7 @@ class ReplyReader:
         import socket
         self.size += len(data)
         if self.size > self.cap:
-            raise ReplyTooLarge("the reply passed %d MB and was abandoned; reply much shorter" % (self.cap >> 20))
+            raise ContractError("the reply passed %d MB and was abandoned; reply much shorter" % (self.cap >> 20))
         if self.deadline:
             left = self.deadline - time.monotonic()
             if left <= 0:
@@ -1752,7 +1748,7 @@ class Agent:
 
     def reserve(self, estimate=0.0):
         """Before every paid request: LimitReached when COST_LIMIT is reached, or when `estimate` USD more,
-        beside what requests in flight have reserved, would pass it. release(estimate) when it is paid."""
+        beside what requests in flight have reserved, would pass it; the caller takes it back when it is paid."""
         with self.lock:
             spent, limit = self.cost_usd + self.reserved, self.cfg.cost_limit
             if 0 < limit <= spent or 0 < limit < spent + estimate:
@@ -1760,10 +1756,6 @@ class Agent:
                                    if limit <= spent else "it would pass the cost limit: $%.4f spent or reserved, "
                                    "about $%.2f more, of $%.2f (COST_LIMIT)" % (spent, estimate, limit))
             self.reserved += estimate
-
-    def release(self, estimate):
-        with self.lock:
-            self.reserved -= estimate
 
     def paid(self, post):
         """post() for a paid request (web_search): the cost is reserved at the most a search cost so
@@ -1773,7 +1765,8 @@ class Agent:
         try:
             obj = post()
         finally:
-            self.release(estimate)
+            with self.lock:
+                self.reserved -= estimate
         self.search_costs.append(self.add_cost(obj.get("usage") if isinstance(obj, dict) else None, kind="web_search"))
         return obj
 
@@ -1817,7 +1810,7 @@ class Agent:
                                        else payload, on_stream=on_stream, cancel=self.cancel, cap=max(
                                            REPLY_CAP, 1024 * payload["max_tokens"]),
                                        no_retry=lambda e: contract and self._format_rejected(e))
-            except ReplyTooLarge as e:
+            except ContractError as e:         # the reply passed the size cap: a strike
                 return ChatResult(None, "length", problem=str(e))
             except HTTPStatusError as e:
                 if contract and self._format_rejected(e) and self.format_level < 2:
