@@ -718,102 +718,72 @@ def parse_chat_reply(obj, on_thought=None):
 
 
 class ResponseStreamer:
-    """Pulls the decoded text of the top-level "response" string out of a JSON
-    object arriving in pieces, so the answer can be shown as it is generated."""
-
-    ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f"}
+    """Pulls the decoded text of the top-level "response" string out of a JSON object arriving in
+    pieces, so the answer can be shown as it is generated. tool_calls: whether the reply's
+    tool_calls list is, so far, "unknown", "empty" or "nonempty"."""
 
     def __init__(self):
-        self.depth = 0
-        self.in_str = self.escape = self.is_key = self.emitting = self.expect_value = False
-        self.key, self.hexbuf, self.high = [], None, None
-        self.last_key = None
-        self.tool_calls = "unknown"     # unknown / empty / nonempty
-        self.in_tool_calls = False
-        self.started = False
+        self.depth, self.key, self.colon, self.calls, self.tool_calls = 0, None, False, False, "unknown"
+        self.raw = self.esc = None          # the raw JSON text of the string being read; an escape in it
+        self.is_key = self.response = False
+        self.cut = self.safe = 0            # response text returned up to cut; whole characters up to safe
 
     def feed(self, text):
-        out = []
+        self.out = []
         for ch in text:
-            if self.in_str:
-                if self.hexbuf is not None:
-                    self.hexbuf += ch
-                    if len(self.hexbuf) == 4:
-                        self._char(self._unicode(self.hexbuf), out)
-                        self.hexbuf = None
-                elif self.escape:
-                    self.escape = False
-                    if ch == "u":
-                        self.hexbuf = ""
-                    else:
-                        self._char(self.ESCAPES.get(ch, ch), out)
-                elif ch == "\\":
-                    self.escape = True
-                elif ch == '"':
-                    self.in_str = False
-                    if self.is_key:
-                        self.last_key = "".join(self.key)
-                    elif self.emitting and self.high:
-                        out.append("\ufffd")
-                        self.high = None
-                    self.emitting = False
-                else:
-                    self._char(ch, out)
+            if self.raw is not None:
+                self._string(ch)
                 continue
-            if self.in_tool_calls and self.depth == 2 and ch not in " \t\r\n]":
+            if self.calls and self.depth == 2 and ch not in " \t\r\n]":
                 self.tool_calls = "nonempty"
             if ch == '"':
-                self.in_str = True
-                self.is_key = self.depth == 1 and not self.expect_value
-                self.key = []
-                if not self.is_key and self.depth == 1 and self.last_key == "response":
-                    self.emitting = self.started = True
-                self.expect_value = False
+                self.raw, self.is_key = "", self.depth == 1 and not self.colon
+                self.response, self.cut, self.safe = self.depth == 1 and self.colon and self.key == "response", 0, 0
             elif ch in "{[":
                 self.depth += 1
-                if self.depth == 2 and self.last_key == "tool_calls" and ch == "[":
-                    self.in_tool_calls = True
-                    self.tool_calls = "empty"
-                self.expect_value = False
+                if self.depth == 2 and ch == "[" and self.key == "tool_calls":
+                    self.calls, self.tool_calls = True, "empty"
             elif ch in "}]":
                 self.depth -= 1
-                if self.depth == 1:
-                    self.in_tool_calls = False
-            elif self.depth == 1 and ch == ":":
-                self.expect_value = True
-            elif self.depth == 1 and ch == ",":
-                self.expect_value = False
-                self.last_key = None
-            elif self.depth == 1 and not ch.isspace():
-                self.expect_value = False
-        return "".join(out)
+                self.calls = self.calls and self.depth > 1
+            if not ch.isspace():
+                self.colon = self.depth == 1 and ch == ":"
+        self._flush()
+        return "".join(self.out)
 
-    def _unicode(self, hexdigits):
+    def _string(self, ch):
+        if self.esc is None and ch == '"':
+            if self.is_key:
+                self.key = self._decode(self.raw)
+            self.safe = len(self.raw)
+            self._flush()
+            self.raw, self.response = None, False
+            return
+        self.raw += ch
+        if self.esc is not None:
+            self.esc += ch
+            if len(self.esc) == 6 or self.esc[1] != "u":
+                # a high surrogate waits for what follows: \uD83D\uDE00 is one character
+                if not (len(self.esc) == 6 and self.esc[2:4].lower() in ("d8", "d9", "da", "db")):
+                    self.safe = len(self.raw)
+                self.esc = None
+        elif ch == "\\":
+            self.esc = ch
+        else:
+            self.safe = len(self.raw)
+
+    def _flush(self):
+        if self.response and self.safe > self.cut:
+            piece, self.cut = self.raw[self.cut:self.safe], self.safe
+            # a lone surrogate cannot be printed: it shows as U+FFFD
+            self.out.append("".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in self._decode(piece)))
+
+    @staticmethod
+    def _decode(raw):
         try:
-            return chr(int(hexdigits, 16))
-        except ValueError:
-            return "\ufffd"
-
-    def _char(self, ch, out):
-        if self.is_key:
-            self.key.append(ch)
-        elif self.emitting:
-            # \uD83D\uDE00 is one character; a lone surrogate cannot be printed, so it shows as U+FFFD.
-            code = ord(ch)
-            if 0xD800 <= code < 0xDC00:
-                if self.high:
-                    out.append("\ufffd")
-                self.high = ch
-                return
-            if self.high:
-                if 0xDC00 <= code < 0xE000:
-                    ch = chr(0x10000 + ((ord(self.high) - 0xD800) << 10) + (code - 0xDC00))
-                else:
-                    out.append("\ufffd")
-                self.high = None
-            elif 0xDC00 <= code < 0xE000:
-                ch = "\ufffd"
-            out.append(ch)
+            return json.loads('"%s"' % raw, strict=False)
+        except ValueError:          # a bad escape: the text without it
+            return raw.replace("\\", "")
 
 
 # --------------------------------------------------------------------------
