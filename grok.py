@@ -1783,7 +1783,8 @@ class Agent:
         self.stop()
         self.close_turn()
 
-    def close_turn(self, only_if_open=False, note="[interrupted by the user]"):
+    def close_turn(self, only_if_open=False, note="[interrupted by the user]",
+                   unrun="[the user cancelled the tool calls before they finished]"):
         """End an unfinished turn in the history: a note for tool calls that got no results,
         and an assistant reply saying the turn was interrupted, with the answer text shown so far."""
         last = self.messages[-1] if len(self.messages) > 1 else None
@@ -1794,7 +1795,7 @@ class Agent:
         if last["role"] == "assistant":
             if only_if_open and not tool_calls_in(last.get("content")):
                 return
-            self.add({"role": "user", "content": "[the user cancelled the tool calls before they finished]"})
+            self.add({"role": "user", "content": unrun})
         elif self.partial.strip():
             note = self.partial.rstrip() + "\n\n" + note
         self.add({"role": "assistant", "content": json.dumps({"tool_calls": [], "response": note, "done": True})})
@@ -1804,9 +1805,7 @@ class Agent:
         """Run one reply's tool calls: approvals and ask_user one at a time in call order, then the
         rest concurrently. UI hooks run on this thread only (no interleaved output); tool_end comes
         as each tool finishes; results are returned in call order."""
-        items = []
-        for i, call in enumerate(calls):
-            items.append(ToolCall(i, call["tool"], call["args"], "call_%d_%d" % (self.step_no, i + 1)))
+        items = [ToolCall(i, c["tool"], c["args"], "call_%d_%d" % (self.step_no, i + 1)) for i, c in enumerate(calls)]
         results = [None] * len(items)
         runnable = []
         for item in items:
@@ -1839,13 +1838,8 @@ class Agent:
             for t in threads:
                 t.start()
             try:
-                for _ in runnable:
-                    while True:
-                        try:
-                            item, (result, started) = finished.get(timeout=0.1)
-                            break
-                        except queue.Empty:
-                            pass
+                for _ in runnable:         # a blocked get() still takes Ctrl-C and SIGTERM
+                    item, (result, started) = finished.get()
                     results[item.index] = self.finish_tool(item, result, started)
             except BaseException:
                 self.stop()
@@ -1854,7 +1848,7 @@ class Agent:
                 raise
         if self.cancel.is_set():
             raise Cancelled("cancelled")
-        return [(items[i], results[i]) for i in range(len(items))]
+        return list(zip(items, results))
 
     def approved(self, item):
         if self.cfg.always_approve or item.name in self.session_always:
@@ -2151,17 +2145,15 @@ class TerminalUI(UI):
         self.wait_stop()
         if not self.out.isatty():
             return
-        stop = self.waiter = threading.Event()
-        started = time.time()
+        stop, started = threading.Event(), time.time()
+        self.waiter = stop
 
         def tick():
-            while True:
+            while not stop.is_set():
                 with self.lock:
-                    if stop.is_set():
-                        return
-                    self.show_wait(text_of(int(time.time() - started)))
-                if stop.wait(1):
-                    return
+                    if not stop.is_set():
+                        self.show_wait(text_of(int(time.time() - started)))
+                stop.wait(1)
         threading.Thread(target=tick, daemon=True).start()
 
     def wait_stop(self):
@@ -2193,9 +2185,7 @@ class TerminalUI(UI):
             self.streamed = False
 
     def tool_start(self, call):
-        if self.streamed:
-            self.write("\n")
-            self.streamed = False
+        self.stream_reset()
         self.write(self.paint("90", ("[%s] %s" % (call.name, call.shown))[:200]) + "\n")
 
     def tool_end(self, call, result):
@@ -2212,9 +2202,7 @@ class TerminalUI(UI):
 
     def notice(self, text):
         self.wait_stop()
-        if self.streamed:
-            self.write("\n")
-            self.streamed = False
+        self.stream_reset()
         sys.stderr.write(self.paint("33", text) + "\n")
         sys.stderr.flush()
 
@@ -2226,10 +2214,7 @@ class TerminalUI(UI):
         if answer is None:
             self.notice("no terminal to ask for approval: %s denied (use --always-approve / -y)" % call.name)
             return "no"
-        answer = answer.lower()
-        if answer in ("a", "always"):
-            return "always"
-        return "yes" if answer in ("y", "yes") else "no"
+        return {"a": "always", "always": "always", "y": "yes", "yes": "yes"}.get(answer.lower(), "no")
 
     def ask_user(self, question, options):
         self.wait_stop()
@@ -2604,14 +2589,12 @@ def read_prompt(prompt, notice):
     """-p's prompt; `-` reads it from stdin, and text piped in (a pipe or a file, not a terminal
     or /dev/null) is added below it, cut at PIPED_CAP bytes with a notice."""
     import stat
-    stdin = getattr(sys.stdin, "buffer", sys.stdin)
+    stdin = getattr(sys.stdin, "buffer", None)
     try:
-        mode = os.fstat(stdin.fileno()).st_mode
-        piped = stat.S_ISFIFO(mode) or stat.S_ISREG(mode)
+        piped = prompt != "-" and stat.S_IFMT(os.fstat(stdin.fileno()).st_mode) in (stat.S_IFIFO, stat.S_IFREG)
     except (OSError, ValueError, AttributeError):
         piped = False
-    if prompt == "-":
-        prompt, piped = stdin.read().decode("utf-8", "replace"), False
+    prompt = stdin.read().decode("utf-8", "replace") if prompt == "-" else prompt
     if not prompt.strip():
         raise UserError("the prompt is empty")
     data = stdin.read(PIPED_CAP + 1) if piped else b""
@@ -2624,12 +2607,7 @@ def read_prompt(prompt, notice):
 def close_failed_turn(agent, reason):
     """After a failed headless turn, stop its tools and leave a history that --resume can continue."""
     agent.stop()
-    if len(agent.messages) < 2:
-        return
-    if agent.messages[-1]["role"] == "assistant":
-        agent.add({"role": "user", "content": "[the turn stopped before these tool calls ran: %s]" % reason})
-    agent.add({"role": "assistant", "content": json.dumps(
-        {"tool_calls": [], "response": "[the turn failed: %s]" % reason, "done": True})})
+    agent.close_turn(note="[the turn failed: %s]" % reason, unrun="[the turn stopped before these tool calls ran: %s]" % reason)
 
 
 def headless(args, cfg):

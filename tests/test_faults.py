@@ -807,16 +807,17 @@ def test_ctrl_c_during_a_tool_kills_its_process_group(run, fake, isolated_env):
 
 
 def test_ctrl_c_during_parallel_tools_kills_them_all(run, fake, isolated_env):
-    fake.add(tools(("bash", {"command": "sleep 65.11"}), ("bash", {"command": "sleep 65.12"})),
+    marker = "sleep 65.%06d" % os.getpid()          # other test runs on this machine have their own
+    fake.add(tools(("bash", {"command": marker + "1"}), ("bash", {"command": marker + "2"})),
              answer("after"))
     with pty_grok(run, "-y") as p:
         p.expect("> ")
         p.send("run both\n")
-        wait_until(lambda: len(procs_with("sleep 65.1")) == 2, what="both tools to start")
+        wait_until(lambda: len(procs_with(marker)) == 2, what="both tools to start")
         p.sendintr()
         p.expect(r"\(cancelled\)")
         p.expect("> ")
-        wait_until(lambda: procs_with("sleep 65.1") == [], timeout=5, what="the tools to die")
+        wait_until(lambda: procs_with(marker) == [], timeout=5, what="the tools to die")
         p.sendeof()
         assert p.wait() == 0
         no_traceback(p.plain_output)
