@@ -931,33 +931,6 @@ def kill_group(proc):
             pass
 
 
-class OutputCapture:
-    """A process's output, read on a thread: the first OUTPUT_HEAD and last OUTPUT_TAIL bytes."""
-
-    def __init__(self, stream):
-        self.head, self.tail, self.total = bytearray(), bytearray(), 0
-        self.thread = threading.Thread(target=self.read, args=(stream,), daemon=True)
-        self.thread.start()
-
-    def read(self, stream):
-        try:
-            for chunk in iter(lambda: stream.read1(65536), b""):
-                self.total += len(chunk)
-                room = max(0, OUTPUT_HEAD - len(self.head))
-                self.head += chunk[:room]
-                self.tail += chunk[room:]
-                del self.tail[:-OUTPUT_TAIL]
-        except (OSError, ValueError):
-            pass
-
-    def text(self):
-        head, tail = bytes(self.head).decode("utf-8", "replace"), bytes(self.tail).decode("utf-8", "replace")
-        omitted = self.total - len(self.head) - len(self.tail)
-        if omitted > 0:
-            head += "\n[... %d bytes omitted: output truncated ...]\n" % omitted
-        return (head + tail).replace("\x00", "\\0")
-
-
 def tool_bash(args, ctx):
     import subprocess
     command = need_str(args, "command", "bash")
@@ -968,7 +941,21 @@ def tool_bash(args, ctx):
     except OSError as e:
         return ToolResult("error: cannot start %s: %s" % (shell, e), ok=False)
     ctx.procs.add(proc)
-    out, note, waited, code = OutputCapture(proc.stdout), "", 0.0, None
+    head, tail, total = bytearray(), bytearray(), [0]       # the first and the last bytes of the output
+
+    def read():         # on a thread, so the tool waits for the process, not in fixed sleeps
+        try:
+            for chunk in iter(lambda: proc.stdout.read1(65536), b""):
+                total[0] += len(chunk)
+                room = max(0, OUTPUT_HEAD - len(head))
+                head.extend(chunk[:room])
+                tail.extend(chunk[room:])
+                del tail[:-OUTPUT_TAIL]
+        except (OSError, ValueError):
+            pass
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    note, waited, code = "", 0.0, None
     try:
         while code is None and not note:
             if ctx.cancel.is_set():
@@ -985,12 +972,12 @@ def tool_bash(args, ctx):
             kill_group(proc)
             code = proc.wait()
         ctx.procs.discard(proc)
-    out.thread.join(1 if note else 0.2)     # background children may keep the output open
-    if not out.thread.is_alive():
-        proc.stdout.close()
-    text = out.text()
+    reader.join(1 if note else 0.2)     # background children may keep the output open
+    omitted = total[0] - len(head) - len(tail)
+    text = (bytes(head).decode("utf-8", "replace") + ("\n[... %d bytes omitted: output truncated ...]\n" % omitted
+            if omitted > 0 else "") + bytes(tail).decode("utf-8", "replace")).replace("\x00", "\\0")
     text = text if text.strip() or note else "(no output)"
-    background = "" if note or not out.thread.is_alive() else (
+    background = "" if note or not reader.is_alive() else (
         "\n[background processes are still running; their output is not captured and they may "
         "die writing to it: redirect it (cmd > file 2>&1 &)]")
     if code and not note:
@@ -1454,20 +1441,16 @@ def list_sessions(directory):
 def find_session(directory, key):
     """The saved session `key` names: its whole id, the start of it, or its random suffix."""
     ids = [s[0] for s in list_sessions(directory)]
-    matches = [i for i in ids if i == key] or [i for i in ids if key and (i.startswith(key) or i.endswith(key))]
-    if not matches:
-        raise UserError("no session %r in %s" % (key, os.path.join(directory, "sessions")))
-    if len(matches) > 1:
-        raise UserError("%r matches %d sessions; give more of the id" % (key, len(matches)))
-    return matches[0]
+    found = [i for i in ids if i == key] or [i for i in ids if key and (i.startswith(key) or i.endswith(key))]
+    if len(found) != 1:
+        raise UserError("%r matches %d sessions; give more of the id" % (key, len(found)) if found
+                        else "no session %r in %s" % (key, os.path.join(directory, "sessions")))
+    return found[0]
 
 
 def latest_session_id(directory):
-    """The newest session anybody typed into (a REPL opened and closed leaves an empty one)."""
-    for session_id, _, first_line, _ in list_sessions(directory):
-        if first_line:
-            return session_id
-    return None
+    """The newest session anybody typed into."""
+    return next((sid for sid, _, first_line, _ in list_sessions(directory) if first_line), None)
 
 
 # --------------------------------------------------------------------------
@@ -1788,7 +1771,7 @@ class Agent:
         """End an unfinished turn in the history: a note for tool calls that got no results,
         and an assistant reply saying the turn was interrupted, with the answer text shown so far."""
         last = self.messages[-1] if len(self.messages) > 1 else None
-        if last is None or interrupted_reply(last.get("content")):
+        if last is None or str(last.get("content")).endswith(tuple('%s", "done": true}' % n for n in INTERRUPTED)):
             return
         if only_if_open and last["role"] == "user" and str(last.get("content", "")).startswith("[/cd]"):
             return      # grok-detailed's /cd note: a remark between turns, not a turn left open
@@ -1969,14 +1952,6 @@ class Agent:
 
 
 INTERRUPTED = ("[interrupted by the user]", "[interrupted: the session ended during this turn]")
-
-
-def interrupted_reply(content):
-    try:
-        reply = json.loads(str(content))
-    except ValueError:
-        return False
-    return isinstance(reply, dict) and str(reply.get("response")).endswith(INTERRUPTED)
 
 
 def tool_calls_in(content):
@@ -2163,6 +2138,11 @@ class TerminalUI(UI):
                 self.waiter = None
                 self.hide_wait()
 
+    def pause(self):
+        """Before a notice or a question: the waiting line goes, a streamed line is ended."""
+        self.wait_stop()
+        self.stream_reset()
+
     def show_wait(self, text):
         self.raw("\r\033[K" + self.paint("90", text))
 
@@ -2201,13 +2181,12 @@ class TerminalUI(UI):
         self.streamed = False
 
     def notice(self, text):
-        self.wait_stop()
-        self.stream_reset()
+        self.pause()
         sys.stderr.write(self.paint("33", text) + "\n")
         sys.stderr.flush()
 
     def approve(self, call):
-        self.wait_stop()
+        self.pause()
         detail = call.shown if call.name == "bash" else "%s (%d bytes)" % (
             call.shown, len(str(call.args.get("content", "")).encode("utf-8", "replace")))
         answer = ask_tty("%s %s\n  run it? [y]es / [n]o / [a]lways: " % (self.paint("1", call.name), detail))
@@ -2217,7 +2196,7 @@ class TerminalUI(UI):
         return {"a": "always", "always": "always", "y": "yes", "yes": "yes"}.get(answer.lower(), "no")
 
     def ask_user(self, question, options):
-        self.wait_stop()
+        self.pause()
         lines = ["", self.paint("1", question)]
         lines += ["  %d) %s" % (i + 1, o) for i, o in enumerate(options)]
         answer = ask_tty("\n".join(lines) + "\n  answer (number or text): ")

@@ -333,6 +333,10 @@ class DetailedUI(g.TerminalUI):
     def hide_wait(self):
         self.live_clear()
 
+    def pause(self):
+        self.wait_stop()
+        self.live_clear()
+
     # -- the engine's hooks --------------------------------------------------
     def between_turns(self):
         """Before the prompt: the status line; numbering restarts (answer() does that too), and
@@ -447,20 +451,6 @@ class DetailedUI(g.TerminalUI):
         self.box("answer", text, right)
         self.last_reply = {}
         self.iteration = 0
-
-    def notice(self, text):
-        with self.lock:
-            self.live_clear()
-            sys.stderr.write(self.paint("33", text) + "\n")
-            sys.stderr.flush()
-
-    def approve(self, call):
-        self.live_clear()
-        return g.TerminalUI.approve(self, call)
-
-    def ask_user(self, question, options):
-        self.live_clear()
-        return g.TerminalUI.ask_user(self, question, options)
 
     def resumed(self, agent):
         """What a resumed session holds: size, cost, working dir, the last answer."""
