@@ -1127,23 +1127,14 @@ def tool_bash(args, agent):
 
 def tool_read_file(args, agent):
     path = canonical(agent.cwd, need_str(args, "path", "read_file"))
-    if os.path.isdir(path):
-        return ToolResult("error: %s is a directory (use list_files)" % path, ok=False)
-    import stat
-    try:
-        # O_NONBLOCK: opening a FIFO must not wait for a writer; only regular files are read
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with open(fd, "rb") as f:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                return ToolResult("error: %s is not a regular file (a device, pipe or socket): not read" % path,
-                                  ok=False)
-            data = f.read(READ_CAP + 1)
-            size = info.st_size
-    except FileNotFoundError:
-        return ToolResult("error: no such file: %s" % path, ok=False)
-    except OSError as e:
-        return ToolResult("error: cannot read %s: %s" % (path, e.strerror or e), ok=False)
+    got = read_regular(path, READ_CAP)
+    if got is None:
+        if not os.path.exists(path):
+            return ToolResult("error: no such file: %s" % path, ok=False)
+        why = ("is a directory (use list_files)" if os.path.isdir(path) else "is not readable (permission denied)"
+               if not os.access(path, os.R_OK) else "is not a regular file (a device, pipe or socket): not read")
+        return ToolResult("error: %s %s" % (path, why), ok=False)
+    data, size = got
     if b"\x00" in data[:8192]:
         return ToolResult("binary file (%d bytes), not shown: %s" % (size, path), ok=False)
     text = data[:READ_CAP].decode("utf-8", "replace")
@@ -2235,8 +2226,7 @@ class EscKey:
             self.saved = termios.tcgetattr(fd) if fd is not None else None    # the terminal as it is restored
         except termios.error:
             self.saved = None
-        self.fd, self.typed = fd, b""
-        self.lock = threading.Lock()        # held by the watcher while it reads, by ask_tty() while it asks
+        self.fd, self.typed, self.lock = fd, b"", threading.Lock()     # lock: held by the watcher while it reads
 
     def __enter__(self):
         if self.saved:
@@ -2283,14 +2273,11 @@ class EscKey:
         """(the first whole line typed meanwhile or None, the unfinished rest), edited as the
         terminal would have: escape sequences dropped, backspaces applied."""
         import re
-        out = []
-        for ch in re.sub(r"\x1b(\[[0-?]*[ -/]*[@-~]|O.)?", "", self.typed.decode("utf-8", "replace")):
-            if ch in "\x7f\b":
-                if out and out[-1] != "\n":
-                    out.pop()
-            elif ch >= " " or ch == "\n":
-                out.append(ch)
-        line, sep, rest = "".join(out).partition("\n")
+        text = self.typed.decode("utf-8", "replace")
+        text, n = re.sub(r"\x1b(\[[0-?]*[ -/]*[@-~]|O.)?|[^\n\t\x7f\b -\U0010ffff]", "", text), 1
+        while n:        # a backspace deletes the character before it, never a line already entered
+            text, n = re.subn(r"[^\n\x7f\b][\x7f\b]|(?:^|(?<=\n))[\x7f\b]", "", text)
+        line, sep, rest = text.partition("\n")
         self.typed = rest.encode("utf-8") if sep else b""
         return (line, "") if sep else (None, line)
 
@@ -2801,14 +2788,12 @@ def headless(args, cfg):
     except OutputClosed:
         close_failed_turn("stdout was closed")
         return 0
-    except Cancelled:               # run_turn has already settled the session
+    except (Cancelled, KeyboardInterrupt):
+        agent.settle_cancelled()    # (again: run_turn settles a Cancelled turn, and that is safe to repeat)
         return ui.fail("interrupted: the turn was cancelled", 130)
     except GrokError as e:
         close_failed_turn(str(e))
         return ui.fail(str(e), e.exit_code)
-    except KeyboardInterrupt:
-        agent.settle_cancelled()
-        return ui.fail("interrupted: the turn was cancelled", 130)
     except Terminated as t:
         signum = t.args[0] if t.args else 15
         agent.settle_cancelled()
