@@ -1466,7 +1466,8 @@ class Session:
             self.fd = None
 
     def read(self):
-        """The file's records (JSONL); a session the bash grok saved (ID.json) is read as it is: `legacy`."""
+        """The file's records (JSONL). A session the bash grok saved, ID.json ({session_id, messages,
+        working_dir, saved}), is read as it is (`legacy`), as the records of ours it amounts to."""
         if data_dir_problem(os.path.dirname(self.dir)):
             raise UserError(data_dir_problem(os.path.dirname(self.dir)))
         legacy = os.path.join(self.dir, self.id + ".json")
@@ -1474,11 +1475,18 @@ class Session:
         self.source = legacy if self.legacy else self.path
         try:
             with open(self.source, "rb", opener=lambda path, flags: os.open(path, flags | NOFOLLOW)) as f:
-                return legacy_records(f.read(), legacy) if self.legacy else f.read()
+                data = f.read()
+            if not self.legacy:
+                return data
+            obj = json.loads(data.decode("utf-8", "replace"))
+            return b"\n".join([json_bytes({"type": "message", "message": m}) for m in obj["messages"]]
+                              + [json_bytes({"type": "cwd", "cwd": obj.get("working_dir")})])
         except FileNotFoundError:
             raise UserError("no session %r in %s" % (self.id, self.dir))
         except OSError as e:
             raise UserError("cannot read session %s: %s" % (self.path, e.strerror or e))
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
+            raise UserError("%s is not a session file of the bash grok" % legacy)
 
     def load(self):
         """(header, messages without the system prompt, cost_usd, cwd); skips torn lines with a warning."""
@@ -1515,17 +1523,6 @@ class Session:
         return header, messages, cost, cwd
 
 
-def legacy_records(data, path):
-    """The bash grok's session, {session_id, messages, working_dir, saved}, as the records of ours it
-    amounts to; its system prompt is left out (ours is used)."""
-    try:
-        obj = json.loads(data.decode("utf-8", "replace"))
-        return b"\n".join([json_bytes({"type": "message", "message": m}) for m in obj["messages"]]
-                          + [json_bytes({"type": "cwd", "cwd": obj.get("working_dir")})])
-    except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
-        raise UserError("%s is not a session file of the bash grok" % path)
-
-
 def valid_message(message):
     """A message as the API takes it, or ValueError (a damaged session line)."""
     if (not isinstance(message, dict) or message.get("role") not in ("user", "assistant")
@@ -1546,11 +1543,10 @@ def list_sessions(directory):
         s = Session(directory, session_id)
         try:
             _, messages, cost, _ = s.load()     # the first request: not a note, a summary or tool results
-            first = next((m["content"] for m in messages if m["role"] == "user"
-                          and not m["content"].startswith(("[", "Tool results:"))), "")
-            first = first.partition("[INTERNAL")[0].rstrip("-\n ") if s.legacy else first    # its skills note
+            first = next((m["content"] for m in messages if m["role"] == "user" and not m["content"].startswith(
+                ("[", "Tool results:"))), "").partition("[INTERNAL")[0]     # the bash grok's skills note cut off
             out.append((session_id, os.path.getmtime(s.source), ("[bash grok] " if s.legacy else "")
-                        + " ".join(first.split())[:80], cost))
+                        + " ".join(first.split()).rstrip(" -")[:80], cost))
         except (UserError, OSError):
             continue
     return sorted(out, key=lambda s: s[1], reverse=True)
@@ -1616,8 +1612,7 @@ class Agent:
         self.optional = {k: v for k, v in (("temperature", cfg.temperature),
                                            ("reasoning_effort", cfg.reasoning_effort)) if v is not None}
         self.stream = cfg.stream
-        self.reserved = 0.0
-        self.search_costs = []
+        self.reserved, self.search_costs = 0.0, []     # USD reserved by paid requests in flight; past searches'
         self.said = set()               # one-time notices given
         self.cancel, self.procs = threading.Event(), set()      # procs: bash tools running
         self.request_carriers = []      # messages holding this turn's request verbatim (compact keeps it)
@@ -1702,7 +1697,7 @@ class Agent:
 
     def reserve(self, estimate=0.0):
         """Before every paid request: LimitReached when COST_LIMIT is reached, or when `estimate` USD more,
-        beside what requests in flight have reserved, would pass it. release(estimate) when it is paid."""
+        beside what requests in flight have reserved, would pass it; paid() gives the estimate back."""
         with self.lock:
             spent, limit = self.cost_usd + self.reserved, self.cfg.cost_limit
             if 0 < limit <= spent or 0 < limit < spent + estimate:
@@ -1710,10 +1705,6 @@ class Agent:
                                    if limit <= spent else "it would pass the cost limit: $%.4f spent or reserved, "
                                    "about $%.2f more, of $%.2f (COST_LIMIT)" % (spent, estimate, limit))
             self.reserved += estimate
-
-    def release(self, estimate):
-        with self.lock:
-            self.reserved -= estimate
 
     def paid(self, post):
         """post() for a paid request (web_search): the cost is reserved at the most a search cost so
@@ -1723,7 +1714,8 @@ class Agent:
         try:
             obj = post()
         finally:
-            self.release(estimate)
+            with self.lock:
+                self.reserved -= estimate
         self.search_costs.append(self.add_cost(obj.get("usage") if isinstance(obj, dict) else None, kind="web_search"))
         return obj
 
