@@ -44,6 +44,7 @@ OUTPUT_TAIL = 5000          # ... and from the end
 PIPED_CAP = 100000          # bytes of piped stdin added to a -p prompt
 READ_CAP = 100000           # bytes read_file returns
 LIST_CAP = 500              # entries list_files returns
+ARG_CAP = 100000            # characters of a tool argument run, and kept in the history (write_file content: run)
 APPROVAL_LINES = 40         # lines of a command or file shown at an approval before "s shows all"
 APPROVAL_CHARS = 4000       # ... and characters
 RULES_CAP = 8000            # bytes per AGENTS.md / GROK.md file
@@ -496,6 +497,8 @@ class Client:
             try:
                 conn.request("POST", self.prefix + path, body, headers)
                 conn.reading = conn.sock
+                if cancel is not None and cancel.is_set():      # abort() may have come before the socket
+                    raise Cancelled("cancelled")
                 return conn.getresponse()
             except closed:
                 if not again or (cancel is not None and cancel.is_set()):
@@ -531,11 +534,8 @@ class Client:
                 raise TransientError("%s (gave up after %d retries)" % (problem, self.max_retries))
             delay = retry_delay(attempt, self.backoff, retry_after)
             self.notice("%s; retrying in %.1fs (%d/%d)" % (problem, delay, attempt, self.max_retries))
-            end = time.monotonic() + delay
-            while time.monotonic() < end:
-                if cancel is not None and cancel.is_set():
-                    raise Cancelled("cancelled")
-                time.sleep(min(0.05, max(0.0, end - time.monotonic())))
+            if (cancel or threading.Event()).wait(delay):
+                raise Cancelled("cancelled")
 
     def _attempt(self, path, body, headers, on_stream, cancel, no_retry, cap):
         """One request and its whole reply, read within GROK_TIMEOUT and `cap` bytes; RetryableFault
@@ -968,6 +968,16 @@ def parse_reply(content, tool_names, finish_reason=None):
     return obj
 
 
+def kept_reply(content, reply):
+    """The reply as the history keeps it: an argument longer than ARG_CAP (a 5 MB command) becomes a
+    note, so it is not stored and resent with every request."""
+    if len(content) <= ARG_CAP:
+        return content
+    calls = [dict(c, args={k: "[%d characters, not kept]" % len(str(v)) if len(str(v)) > ARG_CAP else v
+                           for k, v in c["args"].items()}) for c in reply["tool_calls"]]
+    return json.dumps(dict(reply, tool_calls=calls))
+
+
 def corrective_message(problem):
     return ("Your last reply broke the JSON contract: %s. Reply again with exactly one JSON object: "
             '{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRING or null, "done": BOOL}.'
@@ -1041,6 +1051,9 @@ def need_str(args, name, tool):
     value = args.get(name)
     if not isinstance(value, str) or not value.strip():
         raise ToolArgError("%s needs a non-empty string %r argument" % (tool, name))
+    if len(value) > ARG_CAP:
+        raise ToolArgError("not run: the %s is too long (%d characters, at most %d); put long text in a file "
+                           "with write_file" % (name, len(value), ARG_CAP))
     return value
 
 
@@ -1146,8 +1159,17 @@ def tool_read_file(args, agent):
 def atomic_write(path, data, mode=None):
     """Write bytes via a temp file and a rename: a crash leaves the old file or the new one.
     Raises OSError; used by write_file and by agent mode's workspace files."""
+    import glob
     import tempfile
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".grok-", suffix=".tmp")
+    folder, prefix = os.path.dirname(path), ".grok-%s." % os.path.basename(path)[:100]
+    for stale in glob.glob(os.path.join(glob.escape(folder), glob.escape(prefix) + "*.*.tmp")):
+        try:        # left by a process that was killed while writing this path
+            os.kill(int(os.path.basename(stale)[len(prefix):].split(".")[0]), 0)
+        except ProcessLookupError:
+            os.unlink(stale)
+        except (ValueError, OSError):
+            pass
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=prefix + "%d." % os.getpid(), suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -1284,6 +1306,8 @@ def key_arg(name, args):
         value = "."
     if not isinstance(value, str):
         value = json.dumps(value)
+    if len(value) > ARG_CAP:
+        value = value[:200] + "... [%d characters]" % len(value)
     return " ".join(value.split()) if "\n" in value else value
 
 
@@ -1417,6 +1441,10 @@ def new_session_id():
     return time.strftime("%Y%m%d-%H%M%S-") + os.urandom(3).hex()
 
 
+class SessionBusy(UserError):
+    pass
+
+
 class Session:
     """One conversation on disk. Every write is one appended line."""
 
@@ -1437,6 +1465,7 @@ class Session:
             os.chmod(self.dir, 0o700)
             self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o600)
             os.fchmod(self.fd, 0o600)
+            self._lock()
             size = os.fstat(self.fd).st_size
             if size and os.pread(self.fd, 1, size - 1) != b"\n":     # a torn last line (a crash)
                 os.write(self.fd, b"\n")
@@ -1444,6 +1473,16 @@ class Session:
             self.disabled = True
             self.warn("warning: cannot save the session in %s (%s); the chat goes on unsaved"
                       % (self.dir, e.strerror or e))
+
+    def _lock(self):
+        """One process per session: an advisory lock, held while the file is open."""
+        import fcntl
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self.fd)
+            self.fd = None
+            raise SessionBusy("session %s is in use by another grok process" % self.id)
 
     def append(self, record):
         if self.fd is None and not self.disabled:
@@ -1624,6 +1663,8 @@ class Agent:
     def open_session(self, session, resume=False):
         """Go on in `session`: a new one, or a saved one resumed with its history, cost and cwd. A session
         of the bash grok is only read: the conversation goes on in a new session file."""
+        if resume and os.path.isfile(session.path) and session.fd is None:
+            session._open()     # the lock first: one process per session, nothing interleaves
         header, messages, self.cost_usd, cwd = session.load() if resume else ({}, [], 0.0, None)
         fresh = not resume or session.legacy
         if session.legacy:
@@ -1837,7 +1878,7 @@ class Agent:
                     self.add({"role": "user", "content": corrective_message(str(e))})
                     continue
                 strikes = 0
-                self.add({"role": "assistant", "content": result.content})
+                self.add({"role": "assistant", "content": kept_reply(result.content, reply)})
                 self.ui.reply(reply, self.step_no)
                 calls, answer = reply["tool_calls"], reply.get("response") or ""
                 if not calls:
@@ -2064,11 +2105,11 @@ class Agent:
         return True
 
     def transcript(self, messages):
-        """Messages as text for the summariser: each capped, the whole within half its window."""
+        """Messages as text for the summariser: each capped, the whole within its window."""
         window = (self.cfg.context_window if self.cfg.summary_model == self.model
                   else context_window(self.cfg.summary_model))
         text = "\n\n".join("[%s] %s" % (m.get("role"), str(m.get("content", ""))[:3000]) for m in messages)
-        limit = window * 2          # characters: about half the window at 4 characters a token
+        limit = max(1000, window - 3000)    # characters: fits even at a token a character, beside the summary
         if len(text) > limit:
             head = limit // 3
             text = "%s\n[... %d characters omitted ...]\n%s" % (text[:head], len(text) - limit,
@@ -2171,7 +2212,7 @@ def tolerate_unencodable(stream):
 
 
 def use_color(stream):
-    return not os.environ.get("NO_COLOR") and hasattr(stream, "isatty") and stream.isatty()
+    return not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb" and stream.isatty()
 
 
 def ask_tty(prompt):
@@ -2301,7 +2342,7 @@ class TerminalUI(UI):
     def waiting(self, text_of):
         """On a terminal: text_of(seconds waited) now and every second, until the next output."""
         self.wait_stop()
-        if not self.out.isatty():
+        if not self.out.isatty() or os.environ.get("TERM") == "dumb":     # no cursor movement there
             return
         stop = self.waiter = threading.Event()
         started = time.time()
@@ -2548,14 +2589,39 @@ def event_line(event):
     return json.dumps(event, ensure_ascii=True, separators=(",", ":")) + "\n"
 
 
-def silence_stdout():
-    """The reader of stdout went away: send the rest, and the final flush at exit, to /dev/null."""
+def silence(fd=1):
+    """The reader of stdout (fd 1) or stderr went away, or it was closed from the start: what is still
+    written, and the final flush at exit, goes to /dev/null, and no file opened later takes its number."""
     try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_RDWR)
+        if devnull != fd:
+            os.dup2(devnull, fd)
+            os.close(devnull)
+    except OSError:
         pass
+
+
+class QuietStderr:
+    """sys.stderr, silenced when its reader goes away instead of failing the turn that writes a notice."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+    def write(self, text):
+        return self.quiet(self.stream.write, text)
+
+    def flush(self):
+        self.quiet(self.stream.flush)
+
+    @staticmethod
+    def quiet(method, *args):
+        try:
+            return method(*args)
+        except OSError:
+            silence(2)
 
 
 class OutputClosed(GrokError):
@@ -2624,7 +2690,7 @@ class HeadlessUI(UI):
                 self.partial = False
             except BrokenPipeError:
                 self.pipe_gone, self.partial = True, False
-                silence_stdout()
+                silence()
                 if threading.current_thread() is threading.main_thread():
                     raise OutputClosed("stdout was closed")
 
@@ -2780,8 +2846,8 @@ def headless(args, cfg):
     except OutputClosed:
         close_failed_turn("stdout was closed")
         return 0
-    except (Cancelled, KeyboardInterrupt):
-        agent.settle_cancelled()    # (again: run_turn settles a Cancelled turn, and that is safe to repeat)
+    except (Cancelled, KeyboardInterrupt):     # run_turn settles a cancel; settling twice is harmless
+        agent.settle_cancelled()
         return ui.fail("interrupted: the turn was cancelled", 130)
     except GrokError as e:
         close_failed_turn(str(e))
@@ -2799,8 +2865,9 @@ def headless(args, cfg):
         agent.close()
 
 
-def open_agent(cfg, ui, contract, args):
-    """A new agent, or one resuming --resume ID / -c (latest)."""
+def open_agent(cfg, ui, contract, args, new_if_busy=False):
+    """A new agent, or one resuming --resume ID / -c (latest); a new one, with a notice, if
+    another process has that session and new_if_busy (the REPL)."""
     session_id = args.resume and find_session(cfg.data_dir, args.resume)
     if args.cont and not session_id:
         session_id = latest_session_id(cfg.data_dir)
@@ -2808,8 +2875,13 @@ def open_agent(cfg, ui, contract, args):
             raise UserError("no session to continue in %s" % os.path.join(cfg.data_dir, "sessions"))
         ui.notice("continuing session %s" % session_id)
     if session_id:
-        session = Session(cfg.data_dir, session_id, warn=ui.notice)
-        agent = Agent(cfg, ui, contract, session=session, resume=True)
+        try:
+            agent = Agent(cfg, ui, contract, session=Session(cfg.data_dir, session_id, warn=ui.notice), resume=True)
+        except SessionBusy as e:
+            if not new_if_busy:
+                raise
+            ui.notice("%s: starting a new session" % e)
+            return Agent(cfg, ui, contract)
         if getattr(args, "cwd", None):
             agent.set_cwd(cfg.cwd)
         return agent
@@ -3504,6 +3576,13 @@ def guarded(prog, body, on_error=None):
     """Run body() and turn every failure into a message on stderr and an exit code;
     on_error(message) also reports it elsewhere (headless JSON: an `error` event)."""
     report = on_error or (lambda message: None)
+    for fd, name in enumerate(("stdin", "stdout", "stderr")):
+        try:
+            os.fstat(fd)
+        except OSError:         # closed from the start (`grok -p hi >&-`): it is /dev/null
+            silence(fd)
+            setattr(sys, name, open(fd, "w" if fd else "r", closefd=False))
+    sys.stderr = QuietStderr(sys.stderr)
     try:
         import signal
         signal.signal(signal.SIGTERM, on_signal)
@@ -3523,7 +3602,7 @@ def guarded(prog, body, on_error=None):
         report("terminated by signal %d" % signum)
         return 128 + signum
     except BrokenPipeError:
-        silence_stdout()
+        silence()
         return 0
     except Exception as e:
         if os.environ.get("GROK_DEBUG"):
@@ -3578,7 +3657,7 @@ def main(argv=None):
                 sys.stdout.write(event_line({"type": "error", "timestamp": now_ms(), "message": scrub(message)}))
                 sys.stdout.flush()
             except OSError:
-                silence_stdout()
+                silence()
 
     def body():
         args = parse_args(argv)
@@ -3590,7 +3669,7 @@ def main(argv=None):
         if args.prompt is not None:
             return headless(args, cfg)
         ui = TerminalUI()
-        agent = open_agent(cfg, ui, MINIMAL, args)
+        agent = open_agent(cfg, ui, MINIMAL, args, new_if_busy=True)
         try:
             return repl(agent, ui, first=" ".join(args.message))
         finally:

@@ -587,7 +587,7 @@ class Commands:
 
 def interactive(args, cfg):
     ui = DetailedUI()
-    agent = g.open_agent(cfg, ui, DETAILED, args)
+    agent = g.open_agent(cfg, ui, DETAILED, args, new_if_busy=True)
     ui.attach(agent)
     if args.resume or args.cont:
         ui.resumed(agent)
@@ -865,7 +865,10 @@ class Workspace:
               and meta["goal"].strip() and meta.get("goal_hash") == goal_hash(meta["goal"])
               and isinstance(meta.get("loop"), int) and meta["loop"] >= 1
               and isinstance(meta.get("steps"), dict) and all(isinstance(v, dict) for v in meta["steps"].values())
-              and isinstance(meta.get("loops"), list) and isinstance(meta.get("sessions"), list))
+              and isinstance(meta.get("loops"), list) and isinstance(meta.get("sessions"), list)
+              and all(isinstance(x, dict) for x in meta["loops"]) and all(isinstance(s, str) for s in meta["sessions"])
+              and all(isinstance(v.get("verdict", ""), str) for v in meta["steps"].values())
+              and isinstance(meta.get("cost_usd", 0), (int, float)) and 0 <= meta.get("cost_usd", 0) < 1e6)
         return (meta, None) if ok else (None, "missing or wrong fields")
 
     def save_meta(self, meta):
@@ -993,7 +996,7 @@ class AgentRun:
         self.open()
         contract = g.Contract(DETAILED.name, DETAILED.extra_properties,
                               DETAILED.extra_prompt + "\n\nAGENT MODE: you work under this controller "
-                              "(Agents.md from the workspace):\n\n" + self.ws.read("Agents.md"),
+                              "(Agents.md from the workspace):\n\n" + self.ws.read("Agents.md")[:INCLUDE_CAP],
                               DETAILED.max_tokens)
         self.agent = g.Agent(self.cfg, self.ui, contract)
         self.agent.cost_usd = float(self.meta.get("cost_usd") or 0.0)     # COST_LIMIT covers the whole goal
