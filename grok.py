@@ -29,7 +29,7 @@ __version__ = "0.1.0"
 DEFAULT_BASE_URL = "https://api.x.ai/v1"
 DEFAULT_MODEL = "grok-4.3"
 KEY_VARS = ("GROK_API_KEY", "XAI_API_KEY")
-ENV_FILES = ("./.env", "~/.grok/.env", "~/.claude/.env")
+ENV_FILES = ("~/.grok/.env", "~/.claude/.env", "./.env")     # the person's own key before a project's
 
 # USD per 1M tokens: input, cached input, output.
 PRICES = {"grok-4.3": (1.25, 0.20, 2.50), "grok-4.20": (1.25, 0.20, 2.50),
@@ -44,11 +44,15 @@ OUTPUT_TAIL = 5000          # ... and from the end
 PIPED_CAP = 100000          # bytes of piped stdin added to a -p prompt
 READ_CAP = 100000           # bytes read_file returns
 LIST_CAP = 500              # entries list_files returns
+ARG_CAP = 100000            # characters of a tool argument run, and kept in the history (write_file content: run)
+APPROVAL_LINES = 40         # lines of a command or file shown at an approval before "s shows all"
+APPROVAL_CHARS = 4000       # ... and characters
 RULES_CAP = 8000            # bytes per AGENTS.md / GROK.md file
 RULES_TOTAL_CAP = 24000     # bytes of project rules in all
 MAX_STRIKES = 3             # invalid replies in a row before a turn fails
 RETRY_STATUSES = (408, 429, 500, 502, 503, 504)     # and every other 5xx but 501/505: see retryable()
 RETRY_AFTER_CAP = 30.0      # seconds: a longer Retry-After is shortened to this
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)     # a symlink planted in place of a session file is an error, never followed
 SEARCH_ESTIMATE = 0.05      # USD reserved for a web_search before its first cost is known
 REPLY_CAP = 8 << 20         # bytes of one reply at most (or 1 KB per max_tokens, if more)
 CONNECT_TIMEOUT = 15.0      # seconds to open a connection (a host that drops packets), at most GROK_TIMEOUT
@@ -72,48 +76,69 @@ def data_dir():
     return os.path.expanduser(d)
 
 
+def open_to_others(path, owners):
+    """Why others could plant files in a directory (owned by someone not in owners, group/world-writable), or None."""
+    try:
+        info = os.stat(path)
+    except OSError as e:
+        return "unusable (%s)" % (e.strerror or e)
+    if info.st_uid not in owners:
+        return "owned by another user"
+    return "group/world-writable" if info.st_mode & 0o22 else None
+
+
+def data_dir_problem(path):
+    """Why the data dir must not be used, or None; created 0700 when missing. Someone else who can
+    write there could plant a session to resume or a history symlink to follow."""
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    except OSError:
+        pass        # open_to_others says why it is unusable
+    why = open_to_others(path, (os.getuid(),))
+    return why and "the data dir %s (GROK_DATA_DIR) is %s: not used (make it yours, 0700)" % (path, why)
+
+
 def script_dir():
     return os.path.dirname(os.path.realpath(__file__))
 
 
-def read_env_file(path, names):
-    """The first of `names` defined in a .env file; nothing else is taken from it."""
+def read_regular(path, cap):
+    """(first cap+1 bytes, size) of a regular file (never a device, pipe or socket), or None."""
+    import stat
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            lines = f.read().splitlines()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))     # a FIFO must not block
+        with open(fd, "rb") as f:
+            info = os.fstat(fd)
+            return (f.read(cap + 1), info.st_size) if stat.S_ISREG(info.st_mode) else None
     except OSError:
         return None
+
+
+def read_env_file(path, names):
+    """The first of `names` defined in a .env file (a regular file under 64 KB); nothing else is taken."""
+    import re
+    got = read_regular(path, 65536)
+    if not got or len(got[0]) > 65536:
+        return None
     found = {}
-    for line in lines:
-        line = line.strip()
-        if line.startswith("export "):
-            line = line[7:].lstrip()
-        name, sep, value = line.partition("=")
-        name = name.strip()
-        if sep and name in names and name not in found:
-            value = value.strip()
-            if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-                value = value[1:-1]
-            elif " #" in value:
-                value = value.split(" #", 1)[0].rstrip()
-            if value:
-                found[name] = value
-    for name in names:
-        if name in found:
-            return found[name]
-    return None
+    for line in got[0].decode("utf-8", "replace").lstrip("\ufeff").splitlines():
+        m = re.match(r"""\s*(?:export\s+)?(\w+)\s*=\s*(?:"([^"]*)"|'([^']*)'|(.*?))\s*(?:\s#.*)?$""", line)
+        if m and m.group(1) in names and m.group(1) not in found:
+            found[m.group(1)] = next((v for v in m.groups()[1:] if v is not None), "")
+    return next((found[n] for n in names if found.get(n)), None)
 
 
 def find_api_key():
-    """(key, where it came from), or (None, None)."""
-    for name in KEY_VARS:
-        if os.environ.get(name, "").strip():
-            return os.environ[name].strip(), "$" + name
-    for path in ENV_FILES:
-        key = read_env_file(os.path.expanduser(path), KEY_VARS)
+    """(key, where it came from), or (None, None); a key with whitespace or control characters is a UserError."""
+    for key, source in [(os.environ.get(n, "").strip(), "$" + n) for n in KEY_VARS] + [(None, p) for p in ENV_FILES]:
+        key = key if key is not None else read_env_file(os.path.expanduser(source), KEY_VARS)
         if key:
-            return key, path
-    return None, None
+            break
+    if key and any(ord(c) < 33 or 127 <= ord(c) < 160 for c in key):
+        raise UserError("the API key in %s contains whitespace or control characters (not shown): fix it" % source)
+    if key and source == "./.env":
+        sys.stderr.write("grok: using the API key from ./.env in the working directory (no key of your own is set)\n")
+    return (key, source) if key else (None, None)
 
 
 class Config:
@@ -126,6 +151,9 @@ class Config:
                             + ", ".join(ENV_FILES))
         self.base_url = (os.environ.get("GROK_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         check_base_url(self.base_url)
+        from urllib.parse import urlsplit
+        self.secrets = tuple(s for s in (self.api_key, urlsplit(self.base_url).password) if s)
+        SECRETS.update(self.secrets)
         if model == "grok-build" != os.environ.get("GROK_MODEL"):
             model = None        # the model name of xAI's CLI, which its clients pass: the default model here
         self.model = model or os.environ.get("GROK_MODEL") or DEFAULT_MODEL
@@ -147,6 +175,7 @@ class Config:
         self.temperature = env_float("GROK_TEMPERATURE", 0.5) if temperature else None
         self.skills_dir = os.path.expanduser(os.environ.get("GROK_SKILLS_DIR") or os.path.join(script_dir(), "skills"))
         self.data_dir = data_dir()
+        self.read_dirs = [self.skills_dir]      # read_file/list_files run there without asking, as in cwd
         self.always_approve = always_approve or os.environ.get("GROK_ALWAYS_APPROVE", "") not in ("", "0", "false", "no")
         cwd = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
         if not os.path.isdir(cwd):
@@ -160,7 +189,7 @@ def check_base_url(url):
     if not url.startswith(("http://", "https://")):
         raise UserError("GROK_BASE_URL must start with http:// or https://, not %r" % url)
     if any(ord(c) <= 32 or ord(c) == 127 for c in url):
-        raise UserError("GROK_BASE_URL must not contain spaces or control characters: %r" % url)
+        raise UserError("GROK_BASE_URL must not contain spaces or control characters")
     try:
         u = urlsplit(url)
         u.port
@@ -291,10 +320,11 @@ class StreamBroken(Exception):
 # --------------------------------------------------------------------------
 
 _SECRET_PATTERNS = None
+SECRETS = set()         # the configured key and URL password: Config adds them
 
 
 def scrub(text, extra=()):
-    """Redact credentials (seed 003 "Credential Scrubbing", plus AWS and key blocks)."""
+    """Redact credentials (seed 003 "Credential Scrubbing", plus AWS, key blocks and URL userinfo)."""
     global _SECRET_PATTERNS
     if not text:
         return text
@@ -311,13 +341,32 @@ def scrub(text, extra=()):
             (re.compile(r"(aws_secret_access_key\W{0,4})[A-Za-z0-9/+=]{40}", re.I), r"\1[REDACTED_AWS_SECRET]"),
             (re.compile(r"(Bearer\s+)[A-Za-z0-9\-_.~+/]{20,}=*", re.I), r"\1[REDACTED_TOKEN]"),
             (re.compile(r"(Authorization:\s*Basic\s+)[A-Za-z0-9+/]{8,}=*", re.I), r"\1[REDACTED_TOKEN]"),
+            (re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@", re.I), r"\1[REDACTED]@"),
         ]
-    for secret in extra:
+    for secret in tuple(extra) + tuple(SECRETS):
         if secret and len(secret) >= 8:
             text = text.replace(secret, "[REDACTED_API_KEY]")
     for pattern, replacement in _SECRET_PATTERNS:
         text = pattern.sub(replacement, text)
     return text
+
+
+def scrub_all(obj):
+    """scrub() every string in a JSON-like value: an event, an ACP message, a session record."""
+    if isinstance(obj, dict):
+        return {k: scrub_all(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [scrub_all(v) for v in obj]
+    return scrub(obj) if isinstance(obj, str) else obj
+
+
+def visible(text, newlines=True):
+    """Text safe for a terminal: C0/C1 controls (ESC, CR, ...), bidi overrides and zero-width characters shown as
+    escapes like \\x1b; tabs and newlines stay (or \\n). For display only: the model and files get the bytes."""
+    import re
+    text = str(text) if newlines else str(text).replace("\n", "\\n")
+    return re.sub("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff\ud800-\udfff]",
+                  lambda m: ("\\x%02x" if ord(m.group()) < 256 else "\\u%04x") % ord(m.group()), text)
 
 
 # --------------------------------------------------------------------------
@@ -448,6 +497,8 @@ class Client:
             try:
                 conn.request("POST", self.prefix + path, body, headers)
                 conn.reading = conn.sock
+                if cancel is not None and cancel.is_set():      # abort() may have come before the socket
+                    raise Cancelled("cancelled")
                 return conn.getresponse()
             except closed:
                 if not again or (cancel is not None and cancel.is_set()):
@@ -477,17 +528,14 @@ class Client:
                 problem, retry_after = fault.args
             if cancel is not None and cancel.is_set():
                 raise Cancelled("cancelled")
-            problem = scrub(problem, (self.api_key,))
+            problem = scrub(problem)
             attempt += 1
             if attempt > self.max_retries:
                 raise TransientError("%s (gave up after %d retries)" % (problem, self.max_retries))
             delay = retry_delay(attempt, self.backoff, retry_after)
             self.notice("%s; retrying in %.1fs (%d/%d)" % (problem, delay, attempt, self.max_retries))
-            end = time.monotonic() + delay
-            while time.monotonic() < end:
-                if cancel is not None and cancel.is_set():
-                    raise Cancelled("cancelled")
-                time.sleep(min(0.05, max(0.0, end - time.monotonic())))
+            if (cancel or threading.Event()).wait(delay):
+                raise Cancelled("cancelled")
 
     def _attempt(self, path, body, headers, on_stream, cancel, no_retry, cap):
         """One request and its whole reply, read within GROK_TIMEOUT and `cap` bytes; RetryableFault
@@ -890,6 +938,16 @@ def parse_reply(content, tool_names, finish_reason=None):
     return obj
 
 
+def kept_reply(content, reply):
+    """The reply as the history keeps it: an argument longer than ARG_CAP (a 5 MB command) becomes a
+    note, so it is not stored and resent with every request."""
+    if len(content) <= ARG_CAP:
+        return content
+    calls = [dict(c, args={k: "[%d characters, not kept]" % len(str(v)) if len(str(v)) > ARG_CAP else v
+                           for k, v in c["args"].items()}) for c in reply["tool_calls"]]
+    return json.dumps(dict(reply, tool_calls=calls))
+
+
 def corrective_message(problem):
     return ("Your last reply broke the JSON contract: %s. Reply again with exactly one JSON object: "
             '{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRING or null, "done": BOOL}.'
@@ -906,14 +964,66 @@ class ToolResult:
         self.started = self.finished = 0.0
 
 
-def resolve(ctx, path):
-    return os.path.normpath(os.path.join(ctx.cwd, os.path.expanduser(str(path))))
+def canonical(cwd, path):
+    """The path as the file system resolves it: against cwd, `..` and every symlink followed."""
+    return os.path.realpath(os.path.join(cwd, os.path.expanduser(str(path))))
+
+
+def inside(path, directory):
+    """Whether a canonical path is the directory or under it (after resolving the directory)."""
+    directory = os.path.realpath(directory)
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+def path_glob(pattern, path):
+    """A glob on a path: `*` and `?` stay within one path component, `**` crosses `/`."""
+    import re
+    rx = re.escape(pattern).replace(r"\*\*/", "\0").replace(r"\*\*", ".*").replace(r"\*", "[^/]*")
+    return re.fullmatch(rx.replace(r"\?", "[^/]").replace("\0", "(?:.*/)?"), path) is not None
+
+
+def needs_approval(call, free_dirs=()):
+    """bash and write_file always; read_file and list_files outside cwd and the free dirs."""
+    if call.name in NEEDS_APPROVAL:
+        return True
+    path = call.args.get("path") or "."
+    return (call.name in ("read_file", "list_files") and isinstance(path, str)
+            and not any(inside(canonical(call.cwd, path), d) for d in [call.cwd] + list(free_dirs)))
+
+
+def approval_text(call, full=False):
+    """(text, hidden): what an approval shows: the whole command, every line; or the resolved path, whether it
+    exists and the content (or a diff). Control characters visible; unless full, capped: hidden says how much."""
+    head, body = "bash", str(call.args.get("command"))
+    if call.name != "bash":
+        path = canonical(call.cwd, call.args.get("path") or ".")
+        head, body = "%s %s (outside the working directory)" % (call.name, path), ""
+    if call.name == "write_file":
+        import difflib
+        body = call.args.get("content", "")
+        body = body if isinstance(body, str) else json.dumps(body, indent=2)
+        old = old_text(path) if os.path.isfile(path) else None
+        state = "a new file" if not os.path.exists(path) else "replaces the file" + ("; the changes" if old else "")
+        head = "write_file %s (%d bytes, %s)" % (path, len(body.encode("utf-8", "replace")), state)
+        if old is not None:
+            body = "".join(difflib.unified_diff(old.splitlines(True), body.splitlines(True), "now", "new"))
+            body = body or "(no change)"
+    text = visible(body[:-1] if body.endswith("\n") else body)
+    shown = text if full else "\n".join(text.split("\n")[:APPROVAL_LINES])[:APPROVAL_CHARS]
+    lines = [visible(head, newlines=False)] + ["  " + line for line in shown.split("\n") if body]
+    if len(shown) < len(text):
+        lines.append("  [... %d more characters (%d lines) not shown: answer s to see all]"
+                     % (len(text) - len(shown), text.count("\n") - shown.count("\n")))
+    return "\n".join(lines), len(text) - len(shown)
 
 
 def need_str(args, name, tool):
     value = args.get(name)
     if not isinstance(value, str) or not value.strip():
         raise ToolArgError("%s needs a non-empty string %r argument" % (tool, name))
+    if len(value) > ARG_CAP:
+        raise ToolArgError("not run: the %s is too long (%d characters, at most %d); put long text in a file "
+                           "with write_file" % (name, len(value), ARG_CAP))
     return value
 
 
@@ -931,16 +1041,16 @@ def kill_group(proc):
             pass
 
 
-def tool_bash(args, ctx):
+def tool_bash(args, agent):
     import subprocess
     command = need_str(args, "command", "bash")
     shell = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
     try:
-        proc = subprocess.Popen([shell, "-c", command], cwd=ctx.cwd, env=ctx.tool_env(), stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen([shell, "-c", command], cwd=agent.cwd, env=agent.tool_env(), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     except OSError as e:
         return ToolResult("error: cannot start %s: %s" % (shell, e), ok=False)
-    ctx.procs.add(proc)
+    agent.procs.add(proc)
     head, tail, total = bytearray(), bytearray(), [0]       # the first and the last bytes of the output
 
     def read():         # on a thread, so the tool waits for the process, not in fixed sleeps
@@ -958,10 +1068,10 @@ def tool_bash(args, ctx):
     note, waited, code = "", 0.0, None
     try:
         while code is None and not note:
-            if ctx.cancel.is_set():
+            if agent.cancel.is_set():
                 note = "\n[cancelled by the user]"
-            elif 0 < ctx.bash_timeout <= waited:        # 0: no limit
-                note = "\n[timed out after %gs: process group killed]" % ctx.bash_timeout
+            elif 0 < agent.cfg.bash_timeout <= waited:        # 0: no limit
+                note = "\n[timed out after %gs: process group killed]" % agent.cfg.bash_timeout
             else:
                 try:
                     code = proc.wait(0.05)
@@ -971,7 +1081,7 @@ def tool_bash(args, ctx):
         if code is None:
             kill_group(proc)
             code = proc.wait()
-        ctx.procs.discard(proc)
+        agent.procs.discard(proc)
     reader.join(1 if note else 0.2)     # background children may keep the output open
     omitted = total[0] - len(head) - len(tail)
     text = (bytes(head).decode("utf-8", "replace") + ("\n[... %d bytes omitted: output truncated ...]\n" % omitted
@@ -985,25 +1095,16 @@ def tool_bash(args, ctx):
     return ToolResult(text + note + background, ok=not note)
 
 
-def tool_read_file(args, ctx):
-    path = resolve(ctx, need_str(args, "path", "read_file"))
-    if os.path.isdir(path):
-        return ToolResult("error: %s is a directory (use list_files)" % path, ok=False)
-    import stat
-    try:
-        # O_NONBLOCK: opening a FIFO must not wait for a writer; only regular files are read
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with open(fd, "rb") as f:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                return ToolResult("error: %s is not a regular file (a device, pipe or socket): not read" % path,
-                                  ok=False)
-            data = f.read(READ_CAP + 1)
-            size = info.st_size
-    except FileNotFoundError:
-        return ToolResult("error: no such file: %s" % path, ok=False)
-    except OSError as e:
-        return ToolResult("error: cannot read %s: %s" % (path, e.strerror or e), ok=False)
+def tool_read_file(args, agent):
+    path = canonical(agent.cwd, need_str(args, "path", "read_file"))
+    got = read_regular(path, READ_CAP)
+    if got is None:
+        if not os.path.exists(path):
+            return ToolResult("error: no such file: %s" % path, ok=False)
+        why = ("is a directory (use list_files)" if os.path.isdir(path) else "is not readable (permission denied)"
+               if not os.access(path, os.R_OK) else "is not a regular file (a device, pipe or socket): not read")
+        return ToolResult("error: %s %s" % (path, why), ok=False)
+    data, size = got
     if b"\x00" in data[:8192]:
         return ToolResult("binary file (%d bytes), not shown: %s" % (size, path), ok=False)
     text = data[:READ_CAP].decode("utf-8", "replace")
@@ -1015,8 +1116,17 @@ def tool_read_file(args, ctx):
 def atomic_write(path, data, mode=None):
     """Write bytes via a temp file and a rename: a crash leaves the old file or the new one.
     Raises OSError; used by write_file and by agent mode's workspace files."""
+    import glob
     import tempfile
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".grok-", suffix=".tmp")
+    folder, prefix = os.path.dirname(path), ".grok-%s." % os.path.basename(path)[:100]
+    for stale in glob.glob(os.path.join(glob.escape(folder), glob.escape(prefix) + "*.*.tmp")):
+        try:        # left by a process that was killed while writing this path
+            os.kill(int(os.path.basename(stale)[len(prefix):].split(".")[0]), 0)
+        except ProcessLookupError:
+            os.unlink(stale)
+        except (ValueError, OSError):
+            pass
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=prefix + "%d." % os.getpid(), suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -1031,19 +1141,16 @@ def atomic_write(path, data, mode=None):
         raise
 
 
-def tool_write_file(args, ctx):
-    path = resolve(ctx, need_str(args, "path", "write_file"))
+def tool_write_file(args, agent):
+    path = canonical(agent.cwd, need_str(args, "path", "write_file"))
     content = args.get("content", "")
     if not isinstance(content, str):
         content = json.dumps(content, indent=2)
     data = content.encode("utf-8")
     if os.path.isdir(path):
         return ToolResult("error: %s is a directory" % path, ok=False)
-    if os.path.islink(path):        # write through the link; renaming over it would replace the link
-        path = os.path.realpath(path)
-    parent = os.path.dirname(path)
-    try:
-        os.makedirs(parent, exist_ok=True)
+    try:        # the path is resolved: a symlink is written through, not replaced
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         try:
             mode = os.stat(path).st_mode & 0o7777
         except FileNotFoundError:
@@ -1056,8 +1163,8 @@ def tool_write_file(args, ctx):
     return ToolResult("wrote %d bytes to %s" % (len(data), path))
 
 
-def tool_list_files(args, ctx):
-    path = resolve(ctx, args.get("path") or ".")
+def tool_list_files(args, agent):
+    path = canonical(agent.cwd, args.get("path") or ".")
     try:
         entries = sorted(os.scandir(path), key=lambda e: e.name)
     except FileNotFoundError:
@@ -1083,23 +1190,23 @@ def tool_list_files(args, ctx):
     return ToolResult("\n".join(lines) if lines else "(empty directory)")
 
 
-def tool_ask_user(args, ctx):
+def tool_ask_user(args, agent):
     question = need_str(args, "question", "ask_user")
     options = args.get("options") or []
     if not isinstance(options, list):
         options = [options]
     options = [str(o) for o in options]
-    answer = ctx.ask_user(question, options)
+    answer = agent.ui.ask_user(question, options)
     if answer is None:
         return ToolResult("no user available in this mode: decide yourself and say what you assumed", ok=False)
     return ToolResult("the user answered: %s" % answer)
 
 
-def tool_web_search(args, ctx):
+def tool_web_search(args, agent):
     query = need_str(args, "query", "web_search")
-    payload = {"model": ctx.model, "input": [{"role": "user", "content": query}], "tools": [{"type": "web_search"}]}
+    payload = {"model": agent.model, "input": [{"role": "user", "content": query}], "tools": [{"type": "web_search"}]}
     try:
-        obj = ctx.paid(lambda: ctx.client.post("/responses", payload, cancel=ctx.cancel))
+        obj = agent.paid(lambda: agent.client.post("/responses", payload, cancel=agent.cancel))
     except LimitReached as e:
         return ToolResult("not run: %s; answer with what you have" % e, ok=False)
     except HTTPStatusError as e:
@@ -1156,6 +1263,8 @@ def key_arg(name, args):
         value = "."
     if not isinstance(value, str):
         value = json.dumps(value)
+    if len(value) > ARG_CAP:
+        value = value[:200] + "... [%d characters]" % len(value)
     return " ".join(value.split()) if "\n" in value else value
 
 
@@ -1186,70 +1295,52 @@ def front_matter(text):
 
 
 def find_skills(skills_dir):
-    """[(name, description, path)] for *.md in skills_dir and one level of sub-folders."""
-    skills = []
-    try:
-        entries = sorted(os.scandir(skills_dir), key=lambda e: e.name)
-    except OSError:
-        return skills
-    paths = []
-    for entry in entries:
-        if entry.is_file() and entry.name.endswith(".md") and entry.name.lower() != "readme.md":
-            paths.append((entry.path, entry.name[:-3]))
-        elif entry.is_dir() and not entry.name.startswith("."):
-            try:
-                subs = sorted(os.scandir(entry.path), key=lambda e: e.name)
-            except OSError:
-                continue
-            for sub in subs:
-                if sub.is_file() and sub.name.endswith(".md") and sub.name.lower() != "readme.md":
-                    stem = sub.name[:-3]
-                    paths.append((sub.path, entry.name if stem.upper() == "SKILL" else entry.name + "/" + stem))
-    for path, default_name in paths:
+    """[(name, description, path)] for *.md in skills_dir and one level of sub-folders (NAME/SKILL.md is NAME)."""
+    import glob
+    skills, base = [], glob.escape(skills_dir)
+    for path in sorted(glob.glob(os.path.join(base, "*.md")) + glob.glob(os.path.join(base, "*", "*.md"))):
+        rel = os.path.relpath(path, skills_dir)[:-3]
+        folder, stem = os.path.split(rel)
         try:
+            if stem.lower() == "readme" or not os.path.isfile(path):
+                continue
             with open(path, encoding="utf-8", errors="replace") as f:
                 meta = front_matter(f.read(4000))
         except OSError:
             continue
         desc = " ".join((meta.get("description") or meta.get("title") or "").split())[:160]
-        skills.append((meta.get("name") or default_name, desc, path))
+        skills.append((meta.get("name") or (folder if stem.upper() == "SKILL" else rel), desc, path))
     return skills
 
 
 def find_project_rules(cwd):
     """[(path, text)]: ~/.grok/AGENTS.md, then AGENTS.md and GROK.md in each directory from the git root
-    down to cwd (outside a repository: cwd only). Capped per file and in all, with a visible note."""
-    found = []
-    user_rules = os.path.join(os.path.expanduser("~"), ".grok", "AGENTS.md")
-    dirs = []
-    d = cwd
-    while True:
-        dirs.append(d)
-        if os.path.exists(os.path.join(d, ".git")):
-            break
-        parent = os.path.dirname(d)
-        if parent == d:
-            dirs = [cwd]        # not in a git repository: only the working directory itself
-            break
-        d = parent
-    candidates = [user_rules] + [os.path.join(d, n) for d in reversed(dirs) for n in ("AGENTS.md", "GROK.md")]
+    down to cwd (outside a repository: cwd only), skipping directories others can write. Regular
+    files only, a symlink only into the same tree; scrubbed, capped per file and in all."""
+    found, dirs = [], [cwd]
+    while not os.path.exists(os.path.join(dirs[-1], ".git")) and os.path.dirname(dirs[-1]) != dirs[-1]:
+        dirs.append(os.path.dirname(dirs[-1]))
+    if not os.path.exists(os.path.join(dirs[-1], ".git")):
+        dirs = [cwd]        # not in a git repository: only the working directory itself
+    root = os.path.realpath(dirs[-1])
+    candidates = [os.path.join(os.path.expanduser("~"), ".grok", "AGENTS.md")]
+    candidates += [os.path.join(d, n) for d in reversed(dirs) if not open_to_others(d, (os.getuid(), 0))
+                   for n in ("AGENTS.md", "GROK.md")]
     seen = set()
     budget = RULES_TOTAL_CAP
     for path in candidates:
         real = os.path.realpath(path)
-        if real in seen or not os.path.isfile(path):
+        if real in seen or (os.path.islink(path) and path != candidates[0] and not inside(real, root)):
             continue
         seen.add(real)
         cap = min(RULES_CAP, budget)
+        got = read_regular(path, max(cap, 0))
+        if not got:
+            continue
         if cap <= 0:
             found.append((path, "[not included: project rules are capped at %d bytes in all]" % RULES_TOTAL_CAP))
             continue
-        try:
-            with open(path, "rb") as f:
-                data = f.read(cap + 1)
-                size = os.fstat(f.fileno()).st_size
-        except OSError:
-            continue
+        data, size = got
         if len(data) > cap:     # cut at a character boundary, and say so
             text = data[:cap].decode("utf-8", "replace").rstrip("\ufffd").strip()
             text += "\n[truncated: only the first %d of %d bytes of this file are included%s]" % (
@@ -1259,7 +1350,7 @@ def find_project_rules(cwd):
             text = data.decode("utf-8", "replace").strip()
         if text:
             budget -= min(len(data), cap)
-            found.append((path, text))
+            found.append((path, scrub(text)))
     return found
 
 
@@ -1272,8 +1363,11 @@ def build_system_prompt(cfg, contract=MINIMAL, cwd=None):
         '{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRING or null, "done": BOOL}',
         "- To act: list the tool calls (independent calls run concurrently), response null, done false. "
         "Their results come back in the next user message.",
-        "- To answer: tool_calls [], response = your answer for the user (plain text, concise), done true.",
-        "- Prefer acting over asking; check your work with tools before you say it is done.",
+        "- To answer: tool_calls [], response = your answer for the user, done true. done true with tool calls "
+        "runs them and then ends the turn with your response: their results reach you only with the next message.",
+        "- Tools first: use web_search for facts, news and current events (put the year in the query) instead "
+        "of answering from memory; prefer acting over asking; check your work with tools before you say it is done.",
+        "- Answers are plain text for a terminal: concise, no markdown.",
     ]
     if contract.extra_prompt:
         parts.append(contract.extra_prompt)
@@ -1304,6 +1398,10 @@ def new_session_id():
     return time.strftime("%Y%m%d-%H%M%S-") + os.urandom(3).hex()
 
 
+class SessionBusy(UserError):
+    pass
+
+
 class Session:
     """One conversation on disk. Every write is one appended line."""
 
@@ -1312,40 +1410,45 @@ class Session:
         self.id = session_id or new_session_id()
         self.path = os.path.join(self.dir, self.id + ".jsonl")
         self.warn = warn or (lambda text: None)
-        self.fd = None
-        self.disabled = False
+        self.fd, self.disabled, self.legacy = None, False, False
         self.header = None      # a new session's first record: the file is made with the first real one
 
     def _open(self):
+        problem = data_dir_problem(os.path.dirname(self.dir))
         try:
+            if problem:
+                raise OSError(problem)
             os.makedirs(self.dir, mode=0o700, exist_ok=True)
-            try:
-                os.chmod(self.dir, 0o700)       # also when someone else made it, too open
-            except OSError:
-                pass
-            self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            os.chmod(self.path, 0o600)
+            os.chmod(self.dir, 0o700)
+            self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o600)
+            os.fchmod(self.fd, 0o600)
+            self._lock()
             size = os.fstat(self.fd).st_size
-            if size:
-                with open(self.path, "rb") as f:
-                    f.seek(size - 1)
-                    if f.read(1) != b"\n":     # a torn last line (a crash): our records start on a new line
-                        os.write(self.fd, b"\n")
+            if size and os.pread(self.fd, 1, size - 1) != b"\n":     # a torn last line (a crash)
+                os.write(self.fd, b"\n")
         except OSError as e:
             self.disabled = True
             self.warn("warning: cannot save the session in %s (%s); the chat goes on unsaved"
                       % (self.dir, e.strerror or e))
 
+    def _lock(self):
+        """One process per session: an advisory lock, held while the file is open."""
+        import fcntl
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self.fd)
+            self.fd = None
+            raise SessionBusy("session %s is in use by another grok process" % self.id)
+
     def append(self, record):
+        if self.fd is None and not self.disabled:
+            self._open()
         if self.disabled:
             return
-        if self.fd is None:
-            self._open()
-            if self.disabled:
-                return
-        data = json_bytes(record) + b"\n"
+        data = json_bytes(scrub_all(record)) + b"\n"
         if self.header:
-            data, self.header = json_bytes(self.header) + b"\n" + data, None
+            data, self.header = json_bytes(scrub_all(self.header)) + b"\n" + data, None
         try:
             while data:
                 data = data[os.write(self.fd, data):]
@@ -1358,17 +1461,33 @@ class Session:
             os.close(self.fd)
             self.fd = None
 
-    def load(self):
-        """(header, messages without the system prompt, cost_usd, cwd); skips torn lines with a warning."""
+    def read(self):
+        """The file's records (JSONL). A session the bash grok saved, ID.json ({session_id, messages,
+        working_dir, saved}), is read as it is (`legacy`), as the records of ours it amounts to."""
+        if data_dir_problem(os.path.dirname(self.dir)):
+            raise UserError(data_dir_problem(os.path.dirname(self.dir)))
+        legacy = os.path.join(self.dir, self.id + ".json")
+        self.legacy = not os.path.exists(self.path) and os.path.isfile(legacy)
+        self.source = legacy if self.legacy else self.path
         try:
-            with open(self.path, "rb") as f:
-                raw = f.read().splitlines()
+            with open(self.source, "rb", opener=lambda path, flags: os.open(path, flags | NOFOLLOW)) as f:
+                data = f.read()
+            if not self.legacy:
+                return data
+            obj = json.loads(data.decode("utf-8", "replace"))
+            return b"\n".join([json_bytes({"type": "message", "message": m}) for m in obj["messages"]]
+                              + [json_bytes({"type": "cwd", "cwd": obj.get("working_dir")})])
         except FileNotFoundError:
             raise UserError("no session %r in %s" % (self.id, self.dir))
         except OSError as e:
             raise UserError("cannot read session %s: %s" % (self.path, e.strerror or e))
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
+            raise UserError("%s is not a session file of the bash grok" % legacy)
+
+    def load(self):
+        """(header, messages without the system prompt, cost_usd, cwd); skips torn lines with a warning."""
         header, messages, cost, cwd, bad = {}, [], 0.0, None, 0
-        for line in raw:
+        for line in self.read().splitlines():
             if not line.strip():
                 continue
             try:
@@ -1391,7 +1510,7 @@ class Session:
                 else:
                     raise ValueError("unknown record")
             except (ValueError, KeyError, TypeError, UnicodeDecodeError, IndexError, RecursionError):
-                bad += 1
+                bad += 1 - self.legacy      # the bash grok's system prompt is left out, not damaged
                 continue
         if not isinstance(header.get("system"), str):
             header.pop("system", None)
@@ -1409,33 +1528,24 @@ def valid_message(message):
 
 
 def list_sessions(directory):
-    """[(id, mtime, first user line, cost)] newest first."""
-    sdir = os.path.join(directory, "sessions")
-    out = []
+    """[(id, mtime, first request, cost)] newest first, the bash grok's sessions (ID.json) too."""
     try:
-        names = [n for n in os.listdir(sdir) if n.endswith(".jsonl")]
+        ids = {n.rsplit(".", 1)[0] for n in os.listdir(os.path.join(directory, "sessions"))
+               if n.endswith((".jsonl", ".json"))}
     except OSError:
-        return out
-    for name in names:
-        path = os.path.join(sdir, name)
-        first, cost = "", 0.0
+        return []
+    out = []
+    for session_id in ids:
+        s = Session(directory, session_id)
         try:
-            mtime = os.path.getmtime(path)
-            with open(path, "rb") as f:
-                for line in f:
-                    try:
-                        rec = json.loads(line.decode("utf-8"))
-                        if rec.get("type") == "usage":
-                            cost += float(rec.get("cost_usd") or 0)
-                        elif not first and rec.get("type") == "message" and rec["message"].get("role") == "user":
-                            first = " ".join(str(rec["message"].get("content", "")).split())[:80]
-                    except (ValueError, UnicodeDecodeError, AttributeError, TypeError, KeyError, RecursionError):
-                        continue        # a damaged line: load() says so when the session is opened
-        except OSError:
+            _, messages, cost, _ = s.load()     # the first request: not a note, a summary or tool results
+            first = next((m["content"] for m in messages if m["role"] == "user" and not m["content"].startswith(
+                ("[", "Tool results:"))), "").partition("[INTERNAL")[0]     # the bash grok's skills note cut off
+            out.append((session_id, os.path.getmtime(s.source), ("[bash grok] " if s.legacy else "")
+                        + " ".join(first.split()).rstrip(" -")[:80], cost))
+        except (UserError, OSError):
             continue
-        out.append((name[:-6], mtime, first, cost))
-    out.sort(key=lambda s: s[1], reverse=True)
-    return out
+    return sorted(out, key=lambda s: s[1], reverse=True)
 
 
 def find_session(directory, key):
@@ -1450,7 +1560,7 @@ def find_session(directory, key):
 
 def latest_session_id(directory):
     """The newest session anybody typed into."""
-    return next((sid for sid, _, first_line, _ in list_sessions(directory) if first_line), None)
+    return next((s[0] for s in list_sessions(directory) if s[2]), None)
 
 
 # --------------------------------------------------------------------------
@@ -1458,49 +1568,22 @@ def latest_session_id(directory):
 # --------------------------------------------------------------------------
 
 class UI:
-    """What a front end sees of a turn. Every method is optional."""
+    """What a front end sees of a turn; every hook is optional. stream_reset(): a reply starts (over), what
+    stream_text showed is void. approve(call): 'yes', 'no' or 'always'; ask_user(): the answer or None."""
 
-    def step_start(self, step):
-        pass
+    def _skip(self, *args):
+        return None
 
-    def stream_text(self, text, final_hint):
-        pass
-
-    def stream_reset(self):
-        """A reply starts (over): what stream_text showed of an earlier attempt is void."""
-
-    def thought(self, text):
-        """The model's reasoning (reasoning_content), in pieces as it arrives."""
-
-    def reply(self, reply, step):
-        pass
-
-    def tool_start(self, call):
-        pass
-
-    def tool_end(self, call, result):
-        pass
-
-    def step_finish(self, step, info):
-        pass
-
-    def answer(self, text):
-        pass
-
-    def notice(self, text):
-        pass
+    step_start = stream_text = stream_reset = reply = tool_start = tool_end = step_finish = answer = notice = _skip
+    thought = ask_user = _skip          # thought(text): the model's reasoning, in pieces as it arrives
 
     def approve(self, call):
-        """'yes', 'no' or 'always' for a bash/write_file call."""
         return "no"
-
-    def ask_user(self, question, options):
-        return None
 
 
 class ToolCall:
-    def __init__(self, index, name, args, call_id):
-        self.index, self.name, self.args, self.id = index, name, args, call_id
+    def __init__(self, index, name, args, call_id, cwd="."):
+        self.index, self.name, self.args, self.id, self.cwd = index, name, args, call_id, cwd
         self.shown = ""
 
 
@@ -1524,35 +1607,44 @@ class Agent:
         self.optional = {k: v for k, v in (("temperature", cfg.temperature),
                                            ("reasoning_effort", cfg.reasoning_effort)) if v is not None}
         self.stream = cfg.stream
-        self.reserved = 0.0
-        self.search_costs = []
+        self.reserved, self.search_costs = 0.0, []     # USD reserved by paid requests in flight; past searches'
         self.said = set()               # one-time notices given
-        self.cancel = threading.Event()
-        self.procs = set()
+        self.cancel, self.procs = threading.Event(), set()      # procs: bash tools running
         self.request_carriers = []      # messages holding this turn's request verbatim (compact keeps it)
         self.partial = ""               # the answer text shown so far in this model call
+        self.prompt_skills = find_skills(cfg.skills_dir)
+        self.skills_seen = (None, self.prompt_skills)       # (stamp, skills) the model knows of
         self.open_session(session or Session(cfg.data_dir, warn=self.notice), resume)
 
     def open_session(self, session, resume=False):
-        """Go on in `session`: a new one, or a saved one resumed with its history, cost and cwd."""
-        self.session, self.client.conv_id = session, session.id
+        """Go on in `session`: a new one, or a saved one resumed with its history, cost and cwd. A session
+        of the bash grok is only read: the conversation goes on in a new session file."""
+        if resume and os.path.isfile(session.path) and session.fd is None:
+            session._open()     # the lock first: one process per session, nothing interleaves
         header, messages, self.cost_usd, cwd = session.load() if resume else ({}, [], 0.0, None)
+        fresh = not resume or session.legacy
+        if session.legacy:
+            session = Session(self.cfg.data_dir, warn=self.notice)
+            self.notice("a session of the bash grok, continued as session %s" % session.id)
+        self.session, self.client.conv_id = session, session.id
         self.cwd = cwd if cwd and os.path.isdir(cwd) else self.cfg.cwd
         system = header.get("system") or build_system_prompt(self.cfg, self.contract, self.cwd)
         self.messages = [{"role": "system", "content": system}] + messages
         self.context_tokens = estimate_tokens(self.messages) if resume else 0
         self.tool_count = sum(tool_calls_in(m["content"]) for m in messages if m["role"] == "assistant")
         self.step_no, self.last_usage, self.session_always = 0, {}, set()     # session_always: [a]lways answers
-        if resume:      # killed mid-turn (SIGKILL, a crash): close that turn as a cancel would have
-            self.close_turn(only_if_open=True, note=INTERRUPTED[1])
-        else:
+        if fresh:
             session.header = {"type": "session", "version": 1, "id": session.id, "created": now_iso(),
                               "cwd": self.cwd, "model": self.model, "contract": self.contract.name, "system": system}
+            if messages:
+                session.append({"type": "reset", "messages": messages})
+        if resume:      # killed mid-turn (SIGKILL, a crash): close that turn as a cancel would have
+            self.close_turn(only_if_open=True, note=INTERRUPTED[1])
 
     # -- bookkeeping ---------------------------------------------------------
     def notice(self, text):
         with self.ui_lock:         # tools running in threads may report retries
-            self.ui.notice(scrub(text, (self.cfg.api_key,)))
+            self.ui.notice(scrub(text))
 
     def add(self, message):
         self.messages.append(message)
@@ -1561,7 +1653,23 @@ class Agent:
     def reset(self, messages):
         """Replace the history after the system prompt (clear, compaction)."""
         self.messages = self.messages[:1] + messages
+        self.skills_seen = (None, self.prompt_skills)       # a note about skills may be gone: check again
         self.session.append({"type": "reset", "messages": messages})
+
+    def note_skills(self):
+        """The system prompt stays fixed (the provider caches it): a changed skills dir is told in a note.
+        It is rescanned when its names or mtimes change (a skill added, removed or edited, sub-folders too)."""
+        try:
+            stamp = sorted((e.name, e.stat().st_mtime_ns) for e in os.scandir(self.cfg.skills_dir))
+        except OSError:
+            stamp = None
+        if stamp == self.skills_seen[0]:
+            return
+        skills = find_skills(self.cfg.skills_dir)
+        if skills != self.skills_seen[1]:
+            self.add({"role": "user", "content": "[skills] The skills directory changed; the skills now are:\n"
+                      + ("\n".join("- %s: %s (%s)" % s for s in skills) or "(none)")})
+        self.skills_seen = (stamp, skills)
 
     def set_cwd(self, path):
         self.cwd = path
@@ -1586,7 +1694,7 @@ class Agent:
 
     def reserve(self, estimate=0.0):
         """Before every paid request: LimitReached when COST_LIMIT is reached, or when `estimate` USD more,
-        beside what requests in flight have reserved, would pass it. release(estimate) when it is paid."""
+        beside what requests in flight have reserved, would pass it; paid() gives the estimate back."""
         with self.lock:
             spent, limit = self.cost_usd + self.reserved, self.cfg.cost_limit
             if 0 < limit <= spent or 0 < limit < spent + estimate:
@@ -1595,9 +1703,18 @@ class Agent:
                                    "about $%.2f more, of $%.2f (COST_LIMIT)" % (spent, estimate, limit))
             self.reserved += estimate
 
-    def release(self, estimate):
-        with self.lock:
-            self.reserved -= estimate
+    def paid(self, post):
+        """post() for a paid request (web_search): the cost is reserved at the most a search cost so
+        far (SEARCH_ESTIMATE at least) before it starts, so concurrent searches cannot pass COST_LIMIT."""
+        estimate = max([SEARCH_ESTIMATE] + self.search_costs)
+        self.reserve(estimate)
+        try:
+            obj = post()
+        finally:
+            with self.lock:
+                self.reserved -= estimate
+        self.search_costs.append(self.add_cost(obj.get("usage") if isinstance(obj, dict) else None, kind="web_search"))
+        return obj
 
     def response_format(self):
         schema = self.contract.schema(self.tool_names)
@@ -1608,10 +1725,7 @@ class Agent:
         return {"type": "json_object"}
 
     def tool_env(self):
-        env = dict(os.environ)
-        for name in KEY_VARS:
-            env.pop(name, None)
-        return env
+        return {k: v for k, v in os.environ.items() if k not in KEY_VARS}
 
     # -- talking to the model ------------------------------------------------
     def chat(self, messages, contract=True, model=None, max_tokens=None, on_text=None, on_thought=None):
@@ -1694,6 +1808,7 @@ class Agent:
     def run_turn(self, text):
         """Send one user message and loop until the model is done; returns the answer."""
         self.cancel.clear()
+        self.note_skills()
         self.request_carriers = [{"role": "user", "content": clean_text(text)}]
         self.add(self.request_carriers[0])
         rounds = strikes = 0
@@ -1719,12 +1834,11 @@ class Agent:
                     self.add({"role": "user", "content": corrective_message(str(e))})
                     continue
                 strikes = 0
-                self.add({"role": "assistant", "content": result.content})
+                self.add({"role": "assistant", "content": kept_reply(result.content, reply)})
                 self.ui.reply(reply, self.step_no)
-                calls = reply["tool_calls"]
+                calls, answer = reply["tool_calls"], reply.get("response") or ""
                 if not calls:
                     self.ui.step_finish(self.step_no, self.step_info(result))
-                    answer = reply.get("response") or ""
                     self.ui.answer(answer)
                     return answer
                 rounds += 1
@@ -1743,6 +1857,11 @@ class Agent:
                     note = ("[Limit] That was the last tool round allowed in this turn (%d). Answer now with "
                             "what you have and say what is left to do; further tool calls will not run." % limit)
                 self.add({"role": "user", "content": tool_results_message(results, note)})
+                if reply["done"] and answer.strip():     # done with tool calls: they ran; the response ends the turn
+                    self.add({"role": "assistant", "content": json.dumps({"tool_calls": [], "response": answer,
+                                                                          "done": True})})
+                    self.ui.answer(answer)
+                    return answer
         except (KeyboardInterrupt, Cancelled):
             self.settle_cancelled()
             raise Cancelled("cancelled")
@@ -1760,16 +1879,16 @@ class Agent:
         for proc in list(self.procs):
             kill_group(proc)
 
-    def settle_cancelled(self):
-        """After a cancelled turn, stop what runs and leave a history the model can continue
-        from. Safe to call twice (a front end may call it again)."""
+    def settle_cancelled(self, *notes):
+        """After a cancelled (or failed) turn, stop what runs and leave a history the model can
+        continue from. Safe to call twice (a front end may call it again)."""
         self.stop()
-        self.close_turn()
+        self.close_turn(False, *notes)
 
     def close_turn(self, only_if_open=False, note="[interrupted by the user]",
                    unrun="[the user cancelled the tool calls before they finished]"):
-        """End an unfinished turn in the history: a note for tool calls that got no results,
-        and an assistant reply saying the turn was interrupted, with the answer text shown so far."""
+        """End an unfinished turn in the history: a note (unrun) for tool calls that got no results, and
+        an assistant reply (note) saying the turn was interrupted, with the answer text shown so far."""
         last = self.messages[-1] if len(self.messages) > 1 else None
         if last is None or str(last.get("content")).endswith(tuple('%s", "done": true}' % n for n in INTERRUPTED)):
             return
@@ -1788,12 +1907,13 @@ class Agent:
         """Run one reply's tool calls: approvals and ask_user one at a time in call order, then the
         rest concurrently. UI hooks run on this thread only (no interleaved output); tool_end comes
         as each tool finishes; results are returned in call order."""
-        items = [ToolCall(i, c["tool"], c["args"], "call_%d_%d" % (self.step_no, i + 1)) for i, c in enumerate(calls)]
+        items = [ToolCall(i, c["tool"], c["args"], "call_%d_%d" % (self.step_no, i + 1), self.cwd)
+                 for i, c in enumerate(calls)]
         results = [None] * len(items)
         runnable = []
         for item in items:
-            item.shown = scrub(key_arg(item.name, item.args), (self.cfg.api_key,))
-            if item.name in NEEDS_APPROVAL and not self.approved(item):
+            item.shown = scrub(key_arg(item.name, item.args))
+            if not self.approved(item):
                 results[item.index] = self.finish_tool(item, ToolResult(
                     "denied: the user did not allow this %s call; do not retry it, ask or take another way"
                     % item.name, ok=False), time.time())
@@ -1837,7 +1957,7 @@ class Agent:
         if self.cfg.always_approve or item.name in self.session_always:
             return True
         subject = item.args.get(KEY_ARG[item.name])
-        if not isinstance(subject, str) or not subject.strip():
+        if not isinstance(subject, str) or not subject.strip() or not needs_approval(item, self.cfg.read_dirs):
             return True     # no command/path: the tool refuses its arguments and runs nothing, so don't ask
         answer = self.ui.approve(item)
         if answer == "always":
@@ -1853,7 +1973,7 @@ class Agent:
         try:
             if self.cancel.is_set():        # the turn was cancelled after this call was approved
                 raise Cancelled("cancelled")
-            result = TOOLS[item.name](item.args, ToolContext(self))
+            result = TOOLS[item.name](item.args, self)
         except ToolArgError as e:
             result = ToolResult("error: %s" % e, ok=False)
         except (KeyboardInterrupt, Cancelled):
@@ -1865,7 +1985,7 @@ class Agent:
 
     def finish_tool(self, item, result, started):
         result.started, result.finished = started, result.finished or time.time()
-        result.output = scrub(result.output, (self.cfg.api_key,))
+        result.output = scrub(result.output)
         self.tool_count += 1
         with self.ui_lock:
             self.ui.tool_end(item, result)
@@ -1935,11 +2055,11 @@ class Agent:
         return True
 
     def transcript(self, messages):
-        """Messages as text for the summariser: each capped, the whole within half its window."""
+        """Messages as text for the summariser: each capped, the whole within its window."""
         window = (self.cfg.context_window if self.cfg.summary_model == self.model
                   else context_window(self.cfg.summary_model))
         text = "\n\n".join("[%s] %s" % (m.get("role"), str(m.get("content", ""))[:3000]) for m in messages)
-        limit = window * 2          # characters: about half the window at 4 characters a token
+        limit = max(1000, window - 3000)    # characters: fits even at a token a character, beside the summary
         if len(text) > limit:
             head = limit // 3
             text = "%s\n[... %d characters omitted ...]\n%s" % (text[:head], len(text) - limit,
@@ -1961,35 +2081,6 @@ def tool_calls_in(content):
     except (ContractError, AttributeError):
         return 0
     return len(calls) if isinstance(calls, list) else 0
-
-
-class ToolContext:
-    """What a tool may use: the working dir, limits, the user, the client."""
-
-    def __init__(self, agent):
-        self.agent = agent
-        self.cwd = agent.cwd
-        self.cancel = agent.cancel
-        self.procs = agent.procs
-        self.bash_timeout = agent.cfg.bash_timeout
-        self.client = agent.client
-        self.model = agent.model
-        self.tool_env = agent.tool_env
-        self.ask_user = agent.ui.ask_user
-
-    def paid(self, post):
-        """post() for a paid request (web_search): the cost is reserved at the most a search cost so
-        far (SEARCH_ESTIMATE at least) before it starts, so concurrent searches cannot pass COST_LIMIT."""
-        agent = self.agent
-        estimate = max([SEARCH_ESTIMATE] + agent.search_costs)
-        agent.reserve(estimate)
-        try:
-            obj = post()
-        finally:
-            agent.release(estimate)
-        agent.search_costs.append(agent.add_cost(obj.get("usage") if isinstance(obj, dict) else None,
-                                                 kind="web_search"))
-        return obj
 
 
 def tool_results_message(results, note=None):
@@ -2034,7 +2125,7 @@ def now_iso():
 
 def api_error(e, cfg):
     """The exception to show for a non-retryable HTTP status: it says what to fix."""
-    msg = scrub(e.server_message(), (cfg.api_key,))
+    msg = scrub(e.server_message())
     if e.status == 401:
         return UserError("the API key was rejected (HTTP 401, key from %s; set a valid GROK_API_KEY): %s"
                          % (cfg.key_source, msg))
@@ -2063,7 +2154,7 @@ def tolerate_unencodable(stream):
 
 
 def use_color(stream):
-    return not os.environ.get("NO_COLOR") and hasattr(stream, "isatty") and stream.isatty()
+    return not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb" and stream.isatty()
 
 
 def ask_tty(prompt):
@@ -2073,6 +2164,10 @@ def ask_tty(prompt):
         fd = os.open("/dev/tty", os.O_RDWR | getattr(os, "O_NOCTTY", 0))
     except OSError:
         return None
+    keys = EscKey.active
+    if keys:
+        keys.lock.acquire()         # the Esc watcher stops reading; the terminal edits lines again
+        keys.mode(watching=False)
     try:
         os.write(fd, prompt.encode("utf-8", "replace"))
         line = b""
@@ -2088,7 +2183,78 @@ def ask_tty(prompt):
         raise
     finally:
         os.close(fd)
+        if keys:
+            keys.lock.release()
+            keys.mode(watching=True)
     return line.decode("utf-8", "replace").strip()
+
+
+class EscKey:
+    """`with keys:` around a turn on a terminal: a lone Esc cancels it as Ctrl-C does (SIGINT to the
+    main thread). Meanwhile the terminal is non-canonical without echo; what is typed is kept for
+    the next prompts (take()). ask_tty() pauses the watcher to ask the person."""
+    active = None
+
+    def __init__(self, fd):
+        import termios
+        try:
+            self.saved = termios.tcgetattr(fd) if fd is not None else None    # the terminal as it is restored
+        except termios.error:
+            self.saved = None
+        self.fd, self.typed, self.lock = fd, b"", threading.Lock()     # lock: held by the watcher while it reads
+
+    def __enter__(self):
+        if self.saved:
+            self.mode(watching=True)
+            EscKey.active = self
+            threading.Thread(target=self.watch, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        if EscKey.active is self:
+            EscKey.active = None
+            self.mode(watching=False)
+            with self.lock:     # the watcher has finished its last read (a line it took is kept)
+                pass
+
+    def mode(self, watching):
+        import termios
+        attrs = self.saved[:6] + [list(self.saved[6])]
+        if watching:
+            attrs[3] &= ~(termios.ICANON | termios.ECHO)
+            attrs[6][termios.VMIN], attrs[6][termios.VTIME] = 1, 0
+        try:
+            termios.tcsetattr(self.fd, termios.TCSANOW, attrs)
+        except termios.error:
+            pass        # the terminal is gone (SIGHUP follows)
+
+    def watch(self):
+        import select
+        import signal
+        while EscKey.active is self:
+            with self.lock:
+                try:
+                    if EscKey.active is not self or not select.select([self.fd], [], [], 0.1)[0]:
+                        continue
+                    data = os.read(self.fd, 1024)
+                    if data.endswith(b"\x1b") and not select.select([self.fd], [], [], 0.05)[0]:
+                        data = data[:-1]        # a lone Esc, not the start of an arrow key's sequence
+                        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+                except OSError:
+                    return
+                self.typed += data
+
+    def take(self):
+        """(the first whole line typed meanwhile or None, the unfinished rest), edited as the
+        terminal would have: escape sequences dropped, backspaces applied."""
+        import re
+        text = self.typed.decode("utf-8", "replace")
+        text, n = re.sub(r"\x1b(\[[0-?]*[ -/]*[@-~]|O.)?|[^\n\t\x7f\b -\U0010ffff]", "", text), 1
+        while n:        # a backspace deletes the character before it, never a line already entered
+            text, n = re.subn(r"[^\n\x7f\b][\x7f\b]|(?:^|(?<=\n))[\x7f\b]", "", text)
+        line, sep, rest = text.partition("\n")
+        self.typed = rest.encode("utf-8") if sep else b""
+        return (line, "") if sep else (None, line)
 
 
 class TerminalUI(UI):
@@ -2118,7 +2284,7 @@ class TerminalUI(UI):
     def waiting(self, text_of):
         """On a terminal: text_of(seconds waited) now and every second, until the next output."""
         self.wait_stop()
-        if not self.out.isatty():
+        if not self.out.isatty() or os.environ.get("TERM") == "dumb":     # no cursor movement there
             return
         stop, started = threading.Event(), time.time()
         self.waiter = stop
@@ -2157,7 +2323,7 @@ class TerminalUI(UI):
         if not self.streamed:
             self.write("\n")
             self.streamed = True
-        self.write(text)
+        self.write(visible(text))
 
     def stream_reset(self):
         if self.streamed:
@@ -2166,54 +2332,53 @@ class TerminalUI(UI):
 
     def tool_start(self, call):
         self.stream_reset()
-        self.write(self.paint("90", ("[%s] %s" % (call.name, call.shown))[:200]) + "\n")
+        self.write(self.paint("90", visible("[%s] %s" % (call.name, call.shown[:200]), newlines=False)) + "\n")
 
     def tool_end(self, call, result):
         if not result.ok:       # failed or denied
-            self.write(self.paint("31", "✗ [%s] %s: %s" % (call.name, call.shown[:60], failure_reason(result.output)))
-                       + "\n")
+            self.write(self.paint("31", visible("✗ [%s] %s: %s" % (call.name, call.shown[:60], failure_reason(
+                result.output)), newlines=False)) + "\n")
 
     def answer(self, text):
-        if self.streamed:
-            self.write("\n\n")
-        else:
-            self.write("\n%s\n\n" % text)
+        self.write("\n\n" if self.streamed else "\n%s\n\n" % visible(text))
         self.streamed = False
 
     def notice(self, text):
         self.pause()
-        sys.stderr.write(self.paint("33", text) + "\n")
+        sys.stderr.write(self.paint("33", visible(text)) + "\n")
         sys.stderr.flush()
 
     def approve(self, call):
+        """Shows exactly what would run; asks again until the answer is y, n (the default), a or s."""
         self.pause()
-        detail = call.shown if call.name == "bash" else "%s (%d bytes)" % (
-            call.shown, len(str(call.args.get("content", "")).encode("utf-8", "replace")))
-        answer = ask_tty("%s %s\n  run it? [y]es / [n]o / [a]lways: " % (self.paint("1", call.name), detail))
-        if answer is None:
-            self.notice("no terminal to ask for approval: %s denied (use --always-approve / -y)" % call.name)
-            return "no"
-        return {"a": "always", "always": "always", "y": "yes", "yes": "yes"}.get(answer.lower(), "no")
+        full = False
+        while True:
+            text, hidden = approval_text(call, full)
+            answer = ask_tty("%s\n  run it? [y]es / [N]o / [a]lways%s: " % (self.paint("1", text),
+                                                                      " / [s]how all" if hidden else ""))
+            if answer is None:
+                self.notice("no terminal to ask for approval: %s denied (use --always-approve / -y)" % call.name)
+                return "no"
+            answer = {"y": "yes", "a": "always", "n": "no", "": "no", "s": "show"}.get(answer.lower(), answer.lower())
+            if answer in ("yes", "no", "always"):
+                return answer
+            full = full or answer == "show"
 
     def ask_user(self, question, options):
         self.pause()
-        lines = ["", self.paint("1", question)]
-        lines += ["  %d) %s" % (i + 1, o) for i, o in enumerate(options)]
+        lines = ["", self.paint("1", visible(question))]
+        lines += ["  %d) %s" % (i + 1, visible(o, newlines=False)) for i, o in enumerate(options)]
         answer = ask_tty("\n".join(lines) + "\n  answer (number or text): ")
-        if answer is None:
-            return None
-        if answer.isdigit() and 1 <= int(answer) <= len(options):
-            return options[int(answer) - 1]
-        return answer
+        return options[int(answer) - 1] if answer and answer.isdigit() and 1 <= int(answer) <= len(options) else answer
 
 
 HELP = """commands:
   /clear        start a new conversation
   /model [NAME] show the model, or use NAME from the next request on
-  /help         this help
-  /exit         quit (also Ctrl-D)
+  /help         this help (also /?)
+  /exit         quit (also /q, Ctrl-D)
 End a line with \\ to go on on the next one; lines pasted together are one message.
-Ctrl-C cancels the running turn; the conversation is kept."""
+Esc or Ctrl-C cancels the running turn; the conversation is kept."""
 
 
 def setup_readline(path):
@@ -2230,26 +2395,33 @@ def setup_readline(path):
 
 
 def save_history(readline, path):
-    if readline is None:
+    """Via a new 0600 temp file and a rename: a symlink planted as `history` is replaced, not followed."""
+    if readline is None or data_dir_problem(os.path.dirname(path)):
         return
+    import tempfile
     try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        readline.write_history_file(path)
-        os.chmod(path, 0o600)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".history-")
+        os.close(fd)
+        readline.write_history_file(tmp)
+        os.replace(tmp, path)
     except OSError:
         pass
 
 
-def read_line(interactive, prompt="> "):
-    """One message. Piped: one line. On a terminal, several when a line ends in \\ (typed on
-    after "... ") or when more lines are already waiting (a paste)."""
+def read_line(interactive, keys, prompt="> "):
+    """One message. Piped: one line. On a terminal, a line typed during the last turn, else several
+    when a line ends in \\ (typed on after "... ") or when more lines are already waiting (a paste)."""
     if not interactive:
         line = sys.stdin.readline()
         if not line:
             raise EOFError
         return line.rstrip("\n")
+    line, rest = keys.take()
+    if line is not None:
+        sys.stdout.write(prompt + line + "\n")
+        return line
     import select
-    lines = [input_with_ticks(prompt)]
+    lines = [rest + input_with_ticks(prompt + rest)]     # an unfinished line typed meanwhile leads on
     while lines[-1].endswith("\\") or select.select([sys.stdin], [], [], 0.01)[0]:
         more = lines[-1].endswith("\\")
         lines[-1] = lines[-1][:-1] if more else lines[-1]
@@ -2280,9 +2452,9 @@ def repl_line(agent, ui, line, commands, help_text):
     """Run one message or command: "exit" to leave the REPL, else its exit code (0: fine)."""
     name, _, arg = line.partition(" ") if line.startswith("/") else ("", "", "")
     try:
-        if name in ("/exit", "/quit"):
+        if name in ("/exit", "/quit", "/q"):
             return "exit"
-        elif name == "/help":
+        elif name in ("/help", "/?"):
             ui.write(help_text + "\n")
         elif name == "/clear":
             agent.reset([])
@@ -2312,7 +2484,8 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="gro
     prompt. Piped, the exit code is the last failed turn's (0 if none failed)."""
     interactive = sys.stdin.isatty()
     history = os.path.join(agent.cfg.data_dir, "history")
-    rl = setup_readline(history) if interactive else None
+    rl = setup_readline(history) if interactive and not data_dir_problem(agent.cfg.data_dir) else None
+    keys = EscKey(sys.stdin.fileno() if interactive else None)
     if interactive:
         ui.write("%s %s · %s · /help for commands, Ctrl-D to quit\n" % (prog, __version__, agent.model))
     status, line = 0, first
@@ -2321,7 +2494,8 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="gro
             # Ctrl-C must not end the REPL wherever it lands: in a command (/compact), or a
             # second one while a turn is being cancelled (run_turn turns the first into Cancelled).
             try:
-                done = repl_line(agent, ui, line, commands, help_text) if line.strip() else 0
+                with keys:
+                    done = repl_line(agent, ui, line, commands, help_text) if line.strip() else 0
             except KeyboardInterrupt:
                 if not line.startswith("/"):
                     agent.settle_cancelled()
@@ -2333,7 +2507,7 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="gro
             try:
                 if before_prompt and (interactive or line.strip() and not line.startswith("/")):
                     before_prompt()     # piped: there is no prompt, so after each turn
-                line = read_line(interactive)
+                line = read_line(interactive, keys)
                 line = line.strip() if "\n" not in line else line.rstrip().lstrip("\n")
             except EOFError:
                 if interactive:
@@ -2359,14 +2533,39 @@ def event_line(event):
     return json.dumps(event, ensure_ascii=True, separators=(",", ":")) + "\n"
 
 
-def silence_stdout():
-    """The reader of stdout went away: send the rest, and the final flush at exit, to /dev/null."""
+def silence(fd=1):
+    """The reader of stdout (fd 1) or stderr went away, or it was closed from the start: what is still
+    written, and the final flush at exit, goes to /dev/null, and no file opened later takes its number."""
     try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_RDWR)
+        if devnull != fd:
+            os.dup2(devnull, fd)
+            os.close(devnull)
+    except OSError:
         pass
+
+
+class QuietStderr:
+    """sys.stderr, silenced when its reader goes away instead of failing the turn that writes a notice."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+    def write(self, text):
+        return self.quiet(self.stream.write, text)
+
+    def flush(self):
+        self.quiet(self.stream.flush)
+
+    @staticmethod
+    def quiet(method, *args):
+        try:
+            return method(*args)
+        except OSError:
+            silence(2)
 
 
 class OutputClosed(GrokError):
@@ -2377,39 +2576,38 @@ class OutputClosed(GrokError):
 SHELL_OPERATORS = frozenset(";&|<>$`()\n")
 
 
-def allow_matches(name, args, patterns, cwd):
-    """--allow: a shell glob on the bash command or the write_file path.
+def allow_matches(call, patterns):
+    """--allow: a shell glob on the bash command, a path glob on the other tools' path.
 
     In a command, `*` must not stand for shell operators: `git *` allows `git log`, not
     `git log; rm -rf ~`; every operator in the command has to be written in the pattern
-    (or the pattern is `*`). A path matches as given, normalised, relative to cwd or absolute."""
+    (or the pattern is `*`). A path is matched once resolved (`..` and symlinks followed):
+    a relative pattern only inside the working directory, an absolute one anywhere."""
     import fnmatch
-    if name == "bash":
-        command = args.get("command")
-        if not isinstance(command, str):
-            return False
-        ops = SHELL_OPERATORS.intersection(command)
-        return any(p == "*" or (fnmatch.fnmatchcase(command, p) and ops <= set(p)) for p in patterns)
-    path = args.get("path")
-    if not isinstance(path, str) or not path:
+    value = call.args.get("command" if call.name == "bash" else "path") or ("." if call.name == "list_files" else "")
+    if not isinstance(value, str) or not value:
         return False
-    full = os.path.normpath(os.path.join(cwd, os.path.expanduser(path)))
-    subjects = {path, os.path.normpath(path), full, os.path.relpath(full, cwd)}
-    return any(fnmatch.fnmatchcase(s, p) for s in subjects for p in patterns)
+    if call.name == "bash":
+        ops = SHELL_OPERATORS.intersection(value)
+        return any(p == "*" or (fnmatch.fnmatchcase(value, p) and ops <= set(p)) for p in patterns)
+    full, root = canonical(call.cwd, value), os.path.realpath(call.cwd)
+    for p in map(os.path.expanduser, patterns):
+        if path_glob(os.path.normpath(p), full if os.path.isabs(p) else os.path.relpath(full, root)
+                     if inside(full, root) else "\0"):
+            return True
+    return False
 
 
 class HeadlessUI(UI):
     """`grok -p`: the JSONL event stream of seed 002 on stdout (--format json), the answer alone with progress
     on stderr (--format text), or xAI's CLI's thought/text/end/error events (--output-format streaming-json)."""
 
-    def __init__(self, fmt, allow, always_approve, secrets=()):
+    def __init__(self, fmt, allow, always_approve):
         self.json, self.events = fmt == "json", fmt == "streaming-json"
         self.usage, self.last = {}, {}
         self.allow = allow or []
         self.always_approve = always_approve
-        self.secrets = secrets
         self.session_id = None
-        self.cwd = os.getcwd()
         self.step = 0
         # Tools finish in threads: one lock keeps every event one whole line, never two at once.
         self.lock = threading.RLock()
@@ -2418,11 +2616,8 @@ class HeadlessUI(UI):
         self.partial = False        # a write was cut off mid-line (an interrupt)
         self.printed = ""           # text mode: the answer text already on stdout
         self.attempt = ""           # text mode: the answer text of the stream in progress
-        if not self.json and hasattr(sys.stdout, "reconfigure"):
-            try:
-                sys.stdout.reconfigure(errors="replace")
-            except (ValueError, OSError):
-                pass
+        tolerate_unencodable(sys.stdout)
+        self.shown = visible if not self.json and sys.stdout.isatty() else str     # the answer on a terminal
 
     def write(self, text):
         with self.lock:
@@ -2439,7 +2634,7 @@ class HeadlessUI(UI):
                 self.partial = False
             except BrokenPipeError:
                 self.pipe_gone, self.partial = True, False
-                silence_stdout()
+                silence()
                 if threading.current_thread() is threading.main_thread():
                     raise OutputClosed("stdout was closed")
 
@@ -2451,11 +2646,11 @@ class HeadlessUI(UI):
             if kind != "error" and not self.events:
                 event["stepNumber"] = self.step
             event.update(fields)
-            self.write(event_line(event))
+            self.write(event_line(scrub_all(event)))
 
     def out(self, text):
-        """Answer text: on stdout as is, or as a `text` event."""
-        self.emit("text", data=text) if self.events else self.write(text)
+        """Answer text: on stdout (escapes made visible on a terminal), or as a `text` event."""
+        self.emit("text", data=text) if self.events else self.write(self.shown(text))
 
     def end(self):
         reason = {"length": "MaxTokens", "content_filter": "Refusal"}.get(self.last.get("finish_reason"), "EndTurn")
@@ -2468,7 +2663,6 @@ class HeadlessUI(UI):
 
     def fail(self, message, code):
         """The run's last word: an `error` event (json) and a line on stderr; returns the exit code."""
-        message = scrub(message, self.secrets)
         if self.json or self.events:
             try:
                 self.emit("error", message=message)
@@ -2476,14 +2670,8 @@ class HeadlessUI(UI):
                 pass
         with self.lock:
             self.closed = True
-        sys.stderr.write("grok: %s\n" % message)
-        sys.stderr.flush()
+        self.notice("grok: %s" % message)
         return code
-
-    def progress(self, text):
-        if not self.json:
-            sys.stderr.write(text + "\n")
-            sys.stderr.flush()
 
     def step_start(self, step):
         self.step = step
@@ -2509,16 +2697,17 @@ class HeadlessUI(UI):
         if self.json and text:
             self.emit("text", text=text)
         elif text and reply["tool_calls"]:
-            self.progress(text)
+            self.notice(text)
 
     def tool_start(self, call):
-        self.progress("[%s] %s" % (call.name, call.shown))
+        if not self.json:
+            self.notice("[%s] %s" % (call.name, call.shown))
 
     def tool_end(self, call, result):
         if self.json:
             started, finished = int(result.started * 1000), int(result.finished * 1000)
             self.emit("tool_use",
-                      toolCall={"id": call.id, "name": call.name, "args": scrub_args(call.args, self.secrets)},
+                      toolCall={"id": call.id, "name": call.name, "args": call.args},
                       toolResult={"id": call.id, "success": bool(result.ok), "output": result.output},
                       timing={"startedAt": started, "finishedAt": finished, "durationMs": finished - started})
 
@@ -2541,16 +2730,15 @@ class HeadlessUI(UI):
             self.out(end + text + end)
 
     def notice(self, text):
-        sys.stderr.write(text + "\n")
+        sys.stderr.write(visible(scrub(text)) + "\n")
         sys.stderr.flush()
 
     def approve(self, call):
-        if self.always_approve or allow_matches(call.name, call.args, self.allow, self.cwd):
+        if self.always_approve or allow_matches(call, self.allow):
             return "yes"
-        what = "command" if call.name == "bash" else "path"
-        shown = call.shown if len(call.shown) <= 200 else call.shown[:200] + "..."
-        raise AgentError("Tool `%s` denied: %s not in allowlist: %s (allow it with --allow PATTERN or "
-                         "--always-approve)" % (call.name, what, shown))
+        raise AgentError("Tool `%s` denied: %s not in allowlist: %s%s (allow it with --allow PATTERN or "
+                         "--always-approve)" % (call.name, "command" if call.name == "bash" else "path",
+                                                call.shown[:200], "..." if len(call.shown) > 200 else ""))
 
 
 def event_usage(n, cost_usd):
@@ -2558,10 +2746,6 @@ def event_usage(n, cost_usd):
     out = n["output"] + n["reasoning"]      # reasoning is billed as output
     return {"inputTokens": int(n["input"]), "outputTokens": int(out), "totalTokens": int(n["total"] or n["input"] + out),
             "costUsdTicks": int(round(cost_usd * 1e6))}
-
-
-def scrub_args(args, secrets=()):
-    return json.loads(scrub(json.dumps(args, ensure_ascii=False), secrets))
 
 
 def read_prompt(prompt, notice):
@@ -2583,35 +2767,33 @@ def read_prompt(prompt, notice):
     return "%s\n\n%s" % (prompt, text) if text.strip() else prompt
 
 
-def close_failed_turn(agent, reason):
-    """After a failed headless turn, stop its tools and leave a history that --resume can continue."""
-    agent.stop()
-    agent.close_turn(note="[the turn failed: %s]" % reason, unrun="[the turn stopped before these tool calls ran: %s]" % reason)
-
-
 def headless(args, cfg):
-    ui = HeadlessUI(args.format, args.allow, cfg.always_approve, secrets=(cfg.api_key,))
+    if os.path.isdir(cfg.data_dir) and data_dir_problem(cfg.data_dir):     # others could plant a session
+        raise UserError(data_dir_problem(cfg.data_dir))
+    ui = HeadlessUI(args.format, args.allow, cfg.always_approve)
     prompt = read_prompt(args.prompt, ui.notice)
     if args.max_tool_rounds is not None:
         cfg.max_iterations = args.max_tool_rounds
     agent = open_agent(cfg, ui, MINIMAL, args)
-    ui.session_id, ui.cwd = agent.session.id, agent.cwd
+    ui.session_id = agent.session.id
+
+    def close_failed_turn(reason):      # a history that --resume can continue
+        agent.settle_cancelled("[the turn failed: %s]" % reason, "[the turn stopped before these tool calls ran: %s]"
+                               % reason)
     try:
         agent.run_turn(prompt)
         if ui.events:
             ui.end()
         return 0
     except OutputClosed:
-        close_failed_turn(agent, "stdout was closed")
+        close_failed_turn("stdout was closed")
         return 0
-    except Cancelled:               # run_turn has already settled the session
-        return ui.fail("interrupted: the turn was cancelled", 130)
-    except GrokError as e:
-        close_failed_turn(agent, scrub(str(e), ui.secrets))
-        return ui.fail(str(e), e.exit_code)
-    except KeyboardInterrupt:
+    except (Cancelled, KeyboardInterrupt):     # run_turn settles a cancel; settling twice is harmless
         agent.settle_cancelled()
         return ui.fail("interrupted: the turn was cancelled", 130)
+    except GrokError as e:
+        close_failed_turn(str(e))
+        return ui.fail(str(e), e.exit_code)
     except Terminated as t:
         signum = t.args[0] if t.args else 15
         agent.settle_cancelled()
@@ -2619,14 +2801,15 @@ def headless(args, cfg):
     except Exception as e:
         if os.environ.get("GROK_DEBUG"):
             raise
-        close_failed_turn(agent, "internal error")
+        close_failed_turn("internal error")
         return ui.fail("internal error: %s: %s (set GROK_DEBUG=1 for a traceback)" % (type(e).__name__, e), 4)
     finally:
         agent.close()
 
 
-def open_agent(cfg, ui, contract, args):
-    """A new agent, or one resuming --resume ID / -c (latest)."""
+def open_agent(cfg, ui, contract, args, new_if_busy=False):
+    """A new agent, or one resuming --resume ID / -c (latest); a new one, with a notice, if
+    another process has that session and new_if_busy (the REPL)."""
     session_id = args.resume and find_session(cfg.data_dir, args.resume)
     if args.cont and not session_id:
         session_id = latest_session_id(cfg.data_dir)
@@ -2634,8 +2817,13 @@ def open_agent(cfg, ui, contract, args):
             raise UserError("no session to continue in %s" % os.path.join(cfg.data_dir, "sessions"))
         ui.notice("continuing session %s" % session_id)
     if session_id:
-        session = Session(cfg.data_dir, session_id, warn=ui.notice)
-        agent = Agent(cfg, ui, contract, session=session, resume=True)
+        try:
+            agent = Agent(cfg, ui, contract, session=Session(cfg.data_dir, session_id, warn=ui.notice), resume=True)
+        except SessionBusy as e:
+            if not new_if_busy:
+                raise
+            ui.notice("%s: starting a new session" % e)
+            return Agent(cfg, ui, contract)
         if getattr(args, "cwd", None):
             agent.set_cwd(cfg.cwd)
         return agent
@@ -2674,14 +2862,14 @@ class RpcError(Exception):
         return error
 
 
-def acp_tool_fields(name, args, cwd, api_key, diff=True):
-    """title, kind, rawInput (scrubbed), locations and a diff for write_file."""
-    shown = scrub(key_arg(name, args), (api_key,))
+def acp_tool_fields(name, args, cwd, diff=True):
+    """title, kind, rawInput, locations and a diff for write_file (AcpServer.send scrubs them)."""
+    shown = key_arg(name, args)
     fields = {"title": ("%s: %s" % (name, shown) if shown else name)[:200], "kind": TOOL_KINDS.get(name, "other"),
-              "rawInput": json.loads(scrub(json.dumps(args, ensure_ascii=False), (api_key,)))}
+              "rawInput": args}
     path = args.get("path")
     if name in ("read_file", "write_file") and isinstance(path, str) and path.strip():
-        path = os.path.normpath(os.path.join(cwd, os.path.expanduser(path)))
+        path = canonical(cwd, path)
         fields["locations"] = [{"path": path}]
         content = args.get("content")
         if name == "write_file" and diff and isinstance(content, str):
@@ -2690,15 +2878,9 @@ def acp_tool_fields(name, args, cwd, api_key, diff=True):
 
 
 def old_text(path):
-    """A file's text before write_file replaces it; None if new, binary or too big."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read(READ_CAP + 1)
-    except OSError:
-        return None
-    if len(data) > READ_CAP or b"\x00" in data:
-        return None
-    return data.decode("utf-8", "replace")
+    """A file's text before write_file replaces it; None if new, binary, not a regular file or too big."""
+    data = (read_regular(path, READ_CAP) or (b"\x00",))[0]
+    return None if len(data) > READ_CAP or b"\x00" in data else data.decode("utf-8", "replace")
 
 
 def acp_prompt_text(blocks):
@@ -2735,14 +2917,14 @@ def uri_path(uri):
     return uri
 
 
-def split_tool_results(text, calls, api_key):
+def split_tool_results(text, calls):
     """[(output or None, ok)] per call, read back from a stored tool-results message, last call first."""
     text = text if isinstance(text, str) and text.startswith("Tool results:") else ""
     rest, cut, failed = text.rpartition("\n\n[Self-correction] ")
     rest, results = rest if cut else text, []
     for i in reversed(range(len(calls))):
         name = calls[i]["tool"]
-        shown = scrub(key_arg(name, calls[i]["args"]), (api_key,))
+        shown = scrub(key_arg(name, calls[i]["args"]))
         before, head, output = rest.rpartition("\n\n[%d] %s %s\n" % (i + 1, name, shown))
         results.append((output, "[%d] %s (" % (i + 1, name) not in failed) if head else (None, False))
         rest = before if head else rest
@@ -2789,7 +2971,7 @@ class AcpSession(UI):
     def announce(self, step, index, name, args):
         call_id = self.new_call_id()
         self.ids[(step, index)] = call_id
-        fields = acp_tool_fields(name, args, self.agent.cwd, self.agent.cfg.api_key)
+        fields = acp_tool_fields(name, args, self.agent.cwd)
         self.fields[call_id] = fields
         self.update("tool_call", toolCallId=call_id, status="pending", **fields)
         return call_id
@@ -2880,7 +3062,6 @@ class AcpSession(UI):
     def replay(self):
         messages = self.agent.messages[1:]
         corrective = corrective_message("").split(":")[0]
-        api_key = self.agent.cfg.api_key
         for i, message in enumerate(messages):
             role, content = message.get("role"), message.get("content")
             if role == "user" and isinstance(content, str) and not content.startswith(
@@ -2898,9 +3079,9 @@ class AcpSession(UI):
             if reply.get("response"):
                 self.chunk("agent_message_chunk", reply["response"])
             following = messages[i + 1].get("content") if i + 1 < len(messages) else None
-            results = split_tool_results(following, reply["tool_calls"], api_key)
+            results = split_tool_results(following, reply["tool_calls"])
             for call, (output, ok) in zip(reply["tool_calls"], results):
-                fields = acp_tool_fields(call["tool"], call["args"], self.agent.cwd, api_key, diff=False)
+                fields = acp_tool_fields(call["tool"], call["args"], self.agent.cwd, diff=False)
                 if output is not None:
                     fields["content"] = [{"type": "content", "content": {"type": "text", "text": output}}]
                 self.update("tool_call", toolCallId=self.new_call_id(), status=("failed", "completed")[ok], **fields)
@@ -2924,7 +3105,7 @@ class AcpServer:
 
     # -- the wire
     def send(self, message):
-        data = (json.dumps(message, ensure_ascii=False) + "\n").encode("utf-8", "replace")
+        data = (json.dumps(scrub_all(message), ensure_ascii=False) + "\n").encode("utf-8", "replace")
         with self.write_lock:
             if self.out is None:
                 return
@@ -2968,7 +3149,7 @@ class AcpServer:
 
     def log(self, text):
         try:
-            sys.stderr.write(scrub(text, (self.cfg.api_key,)) + "\n")
+            sys.stderr.write(visible(scrub(text)) + "\n")
             sys.stderr.flush()
         except (OSError, ValueError):
             pass
@@ -3030,7 +3211,7 @@ class AcpServer:
         """The error to answer for an exception: an RpcError as it is, a GrokError's message, else
         an internal error (logged, with the traceback under GROK_DEBUG)."""
         if isinstance(e, (RpcError, GrokError)):
-            return e if isinstance(e, RpcError) else RpcError(INTERNAL_ERROR, scrub(str(e), (self.cfg.api_key,)))
+            return e if isinstance(e, RpcError) else RpcError(INTERNAL_ERROR, str(e))
         if os.environ.get("GROK_DEBUG"):
             import traceback
             self.log("".join(traceback.format_exception(type(e), e, e.__traceback__)))
@@ -3276,7 +3457,7 @@ def terminal_width():
 
 
 ENV_HELP = """environment:
-  GROK_API_KEY / XAI_API_KEY   API key (else read from ./.env, ~/.grok/.env, ~/.claude/.env)
+  GROK_API_KEY / XAI_API_KEY   API key (else read from ~/.grok/.env, ~/.claude/.env, then ./.env)
   GROK_BASE_URL                OpenAI-compatible API (default %s)
   GROK_MODEL                   model id (default %s)
   COST_LIMIT                   USD per session, 0 = none (default 10.00)
@@ -3337,6 +3518,13 @@ def guarded(prog, body, on_error=None):
     """Run body() and turn every failure into a message on stderr and an exit code;
     on_error(message) also reports it elsewhere (headless JSON: an `error` event)."""
     report = on_error or (lambda message: None)
+    for fd, name in enumerate(("stdin", "stdout", "stderr")):
+        try:
+            os.fstat(fd)
+        except OSError:         # closed from the start (`grok -p hi >&-`): it is /dev/null
+            silence(fd)
+            setattr(sys, name, open(fd, "w" if fd else "r", closefd=False))
+    sys.stderr = QuietStderr(sys.stderr)
     try:
         import signal
         signal.signal(signal.SIGTERM, on_signal)
@@ -3344,7 +3532,7 @@ def guarded(prog, body, on_error=None):
             signal.signal(signal.SIGHUP, on_signal)
         return body()
     except GrokError as e:
-        sys.stderr.write("%s: %s\n" % (prog, e))
+        sys.stderr.write("%s: %s\n" % (prog, visible(scrub(str(e)))))
         report(str(e))
         return e.exit_code
     except KeyboardInterrupt:
@@ -3356,13 +3544,13 @@ def guarded(prog, body, on_error=None):
         report("terminated by signal %d" % signum)
         return 128 + signum
     except BrokenPipeError:
-        silence_stdout()
+        silence()
         return 0
     except Exception as e:
         if os.environ.get("GROK_DEBUG"):
             raise
-        message = "internal error: %s: %s" % (type(e).__name__, e)
-        sys.stderr.write("%s: %s (set GROK_DEBUG=1 for a traceback)\n" % (prog, message))
+        message = scrub("internal error: %s: %s" % (type(e).__name__, e))
+        sys.stderr.write("%s: %s (set GROK_DEBUG=1 for a traceback)\n" % (prog, visible(message)))
         report(message)
         return 4
 
@@ -3390,8 +3578,8 @@ def list_models(argv):
         data = json.loads(urlopen(request, timeout=min(cfg.timeout or 15, 15)).read())["data"]
         ids = [m["id"] for m in data if m["id"].isprintable() and " " not in m["id"]] or ids
     except Exception as e:          # unreachable, refused, not a model list: the built-in table
-        sys.stderr.write("grok: cannot list the models of %s (%s); the built-in list follows\n"
-                         % (cfg.base_url, scrub(str(e) or type(e).__name__, (cfg.api_key,))[:200]))
+        sys.stderr.write(visible(scrub("grok: cannot list the models of %s (%s); the built-in list follows"
+                                       % (cfg.base_url, (str(e) or type(e).__name__)[:200]))) + "\n")
     rows = [{"id": i, "default": i == cfg.model} for i in (ids if cfg.model in ids else [cfg.model] + ids)]
     print(json.dumps({"models": rows}) if "--json" in argv else
           "\n".join(("* %s (default)" if row["default"] else "- %s") % row["id"] for row in rows))
@@ -3411,7 +3599,7 @@ def main(argv=None):
                 sys.stdout.write(event_line({"type": "error", "timestamp": now_ms(), "message": scrub(message)}))
                 sys.stdout.flush()
             except OSError:
-                silence_stdout()
+                silence()
 
     def body():
         args = parse_args(argv)
@@ -3423,7 +3611,7 @@ def main(argv=None):
         if args.prompt is not None:
             return headless(args, cfg)
         ui = TerminalUI()
-        agent = open_agent(cfg, ui, MINIMAL, args)
+        agent = open_agent(cfg, ui, MINIMAL, args, new_if_busy=True)
         try:
             return repl(agent, ui, first=" ".join(args.message))
         finally:

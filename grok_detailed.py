@@ -57,9 +57,11 @@ DETAILED = g.Contract(
         "confidence": {"type": "integer"},
     },
     extra_prompt=(
-        "Also fill in, in every reply: thinking (brief strategic reasoning), task (current action, "
-        "5 words max), goal (the high-level objective), exit_conditions (list), progress "
-        "{completed: [], current: \"\", remaining: []}, blockers (string or null), confidence (0-100)."),
+        "Also fill in, in every reply: thinking (brief strategic reasoning), task (current action, 5 words max), "
+        "goal and exit_conditions (set both in your first reply, then keep them), progress over the exit "
+        "conditions {completed: [], current: \"\", remaining: []}, blockers (string or null), confidence "
+        "(95+ = verified with a tool, 80-94 = high certainty, below 80 = uncertain: use a tool first). "
+        "done true only when every exit condition is met."),
     max_tokens=8000)
 
 
@@ -71,8 +73,6 @@ GLYPHS = {"rule": "─", "top": "╭", "side": "│", "bottom": "╰", "open": "
           "done": "✓", "now": "▸", "todo": "○", "fail": "✗", "more": "…", "dot": "·", "bullet": "•"}
 ASCII_GLYPHS = {"rule": "-", "top": "+", "side": "|", "bottom": "+", "open": "+", "close": "+", "then": "->",
                 "done": "+", "now": ">", "todo": "o", "fail": "x", "more": "...", "dot": "|", "bullet": "*"}
-# C0/C1 control characters (terminal escapes from a model or a tool) are shown as "?"; tab and newline stay.
-CONTROL = dict.fromkeys([c for c in range(32) if c not in (9, 10)] + list(range(127, 160)), "?")
 NO_BLOCKERS = ("", "none", "null", "no", "n/a", "nothing")
 
 
@@ -126,12 +126,12 @@ def wrap(text, width):
 
 
 def as_text(value):
-    """A reply field as one clean string, whatever type the model sent."""
+    """A reply field as one clean string, whatever type the model sent; terminal escapes made visible."""
     if value is None:
         return ""
     if not isinstance(value, str):
         value = json.dumps(value, ensure_ascii=False)
-    return value.translate(CONTROL).replace("\t", "    ").strip()
+    return g.visible(value).replace("\t", "    ").strip()
 
 
 def as_list(value):
@@ -293,7 +293,7 @@ class DetailedUI(g.TerminalUI):
                 break
         room = self.width() - self.painted(parts)[0] - 3
         if room >= 8:
-            parts.append((clip(home_short(a.cwd)[::-1], room, self.glyph["more"])[::-1], "2"))
+            parts.append((clip(as_text(home_short(a.cwd))[::-1], room, self.glyph["more"])[::-1], "2"))
         self.write(self.painted(parts)[1] + "\n")
 
     # -- the live area -------------------------------------------------------
@@ -304,7 +304,7 @@ class DetailedUI(g.TerminalUI):
             size = shutil.get_terminal_size((80, 24))
             cols, limit = max(1, size.columns), max(2, size.lines - 3)
             out = []
-            for ch in text.translate(CONTROL).replace("\t", " "):
+            for ch in g.visible(text).replace("\t", " "):
                 if self.live_full:
                     break
                 w = 0 if ch == "\n" else cells(ch)
@@ -411,6 +411,10 @@ class DetailedUI(g.TerminalUI):
 
     def tool_start(self, call):
         with self.lock:
+            path = call.name == "read_file" and self.agent and g.canonical(self.agent.cwd, call.args.get("path"))
+            for name, _, skill_path in self.agent.skills_seen[1] if path else ():
+                if os.path.realpath(skill_path) == path:
+                    self.write("  %s %s\n" % (self.paint("35", "Skill:"), self.paint("1", as_text(name))))
             self.write("  %s %s\n" % (self.glyph["open"], self.tool_line(call)))
             self.last_open = call.id
 
@@ -463,7 +467,7 @@ class DetailedUI(g.TerminalUI):
                     last = as_text(m.get("content"))
                 break
         self.write("resumed session %s: %d messages, $%.4f spent, working dir %s\n"
-                  % (agent.session.id, len(agent.messages) - 1, agent.cost_usd, agent.cwd))
+                  % (agent.session.id, len(agent.messages) - 1, agent.cost_usd, as_text(agent.cwd)))
         if last:
             self.write(self.paint("2", clip("last answer: " + " ".join(last.split()), self.width(), self.glyph["more"])) + "\n")
 
@@ -477,10 +481,10 @@ HELP = """commands:
   /cost [N]     show the cost, or set the session's limit to N USD (0 = no limit)
   /model [NAME] show the model, or use NAME from the next request on
   /tools        list the tools
-  /help         this help
-  /exit         quit (also Ctrl-D)
+  /help         this help (also /?)
+  /exit         quit (also /q, Ctrl-D)
 End a line with \\ to go on on the next one; lines pasted together are one message.
-Ctrl-C cancels the running turn or tool; the conversation is kept."""
+Esc or Ctrl-C cancels the running turn or tool; the conversation is kept."""
 
 
 class Commands:
@@ -528,9 +532,9 @@ class Commands:
             return self.ui.write("no saved sessions in %s\n" % os.path.join(self.agent.cfg.data_dir, "sessions"))
         for sid, mtime, first, cost in found[:10]:
             mark = "*" if sid == here else " "
-            line = "%s %s  %s  $%.4f  %s" % (mark, sid, time.strftime("%Y-%m-%d %H:%M", time.localtime(mtime)),
+            line = "%s %s  %s  $%.4f  %s" % (mark, as_text(sid), time.strftime("%Y-%m-%d %H:%M", time.localtime(mtime)),
                                              cost, as_text(first) or "(empty)")
-            self.ui.write(clip(line, self.ui.width(), self.ui.glyph["more"]) + "\n")
+            self.ui.write(clip(g.visible(line), self.ui.width(), self.ui.glyph["more"]) + "\n")
         if len(found) > 10:
             self.ui.write("  (%d older sessions not shown)\n" % (len(found) - 10))
 
@@ -574,7 +578,7 @@ class Commands:
 
 def interactive(args, cfg):
     ui = DetailedUI()
-    agent = g.open_agent(cfg, ui, DETAILED, args)
+    agent = g.open_agent(cfg, ui, DETAILED, args, new_if_busy=True)
     ui.attach(agent)
     if args.resume or args.cont:
         ui.resumed(agent)
@@ -582,6 +586,10 @@ def interactive(args, cfg):
         return g.repl(agent, ui, commands=Commands(agent, ui).table(), help_text=HELP, before_prompt=ui.between_turns,
                       prog="grok-detailed", first=" ".join(args.message))
     finally:
+        s, dot = agent.session, ui.glyph["dot"]
+        lines = ["Session saved: " + home_short(s.path)] if len(agent.messages) > 1 and not s.disabled else []
+        lines.append("Session %s %s $%.4f %s %d tools" % (s.id, dot, agent.cost_usd, dot, agent.tool_count))
+        ui.write("".join(ui.paint("2", part) + "\n" for line in lines for part in wrap(line, ui.width())))
         agent.close()
 
 
@@ -848,7 +856,10 @@ class Workspace:
               and meta["goal"].strip() and meta.get("goal_hash") == goal_hash(meta["goal"])
               and isinstance(meta.get("loop"), int) and meta["loop"] >= 1
               and isinstance(meta.get("steps"), dict) and all(isinstance(v, dict) for v in meta["steps"].values())
-              and isinstance(meta.get("loops"), list) and isinstance(meta.get("sessions"), list))
+              and isinstance(meta.get("loops"), list) and isinstance(meta.get("sessions"), list)
+              and all(isinstance(x, dict) for x in meta["loops"]) and all(isinstance(s, str) for s in meta["sessions"])
+              and all(isinstance(v.get("verdict", ""), str) for v in meta["steps"].values())
+              and isinstance(meta.get("cost_usd", 0), (int, float)) and 0 <= meta.get("cost_usd", 0) < 1e6)
         return (meta, None) if ok else (None, "missing or wrong fields")
 
     def save_meta(self, meta):
@@ -976,7 +987,7 @@ class AgentRun:
         self.open()
         contract = g.Contract(DETAILED.name, DETAILED.extra_properties,
                               DETAILED.extra_prompt + "\n\nAGENT MODE: you work under this controller "
-                              "(Agents.md from the workspace):\n\n" + self.ws.read("Agents.md"),
+                              "(Agents.md from the workspace):\n\n" + self.ws.read("Agents.md")[:INCLUDE_CAP],
                               DETAILED.max_tokens)
         self.agent = g.Agent(self.cfg, self.ui, contract)
         self.agent.cost_usd = float(self.meta.get("cost_usd") or 0.0)     # COST_LIMIT covers the whole goal
@@ -991,7 +1002,7 @@ class AgentRun:
             return 130
         except g.GrokError as e:
             self.meta["status"] = "stopped" if isinstance(e, AgentStopped) else "failed"
-            self.meta["error"] = g.scrub(str(e), (self.cfg.api_key,))
+            self.meta["error"] = g.scrub(str(e))
             self.save()
             if not isinstance(e, AgentStopped):
                 self.ui.notice("agent mode failed at %s (loop %d); run `grok-detailed --agent` again to resume "
@@ -1004,7 +1015,7 @@ class AgentRun:
         m = self.meta
         self.ui.write(self.ui.paint("1", "agent mode") + " · %s · up to %d loops · %s\n"
                       % (self.ws.dir, self.max_loops, self.agent.model))
-        self.ui.write("goal: %s\n" % " ".join(m["goal"].split())[:160])
+        self.ui.write("goal: %s\n" % as_text(" ".join(m["goal"].split())[:160]))
         todo = [s for s in ("goal",) + LOOP_STEPS + ("final_report",) if not self.done(s)]
         if m["steps"] and todo:
             self.ui.write("resuming: loop %d, at %s\n" % (m["loop"], STEP_ROLES[todo[0]]))
@@ -1087,7 +1098,7 @@ class AgentRun:
         path = self.ws.path("final_report.md")
         text = self.ws.read("final_report.md") or ""
         note = " (partial: the maximum of %d loops was reached)" % self.max_loops if partial else ""
-        self.ui.write("\n%s%s\n\n%s\n" % (self.ui.paint("1", "final report: " + path), note, text.rstrip("\n")))
+        self.ui.write("\n%s%s\n\n%s\n" % (self.ui.paint("1", "final report: " + path), note, g.visible(text.rstrip())))
         return 3 if partial else 0
 
     # -- the step prompts ----------------------------------------------------------
@@ -1155,7 +1166,7 @@ class AgentRun:
             if 0 < self.cfg.cost_limit <= self.agent.cost_usd:
                 raise
             # The turn broke down (contract, tool rounds): the reviewer judges what is there.
-            answer, error = "", g.scrub(str(e), (self.cfg.api_key,))
+            answer, error = "", g.scrub(str(e))
             self.ui.notice("the execution ended early: %s" % error)
         rec["empty"] = not answer.strip() and not self.ui.calls
         parts = [answer.strip()]
@@ -1199,6 +1210,7 @@ def run_agent_mode(args, cfg):
         raise g.UserError("--max-loops must be 1 or more")
     if args.resume or args.cont:
         raise g.UserError("--resume/--continue do not apply to --agent: it resumes from its workspace")
+    cfg.read_dirs.append(agent_dir())      # read_file/list_files there run without asking
     return AgentRun(args, cfg, Workspace(agent_dir())).run()
 
 

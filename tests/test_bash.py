@@ -25,10 +25,11 @@ def no_real_signals(monkeypatch):
 
 
 def ctx(timeout=30, cancel=False, cwd="."):
+    """What tool_bash reads of the Agent."""
     event = threading.Event()
     if cancel:
         event.set()
-    return types.SimpleNamespace(cwd=cwd, cancel=event, procs=set(), bash_timeout=timeout,
+    return types.SimpleNamespace(cwd=cwd, cancel=event, procs=set(), cfg=types.SimpleNamespace(bash_timeout=timeout),
                                  tool_env=lambda: dict(os.environ))
 
 

@@ -213,3 +213,139 @@ def test_no_proxy_skips_the_proxy(run, fake, proxy):
     p = run("-p", "hi", env={"HTTP_PROXY": proxy.url, "NO_PROXY": "localhost,127.0.0.1"})
     assert p.returncode == 0 and p.stdout == "direct\n"
     assert proxy.lines == []
+
+
+# ----------------------------------------------------------- sessions and outputs
+def test_a_session_in_use_is_not_resumed_by_a_second_process(run, fake, isolated_env):
+    fake.add(answer("first"))
+    assert run("-p", "hi").returncode == 0
+    [path] = session_files(isolated_env)
+    fake.add(hang(30))
+    holder = subprocess.Popen([sys.executable, str(GROK), "--resume", path.stem, "-p", "more"],
+                              env=run.env(GROK_MAX_RETRIES="0"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert fake.wait_for_requests(2)
+        size = path.stat().st_size
+        second = run("--resume", path.stem, "-p", "again")
+        assert second.returncode == 1
+        assert "session %s is in use by another grok process" % path.stem in second.stderr
+        fake.add(answer("in a new session"))
+        repl = run("--resume", path.stem, input="hello\n")
+        assert repl.returncode == 0 and "in a new session" in repl.stdout
+        assert "in use by another grok process: starting a new session" in repl.stderr
+        assert path.stat().st_size == size and len(session_files(isolated_env)) == 2
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+@pytest.mark.parametrize("args", [("-p", "hi"), ("-p", "hi", "--format", "json"), ("--acp",), ()])
+def test_closed_stdout_is_a_quiet_exit_in_every_mode(run, fake, args):
+    fake.add(answer("nobody reads this"))
+    p = subprocess.run("exec %s %s %s >&-" % (sys.executable, GROK, " ".join(args)), shell=True,
+                       env=run.env(), input="hi\n", capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    no_traceback(p.stderr)
+
+
+def test_broken_stderr_does_not_end_the_turn(run, fake):
+    fake.add(raw(503, b"busy"), answer("still answered"))
+    proc = subprocess.Popen([sys.executable, str(GROK), "-p", "hi"], env=run.env(), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stderr.close()         # the reader of stderr is gone before the retry notice
+    out = proc.stdout.read()
+    assert proc.wait(timeout=30) == 0
+    assert out == b"still answered\n"
+
+
+# ----------------------------------------------------------------------- agent mode
+@pytest.mark.parametrize("odd", [{"cost_usd": "abc"}, {"cost_usd": -100}, {"cost_usd": float("nan")},
+                                 {"loops": [1]}, {"sessions": [None]}, {"verdict": 42}])
+def test_odd_values_in_meta_json_are_rebuilt_from_the_files(run, fake, isolated_env, odd):
+    from test_agent_mode import GOAL, full_run
+    replies = full_run()
+    agent = [sys.executable, str(GROK.parent / "grok_detailed.py"), "--agent"]
+
+    def go(*args):
+        return subprocess.run(agent + list(args) + ["-y"], env=run.env(COST_LIMIT="0.5"), capture_output=True,
+                              text=True, stdin=subprocess.DEVNULL, timeout=60, start_new_session=True)
+
+    fake.add(*replies[:5] + [raw(400, b"stop before the reviewer")])
+    assert go(GOAL).returncode == 1
+    meta_path = isolated_env.home / ".grok_agent" / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    if "verdict" in odd:
+        meta["steps"]["planner"]["verdict"] = odd["verdict"]
+    else:
+        meta.update(odd)
+    meta_path.write_text(json.dumps(meta))
+    fake.add(*replies[5:])
+    r = go()
+    assert r.returncode == 0, r.stderr
+    assert "meta.json is invalid" in r.stderr and "recovered the state from the files present" in r.stderr
+    no_traceback(r.stderr)
+    assert json.loads(meta_path.read_text())["cost_usd"] >= 0
+
+
+# -------------------------------------------------------------------------- caps
+def test_a_huge_command_is_refused_and_not_kept_in_the_history(run, fake, isolated_env):
+    huge = "echo " + "x" * 5000000
+    fake.add(tools(("bash", {"command": huge}), chunk_size=1 << 20), answer("ok"), answer("again"))
+    p = run("-p", "go", "-y", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    second = fake.chat_requests()[1]
+    assert len(second.body) < 300000
+    assert "not run: the command is too long (5000005 characters" in second.last_user
+    [path] = session_files(isolated_env)
+    assert path.stat().st_size < 300000
+    p = run("-c", "-p", "more")
+    assert p.returncode == 0 and len(fake.chat_requests()[2].body) < 300000
+
+
+def test_a_huge_agents_md_is_cut_in_agent_mode(run, fake, isolated_env):
+    from test_agent_mode import GOAL, full_run
+    ws = isolated_env.home / ".grok_agent"
+    ws.mkdir()
+    (ws / "Agents.md").write_text("rules " * 500000)
+    fake.add(*full_run())
+    r = subprocess.run([sys.executable, str(GROK.parent / "grok_detailed.py"), "--agent", GOAL, "-y"],
+                       env=run.env(), capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60,
+                       start_new_session=True)
+    assert r.returncode == 0, r.stderr
+    assert max(len(q.body) for q in fake.chat_requests()) < 200000
+
+
+def test_the_summary_request_fits_the_summary_models_window(run, fake, isolated_env):
+    (isolated_env.work / "big.txt").write_text("x" * 3500)
+    fake.add(*[tools(("read_file", {"path": "big.txt"}))] * 6, answer("summary"), answer("done"))
+    p = run("-p", "go", env={"GROK_CONTEXT_WINDOW": "6000", "GROK_MAX_ITERATIONS": "0"})
+    summaries = [q for q in fake.chat_requests() if q.messages[0]["content"].startswith("You summarise")]
+    assert summaries and all(sum(len(m["content"]) for m in q.messages) <= 6000 - 2000 for q in summaries)
+    assert p.returncode == 0, p.stderr
+
+
+def test_term_dumb_gets_no_escapes(run, fake, tmp_path):
+    from ptyrun import PtyProcess
+    fake.add(tools(("list_files", {})), answer("plain"))
+    p = PtyProcess([sys.executable, str(GROK)], run.env(TERM="dumb", NO_COLOR=None), tmp_path)
+    p.expect("> ")
+    p.send("hi\n")
+    p.expect("plain")
+    p.expect("> ")
+    p.sendeof()
+    assert p.wait() == 0
+    assert "[list_files] ." in p.output and "\x1b" not in p.output
+
+
+def test_a_stale_temp_file_of_a_killed_write_is_removed_at_the_next_write(run, fake, isolated_env):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = isolated_env.work / (".grok-out.txt.%d.abc123.tmp" % dead.pid)
+    live = isolated_env.work / (".grok-out.txt.%d.def456.tmp" % os.getpid())
+    stale.write_text("half")
+    live.write_text("being written")
+    fake.add(tools(("write_file", {"path": "out.txt", "content": "whole"})), answer("written"))
+    assert run("-p", "go", "-y").returncode == 0
+    assert (isolated_env.work / "out.txt").read_text() == "whole"
+    assert not stale.exists() and live.exists()
+    assert sorted(f.name for f in isolated_env.work.iterdir()) == sorted(["out.txt", live.name])

@@ -431,7 +431,7 @@ def test_xai_api_key_is_accepted(run, fake):
     assert fake.chat_requests()[0].headers["authorization"] == "Bearer xai-from-xai-var"
 
 
-def test_key_lookup_order_dotenv_then_grok_then_claude(run, fake, isolated_env):
+def test_key_lookup_order_grok_then_claude_then_dotenv(run, fake, isolated_env):
     home, work = isolated_env.home, isolated_env.work
     (home / ".grok").mkdir()
     (home / ".claude").mkdir()
@@ -440,13 +440,14 @@ def test_key_lookup_order_dotenv_then_grok_then_claude(run, fake, isolated_env):
     (home / ".claude" / ".env").write_text("GROK_API_KEY=\"key-from-claude-dir\"  \n")
     env = {"GROK_API_KEY": None}
     seen = []
-    for remove in (work / ".env", home / ".grok" / ".env", home / ".claude" / ".env"):
+    for remove in (home / ".grok" / ".env", home / ".claude" / ".env", work / ".env"):
         fake.add(answer("ok"))
         r = run("-p", "hi", env=env)
         assert r.returncode == 0, r.stderr
         seen.append(fake.chat_requests()[-1].headers["authorization"])
         remove.unlink()
-    assert seen == ["Bearer key-from-dot-env", "Bearer key-from-grok-dir", "Bearer key-from-claude-dir"]
+    assert seen == ["Bearer key-from-grok-dir", "Bearer key-from-claude-dir", "Bearer key-from-dot-env"]
+    assert "./.env" in r.stderr         # a project's key is named as such
 
 
 def test_environment_key_beats_dotenv(run, fake, isolated_env):

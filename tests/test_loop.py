@@ -114,7 +114,7 @@ def test_approvals_and_ask_user_stay_serial_and_come_first(run, fake, isolated_e
     with PtyProcess([sys.executable, str(GROK)], run.env(), work) as p:
         p.expect(r"> ")
         p.send("go\n")
-        p.expect(r"touch ran_a\s+run it\? \[y\]es / \[n\]o / \[a\]lways: ", plain=True)
+        p.expect(r"touch ran_a\s+run it\? \[y\]es / \[N\]o / \[a\]lways: ", plain=True)
         assert "Which colour?" not in p.plain_output and "touch ran_b" not in p.plain_output
         p.send("y\n")
         p.expect(r"Which colour\?\s+1\) red\s+2\) blue\s+answer \(number or text\): ", plain=True)

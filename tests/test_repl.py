@@ -178,7 +178,7 @@ def test_line_editing_works(term, fake):
 
 # ----------------------------------------------------------------- approvals
 
-APPROVE = r"run it\? \[y\]es / \[n\]o / \[a\]lways: "
+APPROVE = r"run it\? \[y\]es / \[N\]o / \[a\]lways: "
 
 
 def test_approval_yes_runs_the_command(term, fake, tmp_path):
@@ -186,7 +186,7 @@ def test_approval_yes_runs_the_command(term, fake, tmp_path):
     p = term()
     p.expect(r"> ")
     p.send("make the file\n")
-    p.expect(r"bash.* echo ran > ran.txt")
+    p.expect(r"bash\s+echo ran > ran.txt")
     p.expect(APPROVE)
     assert fake.pending() == 1          # nothing runs before the answer
     assert not (tmp_path / "work" / "ran.txt").exists()
@@ -208,7 +208,7 @@ def test_approval_no_denies_and_tells_the_model(term, fake, tmp_path):
     p.send("make the files\n")
     p.expect(APPROVE)
     p.send("n\n")
-    p.expect(r"write_file.* w\.txt \(3 bytes\)")
+    p.expect(r"write_file .*/w\.txt \(3 bytes, a new file\)")
     p.expect(APPROVE)
     p.send("no\n")
     p.expect(r"understood")
@@ -247,7 +247,7 @@ def test_a_call_without_command_is_not_put_to_the_user(term, fake, tmp_path):
     p = term()
     p.expect(r"> ")
     p.send("go\n")
-    p.expect(r"write_file.* w\.txt \(6 bytes\)")     # bytes, not characters
+    p.expect(r"write_file .*/w\.txt \(6 bytes, a new file\)")     # bytes, not characters
     p.expect(APPROVE)
     p.send("y\n")
     p.expect(r"fixed my call")
