@@ -772,7 +772,8 @@ class ResponseStreamer:
 
     def __init__(self):
         self.depth, self.key, self.colon, self.calls, self.tool_calls = 0, None, False, False, "unknown"
-        self.raw = self.esc = None          # the raw JSON text of the string being read; an escape in it
+        self.raw = self.esc = None          # the string being read (raw JSON characters, kept for a
+        #                                     top-level key or the response only); an escape in it
         self.is_key = self.response = False
         self.cut = self.safe = 0            # response text returned up to cut; whole characters up to safe
 
@@ -785,7 +786,7 @@ class ResponseStreamer:
             if self.calls and self.depth == 2 and ch not in " \t\r\n]":
                 self.tool_calls = "nonempty"
             if ch == '"':
-                self.raw, self.is_key = "", self.depth == 1 and not self.colon
+                self.raw, self.is_key = [], self.depth == 1 and not self.colon
                 self.response, self.cut, self.safe = self.depth == 1 and self.colon and self.key == "response", 0, 0
             elif ch in "{[":
                 self.depth += 1
@@ -802,12 +803,13 @@ class ResponseStreamer:
     def _string(self, ch):
         if self.esc is None and ch == '"':
             if self.is_key:
-                self.key = self._decode(self.raw)
+                self.key = self._decode("".join(self.raw))
             self.safe = len(self.raw)
             self._flush()
             self.raw, self.response = None, False
             return
-        self.raw += ch
+        if self.is_key or self.response:
+            self.raw.append(ch)
         if self.esc is not None:
             self.esc += ch
             if len(self.esc) == 6 or self.esc[1] != "u":
@@ -822,7 +824,7 @@ class ResponseStreamer:
 
     def _flush(self):
         if self.response and self.safe > self.cut:
-            piece, self.cut = self.raw[self.cut:self.safe], self.safe
+            piece, self.cut = "".join(self.raw[self.cut:self.safe]), self.safe
             # a lone surrogate cannot be printed: it shows as U+FFFD
             self.out.append("".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in self._decode(piece)))
 
