@@ -373,10 +373,10 @@ class FakeAPI:
         with self._cond:
             self.requests.append(req)
             self._cond.notify_all()
-            if req.method != "POST":
-                return error(404, {"code": "not_found", "error": "fake server: POST only"})
             path = req.path.split("?")[0]
             keys = [k for k in self._queues if path.endswith(k) and self._queues[k]]
             if keys:
                 return self._queues[max(keys, key=len)].pop(0)
+            if req.method != "POST":
+                return error(404, {"code": "not_found", "error": "fake server: no scripted reply for this GET"})
         return error(418, {"code": "fake", "error": "fake server: no scripted reply left"})
