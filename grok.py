@@ -117,6 +117,7 @@ class Config:
     """Everything the engine needs, from flags with an environment fallback."""
 
     def __init__(self, model=None, cwd=None, always_approve=False, require_key=True):
+        from urllib.parse import urlsplit
         self.api_key, self.key_source = find_api_key()
         if require_key and not self.api_key:
             raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put GROK_API_KEY=... in "
@@ -127,9 +128,10 @@ class Config:
         self.summary_model = os.environ.get("GROK_SUMMARY_MODEL") or self.model
         self.cost_limit = env_float("COST_LIMIT", 10.0)
         self.compact_threshold = env_float("COMPACT_THRESHOLD", 75.0)
+        self.xai = ("." + (urlsplit(self.base_url).hostname or "")).endswith(".x.ai")
         self.window_set = int(env_float("GROK_CONTEXT_WINDOW", 0))
         self.context_window = self.window_set or context_window(self.model)
-        self.prices = env_prices() or (None if is_xai(self.base_url) else ())
+        self.prices = env_prices() or (None if self.xai else ())      # None: xAI's table; (): unknown
         self.max_tokens = int(env_float("GROK_MAX_TOKENS", 0)) or None
         self.timeout = env_float("GROK_TIMEOUT", 300.0) or None      # 0: no limit (None: block)
         if self.timeout is not None and self.timeout < 0:
@@ -169,22 +171,16 @@ def check_base_url(url):
         raise UserError("GROK_BASE_URL has no host name: %r" % url)
 
 
-def is_xai(url):
-    from urllib.parse import urlsplit
-    host = urlsplit(url).hostname or ""
-    return host == "x.ai" or host.endswith(".x.ai")
-
-
 def env_prices():
     """GROK_PRICES as (input, cached input, output) in USD per 1M tokens; () when it is not set."""
     value = os.environ.get("GROK_PRICES", "").strip()
     try:
         prices = tuple(float(p) for p in value.split(",")) if value else ()
+        if len(prices) in (0, 3) and min(prices or (0,)) >= 0:
+            return prices
     except ValueError:
-        prices = None
-    if prices is None or len(prices) not in (0, 3) or min(prices or (0,)) < 0:
-        raise UserError("GROK_PRICES must be IN,CACHED,OUT in USD per million tokens, not %r" % value)
-    return prices
+        pass
+    raise UserError("GROK_PRICES must be IN,CACHED,OUT in USD per million tokens, not %r" % value)
 
 
 def model_key(model, table):
@@ -259,9 +255,7 @@ class AgentError(GrokError):
 
 
 class ContextOverflow(UserError):
-    def __init__(self, message, window=None):
-        UserError.__init__(self, message)
-        self.window = window
+    window = None           # the server's context window, when it says
 
 
 class Cancelled(GrokError):
@@ -300,9 +294,10 @@ class HTTPStatusError(Exception):
             return None
         import re
         m = re.search(r'"n_ctx"\s*:\s*(\d+)|context (?:window|length) (?:of|is) (\d+)', self.text(), re.I)
-        window = int(m.group(1) or m.group(2)) if m else None
-        return ContextOverflow("the request does not fit the server's context window%s (HTTP %d): %s" % (
-            " of %d tokens" % window if window else "", self.status, self.server_message()), window)
+        e = ContextOverflow("the request does not fit the server's context window%s (HTTP %d): %s" % (
+            " of %s tokens" % (m.group(1) or m.group(2)) if m else "", self.status, self.server_message()))
+        e.window = int(m.group(1) or m.group(2)) if m else None
+        return e
 
 
 class StreamBroken(Exception):
@@ -586,34 +581,6 @@ class Client:
                 time.sleep(min(0.05, max(0.0, end - time.monotonic())))
 
 
-class RequestEncoder:
-    """JSON bodies for chat requests that re-use the encoding of the unchanged message
-    prefix. The history is append-only, so each message is encoded once, not once per
-    request (at 1,000 messages, ~1.6 MB, that saves ~7 ms a round). Messages are not
-    changed in place; a new or replaced message, or a replaced content, is noticed."""
-
-    def __init__(self):
-        self.messages, self.contents, self.parts = [], [], []    # parts: the JSON of each message, after ", "
-
-    def body(self, payload):
-        messages = payload["messages"]
-        n = len(self.messages)
-        # List equality tests identity first, in C: when nothing changed this costs microseconds.
-        if n > len(messages) or self.messages != messages[:n] or self.contents != [m.get("content")
-                                                                                     for m in messages[:n]]:
-            n, same = 0, min(n, len(messages))
-            while n < same and self.messages[n] is messages[n] and self.contents[n] is messages[n].get("content"):
-                n += 1
-            del self.messages[n:], self.contents[n:], self.parts[n:]
-        for message in messages[n:]:
-            self.messages.append(message)
-            self.contents.append(message.get("content"))
-            self.parts.append((b", " if self.parts else b"") + json_bytes(message))
-        rest = {k: v for k, v in payload.items() if k != "messages"}
-        tail = b"], " + json_bytes(rest)[1:] if rest else b"]}"
-        return b"".join([b'{"messages": ['] + self.parts + [tail])
-
-
 def describe_network_error(e, host):
     import socket
     if isinstance(e, socket.gaierror):
@@ -686,13 +653,9 @@ def read_chat_stream(resp, on_delta):
 
 def stream_error(data):
     """The HTTPStatusError for an error sent in an event stream, with the status it names (else 500)."""
-    try:
-        err = json.loads(data.decode("utf-8", "replace"))
-        err = err.get("error", err) if isinstance(err, dict) else {}
-        code = err.get("code") if isinstance(err, dict) else None
-    except (ValueError, RecursionError):
-        code = None
-    return HTTPStatusError(code if isinstance(code, int) and 400 <= code < 600 else 500, data)
+    import re
+    code = re.search(rb'"code"\s*:\s*([45]\d\d)\b', data)
+    return HTTPStatusError(int(code.group(1)) if code else 500, data)
 
 
 def parse_chat_reply(obj):
@@ -712,44 +675,31 @@ class ResponseStreamer:
     """Pulls the decoded text of the top-level "response" string out of a JSON
     object arriving in pieces, so the answer can be shown as it is generated."""
 
-    ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f"}
+    # The end of a string's escaped text that cannot be decoded yet: a cut escape, or a high surrogate
+    # whose low half may follow.
+    UNFINISHED = r'(?:^|[^\\])(?:\\\\)*((?:\\u[dD][89abAB][0-9a-fA-F]{2})?(?:\\(?:u[0-9a-fA-F]{0,3})?)?)$'
 
     def __init__(self):
         self.depth = 0
-        self.in_str = self.escape = self.is_key = self.emitting = self.expect_value = False
-        self.key, self.hexbuf, self.high = [], None, None
-        self.last_key = None
+        self.in_str = self.escape = self.is_key = self.expect_value = False
+        self.key, self.raw, self.last_key = [], None, None     # raw: the response's escaped text not yet shown
         self.tool_calls = "unknown"     # unknown / empty / nonempty
         self.in_tool_calls = False
-        self.started = False
 
     def feed(self, text):
         out = []
         for ch in text:
             if self.in_str:
-                if self.hexbuf is not None:
-                    self.hexbuf += ch
-                    if len(self.hexbuf) == 4:
-                        self._char(self._unicode(self.hexbuf), out)
-                        self.hexbuf = None
-                elif self.escape:
-                    self.escape = False
-                    if ch == "u":
-                        self.hexbuf = ""
-                    else:
-                        self._char(self.ESCAPES.get(ch, ch), out)
-                elif ch == "\\":
-                    self.escape = True
-                elif ch == '"':
+                if ch == '"' and not self.escape:
                     self.in_str = False
                     if self.is_key:
                         self.last_key = "".join(self.key)
-                    elif self.emitting and self.high:
-                        out.append("\ufffd")
-                        self.high = None
-                    self.emitting = False
-                else:
-                    self._char(ch, out)
+                    elif self.raw is not None:
+                        out.append(self.decode(True))
+                        self.raw = None
+                    continue
+                self.escape = ch == "\\" and not self.escape
+                (self.key if self.is_key else self.raw if self.raw is not None else []).append(ch)
                 continue
             if self.in_tool_calls and self.depth == 2 and ch not in " \t\r\n]":
                 self.tool_calls = "nonempty"
@@ -758,7 +708,7 @@ class ResponseStreamer:
                 self.is_key = self.depth == 1 and not self.expect_value
                 self.key = []
                 if not self.is_key and self.depth == 1 and self.last_key == "response":
-                    self.emitting = self.started = True
+                    self.raw = []
                 self.expect_value = False
             elif ch in "{[":
                 self.depth += 1
@@ -777,34 +727,21 @@ class ResponseStreamer:
                 self.last_key = None
             elif self.depth == 1 and not ch.isspace():
                 self.expect_value = False
+        if self.raw:
+            out.append(self.decode(False))
         return "".join(out)
 
-    def _unicode(self, hexdigits):
+    def decode(self, end):
+        """The decodable part of the escaped text gathered; a lone surrogate shows as U+FFFD."""
+        import re
+        raw = "".join(self.raw)
+        cut = len(raw) if end else len(raw) - len(re.search(self.UNFINISHED, raw).group(1))
+        self.raw = list(raw[cut:])
         try:
-            return chr(int(hexdigits, 16))
-        except ValueError:
-            return "\ufffd"
-
-    def _char(self, ch, out):
-        if self.is_key:
-            self.key.append(ch)
-        elif self.emitting:
-            # \uD83D\uDE00 is one character; a lone surrogate cannot be printed, so it shows as U+FFFD.
-            code = ord(ch)
-            if 0xD800 <= code < 0xDC00:
-                if self.high:
-                    out.append("\ufffd")
-                self.high = ch
-                return
-            if self.high:
-                if 0xDC00 <= code < 0xE000:
-                    ch = chr(0x10000 + ((ord(self.high) - 0xD800) << 10) + (code - 0xDC00))
-                else:
-                    out.append("\ufffd")
-                self.high = None
-            elif 0xDC00 <= code < 0xE000:
-                ch = "\ufffd"
-            out.append(ch)
+            text = json.loads('"%s"' % raw[:cut], strict=False)
+        except ValueError:      # a bad escape: shown as it came
+            text = raw[:cut]
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 # --------------------------------------------------------------------------
@@ -1553,10 +1490,9 @@ class Agent:
         self.session = session or Session(cfg.data_dir, warn=self.notice)
         self.client = Client(cfg.base_url, cfg.api_key, cfg.timeout, cfg.max_retries, cfg.backoff, notice=self.notice)
         self.client.conv_id = self.session.id
-        self.encoder = RequestEncoder()
         self.tool_names = list(TOOLS)   # offered in the schema
         self.withdrawn = {}             # tools the server turned out not to offer: name -> the result calls get
-        self.window_asked = cfg.window_set or is_xai(cfg.base_url)   # xAI's windows are in the table
+        self.window_asked = cfg.window_set or cfg.xai     # xAI's windows are in the table
         self.format_level = 0           # 0 json_schema, 1 json_object + schema, 2 plain json_object
         # Request fields a server may reject: each is dropped for the session, with one notice.
         self.optional = {"temperature": cfg.temperature} if cfg.temperature is not None else {}
@@ -1663,8 +1599,7 @@ class Agent:
                     self.ui.stream_reset()
                     return read_chat_stream(resp, lambda piece: self._stream_piece(streamer, piece, on_text))
             try:
-                obj = self.client.post("/chat/completions", self.encoder.body(payload) if messages is self.messages
-                                       else payload, on_stream=on_stream, cancel=self.cancel,
+                obj = self.client.post("/chat/completions", payload, on_stream=on_stream, cancel=self.cancel,
                                        no_retry=lambda e: contract and self._format_rejected(e))
             except StreamBroken as e:
                 stream = False
