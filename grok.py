@@ -117,21 +117,19 @@ class Config:
     """Everything the engine needs, from flags with an environment fallback."""
 
     def __init__(self, model=None, cwd=None, always_approve=False, require_key=True):
-        from urllib.parse import urlsplit
         self.api_key, self.key_source = find_api_key()
         if require_key and not self.api_key:
             raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put GROK_API_KEY=... in "
                             + ", ".join(ENV_FILES))
         self.base_url = (os.environ.get("GROK_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
-        check_base_url(self.base_url)
+        self.xai = ("." + check_base_url(self.base_url)).endswith(".x.ai")
         self.model = model or os.environ.get("GROK_MODEL") or DEFAULT_MODEL
         self.summary_model = os.environ.get("GROK_SUMMARY_MODEL") or self.model
         self.cost_limit = env_float("COST_LIMIT", 10.0)
         self.compact_threshold = env_float("COMPACT_THRESHOLD", 75.0)
-        self.xai = ("." + (urlsplit(self.base_url).hostname or "")).endswith(".x.ai")
         self.window_set = int(env_float("GROK_CONTEXT_WINDOW", 0))
         self.context_window = self.window_set or context_window(self.model)
-        self.prices = env_prices() or (None if self.xai else ())      # None: xAI's table; (): unknown
+        self.prices = env_prices(self.xai)
         self.max_tokens = int(env_float("GROK_MAX_TOKENS", 0)) or None
         self.timeout = env_float("GROK_TIMEOUT", 300.0) or None      # 0: no limit (None: block)
         if self.timeout is not None and self.timeout < 0:
@@ -153,7 +151,7 @@ class Config:
 
 
 def check_base_url(url):
-    """A UserError now rather than an odd network error later."""
+    """The URL's host name; a UserError now rather than an odd network error later."""
     from urllib.parse import urlsplit
     if not url.startswith(("http://", "https://")):
         raise UserError("GROK_BASE_URL must start with http:// or https://, not %r" % url)
@@ -169,14 +167,18 @@ def check_base_url(url):
         raise UserError("GROK_BASE_URL is not a valid URL (%s): %r" % (e, url))
     if not host:
         raise UserError("GROK_BASE_URL has no host name: %r" % url)
+    return host
 
 
-def env_prices():
-    """GROK_PRICES as (input, cached input, output) in USD per 1M tokens; () when it is not set."""
+def env_prices(xai):
+    """GROK_PRICES as (input, cached input, output) in USD per 1M tokens; when it is not set, None
+    (xAI's price table) on xAI's API, else () (unknown)."""
     value = os.environ.get("GROK_PRICES", "").strip()
+    if not value:
+        return None if xai else ()
     try:
-        prices = tuple(float(p) for p in value.split(",")) if value else ()
-        if len(prices) in (0, 3) and min(prices or (0,)) >= 0:
+        prices = tuple(float(p) for p in value.split(","))
+        if len(prices) == 3 and min(prices) >= 0:
             return prices
     except ValueError:
         pass
@@ -488,6 +490,14 @@ class Client:
         ssl = sys.modules.get("ssl") if self.https else None
         return errors + (ssl.SSLEOFError, ssl.SSLZeroReturnError) if ssl else errors
 
+    def _problem(self, e):
+        """What went wrong, for a retry notice; a certificate that is not trusted fails at once."""
+        ssl = sys.modules.get("ssl")
+        if ssl and isinstance(e, ssl.CertificateError):     # retrying cannot help
+            raise UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL, or point "
+                            "SSL_CERT_FILE at your CA bundle" % (self.host, getattr(e, "verify_message", None) or e))
+        return describe_network_error(e, self.host)
+
     def probe(self, path, payload=None):
         """The JSON a GET (or, with a payload, a POST) of `path` on the server's root answers, or None:
         one try, for facts the server may not offer."""
@@ -555,15 +565,10 @@ class Client:
                                               (self.api_key,)))
             except (OSError, StreamBroken, self._http.HTTPException, ValueError) as e:
                 # (ValueError: defensive, so no parse error inside http.client can end the REPL)
-                ssl = sys.modules.get("ssl")
-                if ssl and isinstance(e, ssl.CertificateError):     # retrying cannot help
-                    raise UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL, or "
-                                    "point SSL_CERT_FILE at your CA bundle" % (self.host, getattr(
-                                        e, "verify_message", None) or e))
-                problem = describe_network_error(e, self.host)
                 breaks += isinstance(e, StreamBroken)
                 if breaks == 2 and attempt < self.max_retries:  # again: the caller asks unstreamed, to see why
                     raise
+                problem = self._problem(e)
             finally:
                 self._release(conn, reusable)
             if cancel is not None and cancel.is_set():
@@ -1084,15 +1089,19 @@ def tool_web_search(args, ctx):
         return ToolResult("web search failed: %s" % e, ok=False)
     obj = obj if isinstance(obj, dict) else {}
     ctx.add_cost(obj.get("usage"))
+    text, urls = responses_answer(obj)
+    if not text:
+        return ToolResult("web search returned no answer", ok=False)
+    return ToolResult(text + ("\n\nSources:\n" + "\n".join("- " + u for u in urls[:20]) if urls else ""))
+
+
+def responses_answer(obj):
+    """(text, source URLs) of a Responses API reply."""
     parts = [part for item in obj.get("output") or () if isinstance(item, dict)
              for part in item.get("content") or () if isinstance(part, dict)]
-    texts = [str(p.get("text") or "") for p in parts if p.get("type") in ("output_text", "text")]
+    text = "\n".join(str(p.get("text") or "") for p in parts if p.get("type") in ("output_text", "text")).strip()
     urls = [a.get("url") for p in parts for a in p.get("annotations") or () if isinstance(a, dict)]
-    urls = list(dict.fromkeys(u for u in urls + list(obj.get("citations") or ()) if u and isinstance(u, str)))
-    if not texts:
-        return ToolResult("web search returned no answer", ok=False)
-    sources = "\n\nSources:\n" + "\n".join("- " + u for u in urls[:20]) if urls else ""
-    return ToolResult("\n".join(texts).strip() + sources)
+    return text, list(dict.fromkeys(u for u in urls + list(obj.get("citations") or ()) if u and isinstance(u, str)))
 
 
 class Tool:
@@ -1663,18 +1672,15 @@ class Agent:
         """The server said the context is full: take its window size, compact, and ask once more."""
         if e.window and not self.cfg.window_set:
             self.cfg.context_window = e.window
-        tokens, window = estimate_tokens(self.messages), e.window or self.cfg.context_window
         self.notice("%s; compacting and asking once more" % e)
-        if not self.compact():
-            raise ContextOverflow("about %d tokens do not fit the server's context window (%d tokens), and there is "
-                                  "too little history to compact: shorten the request, or give the server a larger "
-                                  "window" % (tokens, window))
         try:
-            return self.chat(self.messages, on_text=self.ui.stream_text)
+            if self.compact():
+                return self.chat(self.messages, on_text=self.ui.stream_text)
         except ContextOverflow:
-            raise ContextOverflow("still too long after compacting (about %d tokens for the server's window of %d):"
-                                  " shorten the request, or give the server a larger window"
-                                  % (estimate_tokens(self.messages), window))
+            pass
+        raise ContextOverflow("about %d tokens do not fit the server's context window (%d tokens), even compacted as "
+                              "far as it goes: shorten the request, or give the server a larger window"
+                              % (estimate_tokens(self.messages), e.window or self.cfg.context_window))
 
     def learn_window(self):
         """The context window a server other than xAI's reports, asked once per session: OpenAI-style
