@@ -29,7 +29,7 @@ __version__ = "0.1.0"
 DEFAULT_BASE_URL = "https://api.x.ai/v1"
 DEFAULT_MODEL = "grok-4.3"
 KEY_VARS = ("GROK_API_KEY", "XAI_API_KEY")
-ENV_FILES = ("./.env", "~/.grok/.env", "~/.claude/.env")
+ENV_FILES = ("~/.grok/.env", "~/.claude/.env", "./.env")     # the person's own key before a project's
 
 # USD per 1M tokens: input, cached input, output.
 PRICES = {"grok-4.3": (1.25, 0.20, 2.50), "grok-4.20": (1.25, 0.20, 2.50),
@@ -41,13 +41,20 @@ DEFAULT_WINDOW = 131072
 BASH_TIMEOUT = 180          # seconds
 OUTPUT_HEAD = 30000         # bytes of tool output kept from the start ...
 OUTPUT_TAIL = 5000          # ... and from the end
+PIPED_CAP = 100000          # bytes of piped stdin added to a -p prompt
 READ_CAP = 100000           # bytes read_file returns
 LIST_CAP = 500              # entries list_files returns
+ARG_CAP = 100000            # characters of a tool argument run, and kept in the history (write_file content: run)
+APPROVAL_LINES = 40         # lines of a command or file shown at an approval before "s shows all"
+APPROVAL_CHARS = 4000       # ... and characters
 RULES_CAP = 8000            # bytes per AGENTS.md / GROK.md file
 RULES_TOTAL_CAP = 24000     # bytes of project rules in all
 MAX_STRIKES = 3             # invalid replies in a row before a turn fails
 RETRY_STATUSES = (408, 429, 500, 502, 503, 504)     # and every other 5xx but 501/505: see retryable()
 RETRY_AFTER_CAP = 30.0      # seconds: a longer Retry-After is shortened to this
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)     # a symlink planted in place of a session file is an error, never followed
+SEARCH_ESTIMATE = 0.05      # USD reserved for a web_search before its first cost is known
+REPLY_CAP = 8 << 20         # bytes of one reply at most (or 1 KB per max_tokens, if more)
 CONNECT_TIMEOUT = 15.0      # seconds to open a connection (a host that drops packets), at most GROK_TIMEOUT
 
 
@@ -69,61 +76,88 @@ def data_dir():
     return os.path.expanduser(d)
 
 
+def open_to_others(path, owners):
+    """Why others could plant files in a directory (owned by someone not in owners, group/world-writable), or None."""
+    try:
+        info = os.stat(path)
+    except OSError as e:
+        return "unusable (%s)" % (e.strerror or e)
+    if info.st_uid not in owners:
+        return "owned by another user"
+    return "group/world-writable" if info.st_mode & 0o22 else None
+
+
+def data_dir_problem(path):
+    """Why the data dir must not be used, or None; created 0700 when missing. Someone else who can
+    write there could plant a session to resume or a history symlink to follow."""
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    except OSError:
+        pass        # open_to_others says why it is unusable
+    why = open_to_others(path, (os.getuid(),))
+    return why and "the data dir %s (GROK_DATA_DIR) is %s: not used (make it yours, 0700)" % (path, why)
+
+
 def script_dir():
     return os.path.dirname(os.path.realpath(__file__))
 
 
-def read_env_file(path, names):
-    """The first of `names` defined in a .env file; nothing else is taken from it."""
+def read_regular(path, cap):
+    """(first cap+1 bytes, size) of a regular file (never a device, pipe or socket), or None."""
+    import stat
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            lines = f.read().splitlines()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))     # a FIFO must not block
+        with open(fd, "rb") as f:
+            info = os.fstat(fd)
+            return (f.read(cap + 1), info.st_size) if stat.S_ISREG(info.st_mode) else None
     except OSError:
         return None
+
+
+def read_env_file(path, names):
+    """The first of `names` defined in a .env file (a regular file under 64 KB); nothing else is taken."""
+    import re
+    got = read_regular(path, 65536)
+    if not got or len(got[0]) > 65536:
+        return None
     found = {}
-    for line in lines:
-        line = line.strip()
-        if line.startswith("export "):
-            line = line[7:].lstrip()
-        name, sep, value = line.partition("=")
-        name = name.strip()
-        if sep and name in names and name not in found:
-            value = value.strip()
-            if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-                value = value[1:-1]
-            elif " #" in value:
-                value = value.split(" #", 1)[0].rstrip()
-            if value:
-                found[name] = value
-    for name in names:
-        if name in found:
-            return found[name]
-    return None
+    for line in got[0].decode("utf-8", "replace").lstrip("\ufeff").splitlines():
+        m = re.match(r"""\s*(?:export\s+)?(\w+)\s*=\s*(?:"([^"]*)"|'([^']*)'|(.*?))\s*(?:\s#.*)?$""", line)
+        if m and m.group(1) in names and m.group(1) not in found:
+            found[m.group(1)] = next((v for v in m.groups()[1:] if v is not None), "")
+    return next((found[n] for n in names if found.get(n)), None)
 
 
 def find_api_key():
-    """(key, where it came from), or (None, None)."""
-    for name in KEY_VARS:
-        if os.environ.get(name, "").strip():
-            return os.environ[name].strip(), "$" + name
-    for path in ENV_FILES:
-        key = read_env_file(os.path.expanduser(path), KEY_VARS)
+    """(key, where it came from), or (None, None); a key with whitespace or control characters is a UserError."""
+    for key, source in [(os.environ.get(n, "").strip(), "$" + n) for n in KEY_VARS] + [(None, p) for p in ENV_FILES]:
+        key = key if key is not None else read_env_file(os.path.expanduser(source), KEY_VARS)
         if key:
-            return key, path
-    return None, None
+            break
+    if key and any(ord(c) < 33 or 127 <= ord(c) < 160 for c in key):
+        raise UserError("the API key in %s contains whitespace or control characters (not shown): fix it" % source)
+    if key and source == "./.env":
+        sys.stderr.write("grok: using the API key from ./.env in the working directory (no key of your own is set)\n")
+    return (key, source) if key else (None, None)
 
 
 class Config:
     """Everything the engine needs, from flags with an environment fallback."""
 
-    def __init__(self, model=None, cwd=None, always_approve=False, require_key=True):
+    def __init__(self, model=None, cwd=None, always_approve=False, require_key=True, effort=None):
         self.api_key, self.key_source = find_api_key()
         if require_key and not self.api_key:
             raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put GROK_API_KEY=... in "
                             + ", ".join(ENV_FILES))
         self.base_url = (os.environ.get("GROK_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         self.xai = ("." + check_base_url(self.base_url)).endswith(".x.ai")
+        from urllib.parse import urlsplit
+        self.secrets = tuple(s for s in (self.api_key, urlsplit(self.base_url).password) if s)
+        SECRETS.update(self.secrets)
+        if model == "grok-build" != os.environ.get("GROK_MODEL"):
+            model = None        # the model name of xAI's CLI, which its clients pass: the default model here
         self.model = model or os.environ.get("GROK_MODEL") or DEFAULT_MODEL
+        self.reasoning_effort = effort
         self.summary_model = os.environ.get("GROK_SUMMARY_MODEL") or self.model
         self.cost_limit = env_float("COST_LIMIT", 10.0)
         self.compact_threshold = env_float("COMPACT_THRESHOLD", 75.0)
@@ -143,6 +177,7 @@ class Config:
         self.temperature = env_float("GROK_TEMPERATURE", 0.5) if temperature else None
         self.skills_dir = os.path.expanduser(os.environ.get("GROK_SKILLS_DIR") or os.path.join(script_dir(), "skills"))
         self.data_dir = data_dir()
+        self.read_dirs = [self.skills_dir]      # read_file/list_files run there without asking, as in cwd
         self.always_approve = always_approve or os.environ.get("GROK_ALWAYS_APPROVE", "") not in ("", "0", "false", "no")
         cwd = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
         if not os.path.isdir(cwd):
@@ -156,7 +191,7 @@ def check_base_url(url):
     if not url.startswith(("http://", "https://")):
         raise UserError("GROK_BASE_URL must start with http:// or https://, not %r" % url)
     if any(ord(c) <= 32 or ord(c) == 127 for c in url):
-        raise UserError("GROK_BASE_URL must not contain spaces or control characters: %r" % url)
+        raise UserError("GROK_BASE_URL must not contain spaces or control characters")
     try:
         u = urlsplit(url)
         u.port
@@ -204,33 +239,45 @@ def context_window(model):
     return WINDOWS[key] if key else DEFAULT_WINDOW
 
 
+USAGE_FIELDS = (("input", "prompt_tokens", "input_tokens"), ("output", "completion_tokens", "output_tokens"),
+                ("reasoning", "completion_tokens_details.reasoning_tokens", "output_tokens_details.reasoning_tokens"),
+                ("cached", "prompt_tokens_details.cached_tokens", "input_tokens_details.cached_tokens"),
+                ("total", "total_tokens"), ("ticks", "cost_in_usd_ticks"))
+
+
+def usage_numbers(usage):
+    """The one reader of a server's usage object: {input, output, reasoning, cached, total, ticks}, each a
+    finite number >= 0 (0, or None for ticks, when absent), and "odd": a value that was not such a number
+    (NaN, negative, a string) and is ignored."""
+    numbers = {"odd": False}
+    for name, *paths in USAGE_FIELDS:
+        value = None
+        for path in paths:
+            value = usage
+            for key in path.split("."):
+                value = value.get(key) if isinstance(value, dict) else None
+            if value is not None:
+                break
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not 0 <= value < 1e15):
+            numbers["odd"], value = True, None
+        numbers[name] = value if value is not None or name == "ticks" else 0
+    return numbers
+
+
 def usage_cost(model, usage, prices=None):
     """(USD, price known) for one API call's usage: the server's own figure, else `prices`
     (input, cached input, output per 1M tokens; None: xAI's table for the model)."""
-    if not isinstance(usage, dict):
-        return 0.0, True
-    ticks = usage.get("cost_in_usd_ticks")
-    if isinstance(ticks, (int, float)) and not isinstance(ticks, bool):
-        return ticks / 1e10, True
+    n = usage_numbers(usage)
+    if n["ticks"] is not None:
+        return n["ticks"] / 1e10, True
     if prices is None:
         prices = PRICES.get(model_key(model, PRICES))
     if not prices:
-        return 0.0, False
+        return 0.0, not isinstance(usage, dict)
     p_in, p_cached, p_out = prices
-    prompt = usage.get("prompt_tokens") or usage.get("input_tokens") or 0
-    cached = min(cached_tokens(usage), prompt)
-    out = usage.get("completion_tokens") or usage.get("output_tokens") or 0
-    reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
-    return ((prompt - cached) * p_in + cached * p_cached + (out + reasoning) * p_out) / 1e6, True
-
-
-def cached_tokens(usage):
-    """The prompt tokens the provider served from its prompt cache (part of prompt_tokens)."""
-    if not isinstance(usage, dict):
-        return 0
-    details = usage.get("prompt_tokens_details") or usage.get("input_tokens_details")
-    cached = details.get("cached_tokens") if isinstance(details, dict) else 0
-    return int(cached) if isinstance(cached, (int, float)) and not isinstance(cached, bool) else 0
+    cached = min(n["cached"], n["input"])
+    return ((n["input"] - cached) * p_in + cached * p_cached + (n["output"] + n["reasoning"]) * p_out) / 1e6, True
 
 
 # --------------------------------------------------------------------------
@@ -311,10 +358,11 @@ class StreamBroken(Exception):
 # --------------------------------------------------------------------------
 
 _SECRET_PATTERNS = None
+SECRETS = set()         # the configured key and URL password: Config adds them
 
 
 def scrub(text, extra=()):
-    """Redact credentials (seed 003 "Credential Scrubbing", plus AWS and key blocks)."""
+    """Redact credentials (seed 003 "Credential Scrubbing", plus AWS, key blocks and URL userinfo)."""
     global _SECRET_PATTERNS
     if not text:
         return text
@@ -331,13 +379,32 @@ def scrub(text, extra=()):
             (re.compile(r"(aws_secret_access_key\W{0,4})[A-Za-z0-9/+=]{40}", re.I), r"\1[REDACTED_AWS_SECRET]"),
             (re.compile(r"(Bearer\s+)[A-Za-z0-9\-_.~+/]{20,}=*", re.I), r"\1[REDACTED_TOKEN]"),
             (re.compile(r"(Authorization:\s*Basic\s+)[A-Za-z0-9+/]{8,}=*", re.I), r"\1[REDACTED_TOKEN]"),
+            (re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@", re.I), r"\1[REDACTED]@"),
         ]
-    for secret in extra:
+    for secret in tuple(extra) + tuple(SECRETS):
         if secret and len(secret) >= 8:
             text = text.replace(secret, "[REDACTED_API_KEY]")
     for pattern, replacement in _SECRET_PATTERNS:
         text = pattern.sub(replacement, text)
     return text
+
+
+def scrub_all(obj):
+    """scrub() every string in a JSON-like value: an event, an ACP message, a session record."""
+    if isinstance(obj, dict):
+        return {k: scrub_all(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [scrub_all(v) for v in obj]
+    return scrub(obj) if isinstance(obj, str) else obj
+
+
+def visible(text, newlines=True):
+    """Text safe for a terminal: C0/C1 controls (ESC, CR, ...), bidi overrides and zero-width characters shown as
+    escapes like \\x1b; tabs and newlines stay (or \\n). For display only: the model and files get the bytes."""
+    import re
+    text = str(text) if newlines else str(text).replace("\n", "\\n")
+    return re.sub("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff\ud800-\udfff]",
+                  lambda m: ("\\x%02x" if ord(m.group()) < 256 else "\\u%04x") % ord(m.group()), text)
 
 
 # --------------------------------------------------------------------------
@@ -348,19 +415,6 @@ def json_bytes(obj):
     """UTF-8 JSON for the wire and the session file. A lone surrogate (from a non-UTF-8 file
     name) becomes a \\u escape, which is valid JSON, instead of an encoding error."""
     return json.dumps(obj, ensure_ascii=False).encode("utf-8", "backslashreplace")
-
-
-def import_http_client(https):
-    """http.client, without paying for ssl when the base URL is plain http."""
-    if https or "http.client" in sys.modules or "ssl" in sys.modules:
-        import http.client
-        return http.client
-    sys.modules["ssl"] = None       # makes http.client's optional `import ssl` fail fast
-    try:
-        import http.client
-    finally:
-        del sys.modules["ssl"]
-    return http.client
 
 
 def jitter():
@@ -409,7 +463,9 @@ class Client:
         self.https = u.scheme == "https"
         self.host = u.hostname or "localhost"
         self.port = u.port or (443 if self.https else 80)
-        self.prefix = u.path.rstrip("/")
+        self.proxy = find_proxy(u.scheme, self.host)
+        # through a plain-http proxy the request line names the whole URL; https goes through a CONNECT tunnel
+        self.prefix = ("http://" + u.netloc if self.proxy and not self.https else "") + u.path.rstrip("/")
         self.api_key = api_key
         self.timeout, self.max_retries, self.backoff = timeout, max_retries, backoff
         self.notice = notice or (lambda text: None)
@@ -417,7 +473,6 @@ class Client:
         self._idle = []
         self._busy = set()
         self._lock = threading.Lock()
-        self._http = None
 
     def _connect(self):
         with self._lock:
@@ -425,12 +480,11 @@ class Client:
                 conn = self._idle.pop()
                 self._busy.add(conn)
                 return conn, True
-        if self._http is None:
-            self._http = import_http_client(self.https)
-        if self.https:
-            conn = self._http.HTTPSConnection(self.host, self.port, timeout=self.timeout)
-        else:
-            conn = self._http.HTTPConnection(self.host, self.port, timeout=self.timeout)
+        import http.client
+        kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
+        conn = kind(*(self.proxy or (self.host, self.port)), timeout=self.timeout)
+        if self.proxy and self.https:
+            conn.set_tunnel(self.host, self.port)
         conn._create_connection = self._open_socket
         with self._lock:
             self._busy.add(conn)
@@ -453,12 +507,13 @@ class Client:
         conn.close()
 
     def abort(self):
-        """Break every request in flight (called from another thread to cancel)."""
+        """Break every request in flight (called from another thread to cancel). Our own reference to
+        each socket: http.client drops conn.sock while it reads a reply the server will close."""
         import socket
         with self._lock:
             busy = list(self._busy)
         for conn in busy:
-            sock = getattr(conn, "sock", None)
+            sock = getattr(conn, "sock", None) or getattr(conn, "reading", None)
             if sock is not None:
                 try:
                     sock.shutdown(socket.SHUT_RDWR)
@@ -472,35 +527,27 @@ class Client:
             conn.close()
 
     def _send(self, conn, reused, path, body, headers, cancel=None):
-        try:
-            conn.request("POST", self.prefix + path, body, headers)
-            return conn, conn.getresponse()
-        except self._closed_errors():
-            if not reused or (cancel is not None and cancel.is_set()):
-                raise
-        # The server closed an idle keep-alive connection: reconnect once, not a retry.
-        conn.close()
-        conn.connect()
-        conn.request("POST", self.prefix + path, body, headers)
-        return conn, conn.getresponse()
-
-    def _closed_errors(self):
-        """What sending on a connection the server has closed raises (EOF, RST, EPIPE)."""
-        errors = (self._http.RemoteDisconnected, ConnectionError)
-        ssl = sys.modules.get("ssl") if self.https else None
-        return errors + (ssl.SSLEOFError, ssl.SSLZeroReturnError) if ssl else errors
-
-    def _problem(self, e):
-        """What went wrong, for a retry notice; a certificate that is not trusted fails at once."""
+        import http.client
         ssl = sys.modules.get("ssl")
-        if ssl and isinstance(e, ssl.CertificateError):     # retrying cannot help
-            raise UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL, or point "
-                            "SSL_CERT_FILE at your CA bundle" % (self.host, getattr(e, "verify_message", None) or e))
-        return describe_network_error(e, self.host)
+        closed = (http.client.RemoteDisconnected, ConnectionError) + ((ssl.SSLEOFError, ssl.SSLZeroReturnError)
+                                                                      if ssl else ())
+        for again in (reused, False):
+            try:
+                conn.request("POST", self.prefix + path, body, headers)
+                conn.reading = conn.sock
+                if cancel is not None and cancel.is_set():      # abort() may have come before the socket
+                    raise Cancelled("cancelled")
+                return conn.getresponse()
+            except closed:
+                if not again or (cancel is not None and cancel.is_set()):
+                    raise
+            # The server closed an idle keep-alive connection: reconnect once, not a retry.
+            conn.close()
 
     def probe(self, path, payload=None):
         """The JSON a GET (or, with a payload, a POST) of `path` on the server's root answers, or None:
         one try, for facts the server may not offer."""
+        import http.client
         conn, reusable = self._connect()[0], False
         root = self.prefix[:-3] if self.prefix.endswith("/v1") else self.prefix
         try:
@@ -509,13 +556,13 @@ class Client:
             resp = conn.getresponse()
             data, reusable = resp.read(), not resp.will_close
             return json.loads(data.decode("utf-8", "replace")) if resp.status == 200 else None
-        except (OSError, self._http.HTTPException, ValueError, RecursionError):
+        except (OSError, http.client.HTTPException, ValueError, RecursionError):
             return None
         finally:
             self._release(conn, reusable)
 
-    def post(self, path, payload, on_stream=None, cancel=None, no_retry=None):
-        """The parsed JSON reply, or on_stream(response) for an event stream.
+    def post(self, path, payload, on_stream=None, cancel=None, no_retry=None, cap=REPLY_CAP):
+        """The parsed JSON reply, or on_stream(reader) for an event stream.
 
         Retries refused/dropped connections, timeouts, 429 and 5xx with backoff;
         raises HTTPStatusError for other statuses, TransientError when retries run out."""
@@ -530,60 +577,135 @@ class Client:
         while True:
             if cancel is not None and cancel.is_set():
                 raise Cancelled("cancelled")
-            conn, reused = self._connect()
-            reusable = False
-            retry_after = None
             try:
-                conn, resp = self._send(conn, reused, path, body, headers, cancel)
-                if resp.status >= 400:
-                    data = resp.read()
-                    reusable = not resp.will_close
-                    err = HTTPStatusError(resp.status, data, resp.getheader("Retry-After"))
-                    if not retryable(resp.status) or (no_retry and no_retry(err)):
-                        raise err
-                    problem = "%s (HTTP %d): %s" % ("rate limited" if resp.status == 429 else "server error",
-                                                    resp.status, err.server_message())
-                    retry_after = parse_retry_after(err.retry_after)
-                    if retry_after is None:         # OpenAI-style servers may send milliseconds
-                        try:
-                            retry_after = parse_retry_after(float(resp.getheader("retry-after-ms")) / 1000)
-                        except (TypeError, ValueError):
-                            pass
-                elif on_stream and "text/event-stream" in (resp.getheader("Content-Type") or ""):
-                    result = on_stream(resp)
-                    resp.read()         # the end of the chunked body, so the connection can be reused
-                    reusable = not resp.will_close
-                    return result
-                else:
-                    data = resp.read()
-                    reusable = not resp.will_close
-                    try:
-                        return json.loads(data.decode("utf-8", "replace"))
-                    except (ValueError, RecursionError):
-                        raise UserError(scrub("the server at %s did not answer with JSON (is GROK_BASE_URL an "
-                                              "OpenAI-compatible API?): %r" % (self.host, data[:120]),
-                                              (self.api_key,)))
-            except (OSError, StreamBroken, self._http.HTTPException, ValueError) as e:
-                # (ValueError: defensive, so no parse error inside http.client can end the REPL)
-                breaks += isinstance(e, StreamBroken)
+                return self._attempt(path, body, headers, on_stream, cancel, no_retry, cap)
+            except RetryableFault as fault:
+                problem, retry_after = fault.args
+                breaks += fault.broke
                 if breaks == 2 and attempt < self.max_retries:  # again: the caller asks unstreamed, to see why
-                    raise
-                problem = self._problem(e)
-            finally:
-                self._release(conn, reusable)
+                    raise StreamBroken(problem)
             if cancel is not None and cancel.is_set():
                 raise Cancelled("cancelled")
-            problem = scrub(problem, (self.api_key,))
+            problem = scrub(problem)
             attempt += 1
             if attempt > self.max_retries:
                 raise TransientError("%s (gave up after %d retries)" % (problem, self.max_retries))
             delay = retry_delay(attempt, self.backoff, retry_after)
             self.notice("%s; retrying in %.1fs (%d/%d)" % (problem, delay, attempt, self.max_retries))
-            end = time.monotonic() + delay
-            while time.monotonic() < end:
-                if cancel is not None and cancel.is_set():
-                    raise Cancelled("cancelled")
-                time.sleep(min(0.05, max(0.0, end - time.monotonic())))
+            if (cancel or threading.Event()).wait(delay):
+                raise Cancelled("cancelled")
+
+    def _attempt(self, path, body, headers, on_stream, cancel, no_retry, cap):
+        """One request and its whole reply, read within GROK_TIMEOUT and `cap` bytes; RetryableFault
+        when another attempt may do better."""
+        import http.client
+        conn, reused = self._connect()
+        reusable, started = False, time.monotonic()
+        try:
+            resp = self._send(conn, reused, path, body, headers, cancel)
+            reader = ReplyReader(resp, conn.reading, self.timeout and started + self.timeout, cap)
+            if 300 <= resp.status < 400:
+                raise UserError("the server at %s answered HTTP %d, a redirect to %s: grok does not follow "
+                                "redirects (the API key goes to GROK_BASE_URL only); set GROK_BASE_URL to the "
+                                "address you mean" % (self.host, resp.status, resp.getheader("Location") or "?"))
+            if resp.status >= 400:
+                err = HTTPStatusError(resp.status, reader.read(), resp.getheader("Retry-After"))
+                reusable = not resp.will_close
+                if not retryable(resp.status) or (no_retry and no_retry(err)):
+                    raise err
+                raise RetryableFault("%s (HTTP %d): %s" % ("rate limited" if resp.status == 429 else "server error",
+                                                           resp.status, err.server_message()), retry_after_of(resp))
+            if on_stream and "text/event-stream" in (resp.getheader("Content-Type") or ""):
+                result = on_stream(reader)
+                reader.read()       # the end of the chunked body, so the connection can be reused
+            else:
+                result = reader.json(self.host, self.api_key)
+            reusable = not resp.will_close
+            return result
+        except (OSError, StreamBroken, http.client.HTTPException, ValueError) as e:
+            # (ValueError: defensive, so no parse error inside http.client can end the REPL)
+            ssl = sys.modules.get("ssl")
+            if ssl and isinstance(e, ssl.CertificateError):     # retrying cannot help
+                raise UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL, or "
+                                "point SSL_CERT_FILE at your CA bundle" % (self.host, getattr(
+                                    e, "verify_message", None) or e))
+            fault = RetryableFault(describe_network_error(e, self.host), None)
+            fault.broke = isinstance(e, StreamBroken)
+            raise fault
+        finally:
+            self._release(conn, reusable)
+
+
+class RetryableFault(Exception):
+    """(problem, seconds the server asked to wait or None): a failed attempt worth repeating."""
+    broke = False           # a reply stream that broke off
+
+
+class ReplyTooLarge(AgentError):
+    """A reply passed the size cap: abandoned, and a strike against the model."""
+
+
+class ReplyReader:
+    """A response body read within a deadline for the whole reply and a cap on its size: a server
+    trickling or streaming without end cannot hold the turn or fill the memory."""
+
+    def __init__(self, resp, sock, deadline, cap):
+        self.resp, self.sock, self.deadline, self.cap, self.size = resp, sock, deadline, cap, 0
+        self._count(b"")
+
+    def _count(self, data):
+        import socket
+        self.size += len(data)
+        if self.size > self.cap:
+            raise ReplyTooLarge("the reply passed %d MB and was abandoned; reply much shorter" % (self.cap >> 20))
+        if self.deadline:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise socket.timeout()
+            if self.sock is not None and not self.resp.isclosed():
+                self.sock.settimeout(left)
+        return data
+
+    def readline(self):
+        return self._count(self.resp.readline(self.cap + 1 - self.size))
+
+    def read(self):
+        parts = []
+        while not parts or parts[-1]:
+            parts.append(self._count(self.resp.read(65536)))
+        if self.resp.length:        # the connection ended before Content-Length was reached
+            raise StreamBroken("%d bytes of the reply missing" % self.resp.length)
+        return b"".join(parts)
+
+    def json(self, host, api_key):
+        data = self.read()
+        try:
+            return json.loads(data.decode("utf-8", "replace"))
+        except (ValueError, RecursionError):
+            raise UserError(scrub("the server at %s did not answer with JSON (is GROK_BASE_URL an "
+                                  "OpenAI-compatible API?): %r" % (host, data[:120]), (api_key,)))
+
+
+def retry_after_of(resp):
+    """Seconds a 429/5xx reply asks to wait: Retry-After, or OpenAI-style retry-after-ms."""
+    seconds = parse_retry_after(resp.getheader("Retry-After"))
+    try:
+        return seconds if seconds is not None else parse_retry_after(float(resp.getheader("retry-after-ms")) / 1000)
+    except (TypeError, ValueError):
+        return None
+
+
+def find_proxy(scheme, host):
+    """(host, port) of the proxy from http_proxy / https_proxy (or upper case), unless no_proxy exempts host."""
+    url = os.environ.get(scheme + "_proxy") or os.environ.get(scheme.upper() + "_PROXY")
+    if not url:
+        return None
+    import urllib.request
+    from urllib.parse import urlsplit
+    if urllib.request.proxy_bypass_environment(host):
+        return None
+    u = urlsplit(url if "://" in url else "http://" + url)
+    return u.hostname, u.port or 1080
 
 
 def describe_network_error(e, host):
@@ -593,7 +715,7 @@ def describe_network_error(e, host):
     if isinstance(e, ConnectionRefusedError):
         return "connection refused by %s (is the server running? check GROK_BASE_URL)" % host
     if isinstance(e, (socket.timeout, TimeoutError)):
-        return "no answer from %s within the timeout (GROK_TIMEOUT)" % host
+        return "no complete reply from %s within the timeout (GROK_TIMEOUT, for the whole reply)" % host
     if isinstance(e, StreamBroken):
         return "the reply stream from %s broke off: %s" % (host, e)
     name = type(e).__name__
@@ -605,17 +727,21 @@ def describe_network_error(e, host):
 
 
 class ChatResult:
-    def __init__(self, content, finish_reason=None, usage=None):
+    def __init__(self, content, finish_reason=None, usage=None, response_id=None, reasoning="", problem=None):
         if content is not None and not isinstance(content, str):
             content = json.dumps(content)           # a server's list of parts: the contract check says why
         self.content = content
         self.finish_reason = finish_reason if isinstance(finish_reason, str) else None
         self.usage = usage if isinstance(usage, dict) else {}
+        self.tokens = usage_numbers(usage)      # what the rest of the program reads of the usage
+        self.problem = problem                  # a reply abandoned as too large: a strike
+        self.id = response_id if isinstance(response_id, str) else None
+        self.reasoning = reasoning if isinstance(reasoning, str) else ""
 
 
-def read_chat_stream(resp, on_delta):
-    """Collect an OpenAI-style SSE chat stream; usage may come in any chunk."""
-    parts, finish, usage, done = [], None, None, False
+def read_chat_stream(resp, on_delta, on_thought=None):
+    """Collect an OpenAI-style SSE chat stream; usage may come in any chunk, reasoning_content goes to on_thought."""
+    parts, thoughts, finish, usage, done, response_id = [], [], None, None, False, None
     while True:
         line = resp.readline()
         if not line:
@@ -639,21 +765,23 @@ def read_chat_stream(resp, on_delta):
             raise stream_error(data)
         if isinstance(chunk.get("usage"), dict):
             usage = chunk["usage"]
+        response_id = chunk.get("id", response_id)
         choices = chunk.get("choices")
         for choice in choices if isinstance(choices, list) else ():
             if not isinstance(choice, dict):
                 continue
-            delta = choice.get("delta")
-            piece = delta.get("content") if isinstance(delta, dict) else None
-            if isinstance(piece, str) and piece:
-                parts.append(piece)
-                if on_delta:
-                    on_delta(piece)
+            delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
+            for key, out, callback in (("reasoning_content", thoughts, on_thought), ("content", parts, on_delta)):
+                piece = delta.get(key)
+                if isinstance(piece, str) and piece:
+                    out.append(piece)
+                    if callback:
+                        callback(piece)
             if choice.get("finish_reason"):
                 finish = choice["finish_reason"]
     if not done and finish is None:
         raise StreamBroken("no end of stream")
-    return ChatResult("".join(parts), finish, usage)
+    return ChatResult("".join(parts), finish, usage, response_id, "".join(thoughts))
 
 
 def stream_error(data):
@@ -663,7 +791,7 @@ def stream_error(data):
     return HTTPStatusError(int(code.group(1)) if code else 500, data)
 
 
-def parse_chat_reply(obj):
+def parse_chat_reply(obj, on_thought=None):
     if not isinstance(obj, dict):
         return ChatResult(None)
     choices = obj.get("choices")
@@ -671,9 +799,12 @@ def parse_chat_reply(obj):
         if obj.get("error"):
             raise HTTPStatusError(500, json.dumps(obj).encode())
         return ChatResult(None, None, obj.get("usage"))
-    message = choices[0].get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    return ChatResult(content, choices[0].get("finish_reason"), obj.get("usage"))
+    message = choices[0].get("message") if isinstance(choices[0].get("message"), dict) else {}
+    result = ChatResult(message.get("content"), choices[0].get("finish_reason"), obj.get("usage"), obj.get("id"),
+                        message.get("reasoning_content"))
+    if on_thought and result.reasoning:
+        on_thought(result.reasoning)
+    return result
 
 
 class ResponseStreamer:
@@ -850,6 +981,16 @@ def clean_call(i, call, tool_names):
     return {"tool": name, "args": args or {}}
 
 
+def kept_reply(content, reply):
+    """The reply as the history keeps it: an argument longer than ARG_CAP (a 5 MB command) becomes a
+    note, so it is not stored and resent with every request."""
+    if len(content) <= ARG_CAP:
+        return content
+    calls = [dict(c, args={k: "[%d characters, not kept]" % len(str(v)) if len(str(v)) > ARG_CAP else v
+                           for k, v in c["args"].items()}) for c in reply["tool_calls"]]
+    return json.dumps(dict(reply, tool_calls=calls))
+
+
 def corrective_message(problem):
     return ("Your last reply broke the JSON contract: %s. Reply again with exactly one JSON object: "
             '{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRING or null, "done": BOOL}.'
@@ -866,14 +1007,66 @@ class ToolResult:
         self.started = self.finished = 0.0
 
 
-def resolve(ctx, path):
-    return os.path.normpath(os.path.join(ctx.cwd, os.path.expanduser(str(path))))
+def canonical(cwd, path):
+    """The path as the file system resolves it: against cwd, `..` and every symlink followed."""
+    return os.path.realpath(os.path.join(cwd, os.path.expanduser(str(path))))
+
+
+def inside(path, directory):
+    """Whether a canonical path is the directory or under it (after resolving the directory)."""
+    directory = os.path.realpath(directory)
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+def path_glob(pattern, path):
+    """A glob on a path: `*` and `?` stay within one path component, `**` crosses `/`."""
+    import re
+    rx = re.escape(pattern).replace(r"\*\*/", "\0").replace(r"\*\*", ".*").replace(r"\*", "[^/]*")
+    return re.fullmatch(rx.replace(r"\?", "[^/]").replace("\0", "(?:.*/)?"), path) is not None
+
+
+def needs_approval(call, free_dirs=()):
+    """bash and write_file always; read_file and list_files outside cwd and the free dirs."""
+    if call.name in NEEDS_APPROVAL:
+        return True
+    path = call.args.get("path") or "."
+    return (call.name in ("read_file", "list_files") and isinstance(path, str)
+            and not any(inside(canonical(call.cwd, path), d) for d in [call.cwd] + list(free_dirs)))
+
+
+def approval_text(call, full=False):
+    """(text, hidden): what an approval shows: the whole command, every line; or the resolved path, whether it
+    exists and the content (or a diff). Control characters visible; unless full, capped: hidden says how much."""
+    head, body = "bash", str(call.args.get("command"))
+    if call.name != "bash":
+        path = canonical(call.cwd, call.args.get("path") or ".")
+        head, body = "%s %s (outside the working directory)" % (call.name, path), ""
+    if call.name == "write_file":
+        import difflib
+        body = call.args.get("content", "")
+        body = body if isinstance(body, str) else json.dumps(body, indent=2)
+        old = old_text(path) if os.path.isfile(path) else None
+        state = "a new file" if not os.path.exists(path) else "replaces the file" + ("; the changes" if old else "")
+        head = "write_file %s (%d bytes, %s)" % (path, len(body.encode("utf-8", "replace")), state)
+        if old is not None:
+            body = "".join(difflib.unified_diff(old.splitlines(True), body.splitlines(True), "now", "new"))
+            body = body or "(no change)"
+    text = visible(body[:-1] if body.endswith("\n") else body)
+    shown = text if full else "\n".join(text.split("\n")[:APPROVAL_LINES])[:APPROVAL_CHARS]
+    lines = [visible(head, newlines=False)] + ["  " + line for line in shown.split("\n") if body]
+    if len(shown) < len(text):
+        lines.append("  [... %d more characters (%d lines) not shown: answer s to see all]"
+                     % (len(text) - len(shown), text.count("\n") - shown.count("\n")))
+    return "\n".join(lines), len(text) - len(shown)
 
 
 def need_str(args, name, tool):
     value = args.get(name)
     if not isinstance(value, str) or not value.strip():
         raise ToolArgError("%s needs a non-empty string %r argument" % (tool, name))
+    if len(value) > ARG_CAP:
+        raise ToolArgError("not run: the %s is too long (%d characters, at most %d); put long text in a file "
+                           "with write_file" % (name, len(value), ARG_CAP))
     return value
 
 
@@ -882,92 +1075,84 @@ class ToolArgError(Exception):
 
 
 def kill_group(proc):
+    """SIGKILL the process group a tool started; never pgid 0 or 1 (our own group, init)."""
     import signal
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (OSError, ProcessLookupError):
-        pass
+    if proc.pid > 1:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
 
 
-def tool_bash(args, ctx):
-    import select
+class OutputCapture:
+    """A process's output, read on a thread: the first OUTPUT_HEAD and last OUTPUT_TAIL bytes."""
+
+    def __init__(self, stream):
+        self.head, self.tail, self.total = bytearray(), bytearray(), 0
+        self.thread = threading.Thread(target=self.read, args=(stream,), daemon=True)
+        self.thread.start()
+
+    def read(self, stream):
+        try:
+            for chunk in iter(lambda: stream.read1(65536), b""):
+                self.total += len(chunk)
+                room = max(0, OUTPUT_HEAD - len(self.head))
+                self.head += chunk[:room]
+                self.tail += chunk[room:]
+                del self.tail[:-OUTPUT_TAIL]
+        except (OSError, ValueError):
+            pass
+
+    def text(self):
+        head, tail = bytes(self.head).decode("utf-8", "replace"), bytes(self.tail).decode("utf-8", "replace")
+        omitted = self.total - len(self.head) - len(self.tail)
+        if omitted > 0:
+            head += "\n[... %d bytes omitted: output truncated ...]\n" % omitted
+        return (head + tail).replace("\x00", "\\0")
+
+
+def tool_bash(args, agent):
     import subprocess
     command = need_str(args, "command", "bash")
     shell = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
     try:
-        proc = subprocess.Popen([shell, "-c", command], cwd=ctx.cwd, env=ctx.tool_env(), stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen([shell, "-c", command], cwd=agent.cwd, env=agent.tool_env(), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     except OSError as e:
         return ToolResult("error: cannot start %s: %s" % (shell, e), ok=False)
-    ctx.procs.add(proc)
-    head, tail, total = bytearray(), bytearray(), 0
-    deadline = time.monotonic() + ctx.bash_timeout if ctx.bash_timeout > 0 else float("inf")   # 0: no limit
-    fd = proc.stdout.fileno()
-    note = ""
-    exited_at = None
-    eof = False
+    agent.procs.add(proc)
+    out, note, waited, code = OutputCapture(proc.stdout), "", 0.0, None
     try:
-        while True:
-            if ctx.cancel.is_set():
-                kill_group(proc)
+        while code is None and not note:
+            if agent.cancel.is_set():
                 note = "\n[cancelled by the user]"
-                break
-            now = time.monotonic()
-            if now >= deadline:
-                kill_group(proc)
-                note = "\n[timed out after %gs: process group killed]" % ctx.bash_timeout
-                break
-            if exited_at is None and proc.poll() is not None:
-                exited_at = now
-            if exited_at is not None and (eof or now - exited_at > 0.2):
-                break           # background children keep the pipe open; do not wait for them
-            if eof:             # output closed before the exit was seen: wait for it, do not kill it
-                time.sleep(0.01)
-                continue
-            ready, _, _ = select.select([fd], [], [], 0.05)
-            if ready:
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    eof = True
-                    continue
-                total += len(chunk)
-                room = OUTPUT_HEAD - len(head)
-                if room > 0:
-                    head += chunk[:room]
-                    chunk = chunk[room:]
-                if chunk:
-                    tail += chunk
-                    if len(tail) > OUTPUT_TAIL:
-                        del tail[:len(tail) - OUTPUT_TAIL]
+            elif 0 < agent.cfg.bash_timeout <= waited:        # 0: no limit
+                note = "\n[timed out after %gs: process group killed]" % agent.cfg.bash_timeout
+            else:
+                try:
+                    code = proc.wait(0.05)
+                except subprocess.TimeoutExpired:
+                    waited += 0.05
     finally:
-        if proc.poll() is None and (note or exited_at is None):
-            kill_group(proc)
-        try:
-            code = proc.wait(timeout=5)
-        except Exception:
+        if code is None:
             kill_group(proc)
             code = proc.wait()
+        agent.procs.discard(proc)
+    out.thread.join(1 if note else 0.2)     # background children may keep the output open
+    if not out.thread.is_alive():
         proc.stdout.close()
-        ctx.procs.discard(proc)
-    background = ""
-    if exited_at is not None and not eof and not note:     # the shell is gone, its children hold the pipe
-        background = ("\n[background processes are still running; their output is not captured and they may "
-                      "die writing to it: redirect it (cmd > file 2>&1 &)]")
-    if total > len(head) + len(tail):
-        text = "%s\n[... %d bytes omitted: output truncated ...]\n%s" % (
-            bytes(head).decode("utf-8", "replace"), total - len(head) - len(tail), bytes(tail).decode("utf-8", "replace"))
-    else:
-        text = bytes(head + tail).decode("utf-8", "replace")
-    text = text.replace("\x00", "\\0")
-    if not text.strip() and not note:
-        text = "(no output)"
+    text = out.text()
+    text = text if text.strip() or note else "(no output)"
+    background = "" if note or not out.thread.is_alive() else (
+        "\n[background processes are still running; their output is not captured and they may "
+        "die writing to it: redirect it (cmd > file 2>&1 &)]")
     if code and not note:
         note = "\n[exit code %d]" % code
     return ToolResult(text + note + background, ok=not note)
 
 
-def tool_read_file(args, ctx):
-    path = resolve(ctx, need_str(args, "path", "read_file"))
+def tool_read_file(args, agent):
+    path = canonical(agent.cwd, need_str(args, "path", "read_file"))
     if os.path.isdir(path):
         return ToolResult("error: %s is a directory (use list_files)" % path, ok=False)
     import stat
@@ -996,8 +1181,17 @@ def tool_read_file(args, ctx):
 def atomic_write(path, data, mode=None):
     """Write bytes via a temp file and a rename: a crash leaves the old file or the new one.
     Raises OSError; used by write_file and by agent mode's workspace files."""
+    import glob
     import tempfile
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".grok-", suffix=".tmp")
+    folder, prefix = os.path.dirname(path), ".grok-%s." % os.path.basename(path)[:100]
+    for stale in glob.glob(os.path.join(glob.escape(folder), glob.escape(prefix) + "*.*.tmp")):
+        try:        # left by a process that was killed while writing this path
+            os.kill(int(os.path.basename(stale)[len(prefix):].split(".")[0]), 0)
+        except ProcessLookupError:
+            os.unlink(stale)
+        except (ValueError, OSError):
+            pass
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=prefix + "%d." % os.getpid(), suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -1012,19 +1206,16 @@ def atomic_write(path, data, mode=None):
         raise
 
 
-def tool_write_file(args, ctx):
-    path = resolve(ctx, need_str(args, "path", "write_file"))
+def tool_write_file(args, agent):
+    path = canonical(agent.cwd, need_str(args, "path", "write_file"))
     content = args.get("content", "")
     if not isinstance(content, str):
         content = json.dumps(content, indent=2)
     data = content.encode("utf-8")
     if os.path.isdir(path):
         return ToolResult("error: %s is a directory" % path, ok=False)
-    if os.path.islink(path):        # write through the link; renaming over it would replace the link
-        path = os.path.realpath(path)
-    parent = os.path.dirname(path)
-    try:
-        os.makedirs(parent, exist_ok=True)
+    try:        # the path is resolved: a symlink is written through, not replaced
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         try:
             mode = os.stat(path).st_mode & 0o7777
         except FileNotFoundError:
@@ -1037,8 +1228,8 @@ def tool_write_file(args, ctx):
     return ToolResult("wrote %d bytes to %s" % (len(data), path))
 
 
-def tool_list_files(args, ctx):
-    path = resolve(ctx, args.get("path") or ".")
+def tool_list_files(args, agent):
+    path = canonical(agent.cwd, args.get("path") or ".")
     try:
         entries = sorted(os.scandir(path), key=lambda e: e.name)
     except FileNotFoundError:
@@ -1064,31 +1255,32 @@ def tool_list_files(args, ctx):
     return ToolResult("\n".join(lines) if lines else "(empty directory)")
 
 
-def tool_ask_user(args, ctx):
+def tool_ask_user(args, agent):
     question = need_str(args, "question", "ask_user")
     options = args.get("options") or []
     if not isinstance(options, list):
         options = [options]
     options = [str(o) for o in options]
-    answer = ctx.ask_user(question, options)
+    answer = agent.ui.ask_user(question, options)
     if answer is None:
         return ToolResult("no user available in this mode: decide yourself and say what you assumed", ok=False)
     return ToolResult("the user answered: %s" % answer)
 
 
-def tool_web_search(args, ctx):
+def tool_web_search(args, agent):
     query = need_str(args, "query", "web_search")
-    payload = {"model": ctx.model, "input": [{"role": "user", "content": query}], "tools": [{"type": "web_search"}]}
+    payload = {"model": agent.model, "input": [{"role": "user", "content": query}], "tools": [{"type": "web_search"}]}
     try:
-        obj = ctx.client.post("/responses", payload, cancel=ctx.cancel)
+        obj = agent.paid(lambda: agent.client.post("/responses", payload, cancel=agent.cancel))
+    except LimitReached as e:
+        return ToolResult("not run: %s; answer with what you have" % e, ok=False)
     except HTTPStatusError as e:
         if e.status in (404, 405, 410, 501):
-            return ctx.agent.withdraw("web_search", "the server has no Responses API (HTTP %d)" % e.status)
+            return agent.withdraw("web_search", "the server has no Responses API (HTTP %d)" % e.status)
         return ToolResult("web search failed: HTTP %d: %s" % (e.status, e.server_message()), ok=False)
     except (TransientError, UserError) as e:
         return ToolResult("web search failed: %s" % e, ok=False)
     obj = obj if isinstance(obj, dict) else {}
-    ctx.add_cost(obj.get("usage"))
     text, urls = responses_answer(obj)
     if not text:
         return ToolResult("web search returned no answer", ok=False)
@@ -1148,6 +1340,8 @@ def key_arg(name, args):
         value = "."
     if not isinstance(value, str):
         value = json.dumps(value)
+    if len(value) > ARG_CAP:
+        value = value[:200] + "... [%d characters]" % len(value)
     return " ".join(value.split()) if "\n" in value else value
 
 
@@ -1178,70 +1372,52 @@ def front_matter(text):
 
 
 def find_skills(skills_dir):
-    """[(name, description, path)] for *.md in skills_dir and one level of sub-folders."""
-    skills = []
-    try:
-        entries = sorted(os.scandir(skills_dir), key=lambda e: e.name)
-    except OSError:
-        return skills
-    paths = []
-    for entry in entries:
-        if entry.is_file() and entry.name.endswith(".md") and entry.name.lower() != "readme.md":
-            paths.append((entry.path, entry.name[:-3]))
-        elif entry.is_dir() and not entry.name.startswith("."):
-            try:
-                subs = sorted(os.scandir(entry.path), key=lambda e: e.name)
-            except OSError:
-                continue
-            for sub in subs:
-                if sub.is_file() and sub.name.endswith(".md") and sub.name.lower() != "readme.md":
-                    stem = sub.name[:-3]
-                    paths.append((sub.path, entry.name if stem.upper() == "SKILL" else entry.name + "/" + stem))
-    for path, default_name in paths:
+    """[(name, description, path)] for *.md in skills_dir and one level of sub-folders (NAME/SKILL.md is NAME)."""
+    import glob
+    skills, base = [], glob.escape(skills_dir)
+    for path in sorted(glob.glob(os.path.join(base, "*.md")) + glob.glob(os.path.join(base, "*", "*.md"))):
+        rel = os.path.relpath(path, skills_dir)[:-3]
+        folder, stem = os.path.split(rel)
         try:
+            if stem.lower() == "readme" or not os.path.isfile(path):
+                continue
             with open(path, encoding="utf-8", errors="replace") as f:
                 meta = front_matter(f.read(4000))
         except OSError:
             continue
         desc = " ".join((meta.get("description") or meta.get("title") or "").split())[:160]
-        skills.append((meta.get("name") or default_name, desc, path))
+        skills.append((meta.get("name") or (folder if stem.upper() == "SKILL" else rel), desc, path))
     return skills
 
 
 def find_project_rules(cwd):
     """[(path, text)]: ~/.grok/AGENTS.md, then AGENTS.md and GROK.md in each directory from the git root
-    down to cwd (outside a repository: cwd only). Capped per file and in all, with a visible note."""
-    found = []
-    user_rules = os.path.join(os.path.expanduser("~"), ".grok", "AGENTS.md")
-    dirs = []
-    d = cwd
-    while True:
-        dirs.append(d)
-        if os.path.exists(os.path.join(d, ".git")):
-            break
-        parent = os.path.dirname(d)
-        if parent == d:
-            dirs = [cwd]        # not in a git repository: only the working directory itself
-            break
-        d = parent
-    candidates = [user_rules] + [os.path.join(d, n) for d in reversed(dirs) for n in ("AGENTS.md", "GROK.md")]
+    down to cwd (outside a repository: cwd only), skipping directories others can write. Regular
+    files only, a symlink only into the same tree; scrubbed, capped per file and in all."""
+    found, dirs = [], [cwd]
+    while not os.path.exists(os.path.join(dirs[-1], ".git")) and os.path.dirname(dirs[-1]) != dirs[-1]:
+        dirs.append(os.path.dirname(dirs[-1]))
+    if not os.path.exists(os.path.join(dirs[-1], ".git")):
+        dirs = [cwd]        # not in a git repository: only the working directory itself
+    root = os.path.realpath(dirs[-1])
+    candidates = [os.path.join(os.path.expanduser("~"), ".grok", "AGENTS.md")]
+    candidates += [os.path.join(d, n) for d in reversed(dirs) if not open_to_others(d, (os.getuid(), 0))
+                   for n in ("AGENTS.md", "GROK.md")]
     seen = set()
     budget = RULES_TOTAL_CAP
     for path in candidates:
         real = os.path.realpath(path)
-        if real in seen or not os.path.isfile(path):
+        if real in seen or (os.path.islink(path) and path != candidates[0] and not inside(real, root)):
             continue
         seen.add(real)
         cap = min(RULES_CAP, budget)
+        got = read_regular(path, max(cap, 0))
+        if not got:
+            continue
         if cap <= 0:
             found.append((path, "[not included: project rules are capped at %d bytes in all]" % RULES_TOTAL_CAP))
             continue
-        try:
-            with open(path, "rb") as f:
-                data = f.read(cap + 1)
-                size = os.fstat(f.fileno()).st_size
-        except OSError:
-            continue
+        data, size = got
         if len(data) > cap:     # cut at a character boundary, and say so
             text = data[:cap].decode("utf-8", "replace").rstrip("\ufffd").strip()
             text += "\n[truncated: only the first %d of %d bytes of this file are included%s]" % (
@@ -1251,7 +1427,7 @@ def find_project_rules(cwd):
             text = data.decode("utf-8", "replace").strip()
         if text:
             budget -= min(len(data), cap)
-            found.append((path, text))
+            found.append((path, scrub(text)))
     return found
 
 
@@ -1264,8 +1440,11 @@ def build_system_prompt(cfg, contract=MINIMAL, cwd=None):
         '{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRING or null, "done": BOOL}',
         "- To act: list the tool calls (independent calls run concurrently), response null, done false. "
         "Their results come back in the next user message.",
-        "- To answer: tool_calls [], response = your answer for the user (plain text, concise), done true.",
-        "- Prefer acting over asking; check your work with tools before you say it is done.",
+        "- To answer: tool_calls [], response = your answer for the user, done true. done true with tool calls "
+        "runs them and then ends the turn with your response: their results reach you only with the next message.",
+        "- Tools first: use web_search for facts, news and current events (put the year in the query) instead "
+        "of answering from memory; prefer acting over asking; check your work with tools before you say it is done.",
+        "- Answers are plain text for a terminal: concise, no markdown.",
     ]
     if contract.extra_prompt:
         parts.append(contract.extra_prompt)
@@ -1296,6 +1475,10 @@ def new_session_id():
     return time.strftime("%Y%m%d-%H%M%S-") + os.urandom(3).hex()
 
 
+class SessionBusy(UserError):
+    pass
+
+
 class Session:
     """One conversation on disk. Every write is one appended line."""
 
@@ -1304,37 +1487,45 @@ class Session:
         self.id = session_id or new_session_id()
         self.path = os.path.join(self.dir, self.id + ".jsonl")
         self.warn = warn or (lambda text: None)
-        self.fd = None
-        self.disabled = False
+        self.fd, self.disabled, self.legacy = None, False, False
+        self.header = None      # a new session's first record: the file is made with the first real one
 
     def _open(self):
+        problem = data_dir_problem(os.path.dirname(self.dir))
         try:
+            if problem:
+                raise OSError(problem)
             os.makedirs(self.dir, mode=0o700, exist_ok=True)
-            try:
-                os.chmod(self.dir, 0o700)       # also when someone else made it, too open
-            except OSError:
-                pass
-            self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            os.chmod(self.path, 0o600)
+            os.chmod(self.dir, 0o700)
+            self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o600)
+            os.fchmod(self.fd, 0o600)
+            self._lock()
             size = os.fstat(self.fd).st_size
-            if size:
-                with open(self.path, "rb") as f:
-                    f.seek(size - 1)
-                    if f.read(1) != b"\n":     # a torn last line (a crash): our records start on a new line
-                        os.write(self.fd, b"\n")
+            if size and os.pread(self.fd, 1, size - 1) != b"\n":     # a torn last line (a crash)
+                os.write(self.fd, b"\n")
         except OSError as e:
             self.disabled = True
             self.warn("warning: cannot save the session in %s (%s); the chat goes on unsaved"
                       % (self.dir, e.strerror or e))
 
+    def _lock(self):
+        """One process per session: an advisory lock, held while the file is open."""
+        import fcntl
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self.fd)
+            self.fd = None
+            raise SessionBusy("session %s is in use by another grok process" % self.id)
+
     def append(self, record):
+        if self.fd is None and not self.disabled:
+            self._open()
         if self.disabled:
             return
-        if self.fd is None:
-            self._open()
-            if self.disabled:
-                return
-        data = json_bytes(record) + b"\n"
+        data = json_bytes(scrub_all(record)) + b"\n"
+        if self.header:
+            data, self.header = json_bytes(scrub_all(self.header)) + b"\n" + data, None
         try:
             while data:
                 data = data[os.write(self.fd, data):]
@@ -1347,17 +1538,25 @@ class Session:
             os.close(self.fd)
             self.fd = None
 
-    def load(self):
-        """(header, messages without the system prompt, cost_usd, cwd); skips torn lines with a warning."""
+    def read(self):
+        """The file's records (JSONL); a session the bash grok saved (ID.json) is read as it is: `legacy`."""
+        if data_dir_problem(os.path.dirname(self.dir)):
+            raise UserError(data_dir_problem(os.path.dirname(self.dir)))
+        legacy = os.path.join(self.dir, self.id + ".json")
+        self.legacy = not os.path.exists(self.path) and os.path.isfile(legacy)
+        self.source = legacy if self.legacy else self.path
         try:
-            with open(self.path, "rb") as f:
-                raw = f.read().splitlines()
+            with open(self.source, "rb", opener=lambda path, flags: os.open(path, flags | NOFOLLOW)) as f:
+                return legacy_records(f.read(), legacy) if self.legacy else f.read()
         except FileNotFoundError:
             raise UserError("no session %r in %s" % (self.id, self.dir))
         except OSError as e:
             raise UserError("cannot read session %s: %s" % (self.path, e.strerror or e))
+
+    def load(self):
+        """(header, messages without the system prompt, cost_usd, cwd); skips torn lines with a warning."""
         header, messages, cost, cwd, bad = {}, [], 0.0, None, 0
-        for line in raw:
+        for line in self.read().splitlines():
             if not line.strip():
                 continue
             try:
@@ -1380,13 +1579,24 @@ class Session:
                 else:
                     raise ValueError("unknown record")
             except (ValueError, KeyError, TypeError, UnicodeDecodeError, IndexError, RecursionError):
-                bad += 1
+                bad += 1 - self.legacy      # the bash grok's system prompt is left out, not damaged
                 continue
         if not isinstance(header.get("system"), str):
             header.pop("system", None)
         if bad:
             self.warn("warning: session %s: skipped %d damaged line(s)" % (self.id, bad))
         return header, messages, cost, cwd
+
+
+def legacy_records(data, path):
+    """The bash grok's session, {session_id, messages, working_dir, saved}, as the records of ours it
+    amounts to; its system prompt is left out (ours is used)."""
+    try:
+        obj = json.loads(data.decode("utf-8", "replace"))
+        return b"\n".join([json_bytes({"type": "message", "message": m}) for m in obj["messages"]]
+                          + [json_bytes({"type": "cwd", "cwd": obj.get("working_dir")})])
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
+        raise UserError("%s is not a session file of the bash grok" % path)
 
 
 def valid_message(message):
@@ -1398,41 +1608,41 @@ def valid_message(message):
 
 
 def list_sessions(directory):
-    """[(id, mtime, first user line, cost)] newest first."""
-    sdir = os.path.join(directory, "sessions")
-    out = []
+    """[(id, mtime, first request, cost)] newest first, the bash grok's sessions (ID.json) too."""
     try:
-        names = [n for n in os.listdir(sdir) if n.endswith(".jsonl")]
+        ids = {n.rsplit(".", 1)[0] for n in os.listdir(os.path.join(directory, "sessions"))
+               if n.endswith((".jsonl", ".json"))}
     except OSError:
-        return out
-    for name in names:
-        path = os.path.join(sdir, name)
-        first, cost = "", 0.0
+        return []
+    out = []
+    for session_id in ids:
+        s = Session(directory, session_id)
         try:
-            mtime = os.path.getmtime(path)
-            with open(path, "rb") as f:
-                for line in f:
-                    try:
-                        rec = json.loads(line.decode("utf-8"))
-                        if rec.get("type") == "usage":
-                            cost += float(rec.get("cost_usd") or 0)
-                        elif not first and rec.get("type") == "message" and rec["message"].get("role") == "user":
-                            first = " ".join(str(rec["message"].get("content", "")).split())[:80]
-                    except (ValueError, UnicodeDecodeError, AttributeError, TypeError, KeyError, RecursionError):
-                        continue        # a damaged line: load() says so when the session is opened
-        except OSError:
+            _, messages, cost, _ = s.load()     # the first request: not a note, a summary or tool results
+            first = next((m["content"] for m in messages if m["role"] == "user"
+                          and not m["content"].startswith(("[", "Tool results:"))), "")
+            first = first.partition("[INTERNAL")[0].rstrip("-\n ") if s.legacy else first    # its skills note
+            out.append((session_id, os.path.getmtime(s.source), ("[bash grok] " if s.legacy else "")
+                        + " ".join(first.split())[:80], cost))
+        except (UserError, OSError):
             continue
-        out.append((name[:-6], mtime, first, cost))
-    out.sort(key=lambda s: s[1], reverse=True)
-    return out
+    return sorted(out, key=lambda s: s[1], reverse=True)
+
+
+def find_session(directory, key):
+    """The saved session `key` names: its whole id, the start of it, or its random suffix."""
+    ids = [s[0] for s in list_sessions(directory)]
+    matches = [i for i in ids if i == key] or [i for i in ids if key and (i.startswith(key) or i.endswith(key))]
+    if not matches:
+        raise UserError("no session %r in %s" % (key, os.path.join(directory, "sessions")))
+    if len(matches) > 1:
+        raise UserError("%r matches %d sessions; give more of the id" % (key, len(matches)))
+    return matches[0]
 
 
 def latest_session_id(directory):
     """The newest session anybody typed into (a REPL opened and closed leaves an empty one)."""
-    for session_id, _, first_line, _ in list_sessions(directory):
-        if first_line:
-            return session_id
-    return None
+    return next((s[0] for s in list_sessions(directory) if s[2]), None)
 
 
 # --------------------------------------------------------------------------
@@ -1440,46 +1650,22 @@ def latest_session_id(directory):
 # --------------------------------------------------------------------------
 
 class UI:
-    """What a front end sees of a turn. Every method is optional."""
+    """What a front end sees of a turn; every hook is optional. stream_reset(): a reply starts (over), what
+    stream_text showed is void. approve(call): 'yes', 'no' or 'always'; ask_user(): the answer or None."""
 
-    def step_start(self, step):
-        pass
+    def _skip(self, *args):
+        return None
 
-    def stream_text(self, text, final_hint):
-        pass
-
-    def stream_reset(self):
-        """A reply starts (over): what stream_text showed of an earlier attempt is void."""
-
-    def reply(self, reply, step):
-        pass
-
-    def tool_start(self, call):
-        pass
-
-    def tool_end(self, call, result):
-        pass
-
-    def step_finish(self, step, info):
-        pass
-
-    def answer(self, text):
-        pass
-
-    def notice(self, text):
-        pass
+    step_start = stream_text = stream_reset = reply = tool_start = tool_end = step_finish = answer = notice = _skip
+    thought = ask_user = _skip          # thought(text): the model's reasoning, in pieces as it arrives
 
     def approve(self, call):
-        """'yes', 'no' or 'always' for a bash/write_file call."""
         return "no"
-
-    def ask_user(self, question, options):
-        return None
 
 
 class ToolCall:
-    def __init__(self, index, name, args, call_id):
-        self.index, self.name, self.args, self.id = index, name, args, call_id
+    def __init__(self, index, name, args, call_id, cwd="."):
+        self.index, self.name, self.args, self.id, self.cwd = index, name, args, call_id, cwd
         self.shown = ""
 
 
@@ -1495,48 +1681,54 @@ class Agent:
         self.ui_lock = threading.RLock()
         self.lock = threading.Lock()    # cost and session writes from tools running in threads
         self.model = cfg.model
-        self.cwd = cfg.cwd
-        self.session = session or Session(cfg.data_dir, warn=self.notice)
         self.client = Client(cfg.base_url, cfg.api_key, cfg.timeout, cfg.max_retries, cfg.backoff, notice=self.notice)
-        self.client.conv_id = self.session.id
         self.tool_names = list(TOOLS)   # offered in the schema
         self.withdrawn = {}             # tools the server turned out not to offer: name -> the result calls get
         self.window_asked = cfg.window_set or cfg.xai     # xAI's windows are in the table
         self.format_level = 0           # 0 json_schema, 1 json_object + schema, 2 plain json_object
         # Request fields a server may reject: each is dropped for the session, with one notice.
-        self.optional = {"temperature": cfg.temperature} if cfg.temperature is not None else {}
+        self.optional = {k: v for k, v in (("temperature", cfg.temperature),
+                                           ("reasoning_effort", cfg.reasoning_effort)) if v is not None}
         self.stream = cfg.stream
-        self.cost_usd = 0.0
-        self.price_unknown_said = False
-        self.last_usage = {}
-        self.context_tokens = 0
-        self.tool_count = 0
-        self.step_no = 0
-        self.cancel = threading.Event()
-        self.procs = set()
-        self.session_always = set()     # tools approved with [a]lways
+        self.reserved = 0.0
+        self.search_costs = []
+        self.said = set()               # one-time notices given
+        self.cancel, self.procs = threading.Event(), set()      # procs: bash tools running
         self.request_carriers = []      # messages holding this turn's request verbatim (compact keeps it)
-        self.messages = []
-        if resume:
-            header, messages, cost, cwd = self.session.load()
-            if cwd and os.path.isdir(cwd):
-                self.cwd = cwd
-            system = header.get("system") or build_system_prompt(cfg, contract, self.cwd)
-            self.messages = [{"role": "system", "content": system}] + messages
-            self.cost_usd = cost
-            self.context_tokens = estimate_tokens(self.messages)
-            # killed mid-turn (SIGKILL, a crash): close that turn as a cancel would have
-            self.close_turn(only_if_open=True, note="[interrupted: the session ended during this turn]")
-        else:
-            system = build_system_prompt(cfg, contract, self.cwd)
-            self.messages = [{"role": "system", "content": system}]
-            self.session.append({"type": "session", "version": 1, "id": self.session.id, "created": now_iso(),
-                                 "cwd": self.cwd, "model": self.model, "contract": contract.name, "system": system})
+        self.partial = ""               # the answer text shown so far in this model call
+        self.prompt_skills = find_skills(cfg.skills_dir)
+        self.skills_seen = (None, self.prompt_skills)       # (stamp, skills) the model knows of
+        self.open_session(session or Session(cfg.data_dir, warn=self.notice), resume)
+
+    def open_session(self, session, resume=False):
+        """Go on in `session`: a new one, or a saved one resumed with its history, cost and cwd. A session
+        of the bash grok is only read: the conversation goes on in a new session file."""
+        if resume and os.path.isfile(session.path) and session.fd is None:
+            session._open()     # the lock first: one process per session, nothing interleaves
+        header, messages, self.cost_usd, cwd = session.load() if resume else ({}, [], 0.0, None)
+        fresh = not resume or session.legacy
+        if session.legacy:
+            session = Session(self.cfg.data_dir, warn=self.notice)
+            self.notice("a session of the bash grok, continued as session %s" % session.id)
+        self.session, self.client.conv_id = session, session.id
+        self.cwd = cwd if cwd and os.path.isdir(cwd) else self.cfg.cwd
+        system = header.get("system") or build_system_prompt(self.cfg, self.contract, self.cwd)
+        self.messages = [{"role": "system", "content": system}] + messages
+        self.context_tokens = estimate_tokens(self.messages) if resume else 0
+        self.tool_count = sum(tool_calls_in(m["content"]) for m in messages if m["role"] == "assistant")
+        self.step_no, self.last_usage, self.session_always = 0, {}, set()     # session_always: [a]lways answers
+        if fresh:
+            session.header = {"type": "session", "version": 1, "id": session.id, "created": now_iso(),
+                              "cwd": self.cwd, "model": self.model, "contract": self.contract.name, "system": system}
+            if messages:
+                session.append({"type": "reset", "messages": messages})
+        if resume:      # killed mid-turn (SIGKILL, a crash): close that turn as a cancel would have
+            self.close_turn(only_if_open=True, note=INTERRUPTED[1])
 
     # -- bookkeeping ---------------------------------------------------------
     def notice(self, text):
         with self.ui_lock:         # tools running in threads may report retries
-            self.ui.notice(scrub(text, (self.cfg.api_key,)))
+            self.ui.notice(scrub(text))
 
     def add(self, message):
         self.messages.append(message)
@@ -1545,7 +1737,23 @@ class Agent:
     def reset(self, messages):
         """Replace the history after the system prompt (clear, compaction)."""
         self.messages = self.messages[:1] + messages
+        self.skills_seen = (None, self.prompt_skills)       # a note about skills may be gone: check again
         self.session.append({"type": "reset", "messages": messages})
+
+    def note_skills(self):
+        """The system prompt stays fixed (the provider caches it): a changed skills dir is told in a note.
+        It is rescanned when its names or mtimes change (a skill added, removed or edited, sub-folders too)."""
+        try:
+            stamp = sorted((e.name, e.stat().st_mtime_ns) for e in os.scandir(self.cfg.skills_dir))
+        except OSError:
+            stamp = None
+        if stamp == self.skills_seen[0]:
+            return
+        skills = find_skills(self.cfg.skills_dir)
+        if skills != self.skills_seen[1]:
+            self.add({"role": "user", "content": "[skills] The skills directory changed; the skills now are:\n"
+                      + ("\n".join("- %s: %s (%s)" % s for s in skills) or "(none)")})
+        self.skills_seen = (stamp, skills)
 
     def set_cwd(self, path):
         self.cwd = path
@@ -1553,23 +1761,50 @@ class Agent:
 
     def add_cost(self, usage, model=None, kind="chat"):
         cost, known = usage_cost(model or self.model, usage, self.cfg.prices)
-        if not known and not self.price_unknown_said:
-            self.price_unknown_said = True
-            self.notice("price unknown for model %s at %s: cost is not tracked%s (GROK_PRICES=IN,CACHED,OUT sets "
-                        "prices in USD per million tokens)" % (model or self.model, self.cfg.base_url,
-                                                                 ", so COST_LIMIT cannot apply" if
-                                                                 self.cfg.cost_limit > 0 else ""))
-        self.cost_usd += cost
-        self.session.append({"type": "usage", "kind": kind, "model": model or self.model,
-                             "usage": usage or {}, "cost_usd": cost})
+        for said, problem in (("price", not known), ("odd", usage_numbers(usage)["odd"])):
+            if problem and said not in self.said:
+                self.said.add(said)
+                self.notice("price unknown for model %s at %s: cost is not tracked%s (GROK_PRICES=IN,CACHED,OUT "
+                            "sets prices in USD per million tokens)" % (model or self.model, self.cfg.base_url,
+                                                                         ", so COST_LIMIT cannot apply" if
+                                                                         self.cfg.cost_limit > 0 else "")
+                            if said == "price" else "the server's usage has numbers that are not counts (%s): ignored"
+                            % json.dumps(usage, default=str)[:200])
+        with self.lock:     # web searches in threads add theirs too
+            self.cost_usd += cost
+            self.session.append({"type": "usage", "kind": kind, "model": model or self.model,
+                                 "usage": usage or {}, "cost_usd": cost})
         return cost
 
     def context_pct(self):
         return 100.0 * self.context_tokens / max(1, self.cfg.context_window)
 
-    def check_cost(self):
-        if 0 < self.cfg.cost_limit <= self.cost_usd:
-            raise LimitReached("cost limit reached: $%.4f of $%.2f (COST_LIMIT)" % (self.cost_usd, self.cfg.cost_limit))
+    def reserve(self, estimate=0.0):
+        """Before every paid request: LimitReached when COST_LIMIT is reached, or when `estimate` USD more,
+        beside what requests in flight have reserved, would pass it. release(estimate) when it is paid."""
+        with self.lock:
+            spent, limit = self.cost_usd + self.reserved, self.cfg.cost_limit
+            if 0 < limit <= spent or 0 < limit < spent + estimate:
+                raise LimitReached("cost limit reached: $%.4f of $%.2f (COST_LIMIT)" % (spent, limit)
+                                   if limit <= spent else "it would pass the cost limit: $%.4f spent or reserved, "
+                                   "about $%.2f more, of $%.2f (COST_LIMIT)" % (spent, estimate, limit))
+            self.reserved += estimate
+
+    def release(self, estimate):
+        with self.lock:
+            self.reserved -= estimate
+
+    def paid(self, post):
+        """post() for a paid request (web_search): the cost is reserved at the most a search cost so
+        far (SEARCH_ESTIMATE at least) before it starts, so concurrent searches cannot pass COST_LIMIT."""
+        estimate = max([SEARCH_ESTIMATE] + self.search_costs)
+        self.reserve(estimate)
+        try:
+            obj = post()
+        finally:
+            self.release(estimate)
+        self.search_costs.append(self.add_cost(obj.get("usage") if isinstance(obj, dict) else None, kind="web_search"))
+        return obj
 
     def response_format(self):
         schema = self.contract.schema(self.tool_names)
@@ -1580,16 +1815,14 @@ class Agent:
         return {"type": "json_object"}
 
     def tool_env(self):
-        env = dict(os.environ)
-        for name in KEY_VARS:
-            env.pop(name, None)
-        return env
+        return {k: v for k, v in os.environ.items() if k not in KEY_VARS}
 
     # -- talking to the model ------------------------------------------------
-    def chat(self, messages, contract=True, model=None, max_tokens=None, on_text=None):
+    def chat(self, messages, contract=True, model=None, max_tokens=None, on_text=None, on_thought=None):
         """One chat completion, falling back on response_format and streaming as needed."""
         stream = True
         while True:
+            self.reserve()
             payload = {"model": model or self.model, "messages": messages,
                        "max_tokens": max_tokens or self.cfg.max_tokens or self.contract.max_tokens}
             payload.update(self.optional)
@@ -1602,14 +1835,18 @@ class Agent:
 
                 def on_stream(resp):
                     if not on_text:
-                        return read_chat_stream(resp, None)
+                        return read_chat_stream(resp, None, on_thought)
                     # Once per attempt: a retried stream starts the reply over, so the parser and the UI do too.
-                    streamer = ResponseStreamer()
+                    streamer, self.partial = ResponseStreamer(), ""
                     self.ui.stream_reset()
-                    return read_chat_stream(resp, lambda piece: self._stream_piece(streamer, piece, on_text))
+                    return read_chat_stream(resp, lambda piece: self._stream_piece(streamer, piece, on_text),
+                                            on_thought)
             try:
                 obj = self.client.post("/chat/completions", payload, on_stream=on_stream, cancel=self.cancel,
+                                       cap=max(REPLY_CAP, 1024 * payload["max_tokens"]),
                                        no_retry=lambda e: contract and self._format_rejected(e))
+            except ReplyTooLarge as e:
+                return ChatResult(None, "length", problem=str(e))
             except StreamBroken as e:
                 stream = False
                 self.notice("the reply stream from %s broke off again (%s): asking once without streaming, to see "
@@ -1619,7 +1856,7 @@ class Agent:
                 if not self.fall_back(e, contract):
                     raise e.overflow() or api_error(e, self.cfg)
                 continue
-            return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj)
+            return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, on_thought)
 
     def fall_back(self, e, contract):
         """Whether the request can go again without what the server rejected (for the session)."""
@@ -1629,7 +1866,7 @@ class Agent:
                 "json_object (the schema is still sent)" if self.format_level == 1 else
                 "plain json_object (the schema is only described in the prompt)"))
             return True
-        rejected = [k for k in self.optional if e.status in (400, 422) and e.mentions(k)]
+        rejected = [k for k in self.optional if e.status in (400, 422) and e.mentions(k, k.replace("_", ""))]
         for k in rejected:
             del self.optional[k]
         if rejected:
@@ -1647,24 +1884,22 @@ class Agent:
     def _stream_piece(self, streamer, piece, on_text):
         text = streamer.feed(piece)
         if text:
+            self.partial += text
             on_text(text, streamer.tool_calls)
 
     def query(self):
         """Ask the model for its next reply; returns (ChatResult, duration)."""
-        self.check_cost()
+        self.reserve()
         self.step_no += 1
         self.ui.step_start(self.step_no)
-        started = time.time()
+        started, self.partial = time.time(), ""
         try:
-            result = self.chat(self.messages, on_text=self.ui.stream_text)
+            result = self.chat(self.messages, on_text=self.ui.stream_text, on_thought=self.ui.thought)
         except ContextOverflow as e:
             result = self.after_overflow(e)
-        cost = self.add_cost(result.usage)
-        usage = result.usage or {}
-        self.last_usage = usage
-        tokens = (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0)
-        self.context_tokens = tokens or estimate_tokens(self.messages)
-        result.cost = cost
+        result.cost = self.add_cost(result.usage)
+        self.last_usage = result.usage
+        self.context_tokens = result.tokens["input"] + result.tokens["output"] or estimate_tokens(self.messages)
         result.duration = time.time() - started
         return result
 
@@ -1675,7 +1910,7 @@ class Agent:
         self.notice("%s; compacting and asking once more" % e)
         try:
             if self.compact():
-                return self.chat(self.messages, on_text=self.ui.stream_text)
+                return self.chat(self.messages, on_text=self.ui.stream_text, on_thought=self.ui.thought)
         except ContextOverflow:
             pass
         raise ContextOverflow("about %d tokens do not fit the server's context window (%d tokens), even compacted as "
@@ -1695,14 +1930,15 @@ class Agent:
                 return self.notice("context window: %d tokens (from the server's %s)" % (window, path))
 
     def step_info(self, result):
-        return {"finish_reason": result.finish_reason or "stop", "usage": result.usage or {},
-                "cached_tokens": cached_tokens(result.usage),
+        return {"finish_reason": result.finish_reason or "stop", "usage": result.usage, "tokens": result.tokens,
+                "id": result.id, "cached_tokens": result.tokens["cached"],
                 "cost": getattr(result, "cost", 0.0), "duration": getattr(result, "duration", 0.0)}
 
     # -- one user turn -------------------------------------------------------
     def run_turn(self, text):
         """Send one user message and loop until the model is done; returns the answer."""
         self.cancel.clear()
+        self.note_skills()
         self.request_carriers = [{"role": "user", "content": clean_text(text)}]
         self.add(self.request_carriers[0])
         rounds = strikes = 0
@@ -1711,6 +1947,8 @@ class Agent:
                 self.maybe_compact()
                 result = self.query()
                 try:
+                    if result.problem:
+                        raise ContractError(result.problem)
                     reply = parse_reply(result.content, self.tool_names + list(self.withdrawn), result.finish_reason)
                 except ContractError as e:
                     strikes += 1
@@ -1726,12 +1964,11 @@ class Agent:
                     self.add({"role": "user", "content": corrective_message(str(e))})
                     continue
                 strikes = 0
-                self.add({"role": "assistant", "content": result.content})
+                self.add({"role": "assistant", "content": kept_reply(result.content, reply)})
                 self.ui.reply(reply, self.step_no)
-                calls = reply["tool_calls"]
+                calls, answer = reply["tool_calls"], reply.get("response") or ""
                 if not calls:
                     self.ui.step_finish(self.step_no, self.step_info(result))
-                    answer = reply.get("response") or ""
                     self.ui.answer(answer)
                     return answer
                 rounds += 1
@@ -1750,6 +1987,11 @@ class Agent:
                     note = ("[Limit] That was the last tool round allowed in this turn (%d). Answer now with "
                             "what you have and say what is left to do; further tool calls will not run." % limit)
                 self.add({"role": "user", "content": tool_results_message(results, note)})
+                if reply["done"] and answer.strip():     # done with tool calls: they ran; the response ends the turn
+                    self.add({"role": "assistant", "content": json.dumps({"tool_calls": [], "response": answer,
+                                                                          "done": True})})
+                    self.ui.answer(answer)
+                    return answer
         except (KeyboardInterrupt, Cancelled):
             self.settle_cancelled()
             raise Cancelled("cancelled")
@@ -1759,27 +2001,35 @@ class Agent:
         finally:
             self.request_carriers = []      # the turn is over: /compact has no request to keep verbatim
 
-    def settle_cancelled(self):
-        """After a cancelled turn, stop what runs and leave a history the model can continue
-        from. Safe to call twice (a front end may call it again)."""
+    def stop(self):
+        """Cancel the running turn, from any thread: the model call, web searches, running commands, a
+        pending approval; no further tool starts. Every front end stops a turn with this."""
         self.cancel.set()
         self.client.abort()
         for proc in list(self.procs):
             kill_group(proc)
-        self.close_turn()
 
-    def close_turn(self, only_if_open=False, note="[interrupted by the user]"):
-        """End an unfinished turn in the history: a note for tool calls that got no results,
-        and an assistant reply saying the turn was interrupted."""
+    def settle_cancelled(self, *notes):
+        """After a cancelled (or failed) turn, stop what runs and leave a history the model can
+        continue from. Safe to call twice (a front end may call it again)."""
+        self.stop()
+        self.close_turn(False, *notes)
+
+    def close_turn(self, only_if_open=False, note="[interrupted by the user]",
+                   unrun="[the user cancelled the tool calls before they finished]"):
+        """End an unfinished turn in the history: a note (unrun) for tool calls that got no results, and
+        an assistant reply (note) saying the turn was interrupted, with the answer text shown so far."""
         last = self.messages[-1] if len(self.messages) > 1 else None
-        if last is None or last.get("content") in INTERRUPTED_REPLIES:
+        if last is None or interrupted_reply(last.get("content")):
             return
         if only_if_open and last["role"] == "user" and str(last.get("content", "")).startswith("[/cd]"):
             return      # grok-detailed's /cd note: a remark between turns, not a turn left open
         if last["role"] == "assistant":
-            if only_if_open and not has_tool_calls(last.get("content")):
+            if only_if_open and not tool_calls_in(last.get("content")):
                 return
-            self.add({"role": "user", "content": "[the user cancelled the tool calls before they finished]"})
+            self.add({"role": "user", "content": unrun})
+        elif self.partial.strip():
+            note = self.partial.rstrip() + "\n\n" + note
         self.add({"role": "assistant", "content": json.dumps({"tool_calls": [], "response": note, "done": True})})
 
     # -- tools ---------------------------------------------------------------
@@ -1789,12 +2039,12 @@ class Agent:
         as each tool finishes; results are returned in call order."""
         items = []
         for i, call in enumerate(calls):
-            items.append(ToolCall(i, call["tool"], call["args"], "call_%d_%d" % (self.step_no, i + 1)))
+            items.append(ToolCall(i, call["tool"], call["args"], "call_%d_%d" % (self.step_no, i + 1), self.cwd))
         results = [None] * len(items)
         runnable = []
         for item in items:
-            item.shown = scrub(key_arg(item.name, item.args), (self.cfg.api_key,))
-            if item.name in NEEDS_APPROVAL and not self.approved(item):
+            item.shown = scrub(key_arg(item.name, item.args))
+            if not self.approved(item):
                 results[item.index] = self.finish_tool(item, ToolResult(
                     "denied: the user did not allow this %s call; do not retry it, ask or take another way"
                     % item.name, ok=False), time.time())
@@ -1831,10 +2081,7 @@ class Agent:
                             pass
                     results[item.index] = self.finish_tool(item, result, started)
             except BaseException:
-                self.cancel.set()
-                self.client.abort()         # web_search calls blocked on the network
-                for proc in list(self.procs):
-                    kill_group(proc)
+                self.stop()
                 for t in threads:
                     t.join(5)
                 raise
@@ -1846,7 +2093,7 @@ class Agent:
         if self.cfg.always_approve or item.name in self.session_always:
             return True
         subject = item.args.get(next(iter(TOOLS[item.name].args)))
-        if not isinstance(subject, str) or not subject.strip():
+        if not isinstance(subject, str) or not subject.strip() or not needs_approval(item, self.cfg.read_dirs):
             return True     # no command/path: the tool refuses its arguments and runs nothing, so don't ask
         answer = self.ui.approve(item)
         if answer == "always":
@@ -1871,8 +2118,10 @@ class Agent:
         """(ToolResult, start time); safe to call from a worker thread (no UI)."""
         started = time.time()
         try:
+            if self.cancel.is_set():        # the turn was cancelled after this call was approved
+                raise Cancelled("cancelled")
             result = (ToolResult(self.withdrawn[item.name], ok=False) if item.name in self.withdrawn
-                      else TOOLS[item.name].run(item.args, ToolContext(self)))
+                      else TOOLS[item.name].run(item.args, self))
         except ToolArgError as e:
             result = ToolResult("error: %s" % e, ok=False)
         except (KeyboardInterrupt, Cancelled):
@@ -1884,7 +2133,7 @@ class Agent:
 
     def finish_tool(self, item, result, started):
         result.started, result.finished = started, result.finished or time.time()
-        result.output = scrub(result.output, (self.cfg.api_key,))
+        result.output = scrub(result.output)
         self.tool_count += 1
         with self.ui_lock:
             self.ui.tool_end(item, result)
@@ -1932,7 +2181,6 @@ class Agent:
                     "the user's goals and requests, decisions, facts learned, files and commands involved, and "
                     "open tasks. Be concise; plain text."},
                    {"role": "user", "content": "Conversation to summarise:\n\n" + self.transcript(old)}]
-        self.check_cost()
         old_tokens = estimate_tokens(old)
         limit = max(32, min(2000, old_tokens // 2, self.cfg.context_window // 4))
         try:
@@ -1967,11 +2215,11 @@ class Agent:
         return True
 
     def transcript(self, messages):
-        """Messages as text for the summariser: each capped, the whole within half its window."""
+        """Messages as text for the summariser: each capped, the whole within its window."""
         window = (self.cfg.context_window if self.cfg.summary_model == self.model
                   else context_window(self.cfg.summary_model))
         text = "\n\n".join("[%s] %s" % (m.get("role"), str(m.get("content", ""))[:3000]) for m in messages)
-        limit = window * 2          # characters: about half the window at 4 characters a token
+        limit = max(1000, window - 3000)    # characters: fits even at a token a character, beside the summary
         if len(text) > limit:
             head = limit // 3
             text = "%s\n[... %d characters omitted ...]\n%s" % (text[:head], len(text) - limit,
@@ -1983,35 +2231,24 @@ class Agent:
         self.session.close()
 
 
-INTERRUPTED_REPLIES = tuple(json.dumps({"tool_calls": [], "response": note, "done": True}) for note in
-                            ("[interrupted by the user]", "[interrupted: the session ended during this turn]"))
+INTERRUPTED = ("[interrupted by the user]", "[interrupted: the session ended during this turn]")
 
 
-def has_tool_calls(content):
+def interrupted_reply(content):
+    try:
+        reply = json.loads(str(content))
+    except ValueError:
+        return False
+    return isinstance(reply, dict) and str(reply.get("response")).endswith(INTERRUPTED)
+
+
+def tool_calls_in(content):
+    """How many tool calls an assistant message asked for."""
     try:
         calls = extract_json_object(str(content)).get("tool_calls")
     except (ContractError, AttributeError):
-        return False
-    return bool(calls)
-
-
-class ToolContext:
-    """What a tool may use: the working dir, limits, the user, the client."""
-
-    def __init__(self, agent):
-        self.agent = agent
-        self.cwd = agent.cwd
-        self.cancel = agent.cancel
-        self.procs = agent.procs
-        self.bash_timeout = agent.cfg.bash_timeout
-        self.client = agent.client
-        self.model = agent.model
-        self.tool_env = agent.tool_env
-        self.ask_user = agent.ui.ask_user
-
-    def add_cost(self, usage):
-        with self.agent.lock:
-            self.agent.add_cost(usage, kind="web_search")
+        return 0
+    return len(calls) if isinstance(calls, list) else 0
 
 
 def tool_results_message(results, note=None):
@@ -2075,7 +2312,7 @@ def now_iso():
 
 def api_error(e, cfg):
     """The exception to show for a non-retryable HTTP status: it says what to fix."""
-    msg = scrub(e.server_message(), (cfg.api_key,))
+    msg = scrub(e.server_message())
     if e.status == 401:
         return UserError("the API key was rejected (HTTP 401, key from %s; set a valid GROK_API_KEY): %s"
                          % (cfg.key_source, msg))
@@ -2104,7 +2341,7 @@ def tolerate_unencodable(stream):
 
 
 def use_color(stream):
-    return not os.environ.get("NO_COLOR") and hasattr(stream, "isatty") and stream.isatty()
+    return not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb" and stream.isatty()
 
 
 def ask_tty(prompt):
@@ -2114,6 +2351,10 @@ def ask_tty(prompt):
         fd = os.open("/dev/tty", os.O_RDWR | getattr(os, "O_NOCTTY", 0))
     except OSError:
         return None
+    keys = EscKey.active
+    if keys:
+        keys.lock.acquire()         # the Esc watcher stops reading; the terminal edits lines again
+        keys.mode(watching=False)
     try:
         os.write(fd, prompt.encode("utf-8", "replace"))
         line = b""
@@ -2129,7 +2370,82 @@ def ask_tty(prompt):
         raise
     finally:
         os.close(fd)
+        if keys:
+            keys.lock.release()
+            keys.mode(watching=True)
     return line.decode("utf-8", "replace").strip()
+
+
+class EscKey:
+    """`with keys:` around a turn on a terminal: a lone Esc cancels it as Ctrl-C does (SIGINT to the
+    main thread). Meanwhile the terminal is non-canonical without echo; what is typed is kept for
+    the next prompts (take()). ask_tty() pauses the watcher to ask the person."""
+    active = None
+
+    def __init__(self, fd):
+        import termios
+        try:
+            self.saved = termios.tcgetattr(fd) if fd is not None else None    # the terminal as it is restored
+        except termios.error:
+            self.saved = None
+        self.fd, self.typed = fd, b""
+        self.lock = threading.Lock()        # held by the watcher while it reads, by ask_tty() while it asks
+
+    def __enter__(self):
+        if self.saved:
+            self.mode(watching=True)
+            EscKey.active = self
+            threading.Thread(target=self.watch, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        if EscKey.active is self:
+            EscKey.active = None
+            self.mode(watching=False)
+            with self.lock:     # the watcher has finished its last read (a line it took is kept)
+                pass
+
+    def mode(self, watching):
+        import termios
+        attrs = self.saved[:6] + [list(self.saved[6])]
+        if watching:
+            attrs[3] &= ~(termios.ICANON | termios.ECHO)
+            attrs[6][termios.VMIN], attrs[6][termios.VTIME] = 1, 0
+        try:
+            termios.tcsetattr(self.fd, termios.TCSANOW, attrs)
+        except termios.error:
+            pass        # the terminal is gone (SIGHUP follows)
+
+    def watch(self):
+        import select
+        import signal
+        while EscKey.active is self:
+            with self.lock:
+                try:
+                    if EscKey.active is not self or not select.select([self.fd], [], [], 0.1)[0]:
+                        continue
+                    data = os.read(self.fd, 1024)
+                    if data.endswith(b"\x1b") and not select.select([self.fd], [], [], 0.05)[0]:
+                        data = data[:-1]        # a lone Esc, not the start of an arrow key's sequence
+                        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+                except OSError:
+                    return
+                self.typed += data
+
+    def take(self):
+        """(the first whole line typed meanwhile or None, the unfinished rest), edited as the
+        terminal would have: escape sequences dropped, backspaces applied."""
+        import re
+        out = []
+        for ch in re.sub(r"\x1b(\[[0-?]*[ -/]*[@-~]|O.)?", "", self.typed.decode("utf-8", "replace")):
+            if ch in "\x7f\b":
+                if out and out[-1] != "\n":
+                    out.pop()
+            elif ch >= " " or ch == "\n":
+                out.append(ch)
+        line, sep, rest = "".join(out).partition("\n")
+        self.typed = rest.encode("utf-8") if sep else b""
+        return (line, "") if sep else (None, line)
 
 
 class TerminalUI(UI):
@@ -2141,22 +2457,61 @@ class TerminalUI(UI):
             tolerate_unencodable(stream)
         self.color = use_color(self.out)
         self.streamed = False
+        self.lock = threading.RLock()       # the waiting line is redrawn from its own thread
+        self.waiter = None
 
     def paint(self, code, text):
         return "\033[%sm%s\033[0m" % (code, text) if self.color else text
 
     def write(self, text):
-        self.out.write(text)
-        self.out.flush()
+        self.wait_stop()
+        self.raw(text)
+
+    def raw(self, text):
+        with self.lock:
+            self.out.write(text)
+            self.out.flush()
+
+    def waiting(self, text_of):
+        """On a terminal: text_of(seconds waited) now and every second, until the next output."""
+        self.wait_stop()
+        if not self.out.isatty() or os.environ.get("TERM") == "dumb":     # no cursor movement there
+            return
+        stop = self.waiter = threading.Event()
+        started = time.time()
+
+        def tick():
+            while True:
+                with self.lock:
+                    if stop.is_set():
+                        return
+                    self.show_wait(text_of(int(time.time() - started)))
+                if stop.wait(1):
+                    return
+        threading.Thread(target=tick, daemon=True).start()
+
+    def wait_stop(self):
+        with self.lock:
+            if self.waiter:
+                self.waiter.set()
+                self.waiter = None
+                self.hide_wait()
+
+    def show_wait(self, text):
+        self.raw("\r\033[K" + self.paint("90", text))
+
+    def hide_wait(self):
+        self.raw("\r\033[K")
 
     def step_start(self, step):
         self.streamed = False
+        self.waiting(lambda seconds: "..." + (" %ds" % seconds if seconds else ""))
 
     def stream_text(self, text, final_hint):
         if not self.streamed:
             self.write("\n")
             self.streamed = True
-        self.write(text)
+        self.write(visible(text))
 
     def stream_reset(self):
         if self.streamed:
@@ -2164,54 +2519,55 @@ class TerminalUI(UI):
             self.streamed = False
 
     def tool_start(self, call):
-        if self.streamed:
-            self.write("\n")
-            self.streamed = False
-        width = 200
-        self.write(self.paint("90", ("[%s] %s" % (call.name, call.shown))[:width]) + "\n")
+        self.stream_reset()
+        self.write(self.paint("90", visible("[%s] %s" % (call.name, call.shown[:200]), newlines=False)) + "\n")
+
+    def tool_end(self, call, result):
+        if not result.ok:       # failed or denied
+            self.write(self.paint("31", visible("✗ [%s] %s: %s" % (call.name, call.shown[:60], failure_reason(
+                result.output)), newlines=False)) + "\n")
 
     def answer(self, text):
-        if self.streamed:
-            self.write("\n\n")
-        else:
-            self.write("\n%s\n\n" % text)
+        self.write("\n\n" if self.streamed else "\n%s\n\n" % visible(text))
         self.streamed = False
 
     def notice(self, text):
-        if self.streamed:
-            self.write("\n")
-            self.streamed = False
-        sys.stderr.write(self.paint("33", text) + "\n")
+        self.wait_stop()
+        self.stream_reset()
+        sys.stderr.write(self.paint("33", visible(text)) + "\n")
         sys.stderr.flush()
 
     def approve(self, call):
-        detail = call.shown if call.name == "bash" else "%s (%d bytes)" % (
-            call.shown, len(str(call.args.get("content", "")).encode("utf-8", "replace")))
-        answer = ask_tty("%s %s\n  run it? [y]es / [n]o / [a]lways: " % (self.paint("1", call.name), detail))
-        if answer is None:
-            self.notice("no terminal to ask for approval: %s denied (use --always-approve / -y)" % call.name)
-            return "no"
-        answer = answer.lower()
-        if answer in ("a", "always"):
-            return "always"
-        return "yes" if answer in ("y", "yes") else "no"
+        """Shows exactly what would run; asks again until the answer is y, n (the default), a or s."""
+        self.wait_stop()
+        full = False
+        while True:
+            text, hidden = approval_text(call, full)
+            answer = ask_tty("%s\n  run it? [y]es / [N]o / [a]lways%s: " % (self.paint("1", text),
+                                                                      " / [s]how all" if hidden else ""))
+            if answer is None:
+                self.notice("no terminal to ask for approval: %s denied (use --always-approve / -y)" % call.name)
+                return "no"
+            answer = {"y": "yes", "a": "always", "n": "no", "": "no", "s": "show"}.get(answer.lower(), answer.lower())
+            if answer in ("yes", "no", "always"):
+                return answer
+            full = full or answer == "show"
 
     def ask_user(self, question, options):
-        lines = ["", self.paint("1", question)]
-        lines += ["  %d) %s" % (i + 1, o) for i, o in enumerate(options)]
+        self.wait_stop()
+        lines = ["", self.paint("1", visible(question))]
+        lines += ["  %d) %s" % (i + 1, visible(o, newlines=False)) for i, o in enumerate(options)]
         answer = ask_tty("\n".join(lines) + "\n  answer (number or text): ")
-        if answer is None:
-            return None
-        if answer.isdigit() and 1 <= int(answer) <= len(options):
-            return options[int(answer) - 1]
-        return answer
+        return options[int(answer) - 1] if answer and answer.isdigit() and 1 <= int(answer) <= len(options) else answer
 
 
 HELP = """commands:
-  /clear   start a new conversation
-  /help    this help
-  /exit    quit (also Ctrl-D)
-Ctrl-C cancels the running turn; the conversation is kept."""
+  /clear        start a new conversation
+  /model [NAME] show the model, or use NAME from the next request on
+  /help         this help (also /?)
+  /exit         quit (also /q, Ctrl-D)
+End a line with \\ to go on on the next one; lines pasted together are one message.
+Esc or Ctrl-C cancels the running turn; the conversation is kept."""
 
 
 def setup_readline(path):
@@ -2228,23 +2584,41 @@ def setup_readline(path):
 
 
 def save_history(readline, path):
-    if readline is None:
+    """Via a new 0600 temp file and a rename: a symlink planted as `history` is replaced, not followed."""
+    if readline is None or data_dir_problem(os.path.dirname(path)):
         return
+    import tempfile
     try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        readline.write_history_file(path)
-        os.chmod(path, 0o600)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".history-")
+        os.close(fd)
+        readline.write_history_file(tmp)
+        os.replace(tmp, path)
     except OSError:
         pass
 
 
-def read_line(interactive, prompt="> "):
-    if interactive:
-        return input_with_ticks(prompt)
-    line = sys.stdin.readline()
-    if not line:
-        raise EOFError
-    return line.rstrip("\n")
+def read_line(interactive, keys, prompt="> "):
+    """One message. Piped: one line. On a terminal, a line typed during the last turn, else several
+    when a line ends in \\ (typed on after "... ") or when more lines are already waiting (a paste)."""
+    if not interactive:
+        line = sys.stdin.readline()
+        if not line:
+            raise EOFError
+        return line.rstrip("\n")
+    line, rest = keys.take()
+    if line is not None:
+        sys.stdout.write(prompt + line + "\n")
+        return line
+    import select
+    lines = [rest + input_with_ticks(prompt + rest)]     # an unfinished line typed meanwhile leads on
+    while lines[-1].endswith("\\") or select.select([sys.stdin], [], [], 0.01)[0]:
+        more = lines[-1].endswith("\\")
+        lines[-1] = lines[-1][:-1] if more else lines[-1]
+        try:
+            lines.append(input_with_ticks("... " if more else ""))
+        except EOFError:
+            break
+    return "\n".join(lines)
 
 
 def input_with_ticks(prompt):
@@ -2264,63 +2638,73 @@ def input_with_ticks(prompt):
 
 
 def repl_line(agent, ui, line, commands, help_text):
-    """Run one line typed at the prompt; True to leave the REPL."""
-    if line.startswith("/"):
-        name, _, arg = line.partition(" ")
-        if name in ("/exit", "/quit"):
-            return True
-        if name == "/help":
+    """Run one message or command: "exit" to leave the REPL, else its exit code (0: fine)."""
+    name, _, arg = line.partition(" ") if line.startswith("/") else ("", "", "")
+    try:
+        if name in ("/exit", "/quit", "/q"):
+            return "exit"
+        elif name in ("/help", "/?"):
             ui.write(help_text + "\n")
         elif name == "/clear":
             agent.reset([])
             agent.context_tokens = 0
             ui.write("conversation cleared\n")
+        elif name == "/model":
+            agent.model = agent.cfg.model = arg.strip() or agent.model
+            ui.write("model: %s (known: %s)\n" % (agent.model, ", ".join(sorted(PRICES))))
         elif commands and name in commands:
-            try:
-                commands[name](arg.strip())
-            except GrokError as e:
-                ui.notice("error: %s" % e)
-        else:
+            commands[name](arg.strip())
+        elif name:
             ui.notice("unknown command %s (try /help)" % name)
-        return False
-    try:
-        agent.run_turn(line)
+        else:
+            agent.run_turn(line)
     except Cancelled:
         ui.notice("(cancelled)")
+        return 130
     except GrokError as e:
-        ui.notice("error: %s" % e)
-    return False
+        cost = commands and "/cost" in commands and str(e).startswith("cost limit")
+        ui.notice("error: %s%s" % (e, " (raise it with /cost N)" if cost else ""))
+        return 0 if name else e.exit_code
+    return 0
 
 
-def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None):
-    """The read-eval-print loop shared by grok and grok-detailed."""
+def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="grok", first=""):
+    """The read-eval-print loop shared by grok and grok-detailed; `first` is sent before the first
+    prompt. Piped, the exit code is the last failed turn's (0 if none failed)."""
     interactive = sys.stdin.isatty()
     history = os.path.join(agent.cfg.data_dir, "history")
-    rl = setup_readline(history) if interactive else None
+    rl = setup_readline(history) if interactive and not data_dir_problem(agent.cfg.data_dir) else None
+    keys = EscKey(sys.stdin.fileno() if interactive else None)
     if interactive:
-        ui.write("grok %s · %s · /help for commands, Ctrl-D to quit\n" % (__version__, agent.model))
+        ui.write("%s %s · %s · /help for commands, Ctrl-D to quit\n" % (prog, __version__, agent.model))
+    status, line = 0, first
     try:
         while True:
-            try:
-                if before_prompt and interactive:
-                    before_prompt()
-                line = read_line(interactive).strip()
-            except EOFError:
-                if interactive:
-                    ui.write("\n")
-                return 0
-            except KeyboardInterrupt:
-                ui.write("\n")
-                continue
             # Ctrl-C must not end the REPL wherever it lands: in a command (/compact), or a
             # second one while a turn is being cancelled (run_turn turns the first into Cancelled).
             try:
-                if line and repl_line(agent, ui, line, commands, help_text):
-                    return 0
+                with keys:
+                    done = repl_line(agent, ui, line, commands, help_text) if line.strip() else 0
             except KeyboardInterrupt:
                 if not line.startswith("/"):
                     agent.settle_cancelled()
                 ui.notice("(cancelled)")
+                done = 130
+            if done == "exit":
+                return 0 if interactive else status
+            status = done or status
+            try:
+                if before_prompt and (interactive or line.strip() and not line.startswith("/")):
+                    before_prompt()     # piped: there is no prompt, so after each turn
+                line = read_line(interactive, keys)
+                line = line.strip() if "\n" not in line else line.rstrip().lstrip("\n")
+            except EOFError:
+                if interactive:
+                    ui.write("\n")
+                return 0 if interactive else status
+            except KeyboardInterrupt:
+                ui.write("\n")
+                line = ""
     finally:
         save_history(rl, history)
 
@@ -2338,14 +2722,39 @@ def event_line(event):
     return json.dumps(event, ensure_ascii=True, separators=(",", ":")) + "\n"
 
 
-def silence_stdout():
-    """The reader of stdout went away: send the rest, and the final flush at exit, to /dev/null."""
+def silence(fd=1):
+    """The reader of stdout (fd 1) or stderr went away, or it was closed from the start: what is still
+    written, and the final flush at exit, goes to /dev/null, and no file opened later takes its number."""
     try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_RDWR)
+        if devnull != fd:
+            os.dup2(devnull, fd)
+            os.close(devnull)
+    except OSError:
         pass
+
+
+class QuietStderr:
+    """sys.stderr, silenced when its reader goes away instead of failing the turn that writes a notice."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+    def write(self, text):
+        return self.quiet(self.stream.write, text)
+
+    def flush(self):
+        self.quiet(self.stream.flush)
+
+    @staticmethod
+    def quiet(method, *args):
+        try:
+            return method(*args)
+        except OSError:
+            silence(2)
 
 
 class OutputClosed(GrokError):
@@ -2356,38 +2765,38 @@ class OutputClosed(GrokError):
 SHELL_OPERATORS = frozenset(";&|<>$`()\n")
 
 
-def allow_matches(name, args, patterns, cwd):
-    """--allow: a shell glob on the bash command or the write_file path.
+def allow_matches(call, patterns):
+    """--allow: a shell glob on the bash command, a path glob on the other tools' path.
 
     In a command, `*` must not stand for shell operators: `git *` allows `git log`, not
     `git log; rm -rf ~`; every operator in the command has to be written in the pattern
-    (or the pattern is `*`). A path matches as given, normalised, relative to cwd or absolute."""
+    (or the pattern is `*`). A path is matched once resolved (`..` and symlinks followed):
+    a relative pattern only inside the working directory, an absolute one anywhere."""
     import fnmatch
-    if name == "bash":
-        command = args.get("command")
-        if not isinstance(command, str):
-            return False
-        ops = SHELL_OPERATORS.intersection(command)
-        return any(p == "*" or (fnmatch.fnmatchcase(command, p) and ops <= set(p)) for p in patterns)
-    path = args.get("path")
-    if not isinstance(path, str) or not path:
+    value = call.args.get("command" if call.name == "bash" else "path") or ("." if call.name == "list_files" else "")
+    if not isinstance(value, str) or not value:
         return False
-    full = os.path.normpath(os.path.join(cwd, os.path.expanduser(path)))
-    subjects = {path, os.path.normpath(path), full, os.path.relpath(full, cwd)}
-    return any(fnmatch.fnmatchcase(s, p) for s in subjects for p in patterns)
+    if call.name == "bash":
+        ops = SHELL_OPERATORS.intersection(value)
+        return any(p == "*" or (fnmatch.fnmatchcase(value, p) and ops <= set(p)) for p in patterns)
+    full, root = canonical(call.cwd, value), os.path.realpath(call.cwd)
+    for p in map(os.path.expanduser, patterns):
+        if path_glob(os.path.normpath(p), full if os.path.isabs(p) else os.path.relpath(full, root)
+                     if inside(full, root) else "\0"):
+            return True
+    return False
 
 
 class HeadlessUI(UI):
-    """`grok -p`: the JSONL event stream of seed 002 on stdout (--format json), or the
-    answer alone with progress on stderr (--format text)."""
+    """`grok -p`: the JSONL event stream of seed 002 on stdout (--format json), the answer alone with progress
+    on stderr (--format text), or xAI's CLI's thought/text/end/error events (--output-format streaming-json)."""
 
-    def __init__(self, fmt, allow, always_approve, secrets=()):
-        self.json = fmt == "json"
+    def __init__(self, fmt, allow, always_approve):
+        self.json, self.events = fmt == "json", fmt == "streaming-json"
+        self.usage, self.last = {}, {}
         self.allow = allow or []
         self.always_approve = always_approve
-        self.secrets = secrets
         self.session_id = None
-        self.cwd = os.getcwd()
         self.step = 0
         # Tools finish in threads: one lock keeps every event one whole line, never two at once.
         self.lock = threading.RLock()
@@ -2396,11 +2805,8 @@ class HeadlessUI(UI):
         self.partial = False        # a write was cut off mid-line (an interrupt)
         self.printed = ""           # text mode: the answer text already on stdout
         self.attempt = ""           # text mode: the answer text of the stream in progress
-        if not self.json and hasattr(sys.stdout, "reconfigure"):
-            try:
-                sys.stdout.reconfigure(errors="replace")
-            except (ValueError, OSError):
-                pass
+        tolerate_unencodable(sys.stdout)
+        self.shown = visible if not self.json and sys.stdout.isatty() else str     # the answer on a terminal
 
     def write(self, text):
         with self.lock:
@@ -2417,38 +2823,44 @@ class HeadlessUI(UI):
                 self.partial = False
             except BrokenPipeError:
                 self.pipe_gone, self.partial = True, False
-                silence_stdout()
+                silence()
                 if threading.current_thread() is threading.main_thread():
                     raise OutputClosed("stdout was closed")
 
     def emit(self, kind, **fields):
         with self.lock:     # stamped under the lock, so timestamps never go back in the stream
-            event = {"type": kind, "timestamp": now_ms()}
-            if self.session_id:
+            event = {"type": kind} if self.events else {"type": kind, "timestamp": now_ms()}
+            if self.session_id and not self.events:
                 event["sessionID"] = self.session_id
-            if kind != "error":
+            if kind != "error" and not self.events:
                 event["stepNumber"] = self.step
             event.update(fields)
-            self.write(event_line(event))
+            self.write(event_line(scrub_all(event)))
+
+    def out(self, text):
+        """Answer text: on stdout (escapes made visible on a terminal), or as a `text` event."""
+        self.emit("text", data=text) if self.events else self.write(self.shown(text))
+
+    def end(self):
+        reason = {"length": "MaxTokens", "content_filter": "Refusal"}.get(self.last.get("finish_reason"), "EndTurn")
+        self.emit("end", stopReason=reason, num_turns=self.step, sessionId=self.session_id,
+                  requestId=self.last.get("id"), usage=self.usage)
+
+    def thought(self, text):
+        if self.events:
+            self.emit("thought", data=text)
 
     def fail(self, message, code):
         """The run's last word: an `error` event (json) and a line on stderr; returns the exit code."""
-        message = scrub(message, self.secrets)
-        if self.json:
+        if self.json or self.events:
             try:
                 self.emit("error", message=message)
             except OutputClosed:
                 pass
         with self.lock:
             self.closed = True
-        sys.stderr.write("grok: %s\n" % message)
-        sys.stderr.flush()
+        self.notice("grok: %s" % message)
         return code
-
-    def progress(self, text):
-        if not self.json:
-            sys.stderr.write(text + "\n")
-            sys.stderr.flush()
 
     def step_start(self, step):
         self.step = step
@@ -2466,7 +2878,7 @@ class HeadlessUI(UI):
             return
         self.attempt += text
         if len(self.attempt) > len(self.printed) and self.attempt.startswith(self.printed):
-            self.write(self.attempt[len(self.printed):])
+            self.out(self.attempt[len(self.printed):])
             self.printed = self.attempt
 
     def reply(self, reply, step):
@@ -2474,103 +2886,105 @@ class HeadlessUI(UI):
         if self.json and text:
             self.emit("text", text=text)
         elif text and reply["tool_calls"]:
-            self.progress(text)
+            self.notice(text)
 
     def tool_start(self, call):
-        self.progress("[%s] %s" % (call.name, call.shown))
+        if not self.json:
+            self.notice("[%s] %s" % (call.name, call.shown))
 
     def tool_end(self, call, result):
         if self.json:
             started, finished = int(result.started * 1000), int(result.finished * 1000)
             self.emit("tool_use",
-                      toolCall={"id": call.id, "name": call.name, "args": scrub_args(call.args, self.secrets)},
+                      toolCall={"id": call.id, "name": call.name, "args": call.args},
                       toolResult={"id": call.id, "success": bool(result.ok), "output": result.output},
                       timing={"startedAt": started, "finishedAt": finished, "durationMs": finished - started})
 
     def step_finish(self, step, info):
+        self.last, usage = info, event_usage(info["tokens"], info["cost"])
         if self.json:
-            self.emit("step_finish", finishReason=info["finish_reason"],
-                      usage=event_usage(info["usage"], info["cost"]))
+            self.emit("step_finish", finishReason=info["finish_reason"], usage=usage)
+        for k, v in usage.items():
+            self.usage[k] = self.usage.get(k, 0) + v
 
     def answer(self, text):
+        end = "" if self.events else "\n"
         if self.json:
             return
         if text.startswith(self.printed):
-            self.write(text[len(self.printed):] + "\n")
+            if text[len(self.printed):] + end:
+                self.out(text[len(self.printed):] + end)
         else:       # the streamed text was not the answer after all (a reply that broke the contract)
             self.notice("warning: text streamed to stdout was not the final answer; the answer follows it")
-            self.write("\n" + text + "\n")
+            self.out(end + text + end)
 
     def notice(self, text):
-        sys.stderr.write(text + "\n")
+        sys.stderr.write(visible(scrub(text)) + "\n")
         sys.stderr.flush()
 
     def approve(self, call):
-        if self.always_approve or allow_matches(call.name, call.args, self.allow, self.cwd):
+        if self.always_approve or allow_matches(call, self.allow):
             return "yes"
-        what = "command" if call.name == "bash" else "path"
-        shown = call.shown if len(call.shown) <= 200 else call.shown[:200] + "..."
-        raise AgentError("Tool `%s` denied: %s not in allowlist: %s (allow it with --allow PATTERN or "
-                         "--always-approve)" % (call.name, what, shown))
+        raise AgentError("Tool `%s` denied: %s not in allowlist: %s%s (allow it with --allow PATTERN or "
+                         "--always-approve)" % (call.name, "command" if call.name == "bash" else "path",
+                                                call.shown[:200], "..." if len(call.shown) > 200 else ""))
 
 
-def event_usage(usage, cost_usd):
-    """step_finish usage; costUsdTicks is in 1e-6 USD (seed 002), not xAI's 1e-10 ticks."""
-    inp = usage.get("prompt_tokens") or usage.get("input_tokens") or 0
-    out = usage.get("completion_tokens") or usage.get("output_tokens") or 0
-    out += (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0   # billed as output
-    total = usage.get("total_tokens") or inp + out
-    return {"inputTokens": int(inp), "outputTokens": int(out), "totalTokens": int(total),
+def event_usage(n, cost_usd):
+    """step_finish usage from usage_numbers(); costUsdTicks is in 1e-6 USD (seed 002), not xAI's 1e-10 ticks."""
+    out = n["output"] + n["reasoning"]      # reasoning is billed as output
+    return {"inputTokens": int(n["input"]), "outputTokens": int(out), "totalTokens": int(n["total"] or n["input"] + out),
             "costUsdTicks": int(round(cost_usd * 1e6))}
 
 
-def scrub_args(args, secrets=()):
-    return json.loads(scrub(json.dumps(args, ensure_ascii=False), secrets))
-
-
-def read_prompt(prompt):
+def read_prompt(prompt, notice):
+    """-p's prompt; `-` reads it from stdin, and text piped in (a pipe or a file, not a terminal
+    or /dev/null) is added below it, cut at PIPED_CAP bytes with a notice."""
+    import stat
+    stdin = getattr(sys.stdin, "buffer", sys.stdin)
+    try:
+        mode = os.fstat(stdin.fileno()).st_mode
+        piped = stat.S_ISFIFO(mode) or stat.S_ISREG(mode)
+    except (OSError, ValueError, AttributeError):
+        piped = False
     if prompt == "-":
-        stdin = getattr(sys.stdin, "buffer", None)
-        prompt = stdin.read().decode("utf-8", "replace") if stdin else sys.stdin.read()
+        prompt, piped = stdin.read().decode("utf-8", "replace"), False
     if not prompt.strip():
         raise UserError("the prompt is empty")
-    return prompt
-
-
-def close_failed_turn(agent, reason):
-    """After a failed headless turn, stop its tools and leave a history that --resume can continue."""
-    agent.cancel.set()
-    for proc in list(agent.procs):
-        kill_group(proc)
-    if len(agent.messages) < 2:
-        return
-    if agent.messages[-1]["role"] == "assistant":
-        agent.add({"role": "user", "content": "[the turn stopped before these tool calls ran: %s]" % reason})
-    agent.add({"role": "assistant", "content": json.dumps(
-        {"tool_calls": [], "response": "[the turn failed: %s]" % reason, "done": True})})
+    data = stdin.read(PIPED_CAP + 1) if piped else b""
+    if len(data) > PIPED_CAP:
+        notice("note: the piped input was cut to its first %d bytes" % PIPED_CAP)
+    text = data[:PIPED_CAP].decode("utf-8", "replace")
+    return "%s\n\n%s" % (prompt, text) if text.strip() else prompt
 
 
 def headless(args, cfg):
-    prompt = read_prompt(args.prompt)
-    ui = HeadlessUI(args.format, args.allow, cfg.always_approve, secrets=(cfg.api_key,))
+    if os.path.isdir(cfg.data_dir) and data_dir_problem(cfg.data_dir):     # others could plant a session
+        raise UserError(data_dir_problem(cfg.data_dir))
+    ui = HeadlessUI(args.format, args.allow, cfg.always_approve)
+    prompt = read_prompt(args.prompt, ui.notice)
     if args.max_tool_rounds is not None:
         cfg.max_iterations = args.max_tool_rounds
     agent = open_agent(cfg, ui, MINIMAL, args)
-    ui.session_id, ui.cwd = agent.session.id, agent.cwd
+    ui.session_id = agent.session.id
+
+    def close_failed_turn(reason):      # a history that --resume can continue
+        agent.settle_cancelled("[the turn failed: %s]" % reason, "[the turn stopped before these tool calls ran: %s]"
+                               % reason)
     try:
         agent.run_turn(prompt)
+        if ui.events:
+            ui.end()
         return 0
     except OutputClosed:
-        close_failed_turn(agent, "stdout was closed")
+        close_failed_turn("stdout was closed")
         return 0
-    except Cancelled:               # run_turn has already settled the session
-        return ui.fail("interrupted: the turn was cancelled", 130)
-    except GrokError as e:
-        close_failed_turn(agent, scrub(str(e), ui.secrets))
-        return ui.fail(str(e), e.exit_code)
-    except KeyboardInterrupt:
+    except (Cancelled, KeyboardInterrupt):     # run_turn settles a cancel; settling twice is harmless
         agent.settle_cancelled()
         return ui.fail("interrupted: the turn was cancelled", 130)
+    except GrokError as e:
+        close_failed_turn(str(e))
+        return ui.fail(str(e), e.exit_code)
     except Terminated as t:
         signum = t.args[0] if t.args else 15
         agent.settle_cancelled()
@@ -2578,24 +2992,29 @@ def headless(args, cfg):
     except Exception as e:
         if os.environ.get("GROK_DEBUG"):
             raise
-        close_failed_turn(agent, "internal error")
+        close_failed_turn("internal error")
         return ui.fail("internal error: %s: %s (set GROK_DEBUG=1 for a traceback)" % (type(e).__name__, e), 4)
     finally:
         agent.close()
 
 
-def open_agent(cfg, ui, contract, args):
-    """A new agent, or one resuming --resume ID / -c (latest)."""
-    session_id = getattr(args, "resume", None)
-    if getattr(args, "cont", False) and not session_id:
+def open_agent(cfg, ui, contract, args, new_if_busy=False):
+    """A new agent, or one resuming --resume ID / -c (latest); a new one, with a notice, if
+    another process has that session and new_if_busy (the REPL)."""
+    session_id = args.resume and find_session(cfg.data_dir, args.resume)
+    if args.cont and not session_id:
         session_id = latest_session_id(cfg.data_dir)
         if not session_id:
             raise UserError("no session to continue in %s" % os.path.join(cfg.data_dir, "sessions"))
+        ui.notice("continuing session %s" % session_id)
     if session_id:
-        if os.sep in session_id or session_id.startswith("."):
-            raise UserError("bad session id %r" % session_id)
-        session = Session(cfg.data_dir, session_id, warn=ui.notice)
-        agent = Agent(cfg, ui, contract, session=session, resume=True)
+        try:
+            agent = Agent(cfg, ui, contract, session=Session(cfg.data_dir, session_id, warn=ui.notice), resume=True)
+        except SessionBusy as e:
+            if not new_if_busy:
+                raise
+            ui.notice("%s: starting a new session" % e)
+            return Agent(cfg, ui, contract)
         if getattr(args, "cwd", None):
             agent.set_cwd(cfg.cwd)
         return agent
@@ -2619,6 +3038,7 @@ PERMISSION_OPTIONS = [{"optionId": "allow_once", "name": "Allow once", "kind": "
                       {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"}]
 PERMISSION_ANSWERS = {"allow_once": "yes", "allow_always": "always", "reject_once": "no"}
 DEFERRED = object()             # a request answered later, from a worker thread
+AUTH_METHODS = {"cached_token": "API key from a .env file", "xai.api_key": "API key from the environment"}
 
 
 class RpcError(Exception):
@@ -2633,14 +3053,14 @@ class RpcError(Exception):
         return error
 
 
-def acp_tool_fields(name, args, cwd, api_key, diff=True):
-    """title, kind, rawInput (scrubbed), locations and a diff for write_file."""
-    shown = scrub(key_arg(name, args), (api_key,))
+def acp_tool_fields(name, args, cwd, diff=True):
+    """title, kind, rawInput, locations and a diff for write_file (AcpServer.send scrubs them)."""
+    shown = key_arg(name, args)
     fields = {"title": ("%s: %s" % (name, shown) if shown else name)[:200], "kind": TOOL_KINDS.get(name, "other"),
-              "rawInput": json.loads(scrub(json.dumps(args, ensure_ascii=False), (api_key,)))}
+              "rawInput": args}
     path = args.get("path")
     if name in ("read_file", "write_file") and isinstance(path, str) and path.strip():
-        path = os.path.normpath(os.path.join(cwd, os.path.expanduser(path)))
+        path = canonical(cwd, path)
         fields["locations"] = [{"path": path}]
         content = args.get("content")
         if name == "write_file" and diff and isinstance(content, str):
@@ -2649,15 +3069,9 @@ def acp_tool_fields(name, args, cwd, api_key, diff=True):
 
 
 def old_text(path):
-    """A file's text before write_file replaces it; None if new, binary or too big."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read(READ_CAP + 1)
-    except OSError:
-        return None
-    if len(data) > READ_CAP or b"\x00" in data:
-        return None
-    return data.decode("utf-8", "replace")
+    """A file's text before write_file replaces it; None if new, binary, not a regular file or too big."""
+    data = (read_regular(path, READ_CAP) or (b"\x00",))[0]
+    return None if len(data) > READ_CAP or b"\x00" in data else data.decode("utf-8", "replace")
 
 
 def acp_prompt_text(blocks):
@@ -2681,7 +3095,7 @@ def acp_prompt_text(blocks):
             else:
                 parts.append("[file: %s (binary, not included)]" % where)
         else:
-            parts.append("[%s content is not supported and was left out]" % kind)
+            raise RpcError(INVALID_PARAMS, "Invalid params: %s content blocks are not supported" % json.dumps(kind))
     return "\n\n".join(p for p in parts if p.strip())
 
 
@@ -2694,30 +3108,18 @@ def uri_path(uri):
     return uri
 
 
-def split_tool_results(text, calls, api_key):
-    """[(output or None, ok)] per call, read back from a stored tool-results message."""
-    if not isinstance(text, str) or not text.startswith("Tool results:"):
-        return [(None, False)] * len(calls)
-    body, failed = text, ""
-    cut = body.rfind("\n\n[Self-correction] ")
-    if cut != -1:
-        body, failed = body[:cut], body[cut:]
-    heads, pos = [], 0
-    for i, call in enumerate(calls):
-        shown = scrub(key_arg(call["tool"], call["args"]), (api_key,))
-        head = "[%d] %s %s\n" % (i + 1, call["tool"], shown)
-        at = body.find(head, pos)
-        heads.append((at, len(head), shown))
-        if at != -1:
-            pos = at + len(head)
-    results = []
-    for i, (at, size, shown) in enumerate(heads):
-        if at == -1:
-            results.append((None, True))
-            continue
-        end = next((h[0] - 2 for h in heads[i + 1:] if h[0] != -1), len(body))
-        results.append((body[at + size:end], "%s %s" % (calls[i]["tool"], shown[:80]) not in failed))
-    return results
+def split_tool_results(text, calls):
+    """[(output or None, ok)] per call, read back from a stored tool-results message, last call first."""
+    text = text if isinstance(text, str) and text.startswith("Tool results:") else ""
+    rest, cut, failed = text.rpartition("\n\n[Self-correction] ")
+    rest, results = rest if cut else text, []
+    for i in reversed(range(len(calls))):
+        name = calls[i]["tool"]
+        shown = scrub(key_arg(name, calls[i]["args"]))
+        before, head, output = rest.rpartition("\n\n[%d] %s %s\n" % (i + 1, name, shown))
+        results.append((output, "[%d] %s (" % (i + 1, name) not in failed) if head else (None, False))
+        rest = before if head else rest
+    return results[::-1]
 
 
 class AcpSession(UI):
@@ -2742,7 +3144,7 @@ class AcpSession(UI):
         self.usage = {"inputTokens": 0, "outputTokens": 0, "thoughtTokens": 0, "cachedReadTokens": 0,
                       "totalTokens": 0}
         self.cost = 0.0
-        self.finish_reason = None
+        self.finish_reason = self.request_id = None
 
     def update(self, session_update, **fields):
         update = {"sessionUpdate": session_update}
@@ -2760,7 +3162,7 @@ class AcpSession(UI):
     def announce(self, step, index, name, args):
         call_id = self.new_call_id()
         self.ids[(step, index)] = call_id
-        fields = acp_tool_fields(name, args, self.agent.cwd, self.agent.cfg.api_key)
+        fields = acp_tool_fields(name, args, self.agent.cwd)
         self.fields[call_id] = fields
         self.update("tool_call", toolCallId=call_id, status="pending", **fields)
         return call_id
@@ -2771,10 +3173,7 @@ class AcpSession(UI):
     def stop(self):
         """Cancel the running turn: the model call, running tools, a pending approval."""
         self.cancel_requested = True
-        self.agent.cancel.set()
-        self.agent.client.abort()
-        for proc in list(self.agent.procs):
-            kill_group(proc)
+        self.agent.stop()
 
     def close_open_calls(self, reason):
         for call_id in list(self.fields):
@@ -2784,8 +3183,8 @@ class AcpSession(UI):
                             content=[{"type": "content", "content": {"type": "text", "text": reason}}])
 
     def turn_meta(self):
-        return {"usage": dict(self.usage), "costUsd": round(self.cost, 8),
-                "sessionCostUsd": round(self.agent.cost_usd, 8), "model": self.agent.model}
+        return dict(self.usage, usage=dict(self.usage), costUsd=round(self.cost, 8), model=self.agent.model,
+                    sessionCostUsd=round(self.agent.cost_usd, 8), requestId=self.request_id)
 
     # -- UI hooks (called from the worker thread, tool_end also from tool threads)
     def step_start(self, step):
@@ -2797,6 +3196,9 @@ class AcpSession(UI):
     def stream_text(self, text, final_hint):
         self.streamed = True
         self.chunk("agent_message_chunk", text)
+
+    def thought(self, text):
+        self.chunk("agent_thought_chunk", text)
 
     def reply(self, reply, step):
         thinking = reply.get("thinking")
@@ -2815,12 +3217,10 @@ class AcpSession(UI):
         tool_call.update(self.fields.get(call_id) or {})
         answer = self.server.request("session/request_permission", {
             "sessionId": self.id, "toolCall": tool_call, "options": PERMISSION_OPTIONS}, cancel=self.agent.cancel)
-        if answer is None:
-            return "no"
-        if "error" in answer:
+        if answer is not None and "error" in answer:
             self.notice("the client failed the permission request: %s" % json.dumps(answer["error"])[:200])
-            return "no"
-        outcome = (answer.get("result") or {}).get("outcome") if isinstance(answer.get("result"), dict) else None
+        outcome = (answer or {}).get("result")
+        outcome = outcome.get("outcome") if isinstance(outcome, dict) else None
         if isinstance(outcome, dict) and outcome.get("outcome") == "selected":
             return PERMISSION_ANSWERS.get(outcome.get("optionId"), "no")
         return "no"
@@ -2837,18 +3237,14 @@ class AcpSession(UI):
                     content=content)
 
     def step_finish(self, step, info):
-        usage = info.get("usage") or {}
-        inp = usage.get("prompt_tokens") or 0
-        out = usage.get("completion_tokens") or 0
-        thought = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
-        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-        self.usage["inputTokens"] += inp
-        self.usage["outputTokens"] += out
-        self.usage["thoughtTokens"] += thought
-        self.usage["cachedReadTokens"] += cached
-        self.usage["totalTokens"] += usage.get("total_tokens") or inp + out + thought
+        n = info["tokens"]
+        for key, name in (("inputTokens", "input"), ("outputTokens", "output"), ("thoughtTokens", "reasoning"),
+                          ("cachedReadTokens", "cached")):
+            self.usage[key] += n[name]
+        self.usage["totalTokens"] += n["total"] or n["input"] + n["output"] + n["reasoning"]
         self.cost += info.get("cost") or 0.0
         self.finish_reason = info.get("finish_reason")
+        self.request_id = info.get("id") or self.request_id
 
     def notice(self, text):
         self.server.log(text)
@@ -2857,20 +3253,13 @@ class AcpSession(UI):
     def replay(self):
         messages = self.agent.messages[1:]
         corrective = corrective_message("").split(":")[0]
-        api_key = self.agent.cfg.api_key
         for i, message in enumerate(messages):
             role, content = message.get("role"), message.get("content")
-            if not isinstance(content, str):
-                continue
-            if role == "user":
-                if content.startswith(("Tool results:", corrective, "[the user cancelled")):
-                    continue
-                if content.startswith("[Summary of the earlier conversation"):
-                    self.chunk("agent_thought_chunk", content)
-                else:
-                    self.chunk("user_message_chunk", content)
-                continue
-            if role != "assistant":
+            if role == "user" and isinstance(content, str) and not content.startswith(
+                    ("Tool results:", corrective, "[the user cancelled")):
+                summary = content.startswith("[Summary of the earlier conversation")
+                self.chunk("agent_thought_chunk" if summary else "user_message_chunk", content)
+            if role != "assistant" or not isinstance(content, str):
                 continue
             try:
                 reply = parse_reply(content, list(TOOLS))
@@ -2881,13 +3270,12 @@ class AcpSession(UI):
             if reply.get("response"):
                 self.chunk("agent_message_chunk", reply["response"])
             following = messages[i + 1].get("content") if i + 1 < len(messages) else None
-            results = split_tool_results(following, reply["tool_calls"], api_key)
+            results = split_tool_results(following, reply["tool_calls"])
             for call, (output, ok) in zip(reply["tool_calls"], results):
-                fields = acp_tool_fields(call["tool"], call["args"], self.agent.cwd, api_key, diff=False)
+                fields = acp_tool_fields(call["tool"], call["args"], self.agent.cwd, diff=False)
                 if output is not None:
                     fields["content"] = [{"type": "content", "content": {"type": "text", "text": output}}]
-                self.update("tool_call", toolCallId=self.new_call_id(),
-                            status="completed" if ok and output is not None else "failed", **fields)
+                self.update("tool_call", toolCallId=self.new_call_id(), status=("failed", "completed")[ok], **fields)
 
 
 class AcpServer:
@@ -2904,12 +3292,11 @@ class AcpServer:
         self.closed = threading.Event()     # stdin ended or stdout broke: nobody can answer
         self.methods = {"initialize": self.initialize, "authenticate": self.authenticate,
                         "session/new": self.new_session, "session/load": self.load_session,
-                        "session/prompt": self.prompt}
-        self.notifications = {"session/cancel": self.cancel}
+                        "session/prompt": self.prompt, "session/cancel": self.cancel}
 
     # -- the wire
     def send(self, message):
-        data = (json.dumps(message, ensure_ascii=False) + "\n").encode("utf-8", "replace")
+        data = (json.dumps(scrub_all(message), ensure_ascii=False) + "\n").encode("utf-8", "replace")
         with self.write_lock:
             if self.out is None:
                 return
@@ -2918,11 +3305,8 @@ class AcpServer:
                 self.out.flush()
             except (OSError, ValueError):
                 self.out = None
-                self.closed.set()
                 self.log("stdout is closed: cancelling running turns")
-                for session in list(self.sessions.values()):
-                    if session.busy:
-                        session.stop()
+                self.stop_all()
 
     def respond(self, request_id, result=None, error=None):
         message = {"jsonrpc": "2.0", "id": request_id}
@@ -2956,7 +3340,7 @@ class AcpServer:
 
     def log(self, text):
         try:
-            sys.stderr.write(scrub(text, (self.cfg.api_key,)) + "\n")
+            sys.stderr.write(visible(scrub(text)) + "\n")
             sys.stderr.flush()
         except (OSError, ValueError):
             pass
@@ -2968,7 +3352,7 @@ class AcpServer:
                 break
             if line.strip():
                 self.handle(line)
-        self.closed.set()
+        self.stop_all()                     # the client is gone: cancel what runs, start nothing more
         for worker in list(self.workers):   # in-flight prompts still get their answers
             worker.join()
 
@@ -2980,54 +3364,51 @@ class AcpServer:
         if not isinstance(message, dict) or message.get("jsonrpc", "2.0") != "2.0":
             return self.fail(message.get("id") if isinstance(message, dict) else None, INVALID_REQUEST,
                              "Invalid Request: expected a JSON-RPC 2.0 object")
-        method = message.get("method")
+        method, request_id = message.get("method"), message.get("id")
         if method is None and "id" in message and ("result" in message or "error" in message):
-            with self.lock:
-                slot = self.pending.get(message["id"])
-            if slot is not None:
-                slot[1] = message
-                slot[0].set()
-            return None
-        request_id = message.get("id")
-        is_request = "id" in message
-        if not isinstance(method, str) or (is_request and request_id is not None and (
+            return self.answered(message)
+        if not isinstance(method, str) or (request_id is not None and (
                 isinstance(request_id, bool) or not isinstance(request_id, (str, int, float)))):
             return self.fail(request_id if isinstance(request_id, (str, int)) else None, INVALID_REQUEST,
                              "Invalid Request: no method, or a bad id")
-        params = message.get("params")
-        if params is None:
-            params = {}
-        if not is_request:
-            handler = self.notifications.get(method)
-            if handler is not None and isinstance(params, dict):
-                handler(params)
-            return None                 # notifications are never answered, not even unknown ones
-        handler = self.methods.get(method)
-        if handler is None and method in self.notifications:
-            handler = lambda params, request_id: self.notifications[method](params)
-        if handler is None:
-            return self.fail(request_id, METHOD_NOT_FOUND, "Method not found: %s" % method)
+        params = {} if message.get("params") is None else message["params"]
+        if "id" not in message:         # a notification: never answered, not even an unknown one
+            if method == "session/cancel" and isinstance(params, dict):
+                self.cancel(params)
+        elif method not in self.methods:
+            self.fail(request_id, METHOD_NOT_FOUND, "Method not found: %s" % method)
+        else:
+            self.call(self.methods[method], request_id, params)
+
+    def answered(self, message):
+        """The client's answer to a request of ours: it wakes the thread waiting for it."""
+        with self.lock:
+            slot = self.pending.get(message["id"]) if isinstance(message["id"], (str, int)) else None
+        if slot is not None:
+            slot[1] = message
+            slot[0].set()
+
+    def call(self, handler, request_id, params):
         try:
             if not isinstance(params, dict):
                 raise RpcError(INVALID_PARAMS, "Invalid params: params must be an object")
             result = handler(params, request_id)
-        except RpcError as e:
-            return self.respond(request_id, error=e.payload())
-        except GrokError as e:
-            return self.fail(request_id, INTERNAL_ERROR, scrub(str(e), (self.cfg.api_key,)))
         except Exception as e:
-            self.log_internal(e)
-            return self.fail(request_id, INTERNAL_ERROR, "Internal error: %s: %s" % (type(e).__name__, e))
+            return self.respond(request_id, error=self.rpc_error(e).payload())
         if result is not DEFERRED:
             self.respond(request_id, result)
-        return None
 
-    def log_internal(self, e):
+    def rpc_error(self, e):
+        """The error to answer for an exception: an RpcError as it is, a GrokError's message, else
+        an internal error (logged, with the traceback under GROK_DEBUG)."""
+        if isinstance(e, (RpcError, GrokError)):
+            return e if isinstance(e, RpcError) else RpcError(INTERNAL_ERROR, str(e))
         if os.environ.get("GROK_DEBUG"):
             import traceback
             self.log("".join(traceback.format_exception(type(e), e, e.__traceback__)))
         else:
             self.log("internal error: %s: %s (set GROK_DEBUG=1 for a traceback)" % (type(e).__name__, e))
+        return RpcError(INTERNAL_ERROR, "Internal error: %s: %s" % (type(e).__name__, e))
 
     # -- helpers for the methods
     def need_key(self):
@@ -3083,10 +3464,23 @@ class AcpServer:
                                       "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
                                       "mcpCapabilities": {"http": False, "sse": False}},
                 "agentInfo": {"name": "grok", "title": "grok.py", "version": __version__},
-                "authMethods": []}
+                "authMethods": self.auth_methods()}
+
+    def auth_methods(self):
+        """The methods clients of xAI's CLI look for; the key is already there, authenticate checks it."""
+        try:
+            self.need_key()
+        except RpcError:
+            return []
+        method = "xai.api_key" if self.cfg.key_source.startswith("$") else "cached_token"
+        return [{"id": method, "name": AUTH_METHODS[method], "description": "the key in " + self.cfg.key_source}]
 
     def authenticate(self, params, request_id):
-        return {}       # no methods are advertised: the key comes from the environment
+        if not isinstance(params.get("methodId"), str) or params["methodId"] not in AUTH_METHODS:
+            raise RpcError(INVALID_PARAMS, "Invalid params: unknown methodId %s (known: %s)"
+                           % (json.dumps(params.get("methodId")), ", ".join(AUTH_METHODS)))
+        self.need_key()
+        return {}
 
     def new_session(self, params, request_id):
         cwd = self.need_cwd(params)
@@ -3159,11 +3553,8 @@ class AcpServer:
         except Exception as e:
             if session.cancel_requested:
                 result = {"stopReason": "cancelled"}
-            elif isinstance(e, GrokError):
-                error = RpcError(INTERNAL_ERROR, scrub(str(e), (self.cfg.api_key,)))
             else:
-                self.log_internal(e)
-                error = RpcError(INTERNAL_ERROR, "Internal error: %s: %s" % (type(e).__name__, e))
+                error = self.rpc_error(e)
         session.close_open_calls("not run: the turn ended (%s)" % (
             result["stopReason"] if result else "error"))
         with self.lock:
@@ -3176,16 +3567,20 @@ class AcpServer:
         else:
             self.respond(request_id, error=error.payload())
 
-    def cancel(self, params):
+    def cancel(self, params, request_id=None):
         session = self.sessions.get(params.get("sessionId"))
         if session is not None and session.busy:
             session.stop()
 
-    def shutdown(self):
+    def stop_all(self):
         self.closed.set()
         for session in list(self.sessions.values()):
             if session.busy:
                 session.stop()
+
+    def shutdown(self):
+        self.stop_all()
+        for session in list(self.sessions.values()):
             session.agent.close()
 
 
@@ -3229,10 +3624,13 @@ class ArgParser:
                    formatter_class=formatter, epilog=ENV_HELP)
         p.add_argument("--version", action="version", version="%(prog)s " + __version__)
         p.add_argument("-m", "--model", help="model id (default $GROK_MODEL or %s)" % DEFAULT_MODEL)
+        p.add_argument("--reasoning-effort", "--effort", dest="effort", choices=("low", "medium", "high"),
+                       help="sent as reasoning_effort (dropped if the server rejects it)")
         p.add_argument("--cwd", metavar="DIR", help="working directory for the tools")
         p.add_argument("-y", "--always-approve", action="store_true", help="run bash/write_file without asking")
         p.add_argument("--resume", metavar="ID", help="continue a saved session")
         p.add_argument("-c", "--continue", dest="cont", action="store_true", help="continue the latest session")
+        p.add_argument("message", nargs="*", help="start the chat with this message")
         return p
 
 
@@ -3250,7 +3648,7 @@ def terminal_width():
 
 
 ENV_HELP = """environment:
-  GROK_API_KEY / XAI_API_KEY   API key (else read from ./.env, ~/.grok/.env, ~/.claude/.env)
+  GROK_API_KEY / XAI_API_KEY   API key (else read from ~/.grok/.env, ~/.claude/.env, then ./.env)
   GROK_BASE_URL                OpenAI-compatible API (default %s)
   GROK_MODEL                   model id (default %s)
   COST_LIMIT                   USD per session, 0 = none (default 10.00)
@@ -3269,10 +3667,12 @@ def parse_args(argv):
             sys.stderr.write("grok: usage: grok agent [--always-approve] [--model M] stdio\n")
             raise SystemExit(1)
         argv = ["--acp"] + rest
+    argv = [a for a in argv if a not in ("--no-subagents", "--no-plan")]      # xAI's CLI's; nothing to turn off
     p = ArgParser.build()
     p.add_argument("-p", "--prompt", help="run one prompt headless and exit ('-' reads stdin)")
-    p.add_argument("--format", choices=("text", "json"), default="text", help="headless output (default text)")
-    p.add_argument("--max-tool-rounds", type=int, metavar="N",
+    p.add_argument("--format", "--output-format", choices=("text", "json", "streaming-json"), default="text",
+                   help="headless output (default text)")
+    p.add_argument("--max-tool-rounds", "--max-turns", type=int, metavar="N",
                    help="headless: stop after N tool rounds, exit 3 (0 = no limit; default $GROK_MAX_ITERATIONS)")
     p.add_argument("--allow", action="append", metavar="PATTERN", default=[],
                    help="headless: allow bash commands / write_file paths matching this glob (repeatable)")
@@ -3282,6 +3682,10 @@ def parse_args(argv):
         p.error("--resume and --continue exclude each other")
     if args.max_tool_rounds is not None and args.max_tool_rounds < 0:
         p.error("--max-tool-rounds must be 0 or more")
+    if args.format != "text" and args.prompt is None:
+        p.error("--format %s needs -p PROMPT (the chat has no JSON output)" % args.format)
+    if args.message and (args.prompt is not None or args.acp):
+        p.error("unrecognized arguments: %s (a prompt goes in -p)" % " ".join(args.message))
     return args
 
 
@@ -3305,6 +3709,13 @@ def guarded(prog, body, on_error=None):
     """Run body() and turn every failure into a message on stderr and an exit code;
     on_error(message) also reports it elsewhere (headless JSON: an `error` event)."""
     report = on_error or (lambda message: None)
+    for fd, name in enumerate(("stdin", "stdout", "stderr")):
+        try:
+            os.fstat(fd)
+        except OSError:         # closed from the start (`grok -p hi >&-`): it is /dev/null
+            silence(fd)
+            setattr(sys, name, open(fd, "w" if fd else "r", closefd=False))
+    sys.stderr = QuietStderr(sys.stderr)
     try:
         import signal
         signal.signal(signal.SIGTERM, on_signal)
@@ -3312,7 +3723,7 @@ def guarded(prog, body, on_error=None):
             signal.signal(signal.SIGHUP, on_signal)
         return body()
     except GrokError as e:
-        sys.stderr.write("%s: %s\n" % (prog, e))
+        sys.stderr.write("%s: %s\n" % (prog, visible(scrub(str(e)))))
         report(str(e))
         return e.exit_code
     except KeyboardInterrupt:
@@ -3324,31 +3735,52 @@ def guarded(prog, body, on_error=None):
         report("terminated by signal %d" % signum)
         return 128 + signum
     except BrokenPipeError:
-        silence_stdout()
+        silence()
         return 0
     except Exception as e:
         if os.environ.get("GROK_DEBUG"):
             raise
-        message = "internal error: %s: %s" % (type(e).__name__, e)
-        sys.stderr.write("%s: %s (set GROK_DEBUG=1 for a traceback)\n" % (prog, message))
+        message = scrub("internal error: %s: %s" % (type(e).__name__, e))
+        sys.stderr.write("%s: %s (set GROK_DEBUG=1 for a traceback)\n" % (prog, visible(message)))
         report(message)
         return 4
 
 
 def json_requested(argv):
-    """Whether argv asks for --format json, read before (and even if) the flags parse."""
+    """Whether argv asks for JSON (--format json, streaming-json), read before (and even if) the flags parse."""
     fmt = None
     for i, arg in enumerate(argv):
         if arg == "--":
             break
         name, eq, value = arg.partition("=")
-        if len(name) >= 3 and "--format".startswith(name):        # argparse takes --form, --format=...
-            fmt = value if eq else (argv[i + 1] if i + 1 < len(argv) else None)
-    return fmt == "json"
+        if len(name) >= 3 and ("--format".startswith(name) or "--output-format".startswith(name)):
+            fmt = value if eq else (argv[i + 1] if i + 1 < len(argv) else None)     # argparse takes --form too
+    return fmt in ("json", "streaming-json")
+
+
+def list_models(argv):
+    """`grok models [--json]`: the server's models ({base}/models), else the built-in table."""
+    if set(argv) - {"--json"}:
+        raise UserError("usage: grok models [--json]")
+    cfg, ids = Config(require_key=False), list(WINDOWS)
+    try:
+        from urllib.request import Request, urlopen
+        request = Request(cfg.base_url + "/models", headers={"Authorization": "Bearer " + (cfg.api_key or "")})
+        data = json.loads(urlopen(request, timeout=min(cfg.timeout or 15, 15)).read())["data"]
+        ids = [m["id"] for m in data if m["id"].isprintable() and " " not in m["id"]] or ids
+    except Exception as e:          # unreachable, refused, not a model list: the built-in table
+        sys.stderr.write(visible(scrub("grok: cannot list the models of %s (%s); the built-in list follows"
+                                       % (cfg.base_url, (str(e) or type(e).__name__)[:200]))) + "\n")
+    rows = [{"id": i, "default": i == cfg.model} for i in (ids if cfg.model in ids else [cfg.model] + ids)]
+    print(json.dumps({"models": rows}) if "--json" in argv else
+          "\n".join(("* %s (default)" if row["default"] else "- %s") % row["id"] for row in rows))
+    return 0
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["models"]:      # before the flags: the prompt words may be positional
+        return guarded("grok", lambda: list_models(argv[1:]))
     # Errors outside the headless run itself (a bad flag, no key) are still an event in a JSON run.
     json_errors = [json_requested(argv)]
 
@@ -3358,21 +3790,21 @@ def main(argv=None):
                 sys.stdout.write(event_line({"type": "error", "timestamp": now_ms(), "message": scrub(message)}))
                 sys.stdout.flush()
             except OSError:
-                silence_stdout()
+                silence()
 
     def body():
         args = parse_args(argv)
-        json_errors[0] = args.prompt is not None and args.format == "json" and not args.acp
-        cfg = Config(model=args.model, cwd=args.cwd, always_approve=args.always_approve,
+        json_errors[0] = args.prompt is not None and args.format != "text" and not args.acp
+        cfg = Config(model=args.model, cwd=args.cwd, always_approve=args.always_approve, effort=args.effort,
                      require_key=not args.acp)      # ACP reports a missing key at session/new
         if args.acp:
             return acp_main(args, cfg)
         if args.prompt is not None:
             return headless(args, cfg)
         ui = TerminalUI()
-        agent = open_agent(cfg, ui, MINIMAL, args)
+        agent = open_agent(cfg, ui, MINIMAL, args, new_if_busy=True)
         try:
-            return repl(agent, ui)
+            return repl(agent, ui, first=" ".join(args.message))
         finally:
             agent.close()
 

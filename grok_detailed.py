@@ -57,9 +57,11 @@ DETAILED = g.Contract(
         "confidence": {"type": "integer"},
     },
     extra_prompt=(
-        "Also fill in, in every reply: thinking (brief strategic reasoning), task (current action, "
-        "5 words max), goal (the high-level objective), exit_conditions (list), progress "
-        "{completed: [], current: \"\", remaining: []}, blockers (string or null), confidence (0-100)."),
+        "Also fill in, in every reply: thinking (brief strategic reasoning), task (current action, 5 words max), "
+        "goal and exit_conditions (set both in your first reply, then keep them), progress over the exit "
+        "conditions {completed: [], current: \"\", remaining: []}, blockers (string or null), confidence "
+        "(95+ = verified with a tool, 80-94 = high certainty, below 80 = uncertain: use a tool first). "
+        "done true only when every exit condition is met."),
     max_tokens=8000)
 
 
@@ -71,8 +73,6 @@ GLYPHS = {"rule": "─", "top": "╭", "side": "│", "bottom": "╰", "open": "
           "done": "✓", "now": "▸", "todo": "○", "fail": "✗", "more": "…", "dot": "·", "bullet": "•"}
 ASCII_GLYPHS = {"rule": "-", "top": "+", "side": "|", "bottom": "+", "open": "+", "close": "+", "then": "->",
                 "done": "+", "now": ">", "todo": "o", "fail": "x", "more": "...", "dot": "|", "bullet": "*"}
-# C0/C1 control characters (terminal escapes from a model or a tool) are shown as "?"; tab and newline stay.
-CONTROL = dict.fromkeys([c for c in range(32) if c not in (9, 10)] + list(range(127, 160)), "?")
 NO_BLOCKERS = ("", "none", "null", "no", "n/a", "nothing")
 
 
@@ -126,12 +126,12 @@ def wrap(text, width):
 
 
 def as_text(value):
-    """A reply field as one clean string, whatever type the model sent."""
+    """A reply field as one clean string, whatever type the model sent; terminal escapes made visible."""
     if value is None:
         return ""
     if not isinstance(value, str):
         value = json.dumps(value, ensure_ascii=False)
-    return value.translate(CONTROL).replace("\t", "    ").strip()
+    return g.visible(value).replace("\t", "    ").strip()
 
 
 def as_list(value):
@@ -177,13 +177,6 @@ def num(n):
         return "?"
 
 
-def dig(obj, *keys):
-    """obj[k1][k2]... or None, whatever shape a server's usage object has."""
-    for key in keys:
-        obj = obj.get(key) if isinstance(obj, dict) else None
-    return obj
-
-
 def home_short(path):
     home = os.path.expanduser("~")
     return "~" + path[len(home):] if home not in ("", "/") and (path + "/").startswith(home + "/") else path
@@ -194,7 +187,7 @@ class DetailedUI(g.TerminalUI):
     in a box, and a status line (session, cost, context, tools, cache) before each prompt.
 
     For other front ends (agent mode): attach(agent), status_line(), field(label, text),
-    box(title, text, right), emit(text); all fit the terminal width."""
+    box(title, text, right), write(text); all fit the terminal width (40 columns or more)."""
 
     LABEL = 10
 
@@ -205,13 +198,13 @@ class DetailedUI(g.TerminalUI):
             self.glyph = GLYPHS
         except (UnicodeEncodeError, LookupError):
             self.glyph = ASCII_GLYPHS
-        self.lock = threading.RLock()       # tool_end arrives from worker threads
         self.agent = None
         self.goal = None
         self.iteration = 0
         self.last_reply = {}
+        self.reasoning = ""                 # the model's reasoning_content for this reply
         self.turn_started = time.time()
-        self.opened = set()                 # tool calls whose block header is on screen
+        self.last_open = None               # the tool call whose opening line was the last one written
         # The live area (waiting line, answer text as it streams) is erased before anything else
         # is printed; it moves the cursor, so only on a colour terminal, and only what fits on it.
         self.live_on = self.color
@@ -226,13 +219,15 @@ class DetailedUI(g.TerminalUI):
         self.agent = agent
 
     def width(self):
-        return max(80, shutil.get_terminal_size((80, 24)).columns)
+        return max(40, shutil.get_terminal_size((80, 24)).columns)
 
-    def emit(self, text):
+    def write(self, text):
         """Write whole lines, after erasing the live area."""
         with self.lock:
+            self.wait_stop()
             self.live_clear()
-            self.write(text)
+            self.last_open = None
+            self.raw(text)
 
     def painted(self, parts, sep=None):
         """(plain width, painted text) of [(text, colour code or None)] joined by sep."""
@@ -245,6 +240,7 @@ class DetailedUI(g.TerminalUI):
         """'── title ─────── right ──' across the width; title is (text, colour), right a list of them."""
         r = self.glyph["rule"]
         head = (corner or r) + r + " "
+        right = [p for p in right if p[1] != "2"] if self.width() < 60 else right     # narrow: no clock times
         rw, rtext = self.painted(list(right)) if right else (0, "")
         tail = 2 + (rw + 2 if right else 0)
         text, tcode = title
@@ -262,7 +258,7 @@ class DetailedUI(g.TerminalUI):
         return out + "".join(pad + self.paint(code, line) + "\n" for line in lines[1:])
 
     def field(self, label, text, code=None):
-        self.emit(self.field_lines(label, as_text(text), code))
+        self.write(self.field_lines(label, as_text(text), code))
 
     def box(self, title, text, right=(), code="32"):
         """An open-right box: ╭─ title ── right ─ / │ text / ╰────."""
@@ -271,29 +267,34 @@ class DetailedUI(g.TerminalUI):
         for line in wrap(as_text(text) or "(no response)", self.width() - 2):
             out.append(side + (" " + line if line else "") + "\n")
         out.append(self.paint(code, self.glyph["bottom"] + self.glyph["rule"] * (self.width() - 1)) + "\n")
-        self.emit("".join(out))
+        self.write("".join(out))
 
     def status_line(self):
-        """session · cost / limit · context % of the window · tool calls · cached tokens · cwd."""
+        """session · model · cost / limit · context % · tool calls · cached tokens · cwd. The width
+        alone picks the form (unless the numbers grow past it); the cwd gets what is left."""
         a = self.agent
         if a is None:
             return
-        limit, spent = a.cfg.cost_limit, a.cost_usd
+        limit, spent, pct, short = a.cfg.cost_limit, a.cost_usd, a.context_pct(), a.session.id.rsplit("-", 1)[-1]
         cost = "$%.4f/%s" % (spent, "$%.2f" % limit if limit > 0 else "no limit")
-        pct = a.context_pct()
-        cached = dig(a.last_usage, "prompt_tokens_details", "cached_tokens")
-        cost_code = "31" if 0 < limit <= spent else "33" if 0 < limit * 0.8 <= spent else None
-        ctx_code = "33" if 0 < a.cfg.compact_threshold * 0.8 <= pct else None
-        detail = " (%s/%s)" % (num(a.context_tokens), num(a.cfg.context_window))
-        for more_ctx, cwd in ((True, True), (False, True), (True, False), (False, False)):
-            parts = [(a.session.id, "1"), (cost, cost_code),
-                     ("context %.1f%%" % pct + (detail if more_ctx else ""), ctx_code),
-                     ("tools %d" % a.tool_count, None), ("cached %s" % num(cached), None)]
-            if cwd:
-                parts.append((home_short(a.cwd), "2"))
-            if self.painted(parts)[0] <= self.width():
+        ctx = "context %.1f%%" % pct
+        detail = ctx + " (%s/%s)" % (num(a.context_tokens), num(a.cfg.context_window))
+        cached = "cached %s" % num(g.usage_numbers(a.last_usage)["cached"])
+        tools, tiny = "tools %d" % a.tool_count, ("$%.4f" % spent, "ctx %.0f%%" % pct)
+        codes = {a.session.id: "1", short: "1", cost: "31" if 0 < limit <= spent else "33" if 0 < limit * 0.8 <= spent
+                 else None, ctx: "33" if 0 < a.cfg.compact_threshold * 0.8 <= pct else None}
+        codes.update({detail: codes[ctx], tiny[0]: codes[cost], tiny[1]: codes[ctx]})
+        for least, texts in ((110, (a.session.id, a.model, cost, detail, tools, cached)),
+                             (96, (a.session.id, a.model, cost, ctx, tools, cached)),
+                             (80, (short, a.model, cost, ctx, tools, cached)),
+                             (60, (short, a.model) + tiny + (tools, cached)), (0, (short,) + tiny + (tools,))):
+            parts = [(t, codes.get(t)) for t in texts]
+            if least <= self.width() and self.painted(parts)[0] <= self.width():
                 break
-        self.emit(self.painted(parts)[1] + "\n")
+        room = self.width() - self.painted(parts)[0] - 3
+        if room >= 8:
+            parts.append((clip(as_text(home_short(a.cwd))[::-1], room, self.glyph["more"])[::-1], "2"))
+        self.write(self.painted(parts)[1] + "\n")
 
     # -- the live area -------------------------------------------------------
     def live(self, text):
@@ -303,7 +304,7 @@ class DetailedUI(g.TerminalUI):
             size = shutil.get_terminal_size((80, 24))
             cols, limit = max(1, size.columns), max(2, size.lines - 3)
             out = []
-            for ch in text.translate(CONTROL).replace("\t", " "):
+            for ch in g.visible(text).replace("\t", " "):
                 if self.live_full:
                     break
                 w = 0 if ch == "\n" else cells(ch)
@@ -316,34 +317,51 @@ class DetailedUI(g.TerminalUI):
                 out.append(ch)
             if out:
                 self.live_active = True
-                self.write(self.paint("2", "".join(out)))
+                self.raw(self.paint("2", "".join(out)))
 
     def live_clear(self):
         with self.lock:
             if self.live_active:
-                self.write("\r" + ("\033[%dA" % self.live_rows if self.live_rows else "") + "\033[J")
+                self.raw("\r" + ("\033[%dA" % self.live_rows if self.live_rows else "") + "\033[J")
             self.live_active = self.live_full = False
             self.live_rows = self.live_col = 0
 
+    def show_wait(self, text):
+        self.live_clear()
+        self.live(text + "\n")
+
+    def hide_wait(self):
+        self.live_clear()
+
     # -- the engine's hooks --------------------------------------------------
-    def turn_start(self):
-        """Before a user turn: numbering restarts (answer() does that too), the goal is
-        forgotten if the conversation is new or cleared."""
+    def between_turns(self):
+        """Before the prompt: the status line; numbering restarts (answer() does that too), and
+        the goal is forgotten if the conversation is new or cleared."""
         self.iteration = 0
         if self.agent is not None and len(self.agent.messages) <= 1:
             self.goal = None
+        self.status_line()
 
     def step_start(self, step):
         if self.iteration == 0:
             self.turn_started = time.time()
         self.iteration += 1
-        self.live("%s step %d: waiting for the model\n" % (self.glyph["more"], self.iteration))
+        self.reasoning = ""
+        n, more = self.iteration, self.glyph["more"]
+        self.waiting(lambda seconds: "%s step %d: waiting for the model%s" % (more, n, " · %ds" % seconds * bool(seconds)))
 
     def stream_text(self, text, final_hint):
+        self.wait_stop()
         self.live(text)
 
     def stream_reset(self):
+        self.reasoning = ""
         self.live_clear()
+
+    def thought(self, text):
+        self.reasoning += text
+        self.wait_stop()
+        self.live(text)
 
     def reply(self, reply, step):
         self.last_reply = reply
@@ -370,7 +388,7 @@ class DetailedUI(g.TerminalUI):
                      + (["%s %s" % (self.glyph["now"], current)] if current else [])
                      + ["%s %s" % (self.glyph["todo"], t) for t in remaining])
             out.append(self.field_lines("progress", "  ".join(items)))
-        thinking = as_text(reply.get("thinking"))
+        thinking = " ".join(t for t in (as_text(self.reasoning), as_text(reply.get("thinking"))) if t)
         if thinking:
             out.append(self.field_lines("thinking", thinking, "2;3"))
         blockers = as_list(reply.get("blockers"))
@@ -378,7 +396,7 @@ class DetailedUI(g.TerminalUI):
             out.append(self.field_lines("blockers", "; ".join(blockers), "31"))
         if reply["tool_calls"] and as_text(reply.get("response")):
             out.append(self.field_lines("says", as_text(reply["response"])))
-        self.emit("".join(out))
+        self.write("".join(out))
 
     def tool_line(self, call):
         detail = as_text(call.shown)
@@ -389,15 +407,18 @@ class DetailedUI(g.TerminalUI):
 
     def tool_start(self, call):
         with self.lock:
-            self.opened.add(call.id)
-            self.emit("  %s %s\n" % (self.glyph["open"], self.tool_line(call)))
+            path = g.canonical(self.agent.cwd, call.args.get("path")) if call.name == "read_file" and self.agent else None
+            for name, _, skill_path in self.agent.skills_seen[1] if path else ():
+                if os.path.realpath(skill_path) == path:
+                    self.write("  %s %s\n" % (self.paint("35", "Skill:"), self.paint("1", as_text(name))))
+            self.write("  %s %s\n" % (self.glyph["open"], self.tool_line(call)))
+            self.last_open = call.id
 
     def tool_end(self, call, result):
         with self.lock:
             out = []
-            if call.id not in self.opened:       # denied before it started
+            if call.id != self.last_open:       # denied, or other lines came after its opening line
                 out.append("  %s %s\n" % (self.glyph["open"], self.tool_line(call)))
-            self.opened.discard(call.id)
             lines = as_text(result.output).splitlines()
             side = "  %s " % self.glyph["side"]
             for line in lines[:3]:
@@ -408,20 +429,19 @@ class DetailedUI(g.TerminalUI):
             mark = self.paint("32", self.glyph["done"]) if result.ok else self.paint("31", self.glyph["fail"])
             out.append("  %s %s %s %s\n" % (self.glyph["close"], self.paint("36", "[%d] %s" % (call.index + 1, call.name)),
                                            mark, "%.2fs" % took if took < 10 else "%.1fs" % took))
-            self.emit("".join(out))
+            self.write("".join(out))
 
     def step_finish(self, step, info):
-        usage = info.get("usage")
-        cached = dig(usage, "prompt_tokens_details", "cached_tokens")
-        reasoning = dig(usage, "completion_tokens_details", "reasoning_tokens")
-        parts = ["in %s" % num(dig(usage, "prompt_tokens")) + (" (%s cached)" % num(cached) if cached else ""),
-                 "out %s" % num(dig(usage, "completion_tokens"))]
-        if reasoning:
-            parts.append("reasoning %s" % num(reasoning))
+        n = info["tokens"]
+        parts = ["in %s" % num(n["input"]) + (" (%s cached)" % num(n["cached"]) if n["cached"] else ""),
+                 "out %s" % num(n["output"])]
+        if n["reasoning"]:
+            parts.append("reasoning %s" % num(n["reasoning"]))
         parts += ["$%.4f" % info.get("cost", 0.0), "%.1fs" % info.get("duration", 0.0)]
         if info.get("finish_reason") not in (None, "stop"):
             parts.append("finish %s" % info["finish_reason"])
-        self.emit("  " + self.paint("2", "%s %s" % (self.glyph["then"], (" %s " % self.glyph["dot"]).join(parts))) + "\n")
+        lines = wrap("%s %s" % (self.glyph["then"], (" %s " % self.glyph["dot"]).join(parts)), self.width() - 4)
+        self.write("".join("  " + self.paint("2", line) + "\n" for line in lines))
 
     def answer(self, text):
         right = [(time.strftime("%H:%M:%S"), "2"), ("%.1fs" % (time.time() - self.turn_started), "2")]
@@ -435,8 +455,7 @@ class DetailedUI(g.TerminalUI):
     def notice(self, text):
         with self.lock:
             self.live_clear()
-            sys.stderr.write(self.paint("33", text) + "\n")
-            sys.stderr.flush()
+            g.TerminalUI.notice(self, text)
 
     def approve(self, call):
         self.live_clear()
@@ -456,55 +475,29 @@ class DetailedUI(g.TerminalUI):
                 except g.ContractError:
                     last = as_text(m.get("content"))
                 break
-        self.emit("resumed session %s: %d messages, $%.4f spent, working dir %s\n"
-                  % (agent.session.id, len(agent.messages) - 1, agent.cost_usd, agent.cwd))
+        self.write("resumed session %s: %d messages, $%.4f spent, working dir %s\n"
+                  % (agent.session.id, len(agent.messages) - 1, agent.cost_usd, as_text(agent.cwd)))
         if last:
-            self.emit(self.paint("2", clip("last answer: " + " ".join(last.split()), self.width(), self.glyph["more"])) + "\n")
-
-
-class AgentHandle:
-    """What repl() holds: it forwards to the agent in use, so /resume can swap in another
-    one, and it marks where each turn starts for the display."""
-
-    def __init__(self, agent, ui):
-        object.__setattr__(self, "_agent", agent)
-        object.__setattr__(self, "_ui", ui)
-
-    def __getattr__(self, name):
-        return getattr(self._agent, name)
-
-    def __setattr__(self, name, value):
-        setattr(self._agent, name, value)
-
-    def swap(self, agent):
-        old = self._agent
-        object.__setattr__(self, "_agent", agent)
-        old.close()
-
-    def run_turn(self, text):
-        self._ui.turn_start()
-        try:
-            return self._agent.run_turn(text)
-        finally:
-            if not sys.stdin.isatty():      # no prompt, so no status line before it: show it after the turn
-                self._ui.status_line()
+            self.write(self.paint("2", clip("last answer: " + " ".join(last.split()), self.width(), self.glyph["more"])) + "\n")
 
 
 HELP = """commands:
   /clear        start a new conversation (same session file)
   /cd DIR       change the working directory; the model is told
   /sessions     list saved sessions: id, date, cost, first message
-  /resume ID    continue a saved session (an unambiguous id prefix is enough)
+  /resume ID    continue a saved session (the start of its id, or its last part, is enough)
   /compact      summarise older history now (automatic at COMPACT_THRESHOLD % of the window)
   /cost [N]     show the cost, or set the session's limit to N USD (0 = no limit)
+  /model [NAME] show the model, or use NAME from the next request on
   /tools        list the tools
-  /help         this help
-  /exit         quit (also Ctrl-D)
-Ctrl-C cancels the running turn or tool; the conversation is kept."""
+  /help         this help (also /?)
+  /exit         quit (also /q, Ctrl-D)
+End a line with \\ to go on on the next one; lines pasted together are one message.
+Esc or Ctrl-C cancels the running turn or tool; the conversation is kept."""
 
 
 class Commands:
-    """The REPL commands of grok-detailed, on the AgentHandle."""
+    """The REPL commands of grok-detailed."""
 
     def __init__(self, agent, ui):
         self.agent, self.ui = agent, ui
@@ -525,7 +518,7 @@ class Commands:
     def cd(self, arg):
         a = self.agent
         if not arg:
-            return self.ui.emit("working directory: %s\n" % a.cwd)
+            return self.ui.write("working directory: %s\n" % a.cwd)
         path = os.path.abspath(os.path.join(a.cwd, os.path.expanduser(arg)))
         if not os.path.isdir(path):
             raise g.UserError("/cd: no such directory: %s" % path)
@@ -538,51 +531,36 @@ class Commands:
             if not any(marker in str(m.get("content")) for m in a.messages):
                 note += "\n\n%s\n%s" % (marker, text)
         a.add({"role": "user", "content": note})
-        self.ui.emit("working directory: %s (the model is told)\n" % path)
+        self.ui.write("working directory: %s (the model is told)\n" % path)
 
     def sessions(self, arg):
         here = self.agent.session.id
         # A session nobody typed into (each start opens one) is not worth resuming.
         found = [s for s in g.list_sessions(self.agent.cfg.data_dir) if s[2] or s[0] == here]
         if not found:
-            return self.ui.emit("no saved sessions in %s\n" % os.path.join(self.agent.cfg.data_dir, "sessions"))
-        for sid, mtime, first, cost in found[:30]:
+            return self.ui.write("no saved sessions in %s\n" % os.path.join(self.agent.cfg.data_dir, "sessions"))
+        for sid, mtime, first, cost in found[:10]:
             mark = "*" if sid == here else " "
-            line = "%s %s  %s  $%.4f  %s" % (mark, sid, time.strftime("%Y-%m-%d %H:%M", time.localtime(mtime)),
+            line = "%s %s  %s  $%.4f  %s" % (mark, as_text(sid), time.strftime("%Y-%m-%d %H:%M", time.localtime(mtime)),
                                              cost, as_text(first) or "(empty)")
-            self.ui.emit(clip(line, self.ui.width(), self.ui.glyph["more"]) + "\n")
-        if len(found) > 30:
-            self.ui.emit("  (%d older sessions not shown)\n" % (len(found) - 30))
-
-    def find_session(self, arg):
-        if not arg:
-            raise g.UserError("usage: /resume ID (see /sessions)")
-        ids = [s[0] for s in g.list_sessions(self.agent.cfg.data_dir)]
-        matches = [i for i in ids if i == arg] or [i for i in ids if i.startswith(arg)]
-        if len(matches) == 1:
-            return matches[0]
-        if not matches:
-            raise g.UserError("no session %r (see /sessions)" % arg)
-        raise g.UserError("%r matches %d sessions; give more of the id" % (arg, len(matches)))
+            self.ui.write(clip(g.visible(line), self.ui.width(), self.ui.glyph["more"]) + "\n")
+        if len(found) > 10:
+            self.ui.write("  (%d older sessions not shown)\n" % (len(found) - 10))
 
     def resume(self, arg):
-        sid = self.find_session(arg)
+        if not arg:
+            raise g.UserError("usage: /resume ID (see /sessions)")
+        sid = g.find_session(self.agent.cfg.data_dir, arg)
         if sid == self.agent.session.id:
-            return self.ui.emit("already in session %s\n" % sid)
-        cfg = self.agent.cfg
-        fresh = g.Agent(cfg, self.ui, DETAILED, session=g.Session(cfg.data_dir, sid, warn=self.ui.notice),
-                        resume=True)
-        self.agent.swap(fresh)
+            return self.ui.write("already in session %s\n" % sid)
+        self.agent.session.close()
+        self.agent.open_session(g.Session(self.agent.cfg.data_dir, sid, warn=self.ui.notice), resume=True)
         self.ui.goal = None
-        self.ui.resumed(fresh)
+        self.ui.resumed(self.agent)
 
     def compact(self, arg):
-        a = self.agent
-        count, tokens = len(a.messages), g.estimate_tokens(a.messages)
-        if not a.compact(keep=2):       # asked for: keep only the last exchange verbatim
-            return self.ui.emit("nothing to compact: the history is already short\n")
-        self.ui.emit("compacted: %d -> %d messages, about %s -> %s tokens\n"
-                     % (count, len(a.messages), num(tokens), num(g.estimate_tokens(a.messages))))
+        if not self.agent.compact(keep=2):      # asked for: keep only the last exchange verbatim
+            self.ui.write("nothing to compact: the history is already short\n")
 
     def cost(self, arg):
         cfg = self.agent.cfg
@@ -594,7 +572,7 @@ class Commands:
             if not limit >= 0:
                 raise g.UserError("usage: /cost N (a limit in USD; 0 = no limit)")
             cfg.cost_limit = limit
-        self.ui.emit("cost: $%.4f spent, limit %s\n" % (
+        self.ui.write("cost: $%.4f spent, limit %s\n" % (
             self.agent.cost_usd, "$%.2f" % cfg.cost_limit if cfg.cost_limit > 0 else "none"))
 
     def tools(self, arg):
@@ -606,14 +584,19 @@ class Commands:
 
 def interactive(args, cfg):
     ui = DetailedUI()
-    agent = AgentHandle(g.open_agent(cfg, ui, DETAILED, args), ui)
+    agent = g.open_agent(cfg, ui, DETAILED, args, new_if_busy=True)
     ui.attach(agent)
     if args.resume or args.cont:
         ui.resumed(agent)
     try:
-        return g.repl(agent, ui, commands=Commands(agent, ui).table(), help_text=HELP,
-                      before_prompt=ui.status_line)
+        return g.repl(agent, ui, commands=Commands(agent, ui).table(), help_text=HELP, before_prompt=ui.between_turns,
+                      prog="grok-detailed", first=" ".join(args.message))
     finally:
+        s = agent.session
+        lines = ["Session saved: " + home_short(s.path)] if len(agent.messages) > 1 and not s.disabled else []
+        lines.append("Session %s %s $%.4f %s %d tools" % (s.id, ui.glyph["dot"], agent.cost_usd, ui.glyph["dot"],
+                                                       agent.tool_count))
+        ui.write("".join(ui.paint("2", part) + "\n" for line in lines for part in wrap(line, ui.width())))
         agent.close()
 
 
@@ -880,7 +863,10 @@ class Workspace:
               and meta["goal"].strip() and meta.get("goal_hash") == goal_hash(meta["goal"])
               and isinstance(meta.get("loop"), int) and meta["loop"] >= 1
               and isinstance(meta.get("steps"), dict) and all(isinstance(v, dict) for v in meta["steps"].values())
-              and isinstance(meta.get("loops"), list) and isinstance(meta.get("sessions"), list))
+              and isinstance(meta.get("loops"), list) and isinstance(meta.get("sessions"), list)
+              and all(isinstance(x, dict) for x in meta["loops"]) and all(isinstance(s, str) for s in meta["sessions"])
+              and all(isinstance(v.get("verdict", ""), str) for v in meta["steps"].values())
+              and isinstance(meta.get("cost_usd", 0), (int, float)) and 0 <= meta.get("cost_usd", 0) < 1e6)
         return (meta, None) if ok else (None, "missing or wrong fields")
 
     def save_meta(self, meta):
@@ -1008,7 +994,7 @@ class AgentRun:
         self.open()
         contract = g.Contract(DETAILED.name, DETAILED.extra_properties,
                               DETAILED.extra_prompt + "\n\nAGENT MODE: you work under this controller "
-                              "(Agents.md from the workspace):\n\n" + self.ws.read("Agents.md"),
+                              "(Agents.md from the workspace):\n\n" + self.ws.read("Agents.md")[:INCLUDE_CAP],
                               DETAILED.max_tokens)
         self.agent = g.Agent(self.cfg, self.ui, contract)
         self.agent.cost_usd = float(self.meta.get("cost_usd") or 0.0)     # COST_LIMIT covers the whole goal
@@ -1026,7 +1012,7 @@ class AgentRun:
             return 130
         except g.GrokError as e:
             self.meta["status"] = "stopped" if isinstance(e, AgentStopped) else "failed"
-            self.meta["error"] = g.scrub(str(e), (self.cfg.api_key,))
+            self.meta["error"] = g.scrub(str(e))
             self.save()
             if not isinstance(e, AgentStopped):
                 self.ui.notice("agent mode failed at %s (loop %d); run `grok-detailed --agent` again to resume "
@@ -1039,7 +1025,7 @@ class AgentRun:
         m = self.meta
         self.ui.write(self.ui.paint("1", "agent mode") + " · %s · up to %d loops · %s\n"
                       % (self.ws.dir, self.max_loops, self.agent.model))
-        self.ui.write("goal: %s\n" % " ".join(m["goal"].split())[:160])
+        self.ui.write("goal: %s\n" % as_text(" ".join(m["goal"].split())[:160]))
         todo = [s for s in ("goal",) + LOOP_STEPS + ("final_report",) if not self.done(s)]
         if m["steps"] and todo:
             self.ui.write("resuming: loop %d, at %s\n" % (m["loop"], STEP_ROLES[todo[0]]))
@@ -1122,7 +1108,7 @@ class AgentRun:
         path = self.ws.path("final_report.md")
         text = self.ws.read("final_report.md") or ""
         note = " (partial: the maximum of %d loops was reached)" % self.max_loops if partial else ""
-        self.ui.write("\n%s%s\n\n%s\n" % (self.ui.paint("1", "final report: " + path), note, text.rstrip("\n")))
+        self.ui.write("\n%s%s\n\n%s\n" % (self.ui.paint("1", "final report: " + path), note, g.visible(text.rstrip())))
         return 3 if partial else 0
 
     # -- the step prompts ----------------------------------------------------------
@@ -1194,7 +1180,7 @@ class AgentRun:
             if 0 < self.cfg.cost_limit <= self.agent.cost_usd:
                 raise
             # The turn broke down (contract, tool rounds): the reviewer judges what is there.
-            answer, error = "", g.scrub(str(e), (self.cfg.api_key,))
+            answer, error = "", g.scrub(str(e))
             self.ui.notice("the execution ended early: %s" % error)
         rec["empty"] = not answer.strip() and not self.ui.calls
         parts = [answer.strip()]
@@ -1238,6 +1224,7 @@ def run_agent_mode(args, cfg):
         raise g.UserError("--max-loops must be 1 or more")
     if args.resume or args.cont:
         raise g.UserError("--resume/--continue do not apply to --agent: it resumes from its workspace")
+    cfg.read_dirs.append(agent_dir())      # read_file/list_files there run without asking
     return AgentRun(args, cfg, Workspace(agent_dir())).run()
 
 
@@ -1257,7 +1244,7 @@ def main(argv=None):
                             "in $GROK_AGENT_DIR (default ~/.grok_agent)")
         p.add_argument("--max-loops", type=int, default=5, metavar="N", help="agent mode: at most N loops (default 5)")
         args = p.parse_args(argv)
-        cfg = g.Config(model=args.model, cwd=args.cwd, always_approve=args.always_approve)
+        cfg = g.Config(model=args.model, cwd=args.cwd, always_approve=args.always_approve, effort=args.effort)
         if args.agent is not None:
             return run_agent_mode(args, cfg)
         return interactive(args, cfg)

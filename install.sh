@@ -133,7 +133,7 @@ LAUNCHER
     case ":$PATH:" in
         *":$BIN:"*) ;;
         *) echo
-           echo "$BIN is not on your PATH. Add it, e.g.:"
+           echo "$BIN is not on your PATH: run $BIN/grok, or add it, e.g.:"
            echo "  echo 'export PATH=\"$BIN:\$PATH\"' >> ~/.bashrc && export PATH=\"$BIN:\$PATH\"" ;;
     esac
 

@@ -15,7 +15,8 @@ GROK_DETAILED = ROOT / "grok_detailed.py"
 TEST_KEY = "xai-TESTKEY0123456789abcdefABCDEF"
 
 _SCRUB_PREFIXES = ("GROK_", "XAI_")
-_SCRUB_NAMES = ("COST_LIMIT", "COMPACT_THRESHOLD", "XDG_DATA_HOME", "NO_COLOR")
+_SCRUB_NAMES = ("COST_LIMIT", "COMPACT_THRESHOLD", "XDG_DATA_HOME", "NO_COLOR", "http_proxy", "https_proxy",
+                "HTTP_PROXY", "HTTPS_PROXY", "no_proxy", "NO_PROXY")
 
 
 @pytest.fixture(autouse=True)

@@ -33,16 +33,23 @@ class Spec:
 
 
 def reply(content, usage=None, finish_reason="stop", delay=0, chunk_size=20, chunk_delay=0,
-          stream=None, headers=None, close=False):
+          stream=None, headers=None, close=False, reasoning=None):
     """A chat completion; streamed (SSE, chunked) when the request asks or stream=True.
 
     close=True closes the connection after the reply without announcing it (no
-    `Connection: close`), as a server does whose keep-alive idle timeout strikes."""
+    `Connection: close`), as a server does whose keep-alive idle timeout strikes.
+    reasoning: text sent as reasoning_content (streamed first, in chunk_size pieces)."""
     if not isinstance(content, str):
         content = json.dumps(content)
     return Spec("reply", delay, content=content, usage=usage, finish_reason=finish_reason,
                 chunk_size=max(1, int(chunk_size)), chunk_delay=chunk_delay, stream=stream,
-                headers=headers, close=close)
+                headers=headers, close=close, reasoning=reasoning)
+
+
+def models(*ids):
+    """A GET /models reply listing these model ids."""
+    return Spec("raw", path="/models", status=200, headers=None,
+                body=json.dumps({"object": "list", "data": [{"id": i, "object": "model"} for i in ids]}))
 
 
 def answer(text, **kw):
@@ -78,6 +85,11 @@ def drop_mid_body(delay=0):
 
 def sse(events, truncate=False, chunk_delay=0, delay=0):
     return Spec("sse", delay, events=list(events), truncate=truncate, chunk_delay=chunk_delay)
+
+
+def endless(piece="x", chunk_delay=0, headers=None):
+    """A chat stream of valid chunks that never ends, until the client goes or the fake closes."""
+    return Spec("endless", 0, piece=piece, chunk_delay=chunk_delay, headers=headers)
 
 
 def hang(seconds, delay=0):
@@ -208,13 +220,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- reply kinds
     def _do_reply(self, req, content, usage, finish_reason, chunk_size, chunk_delay, stream,
-                  headers, close):
-        self._reply(req, content, usage, finish_reason, chunk_size, chunk_delay, stream, headers)
+                  headers, close, reasoning):
+        self._reply(req, content, usage, finish_reason, chunk_size, chunk_delay, stream, headers,
+                    reasoning)
         req.done_at = time.monotonic()
         if close:
             self.close_connection = True
 
-    def _reply(self, req, content, usage, finish_reason, chunk_size, chunk_delay, stream, headers):
+    def _reply(self, req, content, usage, finish_reason, chunk_size, chunk_delay, stream, headers,
+               reasoning):
         j = req.json if isinstance(req.json, dict) else {}
         if usage is None:
             p, c = max(1, len(req.body) // 4), max(1, len(content) // 4)
@@ -224,16 +238,21 @@ class _Handler(BaseHTTPRequestHandler):
         base = {"id": cid, "created": int(time.time()), "model": model}
         if not (bool(j.get("stream")) if stream is None else stream):
             msg = {"role": "assistant", "content": content}
+            if reasoning:
+                msg["reasoning_content"] = reasoning
             body = dict(base, object="chat.completion", usage=usage, choices=[
                 {"index": 0, "message": msg, "finish_reason": finish_reason}])
             return self._send(200, body, headers=headers)
         base["object"] = "chat.completion.chunk"
         self._stream_head(headers)
-        pieces = [content[i:i + chunk_size] for i in range(0, len(content), chunk_size)] or [""]
-        for i, piece in enumerate(pieces):
+        thoughts = [("reasoning_content", reasoning[i:i + chunk_size])
+                    for i in range(0, len(reasoning or ""), chunk_size)]
+        pieces = thoughts + [("content", content[i:i + chunk_size])
+                             for i in range(0, len(content), chunk_size)] or [("content", "")]
+        for i, (key, piece) in enumerate(pieces):
             if i and chunk_delay:
                 self.fake._stop.wait(chunk_delay)
-            delta = {"role": "assistant", "content": piece} if i == 0 else {"content": piece}
+            delta = {"role": "assistant", key: piece} if i == 0 else {key: piece}
             self._event(dict(base, choices=[{"index": 0, "delta": delta, "finish_reason": None}]))
             self.wfile.flush()
             req.sent.append((time.monotonic(), piece))
@@ -269,6 +288,16 @@ class _Handler(BaseHTTPRequestHandler):
             return self._abort()
         self._event("[DONE]")
         self.wfile.write(b"0\r\n\r\n")
+
+    def _do_endless(self, req, piece, chunk_delay, headers):
+        self._stream_head(headers)
+        while not self.fake._stop.is_set():
+            self._event({"id": "chatcmpl-endless", "object": "chat.completion.chunk",
+                         "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
+            self.wfile.flush()
+            req.sent.append((time.monotonic(), piece))
+            if chunk_delay:
+                self.fake._stop.wait(chunk_delay)
 
     def _do_hang(self, req, seconds):
         self.fake._stop.wait(seconds)
@@ -378,5 +407,5 @@ class FakeAPI:
             if keys:
                 return self._queues[max(keys, key=len)].pop(0)
             if req.method != "POST":
-                return error(404, {"code": "not_found", "error": "fake server: no scripted reply for this GET"})
+                return error(404, {"code": "not_found", "error": "fake server: POST only, unless scripted"})
         return error(418, {"code": "fake", "error": "fake server: no scripted reply left"})

@@ -148,3 +148,33 @@ def test_installed_grok_is_a_launcher_that_reuses_cached_bytecode(run, fake, pre
     assert list((bin_dir / "__pycache__").glob("grok.*.pyc"))      # the next start skips compiling
     assert install(prefix, "--uninstall").returncode == 0
     assert not (bin_dir / "grok.py").exists() and not (bin_dir / "__pycache__").exists()
+
+
+def readme_commands():
+    """The commands of the README's first code block, without their comments."""
+    block = (ROOT / "README.md").read_text().split("```bash\n", 1)[1].split("```", 1)[0]
+    return [line.split("  #", 1)[0].strip() for line in block.splitlines() if line.strip()]
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    test_command = readme_commands()[1]
+    assert "pip install -q pytest pytest-subprocess" in test_command and "-m pytest -q tests" in test_command
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert any(line.startswith(test_command + " ") or line == test_command for line in ci)
+    assert ".venv/" in (ROOT / ".gitignore").read_text().split()
+
+
+def test_the_readme_first_command_chats_without_a_path_edit(run, fake, tmp_path):
+    """`./install.sh && ~/.local/bin/grok` on a fresh HOME whose PATH lacks ~/.local/bin."""
+    fake.add(answer("Hello from the fake."))
+    home = tmp_path / "fresh"
+    home.mkdir()
+    command = readme_commands()[0]
+    assert "~/.local/bin/grok" in command
+    env = run.env(HOME=str(home), PATH=python_first_path(), PREFIX=None)
+    r = subprocess.run(["bash", "-c", command], cwd=str(ROOT), env=env, input="hi\n",
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "is not on your PATH" in r.stdout
+    assert "Hello from the fake." in r.stdout
+    assert (home / ".local" / "bin" / "grok").exists()

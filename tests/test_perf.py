@@ -301,8 +301,8 @@ def test_cached_tokens_are_reported_per_step(g, fake, monkeypatch):
         agent.close()
     assert steps[0]["cached_tokens"] == 900
     assert agent.last_usage["prompt_tokens_details"]["cached_tokens"] == 900
-    assert g.cached_tokens({"input_tokens_details": {"cached_tokens": 7}}) == 7
-    assert g.cached_tokens({"prompt_tokens_details": None}) == 0 and g.cached_tokens(None) == 0
+    assert g.usage_numbers({"input_tokens_details": {"cached_tokens": 7}})["cached"] == 7
+    assert g.usage_numbers({"prompt_tokens_details": None})["cached"] == 0 == g.usage_numbers(None)["cached"]
 
 
 # ------------------------------------------------------------------ session writes
