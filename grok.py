@@ -262,6 +262,7 @@ def usage_numbers(usage):
                                   or not 0 <= value < 1e15):
             numbers["odd"], value = True, None
         numbers[name] = value if value is not None or name == "ticks" else 0
+    numbers["total"] = numbers["total"] or numbers["input"] + numbers["output"] + numbers["reasoning"]
     return numbers
 
 
@@ -641,10 +642,6 @@ class RetryableFault(Exception):
     broke = False           # a reply stream that broke off
 
 
-class ReplyTooLarge(AgentError):
-    """A reply passed the size cap: abandoned, and a strike against the model."""
-
-
 class ReplyReader:
     """A response body read within a deadline for the whole reply and a cap on its size: a server
     trickling or streaming without end cannot hold the turn or fill the memory."""
@@ -657,7 +654,7 @@ class ReplyReader:
         import socket
         self.size += len(data)
         if self.size > self.cap:
-            raise ReplyTooLarge("the reply passed %d MB and was abandoned; reply much shorter" % (self.cap >> 20))
+            raise ContractError("the reply passed %d MB and was abandoned; reply much shorter" % (self.cap >> 20))
         if self.deadline:
             left = self.deadline - time.monotonic()
             if left <= 0:
@@ -808,76 +805,74 @@ def parse_chat_reply(obj, on_thought=None):
 
 
 class ResponseStreamer:
-    """Pulls the decoded text of the top-level "response" string out of a JSON
-    object arriving in pieces, so the answer can be shown as it is generated."""
-
-    # The end of a string's escaped text that cannot be decoded yet: a cut escape, or a high surrogate
-    # whose low half may follow.
-    UNFINISHED = r'(?:^|[^\\])(?:\\\\)*((?:\\u[dD][89abAB][0-9a-fA-F]{2})?(?:\\(?:u[0-9a-fA-F]{0,3})?)?)$'
+    """Pulls the decoded text of the top-level "response" string out of a JSON object arriving in
+    pieces, so the answer can be shown as it is generated. tool_calls: whether the reply's
+    tool_calls list is, so far, "unknown", "empty" or "nonempty"."""
 
     def __init__(self):
-        self.depth = 0
-        self.in_str = self.escape = self.is_key = self.expect_value = False
-        self.key, self.raw, self.last_key = [], None, None     # raw: the response's escaped text not yet shown
-        self.tool_calls = "unknown"     # unknown / empty / nonempty
-        self.in_tool_calls = False
+        self.depth, self.key, self.colon, self.calls, self.tool_calls = 0, None, False, False, "unknown"
+        self.raw = self.esc = None          # the string being read (raw JSON characters, kept for a
+        #                                     top-level key or the response only); an escape in it
+        self.is_key = self.response = False
+        self.cut = self.safe = 0            # response text returned up to cut; whole characters up to safe
 
     def feed(self, text):
-        out = []
+        self.out = []
         for ch in text:
-            if self.in_str:
-                if ch == '"' and not self.escape:
-                    self.in_str = False
-                    if self.is_key:
-                        self.last_key = "".join(self.key)
-                    elif self.raw is not None:
-                        out.append(self.decode(True))
-                        self.raw = None
-                    continue
-                self.escape = ch == "\\" and not self.escape
-                (self.key if self.is_key else self.raw if self.raw is not None else []).append(ch)
+            if self.raw is not None:
+                self._string(ch)
                 continue
-            if self.in_tool_calls and self.depth == 2 and ch not in " \t\r\n]":
+            if self.calls and self.depth == 2 and ch not in " \t\r\n]":
                 self.tool_calls = "nonempty"
             if ch == '"':
-                self.in_str = True
-                self.is_key = self.depth == 1 and not self.expect_value
-                self.key = []
-                if not self.is_key and self.depth == 1 and self.last_key == "response":
-                    self.raw = []
-                self.expect_value = False
+                self.raw, self.is_key = [], self.depth == 1 and not self.colon
+                self.response, self.cut, self.safe = self.depth == 1 and self.colon and self.key == "response", 0, 0
             elif ch in "{[":
                 self.depth += 1
-                if self.depth == 2 and self.last_key == "tool_calls" and ch == "[":
-                    self.in_tool_calls = True
-                    self.tool_calls = "empty"
-                self.expect_value = False
+                if self.depth == 2 and ch == "[" and self.key == "tool_calls":
+                    self.calls, self.tool_calls = True, "empty"
             elif ch in "}]":
                 self.depth -= 1
-                if self.depth == 1:
-                    self.in_tool_calls = False
-            elif self.depth == 1 and ch == ":":
-                self.expect_value = True
-            elif self.depth == 1 and ch == ",":
-                self.expect_value = False
-                self.last_key = None
-            elif self.depth == 1 and not ch.isspace():
-                self.expect_value = False
-        if self.raw:
-            out.append(self.decode(False))
-        return "".join(out)
+                self.calls = self.calls and self.depth > 1
+            if not ch.isspace():
+                self.colon = self.depth == 1 and ch == ":"
+        self._flush()
+        return "".join(self.out)
 
-    def decode(self, end):
-        """The decodable part of the escaped text gathered; a lone surrogate shows as U+FFFD."""
-        import re
-        raw = "".join(self.raw)
-        cut = len(raw) if end else len(raw) - len(re.search(self.UNFINISHED, raw).group(1))
-        self.raw = list(raw[cut:])
+    def _string(self, ch):
+        if self.esc is None and ch == '"':
+            if self.is_key:
+                self.key = self._decode("".join(self.raw))
+            self.safe = len(self.raw)
+            self._flush()
+            self.raw, self.response = None, False
+            return
+        if self.is_key or self.response:
+            self.raw.append(ch)
+        if self.esc is not None:
+            self.esc += ch
+            if len(self.esc) == 6 or self.esc[1] != "u":
+                # a high surrogate waits for what follows: \uD83D\uDE00 is one character
+                if not (len(self.esc) == 6 and self.esc[2:4].lower() in ("d8", "d9", "da", "db")):
+                    self.safe = len(self.raw)
+                self.esc = None
+        elif ch == "\\":
+            self.esc = ch
+        else:
+            self.safe = len(self.raw)
+
+    def _flush(self):
+        if self.response and self.safe > self.cut:
+            piece, self.cut = "".join(self.raw[self.cut:self.safe]), self.safe
+            # a lone surrogate cannot be printed: it shows as U+FFFD
+            self.out.append("".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in self._decode(piece)))
+
+    @staticmethod
+    def _decode(raw):
         try:
-            text = json.loads('"%s"' % raw[:cut], strict=False)
-        except ValueError:      # a bad escape: shown as it came
-            text = raw[:cut]
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+            return json.loads('"%s"' % raw, strict=False)
+        except ValueError:          # a bad escape: the text without it
+            return raw.replace("\\", "")
 
 
 # --------------------------------------------------------------------------
@@ -1084,33 +1079,6 @@ def kill_group(proc):
             pass
 
 
-class OutputCapture:
-    """A process's output, read on a thread: the first OUTPUT_HEAD and last OUTPUT_TAIL bytes."""
-
-    def __init__(self, stream):
-        self.head, self.tail, self.total = bytearray(), bytearray(), 0
-        self.thread = threading.Thread(target=self.read, args=(stream,), daemon=True)
-        self.thread.start()
-
-    def read(self, stream):
-        try:
-            for chunk in iter(lambda: stream.read1(65536), b""):
-                self.total += len(chunk)
-                room = max(0, OUTPUT_HEAD - len(self.head))
-                self.head += chunk[:room]
-                self.tail += chunk[room:]
-                del self.tail[:-OUTPUT_TAIL]
-        except (OSError, ValueError):
-            pass
-
-    def text(self):
-        head, tail = bytes(self.head).decode("utf-8", "replace"), bytes(self.tail).decode("utf-8", "replace")
-        omitted = self.total - len(self.head) - len(self.tail)
-        if omitted > 0:
-            head += "\n[... %d bytes omitted: output truncated ...]\n" % omitted
-        return (head + tail).replace("\x00", "\\0")
-
-
 def tool_bash(args, agent):
     import subprocess
     command = need_str(args, "command", "bash")
@@ -1121,7 +1089,21 @@ def tool_bash(args, agent):
     except OSError as e:
         return ToolResult("error: cannot start %s: %s" % (shell, e), ok=False)
     agent.procs.add(proc)
-    out, note, waited, code = OutputCapture(proc.stdout), "", 0.0, None
+    head, tail, total = bytearray(), bytearray(), [0]       # the first and the last bytes of the output
+
+    def read():         # on a thread, so the tool waits for the process, not in fixed sleeps
+        try:
+            for chunk in iter(lambda: proc.stdout.read1(65536), b""):
+                total[0] += len(chunk)
+                room = max(0, OUTPUT_HEAD - len(head))
+                head.extend(chunk[:room])
+                tail.extend(chunk[room:])
+                del tail[:-OUTPUT_TAIL]
+        except (OSError, ValueError):
+            pass
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    note, waited, code = "", 0.0, None
     try:
         while code is None and not note:
             if agent.cancel.is_set():
@@ -1138,12 +1120,12 @@ def tool_bash(args, agent):
             kill_group(proc)
             code = proc.wait()
         agent.procs.discard(proc)
-    out.thread.join(1 if note else 0.2)     # background children may keep the output open
-    if not out.thread.is_alive():
-        proc.stdout.close()
-    text = out.text()
+    reader.join(1 if note else 0.2)     # background children may keep the output open
+    omitted = total[0] - len(head) - len(tail)
+    text = (bytes(head).decode("utf-8", "replace") + ("\n[... %d bytes omitted: output truncated ...]\n" % omitted
+            if omitted > 0 else "") + bytes(tail).decode("utf-8", "replace")).replace("\x00", "\\0")
     text = text if text.strip() or note else "(no output)"
-    background = "" if note or not out.thread.is_alive() else (
+    background = "" if note or not reader.is_alive() else (
         "\n[background processes are still running; their output is not captured and they may "
         "die writing to it: redirect it (cmd > file 2>&1 &)]")
     if code and not note:
@@ -1153,23 +1135,14 @@ def tool_bash(args, agent):
 
 def tool_read_file(args, agent):
     path = canonical(agent.cwd, need_str(args, "path", "read_file"))
-    if os.path.isdir(path):
-        return ToolResult("error: %s is a directory (use list_files)" % path, ok=False)
-    import stat
-    try:
-        # O_NONBLOCK: opening a FIFO must not wait for a writer; only regular files are read
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with open(fd, "rb") as f:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                return ToolResult("error: %s is not a regular file (a device, pipe or socket): not read" % path,
-                                  ok=False)
-            data = f.read(READ_CAP + 1)
-            size = info.st_size
-    except FileNotFoundError:
-        return ToolResult("error: no such file: %s" % path, ok=False)
-    except OSError as e:
-        return ToolResult("error: cannot read %s: %s" % (path, e.strerror or e), ok=False)
+    got = read_regular(path, READ_CAP)
+    if got is None:
+        if not os.path.exists(path):
+            return ToolResult("error: no such file: %s" % path, ok=False)
+        why = ("is a directory (use list_files)" if os.path.isdir(path) else "is not readable (permission denied)"
+               if not os.access(path, os.R_OK) else "is not a regular file (a device, pipe or socket): not read")
+        return ToolResult("error: %s %s" % (path, why), ok=False)
+    data, size = got
     if b"\x00" in data[:8192]:
         return ToolResult("binary file (%d bytes), not shown: %s" % (size, path), ok=False)
     text = data[:READ_CAP].decode("utf-8", "replace")
@@ -1539,7 +1512,8 @@ class Session:
             self.fd = None
 
     def read(self):
-        """The file's records (JSONL); a session the bash grok saved (ID.json) is read as it is: `legacy`."""
+        """The file's records (JSONL). A session the bash grok saved, ID.json ({session_id, messages,
+        working_dir, saved}), is read as it is (`legacy`), as the records of ours it amounts to."""
         if data_dir_problem(os.path.dirname(self.dir)):
             raise UserError(data_dir_problem(os.path.dirname(self.dir)))
         legacy = os.path.join(self.dir, self.id + ".json")
@@ -1547,11 +1521,18 @@ class Session:
         self.source = legacy if self.legacy else self.path
         try:
             with open(self.source, "rb", opener=lambda path, flags: os.open(path, flags | NOFOLLOW)) as f:
-                return legacy_records(f.read(), legacy) if self.legacy else f.read()
+                data = f.read()
+            if not self.legacy:
+                return data
+            obj = json.loads(data.decode("utf-8", "replace"))
+            return b"\n".join([json_bytes({"type": "message", "message": m}) for m in obj["messages"]]
+                              + [json_bytes({"type": "cwd", "cwd": obj.get("working_dir")})])
         except FileNotFoundError:
             raise UserError("no session %r in %s" % (self.id, self.dir))
         except OSError as e:
             raise UserError("cannot read session %s: %s" % (self.path, e.strerror or e))
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
+            raise UserError("%s is not a session file of the bash grok" % legacy)
 
     def load(self):
         """(header, messages without the system prompt, cost_usd, cwd); skips torn lines with a warning."""
@@ -1588,17 +1569,6 @@ class Session:
         return header, messages, cost, cwd
 
 
-def legacy_records(data, path):
-    """The bash grok's session, {session_id, messages, working_dir, saved}, as the records of ours it
-    amounts to; its system prompt is left out (ours is used)."""
-    try:
-        obj = json.loads(data.decode("utf-8", "replace"))
-        return b"\n".join([json_bytes({"type": "message", "message": m}) for m in obj["messages"]]
-                          + [json_bytes({"type": "cwd", "cwd": obj.get("working_dir")})])
-    except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
-        raise UserError("%s is not a session file of the bash grok" % path)
-
-
 def valid_message(message):
     """A message as the API takes it, or ValueError (a damaged session line)."""
     if (not isinstance(message, dict) or message.get("role") not in ("user", "assistant")
@@ -1619,11 +1589,10 @@ def list_sessions(directory):
         s = Session(directory, session_id)
         try:
             _, messages, cost, _ = s.load()     # the first request: not a note, a summary or tool results
-            first = next((m["content"] for m in messages if m["role"] == "user"
-                          and not m["content"].startswith(("[", "Tool results:"))), "")
-            first = first.partition("[INTERNAL")[0].rstrip("-\n ") if s.legacy else first    # its skills note
+            first = next((m["content"] for m in messages if m["role"] == "user" and not m["content"].startswith(
+                ("[", "Tool results:"))), "").partition("[INTERNAL")[0]     # the bash grok's skills note cut off
             out.append((session_id, os.path.getmtime(s.source), ("[bash grok] " if s.legacy else "")
-                        + " ".join(first.split())[:80], cost))
+                        + " ".join(first.split()).rstrip(" -")[:80], cost))
         except (UserError, OSError):
             continue
     return sorted(out, key=lambda s: s[1], reverse=True)
@@ -1632,16 +1601,15 @@ def list_sessions(directory):
 def find_session(directory, key):
     """The saved session `key` names: its whole id, the start of it, or its random suffix."""
     ids = [s[0] for s in list_sessions(directory)]
-    matches = [i for i in ids if i == key] or [i for i in ids if key and (i.startswith(key) or i.endswith(key))]
-    if not matches:
-        raise UserError("no session %r in %s" % (key, os.path.join(directory, "sessions")))
-    if len(matches) > 1:
-        raise UserError("%r matches %d sessions; give more of the id" % (key, len(matches)))
-    return matches[0]
+    found = [i for i in ids if i == key] or [i for i in ids if key and (i.startswith(key) or i.endswith(key))]
+    if len(found) != 1:
+        raise UserError("%r matches %d sessions; give more of the id" % (key, len(found)) if found
+                        else "no session %r in %s" % (key, os.path.join(directory, "sessions")))
+    return found[0]
 
 
 def latest_session_id(directory):
-    """The newest session anybody typed into (a REPL opened and closed leaves an empty one)."""
+    """The newest session anybody typed into."""
     return next((s[0] for s in list_sessions(directory) if s[2]), None)
 
 
@@ -1690,8 +1658,7 @@ class Agent:
         self.optional = {k: v for k, v in (("temperature", cfg.temperature),
                                            ("reasoning_effort", cfg.reasoning_effort)) if v is not None}
         self.stream = cfg.stream
-        self.reserved = 0.0
-        self.search_costs = []
+        self.reserved, self.search_costs, self.turn = 0.0, [], {}   # USD reserved in flight; search costs; turn usage
         self.said = set()               # one-time notices given
         self.cancel, self.procs = threading.Event(), set()      # procs: bash tools running
         self.request_carriers = []      # messages holding this turn's request verbatim (compact keeps it)
@@ -1781,7 +1748,7 @@ class Agent:
 
     def reserve(self, estimate=0.0):
         """Before every paid request: LimitReached when COST_LIMIT is reached, or when `estimate` USD more,
-        beside what requests in flight have reserved, would pass it. release(estimate) when it is paid."""
+        beside what requests in flight have reserved, would pass it; paid() gives the estimate back."""
         with self.lock:
             spent, limit = self.cost_usd + self.reserved, self.cfg.cost_limit
             if 0 < limit <= spent or 0 < limit < spent + estimate:
@@ -1789,10 +1756,6 @@ class Agent:
                                    if limit <= spent else "it would pass the cost limit: $%.4f spent or reserved, "
                                    "about $%.2f more, of $%.2f (COST_LIMIT)" % (spent, estimate, limit))
             self.reserved += estimate
-
-    def release(self, estimate):
-        with self.lock:
-            self.reserved -= estimate
 
     def paid(self, post):
         """post() for a paid request (web_search): the cost is reserved at the most a search cost so
@@ -1802,7 +1765,8 @@ class Agent:
         try:
             obj = post()
         finally:
-            self.release(estimate)
+            with self.lock:
+                self.reserved -= estimate
         self.search_costs.append(self.add_cost(obj.get("usage") if isinstance(obj, dict) else None, kind="web_search"))
         return obj
 
@@ -1845,7 +1809,7 @@ class Agent:
                 obj = self.client.post("/chat/completions", payload, on_stream=on_stream, cancel=self.cancel,
                                        cap=max(REPLY_CAP, 1024 * payload["max_tokens"]),
                                        no_retry=lambda e: contract and self._format_rejected(e))
-            except ReplyTooLarge as e:
+            except ContractError as e:         # the reply passed the size cap: a strike
                 return ChatResult(None, "length", problem=str(e))
             except StreamBroken as e:
                 stream = False
@@ -1898,6 +1862,8 @@ class Agent:
         except ContextOverflow as e:
             result = self.after_overflow(e)
         result.cost = self.add_cost(result.usage)
+        for key in self.turn:       # what the front ends report for the turn
+            self.turn[key] += result.cost if key == "cost" else result.tokens[key]
         self.last_usage = result.usage
         self.context_tokens = result.tokens["input"] + result.tokens["output"] or estimate_tokens(self.messages)
         result.duration = time.time() - started
@@ -1938,6 +1904,7 @@ class Agent:
     def run_turn(self, text):
         """Send one user message and loop until the model is done; returns the answer."""
         self.cancel.clear()
+        self.turn = dict.fromkeys(("input", "output", "reasoning", "cached", "total", "cost"), 0)
         self.note_skills()
         self.request_carriers = [{"role": "user", "content": clean_text(text)}]
         self.add(self.request_carriers[0])
@@ -2020,7 +1987,7 @@ class Agent:
         """End an unfinished turn in the history: a note (unrun) for tool calls that got no results, and
         an assistant reply (note) saying the turn was interrupted, with the answer text shown so far."""
         last = self.messages[-1] if len(self.messages) > 1 else None
-        if last is None or interrupted_reply(last.get("content")):
+        if last is None or str(last.get("content")).endswith(tuple('%s", "done": true}' % n for n in INTERRUPTED)):
             return
         if only_if_open and last["role"] == "user" and str(last.get("content", "")).startswith("[/cd]"):
             return      # grok-detailed's /cd note: a remark between turns, not a turn left open
@@ -2037,9 +2004,8 @@ class Agent:
         """Run one reply's tool calls: approvals and ask_user one at a time in call order, then the
         rest concurrently. UI hooks run on this thread only (no interleaved output); tool_end comes
         as each tool finishes; results are returned in call order."""
-        items = []
-        for i, call in enumerate(calls):
-            items.append(ToolCall(i, call["tool"], call["args"], "call_%d_%d" % (self.step_no, i + 1), self.cwd))
+        items = [ToolCall(i, c["tool"], c["args"], "call_%d_%d" % (self.step_no, i + 1), self.cwd)
+                 for i, c in enumerate(calls)]
         results = [None] * len(items)
         runnable = []
         for item in items:
@@ -2072,13 +2038,8 @@ class Agent:
             for t in threads:
                 t.start()
             try:
-                for _ in runnable:
-                    while True:
-                        try:
-                            item, (result, started) = finished.get(timeout=0.1)
-                            break
-                        except queue.Empty:
-                            pass
+                for _ in runnable:         # a blocked get() still takes Ctrl-C and SIGTERM
+                    item, (result, started) = finished.get()
                     results[item.index] = self.finish_tool(item, result, started)
             except BaseException:
                 self.stop()
@@ -2087,7 +2048,7 @@ class Agent:
                 raise
         if self.cancel.is_set():
             raise Cancelled("cancelled")
-        return [(items[i], results[i]) for i in range(len(items))]
+        return list(zip(items, results))
 
     def approved(self, item):
         if self.cfg.always_approve or item.name in self.session_always:
@@ -2232,14 +2193,6 @@ class Agent:
 
 
 INTERRUPTED = ("[interrupted by the user]", "[interrupted: the session ended during this turn]")
-
-
-def interrupted_reply(content):
-    try:
-        reply = json.loads(str(content))
-    except ValueError:
-        return False
-    return isinstance(reply, dict) and str(reply.get("response")).endswith(INTERRUPTED)
 
 
 def tool_calls_in(content):
@@ -2388,8 +2341,7 @@ class EscKey:
             self.saved = termios.tcgetattr(fd) if fd is not None else None    # the terminal as it is restored
         except termios.error:
             self.saved = None
-        self.fd, self.typed = fd, b""
-        self.lock = threading.Lock()        # held by the watcher while it reads, by ask_tty() while it asks
+        self.fd, self.typed, self.lock = fd, b"", threading.Lock()     # lock: held by the watcher while it reads
 
     def __enter__(self):
         if self.saved:
@@ -2436,14 +2388,11 @@ class EscKey:
         """(the first whole line typed meanwhile or None, the unfinished rest), edited as the
         terminal would have: escape sequences dropped, backspaces applied."""
         import re
-        out = []
-        for ch in re.sub(r"\x1b(\[[0-?]*[ -/]*[@-~]|O.)?", "", self.typed.decode("utf-8", "replace")):
-            if ch in "\x7f\b":
-                if out and out[-1] != "\n":
-                    out.pop()
-            elif ch >= " " or ch == "\n":
-                out.append(ch)
-        line, sep, rest = "".join(out).partition("\n")
+        text = self.typed.decode("utf-8", "replace")
+        text, n = re.sub(r"\x1b(\[[0-?]*[ -/]*[@-~]|O.)?|[^\n\t\x7f\b -\U0010ffff]", "", text), 1
+        while n:        # a backspace deletes the character before it, never a line already entered
+            text, n = re.subn(r"[^\n\x7f\b][\x7f\b]|(?:^|(?<=\n))[\x7f\b]", "", text)
+        line, sep, rest = text.partition("\n")
         self.typed = rest.encode("utf-8") if sep else b""
         return (line, "") if sep else (None, line)
 
@@ -2477,17 +2426,15 @@ class TerminalUI(UI):
         self.wait_stop()
         if not self.out.isatty() or os.environ.get("TERM") == "dumb":     # no cursor movement there
             return
-        stop = self.waiter = threading.Event()
-        started = time.time()
+        stop, started = threading.Event(), time.time()
+        self.waiter = stop
 
         def tick():
-            while True:
+            while not stop.is_set():
                 with self.lock:
-                    if stop.is_set():
-                        return
-                    self.show_wait(text_of(int(time.time() - started)))
-                if stop.wait(1):
-                    return
+                    if not stop.is_set():
+                        self.show_wait(text_of(int(time.time() - started)))
+                stop.wait(1)
         threading.Thread(target=tick, daemon=True).start()
 
     def wait_stop(self):
@@ -2496,6 +2443,11 @@ class TerminalUI(UI):
                 self.waiter.set()
                 self.waiter = None
                 self.hide_wait()
+
+    def pause(self):
+        """Before a notice or a question: the waiting line goes, a streamed line is ended."""
+        self.wait_stop()
+        self.stream_reset()
 
     def show_wait(self, text):
         self.raw("\r\033[K" + self.paint("90", text))
@@ -2532,14 +2484,13 @@ class TerminalUI(UI):
         self.streamed = False
 
     def notice(self, text):
-        self.wait_stop()
-        self.stream_reset()
+        self.pause()
         sys.stderr.write(self.paint("33", visible(text)) + "\n")
         sys.stderr.flush()
 
     def approve(self, call):
         """Shows exactly what would run; asks again until the answer is y, n (the default), a or s."""
-        self.wait_stop()
+        self.pause()
         full = False
         while True:
             text, hidden = approval_text(call, full)
@@ -2554,7 +2505,7 @@ class TerminalUI(UI):
             full = full or answer == "show"
 
     def ask_user(self, question, options):
-        self.wait_stop()
+        self.pause()
         lines = ["", self.paint("1", visible(question))]
         lines += ["  %d) %s" % (i + 1, visible(o, newlines=False)) for i, o in enumerate(options)]
         answer = ask_tty("\n".join(lines) + "\n  answer (number or text): ")
@@ -2793,7 +2744,7 @@ class HeadlessUI(UI):
 
     def __init__(self, fmt, allow, always_approve):
         self.json, self.events = fmt == "json", fmt == "streaming-json"
-        self.usage, self.last = {}, {}
+        self.last = {}
         self.allow = allow or []
         self.always_approve = always_approve
         self.session_id = None
@@ -2841,10 +2792,10 @@ class HeadlessUI(UI):
         """Answer text: on stdout (escapes made visible on a terminal), or as a `text` event."""
         self.emit("text", data=text) if self.events else self.write(self.shown(text))
 
-    def end(self):
+    def end(self, turn):
         reason = {"length": "MaxTokens", "content_filter": "Refusal"}.get(self.last.get("finish_reason"), "EndTurn")
         self.emit("end", stopReason=reason, num_turns=self.step, sessionId=self.session_id,
-                  requestId=self.last.get("id"), usage=self.usage)
+                  requestId=self.last.get("id"), usage=event_usage(turn, turn["cost"]))
 
     def thought(self, text):
         if self.events:
@@ -2901,11 +2852,9 @@ class HeadlessUI(UI):
                       timing={"startedAt": started, "finishedAt": finished, "durationMs": finished - started})
 
     def step_finish(self, step, info):
-        self.last, usage = info, event_usage(info["tokens"], info["cost"])
+        self.last = info
         if self.json:
-            self.emit("step_finish", finishReason=info["finish_reason"], usage=usage)
-        for k, v in usage.items():
-            self.usage[k] = self.usage.get(k, 0) + v
+            self.emit("step_finish", finishReason=info["finish_reason"], usage=event_usage(info["tokens"], info["cost"]))
 
     def answer(self, text):
         end = "" if self.events else "\n"
@@ -2931,24 +2880,21 @@ class HeadlessUI(UI):
 
 
 def event_usage(n, cost_usd):
-    """step_finish usage from usage_numbers(); costUsdTicks is in 1e-6 USD (seed 002), not xAI's 1e-10 ticks."""
-    out = n["output"] + n["reasoning"]      # reasoning is billed as output
-    return {"inputTokens": int(n["input"]), "outputTokens": int(out), "totalTokens": int(n["total"] or n["input"] + out),
-            "costUsdTicks": int(round(cost_usd * 1e6))}
+    """usage_numbers() for events; reasoning is billed as output; costUsdTicks is in 1e-6 USD (seed 002)."""
+    return {"inputTokens": int(n["input"]), "outputTokens": int(n["output"] + n["reasoning"]),
+            "totalTokens": int(n["total"]), "costUsdTicks": int(round(cost_usd * 1e6))}
 
 
 def read_prompt(prompt, notice):
     """-p's prompt; `-` reads it from stdin, and text piped in (a pipe or a file, not a terminal
     or /dev/null) is added below it, cut at PIPED_CAP bytes with a notice."""
     import stat
-    stdin = getattr(sys.stdin, "buffer", sys.stdin)
+    stdin = getattr(sys.stdin, "buffer", None)
     try:
-        mode = os.fstat(stdin.fileno()).st_mode
-        piped = stat.S_ISFIFO(mode) or stat.S_ISREG(mode)
+        piped = prompt != "-" and stat.S_IFMT(os.fstat(stdin.fileno()).st_mode) in (stat.S_IFIFO, stat.S_IFREG)
     except (OSError, ValueError, AttributeError):
         piped = False
-    if prompt == "-":
-        prompt, piped = stdin.read().decode("utf-8", "replace"), False
+    prompt = stdin.read().decode("utf-8", "replace") if prompt == "-" else prompt
     if not prompt.strip():
         raise UserError("the prompt is empty")
     data = stdin.read(PIPED_CAP + 1) if piped else b""
@@ -2974,7 +2920,7 @@ def headless(args, cfg):
     try:
         agent.run_turn(prompt)
         if ui.events:
-            ui.end()
+            ui.end(agent.turn)
         return 0
     except OutputClosed:
         close_failed_turn("stdout was closed")
@@ -3141,9 +3087,6 @@ class AcpSession(UI):
         self.streamed = False
         self.ids = {}           # (step, index of the call in its reply) -> toolCallId
         self.fields = {}        # toolCallId -> what tool_call announced, for open calls
-        self.usage = {"inputTokens": 0, "outputTokens": 0, "thoughtTokens": 0, "cachedReadTokens": 0,
-                      "totalTokens": 0}
-        self.cost = 0.0
         self.finish_reason = self.request_id = None
 
     def update(self, session_update, **fields):
@@ -3183,7 +3126,10 @@ class AcpSession(UI):
                             content=[{"type": "content", "content": {"type": "text", "text": reason}}])
 
     def turn_meta(self):
-        return dict(self.usage, usage=dict(self.usage), costUsd=round(self.cost, 8), model=self.agent.model,
+        t = self.agent.turn
+        usage = {"inputTokens": t["input"], "outputTokens": t["output"], "thoughtTokens": t["reasoning"],
+                 "cachedReadTokens": t["cached"], "totalTokens": t["total"]}
+        return dict(usage, usage=dict(usage), costUsd=round(t["cost"], 8), model=self.agent.model,
                     sessionCostUsd=round(self.agent.cost_usd, 8), requestId=self.request_id)
 
     # -- UI hooks (called from the worker thread, tool_end also from tool threads)
@@ -3237,12 +3183,6 @@ class AcpSession(UI):
                     content=content)
 
     def step_finish(self, step, info):
-        n = info["tokens"]
-        for key, name in (("inputTokens", "input"), ("outputTokens", "output"), ("thoughtTokens", "reasoning"),
-                          ("cachedReadTokens", "cached")):
-            self.usage[key] += n[name]
-        self.usage["totalTokens"] += n["total"] or n["input"] + n["output"] + n["reasoning"]
-        self.cost += info.get("cost") or 0.0
         self.finish_reason = info.get("finish_reason")
         self.request_id = info.get("id") or self.request_id
 

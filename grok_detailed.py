@@ -333,6 +333,10 @@ class DetailedUI(g.TerminalUI):
     def hide_wait(self):
         self.live_clear()
 
+    def pause(self):
+        self.wait_stop()
+        self.live_clear()
+
     # -- the engine's hooks --------------------------------------------------
     def between_turns(self):
         """Before the prompt: the status line; numbering restarts (answer() does that too), and
@@ -407,7 +411,7 @@ class DetailedUI(g.TerminalUI):
 
     def tool_start(self, call):
         with self.lock:
-            path = g.canonical(self.agent.cwd, call.args.get("path")) if call.name == "read_file" and self.agent else None
+            path = call.name == "read_file" and self.agent and g.canonical(self.agent.cwd, call.args.get("path"))
             for name, _, skill_path in self.agent.skills_seen[1] if path else ():
                 if os.path.realpath(skill_path) == path:
                     self.write("  %s %s\n" % (self.paint("35", "Skill:"), self.paint("1", as_text(name))))
@@ -451,19 +455,6 @@ class DetailedUI(g.TerminalUI):
         self.box("answer", text, right)
         self.last_reply = {}
         self.iteration = 0
-
-    def notice(self, text):
-        with self.lock:
-            self.live_clear()
-            g.TerminalUI.notice(self, text)
-
-    def approve(self, call):
-        self.live_clear()
-        return g.TerminalUI.approve(self, call)
-
-    def ask_user(self, question, options):
-        self.live_clear()
-        return g.TerminalUI.ask_user(self, question, options)
 
     def resumed(self, agent):
         """What a resumed session holds: size, cost, working dir, the last answer."""
@@ -592,10 +583,9 @@ def interactive(args, cfg):
         return g.repl(agent, ui, commands=Commands(agent, ui).table(), help_text=HELP, before_prompt=ui.between_turns,
                       prog="grok-detailed", first=" ".join(args.message))
     finally:
-        s = agent.session
+        s, dot = agent.session, ui.glyph["dot"]
         lines = ["Session saved: " + home_short(s.path)] if len(agent.messages) > 1 and not s.disabled else []
-        lines.append("Session %s %s $%.4f %s %d tools" % (s.id, ui.glyph["dot"], agent.cost_usd, ui.glyph["dot"],
-                                                       agent.tool_count))
+        lines.append("Session %s %s $%.4f %s %d tools" % (s.id, dot, agent.cost_usd, dot, agent.tool_count))
         ui.write("".join(ui.paint("2", part) + "\n" for line in lines for part in wrap(line, ui.width())))
         agent.close()
 

@@ -452,3 +452,10 @@ def test_waiting_line_counts_seconds_and_banner_names_grok_detailed(run, fake, i
         p.expect(r"> ")
         p.sendeof()
         assert p.wait() == 0
+
+
+def test_a_question_on_the_command_line_starts_grok_detailed(run, fake):
+    fake.add(reply(detailed(response="four")))
+    r = rd(run, "what is", "2+2?", input="")
+    assert r.returncode == 0, r.stderr
+    assert [q.last_user for q in fake.chat_requests()] == ["what is 2+2?"] and "four" in r.stdout
