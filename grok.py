@@ -150,7 +150,7 @@ class Config:
             raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put GROK_API_KEY=... in "
                             + ", ".join(ENV_FILES))
         self.base_url = (os.environ.get("GROK_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
-        check_base_url(self.base_url)
+        self.xai = ("." + check_base_url(self.base_url)).endswith(".x.ai")
         from urllib.parse import urlsplit
         self.secrets = tuple(s for s in (self.api_key, urlsplit(self.base_url).password) if s)
         SECRETS.update(self.secrets)
@@ -161,7 +161,9 @@ class Config:
         self.summary_model = os.environ.get("GROK_SUMMARY_MODEL") or self.model
         self.cost_limit = env_float("COST_LIMIT", 10.0)
         self.compact_threshold = env_float("COMPACT_THRESHOLD", 75.0)
-        self.context_window = int(env_float("GROK_CONTEXT_WINDOW", 0)) or context_window(self.model)
+        self.window_set = int(env_float("GROK_CONTEXT_WINDOW", 0))
+        self.context_window = self.window_set or context_window(self.model)
+        self.prices = env_prices(self.xai)
         self.max_tokens = int(env_float("GROK_MAX_TOKENS", 0)) or None
         self.timeout = env_float("GROK_TIMEOUT", 300.0) or None      # 0: no limit (None: block)
         if self.timeout is not None and self.timeout < 0:
@@ -184,7 +186,7 @@ class Config:
 
 
 def check_base_url(url):
-    """A UserError now rather than an odd network error later."""
+    """The URL's host name; a UserError now rather than an odd network error later."""
     from urllib.parse import urlsplit
     if not url.startswith(("http://", "https://")):
         raise UserError("GROK_BASE_URL must start with http:// or https://, not %r" % url)
@@ -200,6 +202,22 @@ def check_base_url(url):
         raise UserError("GROK_BASE_URL is not a valid URL (%s): %r" % (e, url))
     if not host:
         raise UserError("GROK_BASE_URL has no host name: %r" % url)
+    return host
+
+
+def env_prices(xai):
+    """GROK_PRICES as (input, cached input, output) in USD per 1M tokens; when it is not set, None
+    (xAI's price table) on xAI's API, else () (unknown)."""
+    value = os.environ.get("GROK_PRICES", "").strip()
+    if not value:
+        return None if xai else ()
+    try:
+        prices = tuple(float(p) for p in value.split(","))
+        if len(prices) == 3 and min(prices) >= 0:
+            return prices
+    except ValueError:
+        pass
+    raise UserError("GROK_PRICES must be IN,CACHED,OUT in USD per million tokens, not %r" % value)
 
 
 def model_key(model, table):
@@ -248,15 +266,17 @@ def usage_numbers(usage):
     return numbers
 
 
-def usage_cost(model, usage):
-    """(USD, price known) for one API call's usage."""
+def usage_cost(model, usage, prices=None):
+    """(USD, price known) for one API call's usage: the server's own figure, else `prices`
+    (input, cached input, output per 1M tokens; None: xAI's table for the model)."""
     n = usage_numbers(usage)
     if n["ticks"] is not None:
         return n["ticks"] / 1e10, True
-    key = model_key(model, PRICES)
-    if not key:
+    if prices is None:
+        prices = PRICES.get(model_key(model, PRICES))
+    if not prices:
         return 0.0, not isinstance(usage, dict)
-    p_in, p_cached, p_out = PRICES[key]
+    p_in, p_cached, p_out = prices
     cached = min(n["cached"], n["input"])
     return ((n["input"] - cached) * p_in + cached * p_cached + (n["output"] + n["reasoning"]) * p_out) / 1e6, True
 
@@ -284,6 +304,10 @@ class AgentError(GrokError):
     exit_code = 3
 
 
+class ContextOverflow(UserError):
+    window = None           # the server's context window, when it says
+
+
 class Cancelled(GrokError):
     exit_code = 130
 
@@ -293,8 +317,11 @@ class HTTPStatusError(Exception):
         Exception.__init__(self, "HTTP %d" % status)
         self.status, self.body, self.retry_after = status, body, retry_after
 
+    def text(self):
+        return self.body.decode("utf-8", "replace") if isinstance(self.body, bytes) else str(self.body)
+
     def server_message(self):
-        text = self.body.decode("utf-8", "replace") if isinstance(self.body, bytes) else str(self.body)
+        text = self.text()
         try:
             obj = json.loads(text)
         except (ValueError, RecursionError):
@@ -308,8 +335,19 @@ class HTTPStatusError(Exception):
         return text[:300]
 
     def mentions(self, *words):
-        text = (self.body.decode("utf-8", "replace") if isinstance(self.body, bytes) else str(self.body)).lower()
-        return any(w in text for w in words)
+        return any(w in self.text().lower() for w in words)
+
+    def overflow(self):
+        """A ContextOverflow when the server says the request does not fit its context window, else None."""
+        if self.status not in (400, 413) or not self.mentions("n_ctx", "exceed_context_size", "context length",
+                                                             "context window", "context_length"):
+            return None
+        import re
+        m = re.search(r'"n_ctx"\s*:\s*(\d+)|context (?:window|length) (?:of|is) (\d+)', self.text(), re.I)
+        e = ContextOverflow("the request does not fit the server's context window%s (HTTP %d): %s" % (
+            " of %s tokens" % (m.group(1) or m.group(2)) if m else "", self.status, self.server_message()))
+        e.window = int(m.group(1) or m.group(2)) if m else None
+        return e
 
 
 class StreamBroken(Exception):
@@ -507,6 +545,23 @@ class Client:
             # The server closed an idle keep-alive connection: reconnect once, not a retry.
             conn.close()
 
+    def probe(self, path, payload=None):
+        """The JSON a GET (or, with a payload, a POST) of `path` on the server's root answers, or None:
+        one try, for facts the server may not offer."""
+        import http.client
+        conn, reusable = self._connect()[0], False
+        root = self.prefix[:-3] if self.prefix.endswith("/v1") else self.prefix
+        try:
+            conn.request("POST" if payload else "GET", root + path, payload and json_bytes(payload),
+                         {"Authorization": "Bearer " + (self.api_key or ""), "Content-Type": "application/json"})
+            resp = conn.getresponse()
+            data, reusable = resp.read(), not resp.will_close
+            return json.loads(data.decode("utf-8", "replace")) if resp.status == 200 else None
+        except (OSError, http.client.HTTPException, ValueError, RecursionError):
+            return None
+        finally:
+            self._release(conn, reusable)
+
     def post(self, path, payload, on_stream=None, cancel=None, no_retry=None, cap=REPLY_CAP):
         """The parsed JSON reply, or on_stream(reader) for an event stream.
 
@@ -519,7 +574,7 @@ class Client:
             headers["x-grok-conv-id"] = self.conv_id
         if on_stream:
             headers["Accept"] = "text/event-stream"
-        attempt = 0
+        attempt = breaks = 0
         while True:
             if cancel is not None and cancel.is_set():
                 raise Cancelled("cancelled")
@@ -527,6 +582,9 @@ class Client:
                 return self._attempt(path, body, headers, on_stream, cancel, no_retry, cap)
             except RetryableFault as fault:
                 problem, retry_after = fault.args
+                breaks += fault.broke
+                if breaks == 2 and attempt < self.max_retries:  # again: the caller asks unstreamed, to see why
+                    raise StreamBroken(problem)
             if cancel is not None and cancel.is_set():
                 raise Cancelled("cancelled")
             problem = scrub(problem)
@@ -577,13 +635,16 @@ class Client:
                 raise UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL, or "
                                 "point SSL_CERT_FILE at your CA bundle" % (self.host, getattr(
                                     e, "verify_message", None) or e))
-            raise RetryableFault(describe_network_error(e, self.host), None)
+            fault = RetryableFault(describe_network_error(e, self.host), None)
+            fault.broke = isinstance(e, StreamBroken)
+            raise fault
         finally:
             self._release(conn, reusable)
 
 
 class RetryableFault(Exception):
     """(problem, seconds the server asked to wait or None): a failed attempt worth repeating."""
+    broke = False           # a reply stream that broke off
 
 
 class ReplyReader:
@@ -641,34 +702,6 @@ def find_proxy(scheme, host):
     return u.hostname, u.port or 1080
 
 
-class RequestEncoder:
-    """JSON bodies for chat requests that re-use the encoding of the unchanged message
-    prefix. The history is append-only, so each message is encoded once, not once per
-    request (at 1,000 messages, ~1.6 MB, that saves ~7 ms a round). Messages are not
-    changed in place; a new or replaced message, or a replaced content, is noticed."""
-
-    def __init__(self):
-        self.messages, self.contents, self.parts = [], [], []    # parts: the JSON of each message, after ", "
-
-    def body(self, payload):
-        messages = payload["messages"]
-        n = len(self.messages)
-        # List equality tests identity first, in C: when nothing changed this costs microseconds.
-        if n > len(messages) or self.messages != messages[:n] or self.contents != [m.get("content")
-                                                                                     for m in messages[:n]]:
-            n, same = 0, min(n, len(messages))
-            while n < same and self.messages[n] is messages[n] and self.contents[n] is messages[n].get("content"):
-                n += 1
-            del self.messages[n:], self.contents[n:], self.parts[n:]
-        for message in messages[n:]:
-            self.messages.append(message)
-            self.contents.append(message.get("content"))
-            self.parts.append((b", " if self.parts else b"") + json_bytes(message))
-        rest = {k: v for k, v in payload.items() if k != "messages"}
-        tail = b"], " + json_bytes(rest)[1:] if rest else b"]}"
-        return b"".join([b'{"messages": ['] + self.parts + [tail])
-
-
 def describe_network_error(e, host):
     import socket
     if isinstance(e, socket.gaierror):
@@ -708,6 +741,8 @@ def read_chat_stream(resp, on_delta, on_thought=None):
         if not line:
             break
         line = line.strip()
+        if line.startswith(b"error:"):      # llama.cpp's server reports a failure this way
+            raise stream_error(line[6:].strip())
         if not line.startswith(b"data:"):
             continue
         data = line[5:].strip()
@@ -721,7 +756,7 @@ def read_chat_stream(resp, on_delta, on_thought=None):
         if not isinstance(chunk, dict):
             continue
         if chunk.get("error"):
-            raise HTTPStatusError(500, data)
+            raise stream_error(data)
         if isinstance(chunk.get("usage"), dict):
             usage = chunk["usage"]
         response_id = chunk.get("id", response_id)
@@ -741,6 +776,13 @@ def read_chat_stream(resp, on_delta, on_thought=None):
     if not done and finish is None:
         raise StreamBroken("no end of stream")
     return ChatResult("".join(parts), finish, usage, response_id, "".join(thoughts))
+
+
+def stream_error(data):
+    """The HTTPStatusError for an error sent in an event stream, with the status it names (else 500)."""
+    import re
+    code = re.search(rb'"code"\s*:\s*([45]\d\d)\b', data)
+    return HTTPStatusError(int(code.group(1)) if code else 500, data)
 
 
 def parse_chat_reply(obj, on_thought=None):
@@ -846,11 +888,12 @@ class Contract:
         self.extra_properties = extra_properties or {}
 
     def schema(self, tool_names):
-        call = {"type": "object", "properties": {"tool": {"type": "string", "enum": list(tool_names)},
-                                                 "args": {"type": "object"}},
-                "required": ["tool", "args"]}
+        calls = [{"type": "object", "properties": {"tool": {"type": "string", "enum": [name]},
+                                                   "args": TOOLS[name].schema()},
+                  "required": ["tool", "args"], "additionalProperties": False} for name in tool_names]
         props = dict(self.extra_properties)
-        props.update({"tool_calls": {"type": "array", "items": call},
+        props.update({"tool_calls": {"type": "array", "items": {"anyOf": calls} if calls else {},
+                                     "maxItems": MAX_CALLS if calls else 0},
                       "response": {"type": ["string", "null"]}, "done": {"type": "boolean"}})
         return {"type": "object", "properties": props, "required": list(props)}
 
@@ -884,54 +927,50 @@ def parse_reply(content, tool_names, finish_reason=None):
     """Validate one assistant message against the contract; returns a clean dict."""
     if content is None or not str(content).strip():
         raise ContractError("the reply was empty")
-    try:
-        obj = extract_json_object(str(content))
-    except ContractError:
-        if finish_reason == "length":
-            raise ContractError("the reply was cut off at max_tokens before the JSON ended; reply shorter")
-        raise
+    if finish_reason == "length":       # a cut-off reply may still hold an inner object: never take that
+        try:
+            json.loads(content)
+        except (ValueError, RecursionError):
+            raise ContractError("the reply was cut off at max_tokens before its JSON ended: reply shorter, "
+                                "with fewer tool calls")
+    obj = extract_json_object(str(content))
     if not isinstance(obj, dict):
         raise ContractError("the reply must be a JSON object")
-    calls = obj.get("tool_calls")
-    if calls is None:
-        calls = []
-    if isinstance(calls, dict):
-        calls = [calls]
+    calls = obj.get("tool_calls") or []
+    calls = [calls] if isinstance(calls, dict) else calls
     if not isinstance(calls, list):
         raise ContractError('"tool_calls" must be an array')
-    clean = []
-    for i, call in enumerate(calls):
-        if not isinstance(call, dict):
-            raise ContractError("tool_calls[%d] must be an object with \"tool\" and \"args\"" % i)
-        name = call.get("tool", call.get("name"))
-        args = call.get("args", call.get("arguments", {}))
-        if isinstance(args, str):
-            try:
-                args = json.loads(args) if args.strip() else {}
-            except (ValueError, RecursionError):
-                pass
-        if not isinstance(name, str) or not name:
-            raise ContractError("tool_calls[%d] has no \"tool\" name" % i)
-        if name not in tool_names:
-            raise ContractError("unknown tool %r; the tools are: %s" % (name, ", ".join(tool_names)))
-        if args is None:
-            args = {}
-        if not isinstance(args, dict):
-            raise ContractError("tool_calls[%d].args must be an object" % i)
-        clean.append({"tool": name, "args": args})
+    clean = [clean_call(i, call, tool_names) for i, call in enumerate(calls)]
     response = obj.get("response")
+    if isinstance(response, (int, float)):
+        response = str(response)
     if response is not None and not isinstance(response, str):
-        if isinstance(response, (int, float)):
-            response = str(response)
-        else:
-            raise ContractError('"response" must be a string or null')
+        raise ContractError('"response" must be a string or null')
     if not clean and not (response and response.strip()):
         raise ContractError("the reply has neither tool_calls nor a response")
     done = obj.get("done")
-    if isinstance(done, str):
-        done = done.strip().lower() == "true"
+    done = done.strip().lower() == "true" if isinstance(done, str) else done
     obj.update({"tool_calls": clean, "response": response, "done": bool(done) if done is not None else not clean})
     return obj
+
+
+def clean_call(i, call, tool_names):
+    """{"tool", "args"} from one entry of tool_calls (also taking OpenAI's "name" and "arguments")."""
+    if not isinstance(call, dict):
+        raise ContractError("tool_calls[%d] must be an object with \"tool\" and \"args\"" % i)
+    name, args = call.get("tool", call.get("name")), call.get("args", call.get("arguments"))
+    if isinstance(args, str):
+        try:
+            args = json.loads(args) if args.strip() else {}
+        except (ValueError, RecursionError):
+            pass
+    if not isinstance(name, str) or not name:
+        raise ContractError("tool_calls[%d] has no \"tool\" name" % i)
+    if name not in tool_names:
+        raise ContractError("unknown tool %r; the tools are: %s" % (name, ", ".join(tool_names) or "none"))
+    if not isinstance(args or {}, dict):
+        raise ContractError("tool_calls[%d].args must be an object" % i)
+    return {"tool": name, "args": args or {}}
 
 
 def kept_reply(content, reply):
@@ -1207,54 +1246,66 @@ def tool_web_search(args, agent):
         return ToolResult("not run: %s; answer with what you have" % e, ok=False)
     except HTTPStatusError as e:
         if e.status in (404, 405, 410, 501):
-            return ToolResult("web search unavailable: the server has no Responses API (HTTP %d)" % e.status, ok=False)
+            return agent.withdraw("web_search", "the server has no Responses API (HTTP %d)" % e.status)
         return ToolResult("web search failed: HTTP %d: %s" % (e.status, e.server_message()), ok=False)
     except (TransientError, UserError) as e:
         return ToolResult("web search failed: %s" % e, ok=False)
-    texts, urls = [], []
-    for item in obj.get("output") or () if isinstance(obj, dict) else ():
-        for part in (item.get("content") or ()) if isinstance(item, dict) else ():
-            if isinstance(part, dict) and part.get("type") in ("output_text", "text"):
-                texts.append(part.get("text") or "")
-                for ann in part.get("annotations") or ():
-                    if isinstance(ann, dict) and ann.get("url") and ann["url"] not in urls:
-                        urls.append(ann["url"])
-    for url in (obj.get("citations") or ()) if isinstance(obj, dict) else ():
-        if isinstance(url, str) and url not in urls:
-            urls.append(url)
-    if not texts:
+    obj = obj if isinstance(obj, dict) else {}
+    text, urls = responses_answer(obj)
+    if not text:
         return ToolResult("web search returned no answer", ok=False)
-    text = "\n".join(texts).strip()
-    if urls:
-        text += "\n\nSources:\n" + "\n".join("- " + u for u in urls[:20])
-    return ToolResult(text)
+    return ToolResult(text + ("\n\nSources:\n" + "\n".join("- " + u for u in urls[:20]) if urls else ""))
+
+
+def responses_answer(obj):
+    """(text, source URLs) of a Responses API reply."""
+    parts = [part for item in obj.get("output") or () if isinstance(item, dict)
+             for part in item.get("content") or () if isinstance(part, dict)]
+    text = "\n".join(str(p.get("text") or "") for p in parts if p.get("type") in ("output_text", "text")).strip()
+    urls = [a.get("url") for p in parts for a in p.get("annotations") or () if isinstance(a, dict)]
+    return text, list(dict.fromkeys(u for u in urls + list(obj.get("citations") or ()) if u and isinstance(u, str)))
+
+
+class Tool:
+    """One tool: its function, what it does, and its arguments as {name: JSON type}, a type ending
+    in "?" being optional. The first argument is the one shown in one-line displays."""
+
+    def __init__(self, run, doc, **args):
+        self.run, self.doc, self.args = run, doc, args
+
+    def schema(self):
+        props = {k: {"type": "array", "items": {"type": "string"}} if t.startswith("array") else {"type": t.rstrip("?")}
+                 for k, t in self.args.items()}
+        return {"type": "object", "properties": props, "additionalProperties": False,
+                "required": [k for k, t in self.args.items() if not t.endswith("?")]}
 
 
 TOOLS = {
-    "bash": tool_bash,
-    "web_search": tool_web_search,
-    "read_file": tool_read_file,
-    "write_file": tool_write_file,
-    "list_files": tool_list_files,
-    "ask_user": tool_ask_user,
+    "bash": Tool(tool_bash, "run a shell command in the working directory; stdout+stderr, exit code if non-zero "
+                 "(timeout %ds)", command="string"),
+    "web_search": Tool(tool_web_search, "search the web; an answer with source URLs", query="string"),
+    "read_file": Tool(tool_read_file, "read a text file (relative to the working directory)", path="string"),
+    "write_file": Tool(tool_write_file, "create or overwrite a file (parent dirs are created)", path="string",
+                       content="string"),
+    "list_files": Tool(tool_list_files, "list a directory (default: the working directory): type, name, size",
+                       path="string?"),
+    "ask_user": Tool(tool_ask_user, "ask the user when only they can decide", question="string", options="array?"),
 }
-
-TOOL_DOCS = """\
-- bash {"command": "..."}: run a shell command in the working directory; stdout+stderr, exit code if non-zero (timeout %ds)
-- web_search {"query": "..."}: search the web; an answer with source URLs
-- read_file {"path": "..."}: read a text file (relative to the working directory)
-- write_file {"path": "...", "content": "..."}: create or overwrite a file (parent dirs are created)
-- list_files {"path": "."}: list a directory: type, name, size
-- ask_user {"question": "...", "options": ["...", "..."]}: ask the user when only they can decide"""
-
+MAX_CALLS = 8               # tool calls in one reply (the schema's bound)
 NEEDS_APPROVAL = ("bash", "write_file")
-KEY_ARG = {"bash": "command", "web_search": "query", "read_file": "path", "write_file": "path",
-           "list_files": "path", "ask_user": "question"}
+
+
+def tool_line(name, bash_timeout):
+    """`name {"arg": "...", ...}: what it does`, as the system prompt lists it."""
+    tool = TOOLS[name]
+    example = ", ".join('"%s": %s' % (k, '["...", "..."]' if t.startswith("array") else '"..."')
+                        for k, t in tool.args.items())
+    return "%s {%s}: %s" % (name, example, tool.doc.replace("%d", str(int(bash_timeout))))
 
 
 def key_arg(name, args):
     """The one argument that says what a tool call does, for one-line displays."""
-    value = args.get(KEY_ARG.get(name, ""), "")
+    value = args.get(next(iter(TOOLS[name].args)) if name in TOOLS else "", "")
     if not value and name == "list_files":
         value = "."
     if not isinstance(value, str):
@@ -1368,8 +1419,8 @@ def build_system_prompt(cfg, contract=MINIMAL, cwd=None):
     if contract.extra_prompt:
         parts.append(contract.extra_prompt)
     shell = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
-    parts += ["", "TOOLS:", TOOL_DOCS % int(cfg.bash_timeout), "", "RUNTIME (at the start of this session):",
-              "- date: %s" % time.strftime("%A %Y-%m-%d %H:%M %Z"),
+    parts += ["", "TOOLS:"] + ["- " + tool_line(name, cfg.bash_timeout) for name in TOOLS]
+    parts += ["", "RUNTIME (at the start of this session):", "- date: %s" % time.strftime("%A %Y-%m-%d %H:%M %Z"),
               "- system: %s %s, Python %s" % (uname[0], uname[2], sys.version.split()[0]),
               "- shell: the bash tool runs %s -c; the user's login shell is %s" % (
                   shell, os.environ.get("SHELL") or "unknown"),
@@ -1592,8 +1643,9 @@ class Agent:
         self.lock = threading.Lock()    # cost and session writes from tools running in threads
         self.model = cfg.model
         self.client = Client(cfg.base_url, cfg.api_key, cfg.timeout, cfg.max_retries, cfg.backoff, notice=self.notice)
-        self.encoder = RequestEncoder()
-        self.tool_names = list(TOOLS)
+        self.tool_names = list(TOOLS)   # offered in the schema
+        self.withdrawn = {}             # tools the server turned out not to offer: name -> the result calls get
+        self.window_asked = cfg.window_set or cfg.xai     # xAI's windows are in the table
         self.format_level = 0           # 0 json_schema, 1 json_object + schema, 2 plain json_object
         # Request fields a server may reject: each is dropped for the session, with one notice.
         self.optional = {k: v for k, v in (("temperature", cfg.temperature),
@@ -1668,12 +1720,15 @@ class Agent:
         self.session.append({"type": "cwd", "cwd": path})
 
     def add_cost(self, usage, model=None, kind="chat"):
-        cost, known = usage_cost(model or self.model, usage)
+        cost, known = usage_cost(model or self.model, usage, self.cfg.prices)
         for said, problem in (("price", not known), ("odd", usage_numbers(usage)["odd"])):
             if problem and said not in self.said:
                 self.said.add(said)
-                self.notice("price unknown for model %s: cost is not tracked" % (model or self.model) if said ==
-                            "price" else "the server's usage has numbers that are not counts (%s): ignored"
+                self.notice("price unknown for model %s at %s: cost is not tracked%s (GROK_PRICES=IN,CACHED,OUT "
+                            "sets prices in USD per million tokens)" % (model or self.model, self.cfg.base_url,
+                                                                         ", so COST_LIMIT cannot apply" if
+                                                                         self.cfg.cost_limit > 0 else "")
+                            if said == "price" else "the server's usage has numbers that are not counts (%s): ignored"
                             % json.dumps(usage, default=str)[:200])
         with self.lock:     # web searches in threads add theirs too
             self.cost_usd += cost
@@ -1722,6 +1777,7 @@ class Agent:
     # -- talking to the model ------------------------------------------------
     def chat(self, messages, contract=True, model=None, max_tokens=None, on_text=None, on_thought=None):
         """One chat completion, falling back on response_format and streaming as needed."""
+        stream = True
         while True:
             self.reserve()
             payload = {"model": model or self.model, "messages": messages,
@@ -1729,7 +1785,8 @@ class Agent:
             payload.update(self.optional)
             if contract:
                 payload["response_format"] = self.response_format()
-            if self.stream:
+            on_stream = None
+            if self.stream and stream:
                 payload["stream"] = True
                 payload["stream_options"] = {"include_usage": True}
 
@@ -1741,32 +1798,41 @@ class Agent:
                     self.ui.stream_reset()
                     return read_chat_stream(resp, lambda piece: self._stream_piece(streamer, piece, on_text),
                                             on_thought)
-            else:
-                on_stream = None
             try:
-                obj = self.client.post("/chat/completions", self.encoder.body(payload) if messages is self.messages
-                                       else payload, on_stream=on_stream, cancel=self.cancel, cap=max(
-                                           REPLY_CAP, 1024 * payload["max_tokens"]),
+                obj = self.client.post("/chat/completions", payload, on_stream=on_stream, cancel=self.cancel,
+                                       cap=max(REPLY_CAP, 1024 * payload["max_tokens"]),
                                        no_retry=lambda e: contract and self._format_rejected(e))
             except ContractError as e:         # the reply passed the size cap: a strike
                 return ChatResult(None, "length", problem=str(e))
+            except StreamBroken as e:
+                stream = False
+                self.notice("the reply stream from %s broke off again (%s): asking once without streaming, to see "
+                            "the server's answer" % (self.client.host, e))
+                continue
             except HTTPStatusError as e:
-                if contract and self._format_rejected(e) and self.format_level < 2:
-                    self.format_level += 1
-                    self.notice("the server rejected response_format; falling back to %s"
-                                % json.dumps(self.response_format())[:40].split(",")[0] + "...}")
-                    continue
-                rejected = [k for k in self.optional if e.status in (400, 422) and e.mentions(k, k.replace("_", ""))]
-                if rejected:
-                    for k in rejected:
-                        del self.optional[k]
-                    self.notice("the server rejected %s: not sent for the rest of the session" % ", ".join(rejected))
-                    continue
-                if self.stream and e.status in (400, 422) and e.mentions("stream"):
-                    self.stream = False
-                    continue
-                raise api_error(e, self.cfg)
+                if not self.fall_back(e, contract):
+                    raise e.overflow() or api_error(e, self.cfg)
+                continue
             return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, on_thought)
+
+    def fall_back(self, e, contract):
+        """Whether the request can go again without what the server rejected (for the session)."""
+        if contract and self._format_rejected(e) and self.format_level < 2:
+            self.format_level += 1
+            self.notice("the server rejected response_format; falling back to %s" % (
+                "json_object (the schema is still sent)" if self.format_level == 1 else
+                "plain json_object (the schema is only described in the prompt)"))
+            return True
+        rejected = [k for k in self.optional if e.status in (400, 422) and e.mentions(k, k.replace("_", ""))]
+        for k in rejected:
+            del self.optional[k]
+        if rejected:
+            self.notice("the server rejected %s: not sent for the rest of the session" % ", ".join(rejected))
+            return True
+        if self.stream and e.status in (400, 422) and e.mentions("stream") and not e.overflow():
+            self.stream = False
+            return True
+        return False
 
     def _format_rejected(self, e):
         return e.status in (400, 422, 500, 501) and e.mentions("response_format", "json_schema", "json schema",
@@ -1784,7 +1850,10 @@ class Agent:
         self.step_no += 1
         self.ui.step_start(self.step_no)
         started, self.partial = time.time(), ""
-        result = self.chat(self.messages, on_text=self.ui.stream_text, on_thought=self.ui.thought)
+        try:
+            result = self.chat(self.messages, on_text=self.ui.stream_text, on_thought=self.ui.thought)
+        except ContextOverflow as e:
+            result = self.after_overflow(e)
         result.cost = self.add_cost(result.usage)
         for key in self.turn:       # what the front ends report for the turn
             self.turn[key] += result.cost if key == "cost" else result.tokens[key]
@@ -1792,6 +1861,32 @@ class Agent:
         self.context_tokens = result.tokens["input"] + result.tokens["output"] or estimate_tokens(self.messages)
         result.duration = time.time() - started
         return result
+
+    def after_overflow(self, e):
+        """The server said the context is full: take its window size, compact, and ask once more."""
+        if e.window and not self.cfg.window_set:
+            self.cfg.context_window = e.window
+        self.notice("%s; compacting and asking once more" % e)
+        try:
+            if self.compact():
+                return self.chat(self.messages, on_text=self.ui.stream_text, on_thought=self.ui.thought)
+        except ContextOverflow:
+            pass
+        raise ContextOverflow("about %d tokens do not fit the server's context window (%d tokens), even compacted as "
+                              "far as it goes: shorten the request, or give the server a larger window"
+                              % (estimate_tokens(self.messages), e.window or self.cfg.context_window))
+
+    def learn_window(self):
+        """The context window a server other than xAI's reports, asked once per session: OpenAI-style
+        /v1/models fields (vLLM), llama.cpp's /props, Ollama's /api/show."""
+        if self.window_asked:
+            return
+        self.window_asked = True
+        for path, payload in (("/v1/models", None), ("/props", None), ("/api/show", {"model": self.model})):
+            window = find_window(self.client.probe(path, payload))
+            if window:
+                self.cfg.context_window = window
+                return self.notice("context window: %d tokens (from the server's %s)" % (window, path))
 
     def step_info(self, result):
         return {"finish_reason": result.finish_reason or "stop", "usage": result.usage, "tokens": result.tokens,
@@ -1814,7 +1909,7 @@ class Agent:
                 try:
                     if result.problem:
                         raise ContractError(result.problem)
-                    reply = parse_reply(result.content, self.tool_names, result.finish_reason)
+                    reply = parse_reply(result.content, self.tool_names + list(self.withdrawn), result.finish_reason)
                 except ContractError as e:
                     strikes += 1
                     content = result.content or ""
@@ -1951,13 +2046,24 @@ class Agent:
     def approved(self, item):
         if self.cfg.always_approve or item.name in self.session_always:
             return True
-        subject = item.args.get(KEY_ARG[item.name])
+        subject = item.args.get(next(iter(TOOLS[item.name].args)))
         if not isinstance(subject, str) or not subject.strip() or not needs_approval(item, self.cfg.read_dirs):
             return True     # no command/path: the tool refuses its arguments and runs nothing, so don't ask
         answer = self.ui.approve(item)
         if answer == "always":
             self.session_always.add(item.name)
         return answer in ("yes", "always")
+
+    def withdraw(self, name, reason):
+        """A tool the server does not offer: no longer offered this session; the model is told once,
+        and later calls get the same short result without a request."""
+        text = "%s is unavailable: %s; it is withdrawn for the rest of this session" % (name, reason)
+        with self.lock:
+            if name in self.tool_names:
+                self.tool_names.remove(name)
+                self.withdrawn[name] = text
+                self.notice(text)
+        return ToolResult(text, ok=False)
 
     def run_tool(self, item):
         return self.finish_tool(item, *self.call_tool(item))
@@ -1968,7 +2074,8 @@ class Agent:
         try:
             if self.cancel.is_set():        # the turn was cancelled after this call was approved
                 raise Cancelled("cancelled")
-            result = TOOLS[item.name](item.args, self)
+            result = (ToolResult(self.withdrawn[item.name], ok=False) if item.name in self.withdrawn
+                      else TOOLS[item.name].run(item.args, self))
         except ToolArgError as e:
             result = ToolResult("error: %s" % e, ok=False)
         except (KeyboardInterrupt, Cancelled):
@@ -1990,6 +2097,7 @@ class Agent:
     def maybe_compact(self):
         """Before every model call: compact when the context would pass COMPACT_THRESHOLD. The estimate
         is the last call's tokens plus what was added since (tool results, a new user message)."""
+        self.learn_window()
         if self.cfg.compact_threshold <= 0 or len(self.messages) < 2:
             return False
         pending = []
@@ -2007,7 +2115,9 @@ class Agent:
         (about `keep` messages, fewer if they alone would fill half the threshold). The tail starts at
         an assistant reply, so tool results stay with the reply that asked for them and the summary, a
         user message, keeps the roles alternating. Mid-turn, the request being worked on is kept
-        verbatim. False when there is too little to compact."""
+        verbatim. A summary that was cut off or is not smaller than what it replaces is not taken: the older
+        messages are dropped instead. False when there is too little to compact."""
+        self.learn_window()
         history = self.messages[1:]
         pct = self.cfg.compact_threshold if self.cfg.compact_threshold > 0 else 75.0
         room = self.cfg.context_window * pct / 200.0
@@ -2025,14 +2135,24 @@ class Agent:
                     "the user's goals and requests, decisions, facts learned, files and commands involved, and "
                     "open tasks. Be concise; plain text."},
                    {"role": "user", "content": "Conversation to summarise:\n\n" + self.transcript(old)}]
+        old_tokens = estimate_tokens(old)
+        limit = max(32, min(2000, old_tokens // 2, self.cfg.context_window // 4))
         try:
-            result = self.chat(request, contract=False, model=self.cfg.summary_model, max_tokens=2000)
+            result = self.chat(request, contract=False, model=self.cfg.summary_model, max_tokens=limit)
         except (UserError, TransientError) as e:
             raise type(e)("compacting the history failed (summary model %s, GROK_SUMMARY_MODEL): %s"
                           % (self.cfg.summary_model, e))
         self.add_cost(result.usage, self.cfg.summary_model, kind="compaction")
-        summary = (result.content or "").strip() or "(the earlier conversation could not be summarised)"
-        summary = {"role": "user", "content": "[Summary of the earlier conversation, compacted]\n" + summary}
+        summary = (result.content or "").strip()
+        how = "compacted %d older messages into a summary" % len(old)
+        if result.finish_reason == "length" or not summary or len(summary) // 4 >= old_tokens:
+            how = "dropped the %d oldest messages: the summary %s" % (len(old), "was cut off at %d tokens" % limit
+                                                                     if result.finish_reason == "length" else
+                                                                     "was not smaller than what it replaces")
+            summary = "[%d older messages were dropped to fit the context window]" % len(old)
+        else:
+            summary = "[Summary of the earlier conversation, compacted]\n" + summary
+        summary = {"role": "user", "content": summary}
         if any(m is c for m in old for c in self.request_carriers):
             request_text = str(self.request_carriers[0].get("content", ""))
             if len(request_text) > 4000:
@@ -2042,8 +2162,7 @@ class Agent:
         before = estimate_tokens(self.messages)
         self.reset([summary] + tail)
         self.context_tokens = estimate_tokens(self.messages)
-        self.notice("compacted %d older messages into a summary (about %d -> %d tokens)"
-                    % (len(old), before, self.context_tokens))
+        self.notice("%s (about %d -> %d tokens)" % (how, before, self.context_tokens))
         if 100.0 * self.context_tokens / max(1, self.cfg.context_window) >= pct:
             self.notice("the recent messages alone still fill %.0f%% of the context window"
                         % (100.0 * self.context_tokens / max(1, self.cfg.context_window)))
@@ -2108,6 +2227,25 @@ def failure_reason(output):
     lines = [line.strip() for line in output.strip().splitlines() if line.strip()] or ["no output"]
     reason = lines[-1].strip("[]") if lines[-1].startswith("[") and lines[-1].endswith("]") else lines[0]
     return reason if len(reason) <= 100 else reason[:97] + "..."
+
+
+WINDOW_KEYS = ("num_ctx", "n_ctx", "max_model_len", "context_length", "context_window", "max_context_length")
+
+
+def find_window(obj, depth=0):
+    """The context window in a server's self-description: the first positive integer under a known
+    key (Ollama's "llama.context_length" too, and num_ctx in its parameters text), a few levels deep."""
+    import re
+    for key, value in obj.items() if isinstance(obj, dict) else ():
+        found = re.search(r"\bnum_ctx\s+(\d+)", value) if key == "parameters" and isinstance(value, str) else None
+        if found or (str(key).split(".")[-1] in WINDOW_KEYS and type(value) is int and value > 0):
+            return int(found.group(1)) if found else value
+    children = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, list) else ()
+    for child in children if depth < 3 else ():
+        window = find_window(child, depth + 1)
+        if window:
+            return window
+    return None
 
 
 def estimate_tokens(messages):

@@ -567,13 +567,10 @@ class Commands:
             self.agent.cost_usd, "$%.2f" % cfg.cost_limit if cfg.cost_limit > 0 else "none"))
 
     def tools(self, arg):
-        docs = {}
-        for line in g.TOOL_DOCS.replace("%d", str(int(self.agent.cfg.bash_timeout))).splitlines():
-            name, _, doc = line.lstrip("- ").partition(" ")
-            docs[name] = doc
         for name in self.agent.tool_names:
             ask = name in g.NEEDS_APPROVAL and not self.agent.cfg.always_approve
-            self.ui.field(name, docs.get(name, "(no description)") + (" [asks first]" if ask else ""))
+            self.ui.field(name, g.tool_line(name, self.agent.cfg.bash_timeout).partition(" ")[2]
+                          + (" [asks first]" if ask else ""))
 
 
 def interactive(args, cfg):
@@ -994,11 +991,14 @@ class AgentRun:
         self.meta["sessions"].append(self.agent.session.id)
         try:
             return self.drive()
-        except (KeyboardInterrupt, g.Cancelled):
+        except (KeyboardInterrupt, g.Cancelled, g.Terminated) as e:
             self.meta["status"] = "interrupted"
             self.save()
-            self.ui.notice("interrupted at %s (loop %d): run `grok-detailed --agent` to resume there"
-                           % (self.meta["step"], self.meta["loop"]))
+            self.ui.notice("%s at %s (loop %d): run `grok-detailed --agent` to resume there" % (
+                "terminated by signal %d" % e.args[0] if isinstance(e, g.Terminated) else "interrupted",
+                self.meta["step"], self.meta["loop"]))
+            if isinstance(e, g.Terminated):
+                raise
             return 130
         except g.GrokError as e:
             self.meta["status"] = "stopped" if isinstance(e, AgentStopped) else "failed"
@@ -1132,8 +1132,12 @@ class AgentRun:
         else:
             questions = ("QUESTIONS: nobody can answer now (no terminal). Do not call ask_user: assume, and "
                          "list the assumptions in goal.md.")
-        text = self.generate("goal", [self.include("interview.md", "interview.md"), questions,
-                                      REPLY_RULE % "goal.md"])
+        self.agent.tool_names = ["ask_user"]        # the interview runs no tools
+        try:
+            text = self.generate("goal", [self.include("interview.md", "interview.md"), questions,
+                                          REPLY_RULE % "goal.md"])
+        finally:
+            self.agent.tool_names = list(g.TOOLS)
         # The user's words lead goal.md, so a lost meta.json can be rebuilt from the files.
         return "%s\n\n%s\n" % (quote_block(self.meta["goal"]), text)
 

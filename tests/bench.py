@@ -54,7 +54,8 @@ class Bench:
         self.env = {k: v for k, v in os.environ.items()
                     if not k.startswith(("GROK_", "XAI_")) and k not in ("COST_LIMIT", "COMPACT_THRESHOLD")}
         self.env.update(HOME=self.home, GROK_API_KEY="xai-BENCH0123456789abcdefABCDEF", GROK_BASE_URL=fake.url,
-                        GROK_DATA_DIR=self.data, COST_LIMIT="0", NO_COLOR="1")
+                        GROK_DATA_DIR=self.data, COST_LIMIT="0", NO_COLOR="1",
+                        GROK_CONTEXT_WINDOW="1000000", GROK_PRICES="1.25,0.20,2.50")     # the fake answers as xAI
         self.samples = {}
         self.system_prompt = None
         with open(GROK) as f:

@@ -283,7 +283,7 @@ class _Handler(BaseHTTPRequestHandler):
         for i, ev in enumerate(events):
             if i and chunk_delay:
                 self.fake._stop.wait(chunk_delay)
-            self._event(ev)
+            self._chunk(ev) if isinstance(ev, bytes) else self._event(ev)     # bytes: sent as they are
         if truncate:
             return self._abort()
         self._event("[DONE]")

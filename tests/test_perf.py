@@ -305,22 +305,6 @@ def test_cached_tokens_are_reported_per_step(g, fake, monkeypatch):
     assert g.usage_numbers({"prompt_tokens_details": None})["cached"] == 0 == g.usage_numbers(None)["cached"]
 
 
-def test_request_encoder_reuses_the_prefix_and_notices_changes(g):
-    enc = g.RequestEncoder()
-    messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "caf\u00e9"}]
-    payload = {"model": "m", "messages": messages, "max_tokens": 9}
-    assert json.loads(enc.body(payload)) == payload
-    messages.append({"role": "assistant", "content": "a"})
-    assert json.loads(enc.body(payload)) == payload
-    messages[1] = {"role": "user", "content": "replaced"}
-    assert json.loads(enc.body(payload)) == payload
-    messages[2]["content"] = "changed in place"
-    assert json.loads(enc.body(payload)) == payload
-    del messages[1:]
-    assert json.loads(enc.body(payload)) == payload
-    assert json.loads(enc.body({"messages": messages})) == {"messages": messages}
-
-
 # ------------------------------------------------------------------ session writes
 def test_session_file_is_only_appended_to(run, fake, isolated_env):
     fake.add(tools(("list_files", {})), answer("first"), answer("second"))
