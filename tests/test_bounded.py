@@ -9,9 +9,9 @@ import threading
 
 import pytest
 
-from conftest import GROK, TEST_KEY
-from fakeapi import answer, endless, hang, raw, reply, responses_reply, tools
-from test_acp import Acp, texts
+from conftest import GROK
+from fakeapi import answer, endless, hang, raw, responses_reply, tools
+from test_acp import Acp
 from test_faults import events, no_traceback, session_files
 
 TICKS = 10 ** 10        # cost_in_usd_ticks per USD
@@ -191,12 +191,17 @@ def proxy():
     p.close()
 
 
-def test_http_proxy_gets_the_absolute_url(run, fake, proxy):
-    fake.add(answer("through the proxy"))
+def test_http_proxy_gets_the_absolute_url_unless_no_proxy_names_the_host(run, fake, proxy):
+    fake.add(answer("through the proxy"), answer("direct"))
     p = run("-p", "hi", env={"HTTP_PROXY": proxy.url})
     assert p.returncode == 0, p.stderr
     assert p.stdout == "through the proxy\n"
     assert proxy.lines == ["POST %s/chat/completions HTTP/1.1" % fake.url]
+    p = run("-p", "hi", env={"HTTP_PROXY": proxy.url, "NO_PROXY": "localhost,127.0.0.1"})
+    assert p.returncode == 0 and p.stdout == "direct\n"
+    assert len(proxy.lines) == 1
+
+
 
 
 def test_https_goes_through_a_connect_tunnel(run, fake, proxy):
@@ -206,13 +211,6 @@ def test_https_goes_through_a_connect_tunnel(run, fake, proxy):
     assert [line.rsplit(" ", 1)[0] for line in proxy.lines] == ["CONNECT 127.0.0.1:%s" % port]
     assert p.returncode == 2 and "127.0.0.1" in p.stderr     # the fake speaks no TLS
     no_traceback(p.stderr)
-
-
-def test_no_proxy_skips_the_proxy(run, fake, proxy):
-    fake.add(answer("direct"))
-    p = run("-p", "hi", env={"HTTP_PROXY": proxy.url, "NO_PROXY": "localhost,127.0.0.1"})
-    assert p.returncode == 0 and p.stdout == "direct\n"
-    assert proxy.lines == []
 
 
 # ----------------------------------------------------------- sessions and outputs
