@@ -2146,14 +2146,14 @@ class Agent:
             raise type(e)("compacting the history failed (summary model %s, GROK_SUMMARY_MODEL): %s"
                           % (self.cfg.summary_model, e))
         self.add_cost(result.usage, self.cfg.summary_model, kind="compaction")
-        summary, cut_off = (result.content or "").strip(), result.finish_reason == "length"
+        text, cut_off = (result.content or "").strip(), result.finish_reason == "length"
         how = "compacted %d older messages into a summary" % len(old)
-        if cut_off or not summary or len(summary) // 4 >= old_tokens:
+        summary = "[Summary of the earlier conversation, compacted]\n" + text
+        if cut_off or not text or len(text) // 4 >= old_tokens:
             how = "dropped the %d oldest messages: the summary was %s" % (len(old), "cut off at %d tokens" % limit
                                                                           if cut_off else "not smaller")
-        summary = {"role": "user", "content": "[Summary of the earlier conversation, compacted]\n" + summary
-                   if how.startswith("compacted") else "[%d older messages were dropped to fit the context window]"
-                   % len(old)}
+            summary = "[%d older messages were dropped to fit the context window]" % len(old)
+        summary = {"role": "user", "content": summary}
         if any(m is c for m in old for c in self.request_carriers):
             request_text = str(self.request_carriers[0].get("content", ""))
             if len(request_text) > 4000:
