@@ -617,7 +617,12 @@ class Client:
                 result = on_stream(reader)
                 reader.read()       # the end of the chunked body, so the connection can be reused
             else:
-                result = reader.json(self.host, self.api_key)
+                data = reader.read()
+                try:
+                    result = json.loads(data.decode("utf-8", "replace"))
+                except (ValueError, RecursionError):
+                    raise UserError(scrub("the server at %s did not answer with JSON (is GROK_BASE_URL an "
+                                          "OpenAI-compatible API?): %r" % (self.host, data[:120]), (self.api_key,)))
             reusable = not resp.will_close
             return result
         except (OSError, StreamBroken, http.client.HTTPException, ValueError) as e:
@@ -670,14 +675,6 @@ class ReplyReader:
         if self.resp.length:        # the connection ended before Content-Length was reached
             raise StreamBroken("%d bytes of the reply missing" % self.resp.length)
         return b"".join(parts)
-
-    def json(self, host, api_key):
-        data = self.read()
-        try:
-            return json.loads(data.decode("utf-8", "replace"))
-        except (ValueError, RecursionError):
-            raise UserError(scrub("the server at %s did not answer with JSON (is GROK_BASE_URL an "
-                                  "OpenAI-compatible API?): %r" % (host, data[:120]), (api_key,)))
 
 
 def retry_after_of(resp):
@@ -1469,7 +1466,13 @@ class Session:
             os.chmod(self.dir, 0o700)
             self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o600)
             os.fchmod(self.fd, 0o600)
-            self._lock()
+            import fcntl
+            try:        # one process per session: an advisory lock, held while the file is open
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(self.fd)
+                self.fd = None
+                raise SessionBusy("session %s is in use by another grok process" % self.id)
             size = os.fstat(self.fd).st_size
             if size and os.pread(self.fd, 1, size - 1) != b"\n":     # a torn last line (a crash)
                 os.write(self.fd, b"\n")
@@ -1477,16 +1480,6 @@ class Session:
             self.disabled = True
             self.warn("warning: cannot save the session in %s (%s); the chat goes on unsaved"
                       % (self.dir, e.strerror or e))
-
-    def _lock(self):
-        """One process per session: an advisory lock, held while the file is open."""
-        import fcntl
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(self.fd)
-            self.fd = None
-            raise SessionBusy("session %s is in use by another grok process" % self.id)
 
     def append(self, record):
         if self.fd is None and not self.disabled:
