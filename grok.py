@@ -209,15 +209,13 @@ def env_prices(xai):
     """GROK_PRICES as (input, cached input, output) in USD per 1M tokens; when it is not set, None
     (xAI's price table) on xAI's API, else () (unknown)."""
     value = os.environ.get("GROK_PRICES", "").strip()
-    if not value:
-        return None if xai else ()
     try:
-        prices = tuple(float(p) for p in value.split(","))
-        if len(prices) == 3 and min(prices) >= 0:
-            return prices
+        prices = tuple(float(p) for p in value.split(",")) if value else (None if xai else ())
     except ValueError:
-        pass
-    raise UserError("GROK_PRICES must be IN,CACHED,OUT in USD per million tokens, not %r" % value)
+        prices = ()
+    if value and (len(prices) != 3 or min(prices) < 0):
+            raise UserError("GROK_PRICES must be IN,CACHED,OUT in USD per million tokens, not %r" % value)
+    return prices
 
 
 def model_key(model, table):
@@ -546,8 +544,7 @@ class Client:
             conn.close()
 
     def probe(self, path, payload=None):
-        """The JSON a GET (or, with a payload, a POST) of `path` on the server's root answers, or None:
-        one try, for facts the server may not offer."""
+        """The JSON answer to a GET (a POST with a payload) of `path` on the server's root, or None: one try."""
         import http.client
         conn, reusable = self._connect()[0], False
         root = self.prefix[:-3] if self.prefix.endswith("/v1") else self.prefix
@@ -2055,8 +2052,7 @@ class Agent:
         return answer in ("yes", "always")
 
     def withdraw(self, name, reason):
-        """A tool the server does not offer: no longer offered this session; the model is told once,
-        and later calls get the same short result without a request."""
+        """A tool the server lacks: not offered again; later calls get the same result, without a request."""
         text = "%s is unavailable: %s; it is withdrawn for the rest of this session" % (name, reason)
         with self.lock:
             if name in self.tool_names:
@@ -2143,15 +2139,13 @@ class Agent:
             raise type(e)("compacting the history failed (summary model %s, GROK_SUMMARY_MODEL): %s"
                           % (self.cfg.summary_model, e))
         self.add_cost(result.usage, self.cfg.summary_model, kind="compaction")
-        summary = (result.content or "").strip()
+        text, cut_off = (result.content or "").strip(), result.finish_reason == "length"
         how = "compacted %d older messages into a summary" % len(old)
-        if result.finish_reason == "length" or not summary or len(summary) // 4 >= old_tokens:
-            how = "dropped the %d oldest messages: the summary %s" % (len(old), "was cut off at %d tokens" % limit
-                                                                     if result.finish_reason == "length" else
-                                                                     "was not smaller than what it replaces")
+        summary = "[Summary of the earlier conversation, compacted]\n" + text
+        if cut_off or not text or len(text) // 4 >= old_tokens:
+            how = "dropped the %d oldest messages: the summary was %s" % (len(old), "cut off at %d tokens" % limit
+                                                                          if cut_off else "not smaller")
             summary = "[%d older messages were dropped to fit the context window]" % len(old)
-        else:
-            summary = "[Summary of the earlier conversation, compacted]\n" + summary
         summary = {"role": "user", "content": summary}
         if any(m is c for m in old for c in self.request_carriers):
             request_text = str(self.request_carriers[0].get("content", ""))
@@ -2241,11 +2235,7 @@ def find_window(obj, depth=0):
         if found or (str(key).split(".")[-1] in WINDOW_KEYS and type(value) is int and value > 0):
             return int(found.group(1)) if found else value
     children = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, list) else ()
-    for child in children if depth < 3 else ():
-        window = find_window(child, depth + 1)
-        if window:
-            return window
-    return None
+    return next(filter(None, (find_window(c, depth + 1) for c in children)), None) if depth < 3 else None
 
 
 def estimate_tokens(messages):
