@@ -2504,45 +2504,48 @@ End a line with \\ to go on on the next one; lines pasted together are one messa
 Esc or Ctrl-C cancels the running turn; the conversation is kept."""
 
 
-def setup_readline(path):
+def setup_readline(data_dir):
+    """readline, with the history kept in data_dir; None without readline or a safe data directory."""
+    if data_dir_problem(data_dir):
+        return None
     try:
         import readline
     except ImportError:
         return None
     try:
-        readline.read_history_file(path)
+        readline.read_history_file(os.path.join(data_dir, "history"))
     except OSError:
         pass
     readline.set_history_length(1000)
     return readline
 
 
-def save_history(readline, path):
+def save_history(readline, data_dir):
     """Via a new 0600 temp file and a rename: a symlink planted as `history` is replaced, not followed."""
-    if readline is None or data_dir_problem(os.path.dirname(path)):
+    if readline is None or data_dir_problem(data_dir):
         return
     import tempfile
     try:
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".history-")
+        fd, tmp = tempfile.mkstemp(dir=data_dir, prefix=".history-")
         os.close(fd)
         readline.write_history_file(tmp)
-        os.replace(tmp, path)
+        os.replace(tmp, os.path.join(data_dir, "history"))
     except OSError:
         pass
 
 
 def read_line(interactive, keys, prompt="> "):
-    """One message. Piped: one line. On a terminal, a line typed during the last turn, else several
+    """One message, stripped. Piped: one line. On a terminal, a line typed during the last turn, else several
     when a line ends in \\ (typed on after "... ") or when more lines are already waiting (a paste)."""
     if not interactive:
         line = sys.stdin.readline()
         if not line:
             raise EOFError
-        return line.rstrip("\n")
+        return line.strip()
     line, rest = keys.take()
     if line is not None:
         sys.stdout.write(prompt + line + "\n")
-        return line
+        return line.strip()
     import select
     lines = [rest + input_with_ticks(prompt + rest)]     # an unfinished line typed meanwhile leads on
     while lines[-1].endswith("\\") or select.select([sys.stdin], [], [], 0.01)[0]:
@@ -2552,7 +2555,8 @@ def read_line(interactive, keys, prompt="> "):
             lines.append(input_with_ticks("... " if more else ""))
         except EOFError:
             break
-    return "\n".join(lines)
+    text = "\n".join(lines)
+    return text.rstrip().lstrip("\n") if "\n" in text else text.strip()
 
 
 def input_with_ticks(prompt):
@@ -2571,76 +2575,82 @@ def input_with_ticks(prompt):
         signal.signal(signal.SIGALRM, previous)
 
 
-def repl_line(agent, ui, line, commands, help_text):
-    """Run one message or command: "exit" to leave the REPL, else its exit code (0: fine)."""
+def repl_command(agent, ui, name, arg, commands, help_text):
+    if name in ("/help", "/?"):
+        ui.write(help_text + "\n")
+    elif name == "/clear":
+        agent.reset([])
+        agent.context_tokens = 0
+        ui.write("conversation cleared\n")
+    elif name == "/model":
+        agent.model = agent.cfg.model = arg or agent.model
+        ui.write("model: %s (known: %s)\n" % (agent.model, ", ".join(sorted(PRICES))))
+    elif name in commands:
+        commands[name](arg)
+    else:
+        ui.notice("unknown command %s (try /help)" % name)
+
+
+def repl_line(agent, ui, line, keys, commands, help_text):
+    """Run one message or command: "exit" to leave the REPL, else its exit code (0: fine). Ctrl-C must
+    not end the REPL wherever it lands: in a command (/compact), or a second one while a turn is
+    being cancelled (run_turn turns the first into Cancelled)."""
     name, _, arg = line.partition(" ") if line.startswith("/") else ("", "", "")
+    if name in ("/exit", "/quit", "/q"):
+        return "exit"
     try:
-        if name in ("/exit", "/quit", "/q"):
-            return "exit"
-        elif name in ("/help", "/?"):
-            ui.write(help_text + "\n")
-        elif name == "/clear":
-            agent.reset([])
-            agent.context_tokens = 0
-            ui.write("conversation cleared\n")
-        elif name == "/model":
-            agent.model = agent.cfg.model = arg.strip() or agent.model
-            ui.write("model: %s (known: %s)\n" % (agent.model, ", ".join(sorted(PRICES))))
-        elif commands and name in commands:
-            commands[name](arg.strip())
-        elif name:
-            ui.notice("unknown command %s (try /help)" % name)
-        else:
-            agent.run_turn(line)
-    except Cancelled:
+        with keys:
+            if name:
+                repl_command(agent, ui, name, arg.strip(), commands, help_text)
+            elif line.strip():
+                agent.run_turn(line)
+    except (KeyboardInterrupt, Cancelled):
+        if not name:
+            agent.settle_cancelled()        # run_turn settles a cancel too; settling twice is harmless
         ui.notice("(cancelled)")
         return 130
     except GrokError as e:
-        cost = commands and "/cost" in commands and str(e).startswith("cost limit")
+        cost = "/cost" in commands and str(e).startswith("cost limit")
         ui.notice("error: %s%s" % (e, " (raise it with /cost N)" if cost else ""))
         return 0 if name else e.exit_code
     return 0
+
+
+def next_message(ui, interactive, keys, before_prompt):
+    """The next line to run: "" after a Ctrl-C at the prompt, None at the end of the input."""
+    try:
+        if before_prompt:
+            before_prompt()
+        return read_line(interactive, keys)
+    except EOFError:
+        if interactive:
+            ui.write("\n")
+        return None
+    except KeyboardInterrupt:
+        ui.write("\n")
+        return ""
 
 
 def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="grok", first=""):
     """The read-eval-print loop shared by grok and grok-detailed; `first` is sent before the first
     prompt. Piped, the exit code is the last failed turn's (0 if none failed)."""
     interactive = sys.stdin.isatty()
-    history = os.path.join(agent.cfg.data_dir, "history")
-    rl = setup_readline(history) if interactive and not data_dir_problem(agent.cfg.data_dir) else None
+    rl = setup_readline(agent.cfg.data_dir) if interactive else None
     keys = EscKey(sys.stdin.fileno() if interactive else None)
     if interactive:
         ui.write("%s %s · %s · /help for commands, Ctrl-D to quit\n" % (prog, __version__, agent.model))
     status, line = 0, first
     try:
-        while True:
-            # Ctrl-C must not end the REPL wherever it lands: in a command (/compact), or a
-            # second one while a turn is being cancelled (run_turn turns the first into Cancelled).
-            try:
-                with keys:
-                    done = repl_line(agent, ui, line, commands, help_text) if line.strip() else 0
-            except KeyboardInterrupt:
-                if not line.startswith("/"):
-                    agent.settle_cancelled()
-                ui.notice("(cancelled)")
-                done = 130
+        while line is not None:
+            done = repl_line(agent, ui, line, keys, commands or {}, help_text)
             if done == "exit":
-                return 0 if interactive else status
+                break
             status = done or status
-            try:
-                if before_prompt and (interactive or line.strip() and not line.startswith("/")):
-                    before_prompt()     # piped: there is no prompt, so after each turn
-                line = read_line(interactive, keys)
-                line = line.strip() if "\n" not in line else line.rstrip().lstrip("\n")
-            except EOFError:
-                if interactive:
-                    ui.write("\n")
-                return 0 if interactive else status
-            except KeyboardInterrupt:
-                ui.write("\n")
-                line = ""
+            turn = line.strip() and not line.startswith("/")      # piped: no prompt, so after each turn
+            line = next_message(ui, interactive, keys, before_prompt if interactive or turn else None)
     finally:
-        save_history(rl, history)
+        save_history(rl, agent.cfg.data_dir)
+    return 0 if interactive else status
 
 
 # --------------------------------------------------------------------------
@@ -2722,18 +2732,14 @@ def allow_matches(call, patterns):
 
 
 class HeadlessUI(UI):
-    """`grok -p`: the JSONL event stream of seed 002 on stdout (--format json), the answer alone with progress
-    on stderr (--format text), or xAI's CLI's thought/text/end/error events (--output-format streaming-json)."""
+    """`grok -p`: the JSONL event stream on stdout (--format json), the answer alone with progress on
+    stderr (--format text), or xAI's CLI's thought/text/end/error events (--output-format streaming-json).
+    Every hook runs on the main thread, so events never interleave."""
 
     def __init__(self, fmt, allow, always_approve):
         self.json, self.events = fmt == "json", fmt == "streaming-json"
-        self.last = {}
-        self.allow = allow or []
-        self.always_approve = always_approve
-        self.session_id = None
-        self.step = 0
-        # Tools finish in threads: one lock keeps every event one whole line, never two at once.
-        self.lock = threading.RLock()
+        self.allow, self.always_approve = allow or [], always_approve
+        self.session_id, self.step, self.last = None, 0, {}
         self.closed = False         # after the final error event nothing more is written
         self.pipe_gone = False      # the reader of stdout went away
         self.partial = False        # a write was cut off mid-line (an interrupt)
@@ -2743,33 +2749,30 @@ class HeadlessUI(UI):
         self.shown = visible if not self.json and sys.stdout.isatty() else str     # the answer on a terminal
 
     def write(self, text):
-        with self.lock:
-            if self.closed or self.pipe_gone:
-                if self.pipe_gone and threading.current_thread() is threading.main_thread():
-                    raise OutputClosed("stdout was closed")
-                return
-            try:
-                if self.partial:
-                    text = "\n" + text
-                self.partial = True
-                sys.stdout.write(text)
-                sys.stdout.flush()
-                self.partial = False
-            except BrokenPipeError:
-                self.pipe_gone, self.partial = True, False
-                silence()
-                if threading.current_thread() is threading.main_thread():
-                    raise OutputClosed("stdout was closed")
+        if self.pipe_gone:
+            raise OutputClosed("stdout was closed")
+        if self.closed:
+            return
+        text, self.partial = "\n" + text if self.partial else text, True
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            self.pipe_gone = True
+            silence()
+            raise OutputClosed("stdout was closed")
+        self.partial = False
 
     def emit(self, kind, **fields):
-        with self.lock:     # stamped under the lock, so timestamps never go back in the stream
-            event = {"type": kind} if self.events else {"type": kind, "timestamp": now_ms()}
-            if self.session_id and not self.events:
+        event = {"type": kind}
+        if not self.events:
+            event["timestamp"] = now_ms()
+            if self.session_id:
                 event["sessionID"] = self.session_id
-            if kind != "error" and not self.events:
+            if kind != "error":
                 event["stepNumber"] = self.step
-            event.update(fields)
-            self.write(event_line(scrub_all(event)))
+        event.update(fields)
+        self.write(event_line(scrub_all(event)))
 
     def out(self, text):
         """Answer text: on stdout (escapes made visible on a terminal), or as a `text` event."""
@@ -2791,14 +2794,12 @@ class HeadlessUI(UI):
                 self.emit("error", message=message)
             except OutputClosed:
                 pass
-        with self.lock:
-            self.closed = True
+        self.closed = True
         self.notice("grok: %s" % message)
         return code
 
     def step_start(self, step):
-        self.step = step
-        self.attempt = ""
+        self.step, self.attempt = step, ""
         if self.json:
             self.emit("step_start")
 
@@ -2840,15 +2841,14 @@ class HeadlessUI(UI):
             self.emit("step_finish", finishReason=info["finish_reason"], usage=event_usage(info["tokens"], info["cost"]))
 
     def answer(self, text):
-        end = "" if self.events else "\n"
         if self.json:
             return
-        if text.startswith(self.printed):
-            if text[len(self.printed):] + end:
-                self.out(text[len(self.printed):] + end)
-        else:       # the streamed text was not the answer after all (a reply that broke the contract)
+        end = "" if self.events else "\n"
+        if not text.startswith(self.printed):       # a reply that broke the contract streamed other text
             self.notice("warning: text streamed to stdout was not the final answer; the answer follows it")
             self.out(end + text + end)
+        elif text[len(self.printed):] + end:
+            self.out(text[len(self.printed):] + end)
 
     def notice(self, text):
         sys.stderr.write(visible(scrub(text)) + "\n")
@@ -2863,7 +2863,7 @@ class HeadlessUI(UI):
 
 
 def event_usage(n, cost_usd):
-    """usage_numbers() for events; reasoning is billed as output; costUsdTicks is in 1e-6 USD (seed 002)."""
+    """usage_numbers() for events; reasoning is billed as output; costUsdTicks is in 1e-6 USD."""
     return {"inputTokens": int(n["input"]), "outputTokens": int(n["output"] + n["reasoning"]),
             "totalTokens": int(n["total"]), "costUsdTicks": int(round(cost_usd * 1e6))}
 
