@@ -2268,16 +2268,11 @@ def api_error(e, cfg):
 # --------------------------------------------------------------------------
 
 def tolerate_unencodable(stream):
-    """Print "?" for what the stream cannot encode (a lone surrogate from a non-UTF-8 file
-    name, or any non-ASCII text on an ASCII terminal) instead of failing the turn."""
+    """Print "?" for what the stream cannot encode (a lone surrogate, non-ASCII text on an ASCII terminal)."""
     try:
         stream.reconfigure(errors="replace")
     except (AttributeError, ValueError, OSError):
         pass
-
-
-def use_color(stream):
-    return not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb" and stream.isatty()
 
 
 def ask_tty(prompt):
@@ -2387,7 +2382,7 @@ class TerminalUI(UI):
         self.out = out or sys.stdout
         for stream in (self.out, sys.stderr):
             tolerate_unencodable(stream)
-        self.color = use_color(self.out)
+        self.color = not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb" and self.out.isatty()
         self.streamed = False
         self.lock = threading.RLock()       # the waiting line is redrawn from its own thread
         self.waiter = None
@@ -2657,10 +2652,6 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="gro
 # Front end: headless (seed 002)
 # --------------------------------------------------------------------------
 
-def now_ms():
-    return int(time.time() * 1000)
-
-
 def event_line(event):
     # ASCII-only JSON: any stdout encoding works, and lone surrogates from the model cannot crash a write.
     return json.dumps(event, ensure_ascii=True, separators=(",", ":")) + "\n"
@@ -2706,29 +2697,22 @@ class OutputClosed(GrokError):
     exit_code = 0
 
 
-SHELL_OPERATORS = frozenset(";&|<>$`()\n")
-
-
 def allow_matches(call, patterns):
-    """--allow: a shell glob on the bash command, a path glob on the other tools' path.
-
-    In a command, `*` must not stand for shell operators: `git *` allows `git log`, not
-    `git log; rm -rf ~`; every operator in the command has to be written in the pattern
-    (or the pattern is `*`). A path is matched once resolved (`..` and symlinks followed):
-    a relative pattern only inside the working directory, an absolute one anywhere."""
+    """--allow: a shell glob on the bash command, a path glob on the other tools' path. In a command,
+    `*` does not stand for shell operators: `git *` allows `git log`, not `git log; rm -rf ~` (every
+    operator in the command is in the pattern, or the pattern is `*`). A path is matched resolved
+    (`..` and symlinks followed): a relative pattern only inside the working directory."""
     import fnmatch
     value = call.args.get("command" if call.name == "bash" else "path") or ("." if call.name == "list_files" else "")
     if not isinstance(value, str) or not value:
         return False
     if call.name == "bash":
-        ops = SHELL_OPERATORS.intersection(value)
+        ops = set(";&|<>$`()\n").intersection(value)
         return any(p == "*" or (fnmatch.fnmatchcase(value, p) and ops <= set(p)) for p in patterns)
     full, root = canonical(call.cwd, value), os.path.realpath(call.cwd)
-    for p in map(os.path.expanduser, patterns):
-        if path_glob(os.path.normpath(p), full if os.path.isabs(p) else os.path.relpath(full, root)
-                     if inside(full, root) else "\0"):
-            return True
-    return False
+    relative = os.path.relpath(full, root) if inside(full, root) else "\0"
+    return any(path_glob(os.path.normpath(p), full if os.path.isabs(p) else relative)
+               for p in map(os.path.expanduser, patterns))
 
 
 class HeadlessUI(UI):
@@ -2740,7 +2724,6 @@ class HeadlessUI(UI):
         self.json, self.events = fmt == "json", fmt == "streaming-json"
         self.allow, self.always_approve = allow or [], always_approve
         self.session_id, self.step, self.last = None, 0, {}
-        self.closed = False         # after the final error event nothing more is written
         self.pipe_gone = False      # the reader of stdout went away
         self.partial = False        # a write was cut off mid-line (an interrupt)
         self.printed = ""           # text mode: the answer text already on stdout
@@ -2751,8 +2734,6 @@ class HeadlessUI(UI):
     def write(self, text):
         if self.pipe_gone:
             raise OutputClosed("stdout was closed")
-        if self.closed:
-            return
         text, self.partial = "\n" + text if self.partial else text, True
         try:
             sys.stdout.write(text)
@@ -2766,7 +2747,7 @@ class HeadlessUI(UI):
     def emit(self, kind, **fields):
         event = {"type": kind}
         if not self.events:
-            event["timestamp"] = now_ms()
+            event["timestamp"] = int(time.time() * 1000)
             if self.session_id:
                 event["sessionID"] = self.session_id
             if kind != "error":
@@ -2794,7 +2775,6 @@ class HeadlessUI(UI):
                 self.emit("error", message=message)
             except OutputClosed:
                 pass
-        self.closed = True
         self.notice("grok: %s" % message)
         return code
 
@@ -3710,7 +3690,8 @@ def main(argv=None):
     def on_error(message):
         if json_errors[0]:
             try:
-                sys.stdout.write(event_line({"type": "error", "timestamp": now_ms(), "message": scrub(message)}))
+                sys.stdout.write(event_line({"type": "error", "timestamp": int(time.time() * 1000),
+                                             "message": scrub(message)}))
                 sys.stdout.flush()
             except OSError:
                 silence()
