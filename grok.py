@@ -2438,10 +2438,8 @@ class TerminalUI(UI):
         self.waiting(lambda seconds: "..." + (" %ds" % seconds if seconds else ""))
 
     def stream_text(self, text, final_hint):
-        if not self.streamed:
-            self.write("\n")
-            self.streamed = True
-        self.write(visible(text))
+        self.write(("" if self.streamed else "\n") + visible(text))
+        self.streamed = True
 
     def stream_reset(self):
         if self.streamed:
@@ -2559,8 +2557,6 @@ def input_with_ticks(prompt):
     select() and handles signals only when that returns: a Ctrl-C or SIGTERM arriving just
     before it starts waiting would otherwise be seen only at the next key press."""
     import signal
-    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
-        return input(prompt)
     previous = signal.signal(signal.SIGALRM, lambda signum, frame: None)
     signal.setitimer(signal.ITIMER_REAL, 0.25, 0.25)
     try:
