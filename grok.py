@@ -2268,11 +2268,9 @@ def ask_tty(prompt):
         keys.mode(watching=False)
     try:
         os.write(fd, prompt.encode("utf-8", "replace"))
-        line = b""
-        while not line.endswith(b"\n"):
+        line = chunk = os.read(fd, 1024)
+        while chunk and not line.endswith(b"\n"):
             chunk = os.read(fd, 1024)
-            if not chunk:
-                break
             line += chunk
     except OSError:
         return None
@@ -2862,16 +2860,15 @@ def headless(args, cfg):
     except OutputClosed:
         close_failed_turn("stdout was closed")
         return 0
-    except (Cancelled, KeyboardInterrupt):     # run_turn settles a cancel; settling twice is harmless
+    except (Cancelled, KeyboardInterrupt, Terminated) as e:     # run_turn settled these; again is harmless
         agent.settle_cancelled()
+        if isinstance(e, Terminated):
+            signum = e.args[0] if e.args else 15
+            return ui.fail("terminated by signal %d" % signum, 128 + signum)
         return ui.fail("interrupted: the turn was cancelled", 130)
     except GrokError as e:
         close_failed_turn(str(e))
         return ui.fail(str(e), e.exit_code)
-    except Terminated as t:
-        signum = t.args[0] if t.args else 15
-        agent.settle_cancelled()
-        return ui.fail("terminated by signal %d" % signum, 128 + signum)
     except Exception as e:
         if os.environ.get("GROK_DEBUG"):
             raise
@@ -2897,10 +2894,10 @@ def open_agent(cfg, ui, contract, args, new_if_busy=False):
             if not new_if_busy:
                 raise
             ui.notice("%s: starting a new session" % e)
-            return Agent(cfg, ui, contract)
-        if getattr(args, "cwd", None):
-            agent.set_cwd(cfg.cwd)
-        return agent
+        else:
+            if args.cwd:
+                agent.set_cwd(cfg.cwd)
+            return agent
     return Agent(cfg, ui, contract)
 
 
