@@ -1097,20 +1097,17 @@ def tool_bash(args, agent):
             pass
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    note, waited, code = "", 0.0, None
+    code, waited, limit = None, 0.0, agent.cfg.bash_timeout       # limit 0: none
     try:
-        while code is None and not note:
-            if agent.cancel.is_set():
-                note = "\n[cancelled by the user]"
-            elif 0 < agent.cfg.bash_timeout <= waited:        # 0: no limit
-                note = "\n[timed out after %gs: process group killed]" % agent.cfg.bash_timeout
-            else:
-                try:
-                    code = proc.wait(0.05)
-                except subprocess.TimeoutExpired:
-                    waited += 0.05
+        while code is None and not agent.cancel.is_set() and not 0 < limit <= waited:
+            try:
+                code = proc.wait(0.05)
+            except subprocess.TimeoutExpired:
+                waited += 0.05
     finally:
-        if code is None:
+        note = "" if code is not None else "\n[cancelled by the user]" if agent.cancel.is_set() else (
+            "\n[timed out after %gs: process group killed]" % limit)
+        if note:
             kill_group(proc)
             code = proc.wait()
         agent.procs.discard(proc)
@@ -1131,11 +1128,11 @@ def tool_read_file(args, agent):
     path = canonical(agent.cwd, need_str(args, "path", "read_file"))
     got = read_regular(path, READ_CAP)
     if got is None:
-        if not os.path.exists(path):
-            return ToolResult("error: no such file: %s" % path, ok=False)
-        why = ("is a directory (use list_files)" if os.path.isdir(path) else "is not readable (permission denied)"
-               if not os.access(path, os.R_OK) else "is not a regular file (a device, pipe or socket): not read")
-        return ToolResult("error: %s %s" % (path, why), ok=False)
+        why = ("no such file: %s" if not os.path.exists(path)
+               else "%s is a directory (use list_files)" if os.path.isdir(path)
+               else "%s is not readable (permission denied)" if not os.access(path, os.R_OK)
+               else "%s is not a regular file (a device, pipe or socket): not read")
+        return ToolResult("error: " + why % path, ok=False)
     data, size = got
     if b"\x00" in data[:8192]:
         return ToolResult("binary file (%d bytes), not shown: %s" % (size, path), ok=False)
@@ -1176,9 +1173,7 @@ def atomic_write(path, data, mode=None):
 def tool_write_file(args, agent):
     path = canonical(agent.cwd, need_str(args, "path", "write_file"))
     content = args.get("content", "")
-    if not isinstance(content, str):
-        content = json.dumps(content, indent=2)
-    data = content.encode("utf-8")
+    data = (content if isinstance(content, str) else json.dumps(content, indent=2)).encode("utf-8")
     if os.path.isdir(path):
         return ToolResult("error: %s is a directory" % path, ok=False)
     try:        # the path is resolved: a symlink is written through, not replaced
@@ -1225,9 +1220,7 @@ def tool_list_files(args, agent):
 def tool_ask_user(args, agent):
     question = need_str(args, "question", "ask_user")
     options = args.get("options") or []
-    if not isinstance(options, list):
-        options = [options]
-    options = [str(o) for o in options]
+    options = [str(o) for o in (options if isinstance(options, list) else [options])]
     answer = agent.ui.ask_user(question, options)
     if answer is None:
         return ToolResult("no user available in this mode: decide yourself and say what you assumed", ok=False)
@@ -1318,23 +1311,17 @@ def key_arg(name, args):
 
 def front_matter(text):
     """name/description from a '---' header, else the first heading and line."""
-    meta = {}
-    lines = text.splitlines()
-    if lines and lines[0].strip() == "---":
-        for line in lines[1:30]:
-            if line.strip() == "---":
-                break
-            k, sep, v = line.partition(":")
-            if sep:
-                meta[k.strip().lower()] = v.strip().strip("\"'")
-    else:
-        for line in lines[:20]:
-            line = line.strip()
-            if line.startswith("#") and "name" not in meta:
-                meta["title"] = line.lstrip("# ")
-            elif line and not line.startswith("#"):
-                meta.setdefault("description", line)
-                break
+    meta, lines = {}, [line.strip() for line in text.splitlines()]
+    if lines[:1] == ["---"]:
+        header = lines[1:30] + ["---"]
+        fields = [line.partition(":") for line in header[:header.index("---")]]
+        return {k.strip().lower(): v.strip().strip("\"'") for k, sep, v in fields if sep}
+    for line in lines[:20]:
+        if line.startswith("#"):
+            meta["title"] = line.lstrip("# ")
+        elif line:
+            meta["description"] = line
+            break
     return meta
 
 
@@ -1370,22 +1357,19 @@ def find_project_rules(cwd):
     candidates = [os.path.join(os.path.expanduser("~"), ".grok", "AGENTS.md")]
     candidates += [os.path.join(d, n) for d in reversed(dirs) if not open_to_others(d, (os.getuid(), 0))
                    for n in ("AGENTS.md", "GROK.md")]
-    seen = set()
-    budget = RULES_TOTAL_CAP
+    seen, budget = set(), RULES_TOTAL_CAP
     for path in candidates:
-        real = os.path.realpath(path)
+        real, cap = os.path.realpath(path), min(RULES_CAP, budget)
         if real in seen or (os.path.islink(path) and path != candidates[0] and not inside(real, root)):
             continue
         seen.add(real)
-        cap = min(RULES_CAP, budget)
-        got = read_regular(path, max(cap, 0))
+        got = read_regular(path, cap)
         if not got:
             continue
-        if cap <= 0:
-            found.append((path, "[not included: project rules are capped at %d bytes in all]" % RULES_TOTAL_CAP))
-            continue
         data, size = got
-        if len(data) > cap:     # cut at a character boundary, and say so
+        if not cap:
+            text = "[not included: project rules are capped at %d bytes in all]" % RULES_TOTAL_CAP
+        elif len(data) > cap:     # cut at a character boundary, and say so
             text = data[:cap].decode("utf-8", "replace").rstrip("\ufffd").strip()
             text += "\n[truncated: only the first %d of %d bytes of this file are included%s]" % (
                 cap, size, "" if cap == RULES_CAP else ", the project rules are capped at %d bytes in all"
@@ -1400,7 +1384,7 @@ def find_project_rules(cwd):
 
 def build_system_prompt(cfg, contract=MINIMAL, cwd=None):
     cwd = cwd or cfg.cwd
-    uname = os.uname() if hasattr(os, "uname") else (sys.platform, "", "")    # `platform` takes 2 ms to import
+    uname = os.uname()      # not `platform`: it takes 2 ms to import
     parts = [
         "You are Grok, an agent working on the user's computer through tools.",
         "Always reply with exactly one JSON object and nothing else:",
@@ -1438,10 +1422,6 @@ def build_system_prompt(cfg, contract=MINIMAL, cwd=None):
 # Sessions: append-only JSONL, 0600 in a 0700 directory (SPEC section 6)
 # --------------------------------------------------------------------------
 
-def new_session_id():
-    return time.strftime("%Y%m%d-%H%M%S-") + os.urandom(3).hex()
-
-
 class SessionBusy(UserError):
     pass
 
@@ -1451,7 +1431,7 @@ class Session:
 
     def __init__(self, directory, session_id=None, warn=None):
         self.dir = os.path.join(directory, "sessions")
-        self.id = session_id or new_session_id()
+        self.id = session_id or time.strftime("%Y%m%d-%H%M%S-") + os.urandom(3).hex()
         self.path = os.path.join(self.dir, self.id + ".jsonl")
         self.warn = warn or (lambda text: None)
         self.fd, self.disabled, self.legacy = None, False, False
@@ -1504,8 +1484,9 @@ class Session:
     def read(self):
         """The file's records (JSONL). A session the bash grok saved, ID.json ({session_id, messages,
         working_dir, saved}), is read as it is (`legacy`), as the records of ours it amounts to."""
-        if data_dir_problem(os.path.dirname(self.dir)):
-            raise UserError(data_dir_problem(os.path.dirname(self.dir)))
+        problem = data_dir_problem(os.path.dirname(self.dir))
+        if problem:
+            raise UserError(problem)
         legacy = os.path.join(self.dir, self.id + ".json")
         self.legacy = not os.path.exists(self.path) and os.path.isfile(legacy)
         self.source = legacy if self.legacy else self.path
