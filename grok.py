@@ -22,9 +22,7 @@ import time
 
 __version__ = "0.1.0"
 
-# --------------------------------------------------------------------------
-# Constants and configuration
-# --------------------------------------------------------------------------
+# --- Constants and configuration ---
 
 DEFAULT_BASE_URL = "https://api.x.ai/v1"
 DEFAULT_MODEL = "grok-4.3"
@@ -279,9 +277,7 @@ def usage_cost(model, usage, prices=None):
     return ((n["input"] - cached) * p_in + cached * p_cached + (n["output"] + n["reasoning"]) * p_out) / 1e6, True
 
 
-# --------------------------------------------------------------------------
-# Errors: one root, a subclass per exit code (SPEC section 8)
-# --------------------------------------------------------------------------
+# --- Errors: one root, a subclass per exit code ---
 
 class GrokError(Exception):
     exit_code = 4
@@ -352,9 +348,7 @@ class StreamBroken(Exception):
     """An SSE stream ended before the reply was complete."""
 
 
-# --------------------------------------------------------------------------
-# Secrets: scrubbed from tool output, arguments shown, and error text
-# --------------------------------------------------------------------------
+# --- Secrets: scrubbed from tool output, arguments shown, and error text ---
 
 _SECRET_PATTERNS = None
 SECRETS = set()         # the configured key and URL password: Config adds them
@@ -406,9 +400,7 @@ def visible(text, newlines=True):
                   lambda m: ("\\x%02x" if ord(m.group()) < 256 else "\\u%04x") % ord(m.group()), text)
 
 
-# --------------------------------------------------------------------------
-# HTTP client: keep-alive, retries with backoff, SSE
-# --------------------------------------------------------------------------
+# --- HTTP client: keep-alive, retries with backoff, SSE ---
 
 def json_bytes(obj):
     """UTF-8 JSON for the wire and the session file. A lone surrogate (from a non-UTF-8 file
@@ -869,9 +861,7 @@ class ResponseStreamer:
             return raw.replace("\\", "")
 
 
-# --------------------------------------------------------------------------
-# The JSON contract (SPEC section 4)
-# --------------------------------------------------------------------------
+# --- The JSON contract ---
 
 class ContractError(Exception):
     """A reply that breaks the contract; the message goes back to the model."""
@@ -986,9 +976,7 @@ def corrective_message(problem):
             % problem)
 
 
-# --------------------------------------------------------------------------
-# Tools: one function each, one dict to dispatch (SPEC section 5)
-# --------------------------------------------------------------------------
+# --- Tools: one function each, one dict to dispatch ---
 
 class ToolResult:
     def __init__(self, output, ok=True):
@@ -1305,9 +1293,7 @@ def key_arg(name, args):
     return " ".join(value.split()) if "\n" in value else value
 
 
-# --------------------------------------------------------------------------
-# System prompt: contract, tools, runtime info, skills, project rules
-# --------------------------------------------------------------------------
+# --- System prompt: contract, tools, runtime info, skills, project rules ---
 
 def front_matter(text):
     """name/description from a '---' header, else the first heading and line."""
@@ -1418,9 +1404,7 @@ def build_system_prompt(cfg, contract=MINIMAL, cwd=None):
     return "\n".join(parts)
 
 
-# --------------------------------------------------------------------------
-# Sessions: append-only JSONL, 0600 in a 0700 directory (SPEC section 6)
-# --------------------------------------------------------------------------
+# --- Sessions: append-only JSONL, 0600 in a 0700 directory ---
 
 class SessionBusy(UserError):
     pass
@@ -1584,9 +1568,7 @@ def latest_session_id(directory):
     return next((s[0] for s in list_sessions(directory) if s[2]), None)
 
 
-# --------------------------------------------------------------------------
-# The loop: run_turn() -> step() -> query() + execute()
-# --------------------------------------------------------------------------
+# --- The loop: run_turn() -> query() + execute() ---
 
 class UI:
     """What a front end sees of a turn; every hook is optional. stream_reset(): a reply starts (over), what
@@ -2244,9 +2226,7 @@ def api_error(e, cfg):
     return UserError("the request was rejected (HTTP %d): %s%s" % (e.status, msg, hint))
 
 
-# --------------------------------------------------------------------------
-# Front end: the interactive REPL (minimal mode)
-# --------------------------------------------------------------------------
+# --- Front end: the interactive REPL (minimal mode) ---
 
 def tolerate_unencodable(stream):
     """Print "?" for what the stream cannot encode (a lone surrogate from a non-UTF-8 file
@@ -2624,9 +2604,7 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="gro
         save_history(rl, history)
 
 
-# --------------------------------------------------------------------------
-# Front end: headless (seed 002)
-# --------------------------------------------------------------------------
+# --- Front end: headless ---
 
 def now_ms():
     return int(time.time() * 1000)
@@ -2931,9 +2909,7 @@ def open_agent(cfg, ui, contract, args, new_if_busy=False):
     return Agent(cfg, ui, contract)
 
 
-# --------------------------------------------------------------------------
-# Front end: ACP server (Agent Client Protocol v1, seed 004)
-# --------------------------------------------------------------------------
+# --- Front end: ACP server (Agent Client Protocol v1) ---
 # Newline-delimited JSON-RPC 2.0 on stdin/stdout. The main thread reads; each
 # session/prompt runs in a worker thread that streams session/update
 # notifications and, for approvals, asks the client and waits for its answer.
@@ -3504,9 +3480,7 @@ def acp_main(args, cfg):
     return 0
 
 
-# --------------------------------------------------------------------------
-# main
-# --------------------------------------------------------------------------
+# --- main ---
 
 class ArgParser:
     """argparse, imported only when needed; a bad flag is a UserError (exit 1, not argparse's 2)."""
