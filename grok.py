@@ -19,6 +19,7 @@ import os
 import sys
 import threading
 import time
+from contextlib import suppress
 
 __version__ = "0.1.0"
 
@@ -1055,34 +1056,30 @@ def kill_group(proc):
     """SIGKILL the process group a tool started; never pgid 0 or 1 (our own group, init)."""
     import signal
     if proc.pid > 1:
-        try:
+        with suppress(OSError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
 
 
 def tool_bash(args, agent):
     import subprocess
     command = need_str(args, "command", "bash")
-    shell = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
     try:
-        proc = subprocess.Popen([shell, "-c", command], cwd=agent.cwd, env=agent.tool_env(), stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen([TOOL_SHELL, "-c", command], cwd=agent.cwd, env=agent.tool_env(),
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                start_new_session=True)
     except OSError as e:
-        return ToolResult("error: cannot start %s: %s" % (shell, e), ok=False)
+        return ToolResult("error: cannot start %s: %s" % (TOOL_SHELL, e), ok=False)
     agent.procs.add(proc)
     head, tail, total = bytearray(), bytearray(), [0]       # the first and the last bytes of the output
 
     def read():         # on a thread, so the tool waits for the process, not in fixed sleeps
-        try:
+        with suppress(OSError, ValueError):
             for chunk in iter(lambda: proc.stdout.read1(65536), b""):
                 total[0] += len(chunk)
                 room = max(0, OUTPUT_HEAD - len(head))
                 head.extend(chunk[:room])
                 tail.extend(chunk[room:])
                 del tail[:-OUTPUT_TAIL]
-        except (OSError, ValueError):
-            pass
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     code, waited, limit = None, 0.0, agent.cfg.bash_timeout       # limit 0: none
@@ -1131,8 +1128,7 @@ def tool_read_file(args, agent):
 
 
 def atomic_write(path, data, mode=None):
-    """Write bytes via a temp file and a rename: a crash leaves the old file or the new one.
-    Raises OSError; used by write_file and by agent mode's workspace files."""
+    """Bytes written via a temp file and a rename: a crash leaves the old file or the new one."""
     import glob
     import tempfile
     folder, prefix = os.path.dirname(path), ".grok-%s." % os.path.basename(path)[:100]
@@ -1151,10 +1147,8 @@ def atomic_write(path, data, mode=None):
             os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
 
 
@@ -1228,8 +1222,7 @@ def tool_web_search(args, agent):
         return ToolResult("web search failed: HTTP %d: %s" % (e.status, e.server_message()), ok=False)
     except (TransientError, UserError) as e:
         return ToolResult("web search failed: %s" % e, ok=False)
-    obj = obj if isinstance(obj, dict) else {}
-    text, urls = responses_answer(obj)
+    text, urls = responses_answer(obj if isinstance(obj, dict) else {})
     if not text:
         return ToolResult("web search returned no answer", ok=False)
     return ToolResult(text + ("\n\nSources:\n" + "\n".join("- " + u for u in urls[:20]) if urls else ""))
@@ -1271,6 +1264,7 @@ TOOLS = {
 }
 MAX_CALLS = 8               # tool calls in one reply (the schema's bound)
 NEEDS_APPROVAL = ("bash", "write_file")
+TOOL_SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"      # what the bash tool runs
 
 
 def tool_line(name, bash_timeout):
@@ -1318,9 +1312,9 @@ def find_skills(skills_dir):
     for path in sorted(glob.glob(os.path.join(base, "*.md")) + glob.glob(os.path.join(base, "*", "*.md"))):
         rel = os.path.relpath(path, skills_dir)[:-3]
         folder, stem = os.path.split(rel)
+        if stem.lower() == "readme" or not os.path.isfile(path):
+            continue
         try:
-            if stem.lower() == "readme" or not os.path.isfile(path):
-                continue
             with open(path, encoding="utf-8", errors="replace") as f:
                 meta = front_matter(f.read(4000))
         except OSError:
@@ -1385,12 +1379,11 @@ def build_system_prompt(cfg, contract=MINIMAL, cwd=None):
     ]
     if contract.extra_prompt:
         parts.append(contract.extra_prompt)
-    shell = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
     parts += ["", "TOOLS:"] + ["- " + tool_line(name, cfg.bash_timeout) for name in TOOLS]
     parts += ["", "RUNTIME (at the start of this session):", "- date: %s" % time.strftime("%A %Y-%m-%d %H:%M %Z"),
               "- system: %s %s, Python %s" % (uname[0], uname[2], sys.version.split()[0]),
               "- shell: the bash tool runs %s -c; the user's login shell is %s" % (
-                  shell, os.environ.get("SHELL") or "unknown"),
+                  TOOL_SHELL, os.environ.get("SHELL") or "unknown"),
               "- working directory: %s" % cwd]
     skills = find_skills(cfg.skills_dir)
     if skills:
@@ -1434,8 +1427,7 @@ class Session:
             try:        # one process per session: an advisory lock, held while the file is open
                 fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                os.close(self.fd)
-                self.fd = None
+                self.close()
                 raise SessionBusy("session %s is in use by another grok process" % self.id)
             size = os.fstat(self.fd).st_size
             if size and os.pread(self.fd, 1, size - 1) != b"\n":     # a torn last line (a crash)
@@ -1466,8 +1458,7 @@ class Session:
             self.fd = None
 
     def read(self):
-        """The file's records (JSONL). A session the bash grok saved, ID.json ({session_id, messages,
-        working_dir, saved}), is read as it is (`legacy`), as the records of ours it amounts to."""
+        """The records (JSONL); a session of the bash grok (ID.json: `legacy`) as the records it makes."""
         problem = data_dir_problem(os.path.dirname(self.dir))
         if problem:
             raise UserError(problem)
