@@ -1027,8 +1027,8 @@ def approval_text(call, full=False):
         state = "a new file" if not os.path.exists(path) else "replaces the file" + ("; the changes" if old else "")
         head = "write_file %s (%d bytes, %s)" % (path, len(body.encode("utf-8", "replace")), state)
         if old is not None:
-            body = "".join(difflib.unified_diff(old.splitlines(True), body.splitlines(True), "now", "new"))
-            body = body or "(no change)"
+            diff = difflib.unified_diff(old.splitlines(True), body.splitlines(True), "now", "new")
+            body = "".join(diff) or "(no change)"
     text = visible(body[:-1] if body.endswith("\n") else body)
     shown = text if full else "\n".join(text.split("\n")[:APPROVAL_LINES])[:APPROVAL_CHARS]
     lines = [visible(head, newlines=False)] + ["  " + line for line in shown.split("\n") if body]
