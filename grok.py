@@ -3090,9 +3090,10 @@ class AcpSession(UI):
         return call_id
 
     def stop(self):
-        """Cancel the running turn: the model call, running tools, a pending approval."""
-        self.cancel_requested = True
-        self.agent.stop()
+        """Cancel the running turn, if one runs: the model call, running tools, a pending approval."""
+        if self.busy:
+            self.cancel_requested = True
+            self.agent.stop()
 
     def close_open_calls(self, reason):
         for call_id in self.fields:
@@ -3196,10 +3197,10 @@ class AcpServer:
     def __init__(self, cfg, out):
         self.cfg, self.out = cfg, out
         self.sessions = {}
+        import itertools
+        self.request_ids = itertools.count(1)   # next() and the dict's get/pop are atomic: no lock
         self.pending = {}               # id of a request we sent -> [Event, answer]
-        self.request_id = 0
         self.workers = []
-        self.lock = threading.Lock()
         self.write_lock = threading.Lock()
         self.closed = threading.Event()     # stdin ended or stdout broke: nobody can answer
         self.methods = {"initialize": self.initialize, "authenticate": self.authenticate,
@@ -3230,20 +3231,17 @@ class AcpServer:
     def notify(self, method, params):
         self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
-    def request(self, method, params, cancel=None):
+    def request(self, method, params, cancel):
         """Ask the client and wait for its answer message; None if cancelled or closed."""
-        with self.lock:
-            self.request_id += 1
-            request_id = self.request_id
-            slot = self.pending[request_id] = [threading.Event(), None]
+        request_id = next(self.request_ids)
+        slot = self.pending[request_id] = [threading.Event(), None]
         self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
         try:
             while not slot[0].wait(0.05):
-                if self.closed.is_set() or (cancel is not None and cancel.is_set()):
+                if self.closed.is_set() or cancel.is_set():
                     return None
         finally:
-            with self.lock:
-                self.pending.pop(request_id, None)
+            self.pending.pop(request_id, None)
         return slot[1]
 
     def log(self, text):
@@ -3287,8 +3285,7 @@ class AcpServer:
 
     def answered(self, message):
         """The client's answer to a request of ours: it wakes the thread waiting for it."""
-        with self.lock:
-            slot = self.pending.get(message["id"]) if isinstance(message["id"], (str, int)) else None
+        slot = self.pending.get(message["id"]) if isinstance(message["id"], (str, int)) else None
         if slot is not None:
             slot[1] = message
             slot[0].set()
@@ -3428,11 +3425,9 @@ class AcpServer:
         text = acp_prompt_text(blocks)
         if not text.strip():
             raise RpcError(INVALID_PARAMS, "Invalid params: the prompt has no text")
-        with self.lock:
-            if session.busy:
-                raise RpcError(INVALID_REQUEST, "session %s is already running a prompt" % session.id)
-            session.busy = True
-            session.cancel_requested = False
+        if session.busy:        # set here, on the main thread, and cleared only by the turn's worker
+            raise RpcError(INVALID_REQUEST, "session %s is already running a prompt" % session.id)
+        session.busy, session.cancel_requested = True, False
         worker = threading.Thread(target=self.run_prompt, args=(session, request_id, text), daemon=True)
         self.workers = [w for w in self.workers if w.is_alive()] + [worker]
         worker.start()
@@ -3448,8 +3443,7 @@ class AcpServer:
         except Exception as e:
             reason, note, error = self.turn_failure(session, e)
         session.close_open_calls("not run: the turn ended (%s)" % (reason or "error"))
-        with self.lock:
-            session.busy = False
+        session.busy = False
         if error is not None:
             return self.respond(request_id, error=error.payload())
         meta = session.turn_meta()
@@ -3471,14 +3465,13 @@ class AcpServer:
 
     def cancel(self, params, request_id=None):
         session = self.sessions.get(params.get("sessionId"))
-        if session is not None and session.busy:
+        if session is not None:
             session.stop()
 
     def stop_all(self):
         self.closed.set()
         for session in list(self.sessions.values()):
-            if session.busy:
-                session.stop()
+            session.stop()
 
     def shutdown(self):
         self.stop_all()
