@@ -3057,8 +3057,7 @@ def split_tool_results(text, calls):
 
 
 class AcpSession(UI):
-    """One ACP session: its Agent, and the UI hooks that turn a turn into session/update
-    notifications and permission requests."""
+    """One ACP session: its Agent, and UI hooks that send its turns as session/update notifications."""
 
     def __init__(self, server):
         self.server, self.id, self.agent = server, None, None
@@ -3303,8 +3302,7 @@ class AcpServer:
             self.respond(request_id, result)
 
     def rpc_error(self, e):
-        """The error to answer for an exception: an RpcError as it is, a GrokError's message, else
-        an internal error (logged, with the traceback under GROK_DEBUG)."""
+        """The error to answer for e; an unexpected one is also logged (its traceback under GROK_DEBUG)."""
         if isinstance(e, (RpcError, GrokError)):
             return e if isinstance(e, RpcError) else RpcError(INTERNAL_ERROR, str(e))
         if os.environ.get("GROK_DEBUG"):
@@ -3500,8 +3498,7 @@ def acp_main(cfg):
 # --------------------------------------------------------------------------
 
 def arg_parser(prog="grok", description=None):
-    """argparse with the flags both scripts share, imported only when needed; a bad flag is a
-    UserError (exit 1, not argparse's 2)."""
+    """argparse (imported when needed) with both scripts' flags; a bad flag is a UserError (exit 1, not 2)."""
     import argparse
 
     class Parser(argparse.ArgumentParser):
