@@ -22,9 +22,7 @@ import time
 
 __version__ = "0.1.0"
 
-# --------------------------------------------------------------------------
-# Constants and configuration
-# --------------------------------------------------------------------------
+# --- Constants and configuration ---
 
 DEFAULT_BASE_URL = "https://api.x.ai/v1"
 DEFAULT_MODEL = "grok-4.3"
@@ -279,9 +277,7 @@ def usage_cost(model, usage, prices=None):
     return ((n["input"] - cached) * p_in + cached * p_cached + (n["output"] + n["reasoning"]) * p_out) / 1e6, True
 
 
-# --------------------------------------------------------------------------
-# Errors: one root, a subclass per exit code (SPEC section 8)
-# --------------------------------------------------------------------------
+# --- Errors: one root, a subclass per exit code ---
 
 class GrokError(Exception):
     exit_code = 4
@@ -352,9 +348,7 @@ class StreamBroken(Exception):
     """An SSE stream ended before the reply was complete."""
 
 
-# --------------------------------------------------------------------------
-# Secrets: scrubbed from tool output, arguments shown, and error text
-# --------------------------------------------------------------------------
+# --- Secrets: scrubbed from tool output, arguments shown, and error text ---
 
 _SECRET_PATTERNS = None
 SECRETS = set()         # the configured key and URL password: Config adds them
@@ -406,9 +400,7 @@ def visible(text, newlines=True):
                   lambda m: ("\\x%02x" if ord(m.group()) < 256 else "\\u%04x") % ord(m.group()), text)
 
 
-# --------------------------------------------------------------------------
-# HTTP client: keep-alive, retries with backoff, SSE
-# --------------------------------------------------------------------------
+# --- HTTP client: keep-alive, retries with backoff, SSE ---
 
 def json_bytes(obj):
     """UTF-8 JSON for the wire and the session file. A lone surrogate (from a non-UTF-8 file
@@ -869,9 +861,7 @@ class ResponseStreamer:
             return raw.replace("\\", "")
 
 
-# --------------------------------------------------------------------------
-# The JSON contract (SPEC section 4)
-# --------------------------------------------------------------------------
+# --- The JSON contract ---
 
 class ContractError(Exception):
     """A reply that breaks the contract; the message goes back to the model."""
@@ -986,9 +976,7 @@ def corrective_message(problem):
             % problem)
 
 
-# --------------------------------------------------------------------------
-# Tools: one function each, one dict to dispatch (SPEC section 5)
-# --------------------------------------------------------------------------
+# --- Tools: one function each, one dict to dispatch ---
 
 class ToolResult:
     def __init__(self, output, ok=True):
@@ -1312,9 +1300,7 @@ def key_arg(name, args):
     return " ".join(value.split()) if "\n" in value else value
 
 
-# --------------------------------------------------------------------------
-# System prompt: contract, tools, runtime info, skills, project rules
-# --------------------------------------------------------------------------
+# --- System prompt: contract, tools, runtime info, skills, project rules ---
 
 def front_matter(text):
     """name/description from a '---' header, else the first heading and line."""
@@ -1434,9 +1420,7 @@ def build_system_prompt(cfg, contract=MINIMAL, cwd=None):
     return "\n".join(parts)
 
 
-# --------------------------------------------------------------------------
-# Sessions: append-only JSONL, 0600 in a 0700 directory (SPEC section 6)
-# --------------------------------------------------------------------------
+# --- Sessions: append-only JSONL, 0600 in a 0700 directory ---
 
 def new_session_id():
     return time.strftime("%Y%m%d-%H%M%S-") + os.urandom(3).hex()
@@ -1603,9 +1587,7 @@ def latest_session_id(directory):
     return next((s[0] for s in list_sessions(directory) if s[2]), None)
 
 
-# --------------------------------------------------------------------------
-# The loop: run_turn() -> step() -> query() + execute()
-# --------------------------------------------------------------------------
+# --- The loop: run_turn() -> query() + execute() ---
 
 class UI:
     """What a front end sees of a turn; every hook is optional. stream_reset(): a reply starts (over), what
@@ -2263,21 +2245,14 @@ def api_error(e, cfg):
     return UserError("the request was rejected (HTTP %d): %s%s" % (e.status, msg, hint))
 
 
-# --------------------------------------------------------------------------
-# Front end: the interactive REPL (minimal mode)
-# --------------------------------------------------------------------------
+# --- Front end: the interactive REPL (minimal mode) ---
 
 def tolerate_unencodable(stream):
-    """Print "?" for what the stream cannot encode (a lone surrogate from a non-UTF-8 file
-    name, or any non-ASCII text on an ASCII terminal) instead of failing the turn."""
+    """Print "?" for what the stream cannot encode (a lone surrogate, non-ASCII text on an ASCII terminal)."""
     try:
         stream.reconfigure(errors="replace")
     except (AttributeError, ValueError, OSError):
         pass
-
-
-def use_color(stream):
-    return not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb" and stream.isatty()
 
 
 def ask_tty(prompt):
@@ -2387,7 +2362,7 @@ class TerminalUI(UI):
         self.out = out or sys.stdout
         for stream in (self.out, sys.stderr):
             tolerate_unencodable(stream)
-        self.color = use_color(self.out)
+        self.color = not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb" and self.out.isatty()
         self.streamed = False
         self.lock = threading.RLock()       # the waiting line is redrawn from its own thread
         self.waiter = None
@@ -2443,10 +2418,8 @@ class TerminalUI(UI):
         self.waiting(lambda seconds: "..." + (" %ds" % seconds if seconds else ""))
 
     def stream_text(self, text, final_hint):
-        if not self.streamed:
-            self.write("\n")
-            self.streamed = True
-        self.write(visible(text))
+        self.write(("" if self.streamed else "\n") + visible(text))
+        self.streamed = True
 
     def stream_reset(self):
         if self.streamed:
@@ -2504,45 +2477,48 @@ End a line with \\ to go on on the next one; lines pasted together are one messa
 Esc or Ctrl-C cancels the running turn; the conversation is kept."""
 
 
-def setup_readline(path):
+def setup_readline(data_dir):
+    """readline, with the history kept in data_dir; None without readline or a safe data directory."""
+    if data_dir_problem(data_dir):
+        return None
     try:
         import readline
     except ImportError:
         return None
     try:
-        readline.read_history_file(path)
+        readline.read_history_file(os.path.join(data_dir, "history"))
     except OSError:
         pass
     readline.set_history_length(1000)
     return readline
 
 
-def save_history(readline, path):
+def save_history(readline, data_dir):
     """Via a new 0600 temp file and a rename: a symlink planted as `history` is replaced, not followed."""
-    if readline is None or data_dir_problem(os.path.dirname(path)):
+    if readline is None or data_dir_problem(data_dir):
         return
     import tempfile
     try:
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".history-")
+        fd, tmp = tempfile.mkstemp(dir=data_dir, prefix=".history-")
         os.close(fd)
         readline.write_history_file(tmp)
-        os.replace(tmp, path)
+        os.replace(tmp, os.path.join(data_dir, "history"))
     except OSError:
         pass
 
 
 def read_line(interactive, keys, prompt="> "):
-    """One message. Piped: one line. On a terminal, a line typed during the last turn, else several
+    """One message, stripped. Piped: one line. On a terminal, a line typed during the last turn, else several
     when a line ends in \\ (typed on after "... ") or when more lines are already waiting (a paste)."""
     if not interactive:
         line = sys.stdin.readline()
         if not line:
             raise EOFError
-        return line.rstrip("\n")
+        return line.strip()
     line, rest = keys.take()
     if line is not None:
         sys.stdout.write(prompt + line + "\n")
-        return line
+        return line.strip()
     import select
     lines = [rest + input_with_ticks(prompt + rest)]     # an unfinished line typed meanwhile leads on
     while lines[-1].endswith("\\") or select.select([sys.stdin], [], [], 0.01)[0]:
@@ -2552,7 +2528,8 @@ def read_line(interactive, keys, prompt="> "):
             lines.append(input_with_ticks("... " if more else ""))
         except EOFError:
             break
-    return "\n".join(lines)
+    text = "\n".join(lines)
+    return text.rstrip().lstrip("\n") if "\n" in text else text.strip()
 
 
 def input_with_ticks(prompt):
@@ -2560,8 +2537,6 @@ def input_with_ticks(prompt):
     select() and handles signals only when that returns: a Ctrl-C or SIGTERM arriving just
     before it starts waiting would otherwise be seen only at the next key press."""
     import signal
-    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
-        return input(prompt)
     previous = signal.signal(signal.SIGALRM, lambda signum, frame: None)
     signal.setitimer(signal.ITIMER_REAL, 0.25, 0.25)
     try:
@@ -2571,85 +2546,85 @@ def input_with_ticks(prompt):
         signal.signal(signal.SIGALRM, previous)
 
 
-def repl_line(agent, ui, line, commands, help_text):
-    """Run one message or command: "exit" to leave the REPL, else its exit code (0: fine)."""
+def repl_command(agent, ui, name, arg, commands, help_text):
+    if name in ("/help", "/?"):
+        ui.write(help_text + "\n")
+    elif name == "/clear":
+        agent.reset([])
+        agent.context_tokens = 0
+        ui.write("conversation cleared\n")
+    elif name == "/model":
+        agent.model = agent.cfg.model = arg or agent.model
+        ui.write("model: %s (known: %s)\n" % (agent.model, ", ".join(sorted(PRICES))))
+    elif name in commands:
+        commands[name](arg)
+    else:
+        ui.notice("unknown command %s (try /help)" % name)
+
+
+def repl_line(agent, ui, line, keys, commands, help_text):
+    """Run one message or command: "exit" to leave the REPL, else its exit code (0: fine). Ctrl-C must
+    not end the REPL wherever it lands: in a command (/compact), or a second one while a turn is
+    being cancelled (run_turn turns the first into Cancelled)."""
     name, _, arg = line.partition(" ") if line.startswith("/") else ("", "", "")
+    if name in ("/exit", "/quit", "/q"):
+        return "exit"
     try:
-        if name in ("/exit", "/quit", "/q"):
-            return "exit"
-        elif name in ("/help", "/?"):
-            ui.write(help_text + "\n")
-        elif name == "/clear":
-            agent.reset([])
-            agent.context_tokens = 0
-            ui.write("conversation cleared\n")
-        elif name == "/model":
-            agent.model = agent.cfg.model = arg.strip() or agent.model
-            ui.write("model: %s (known: %s)\n" % (agent.model, ", ".join(sorted(PRICES))))
-        elif commands and name in commands:
-            commands[name](arg.strip())
-        elif name:
-            ui.notice("unknown command %s (try /help)" % name)
-        else:
-            agent.run_turn(line)
-    except Cancelled:
+        with keys:
+            if name:
+                repl_command(agent, ui, name, arg.strip(), commands, help_text)
+            elif line.strip():
+                agent.run_turn(line)
+    except (KeyboardInterrupt, Cancelled):
+        if not name:
+            agent.settle_cancelled()        # run_turn settles a cancel too; settling twice is harmless
         ui.notice("(cancelled)")
         return 130
     except GrokError as e:
-        cost = commands and "/cost" in commands and str(e).startswith("cost limit")
+        cost = "/cost" in commands and str(e).startswith("cost limit")
         ui.notice("error: %s%s" % (e, " (raise it with /cost N)" if cost else ""))
         return 0 if name else e.exit_code
     return 0
+
+
+def next_message(ui, interactive, keys, before_prompt):
+    """The next line to run: "" after a Ctrl-C at the prompt, None at the end of the input."""
+    try:
+        if before_prompt:
+            before_prompt()
+        return read_line(interactive, keys)
+    except EOFError:
+        if interactive:
+            ui.write("\n")
+        return None
+    except KeyboardInterrupt:
+        ui.write("\n")
+        return ""
 
 
 def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="grok", first=""):
     """The read-eval-print loop shared by grok and grok-detailed; `first` is sent before the first
     prompt. Piped, the exit code is the last failed turn's (0 if none failed)."""
     interactive = sys.stdin.isatty()
-    history = os.path.join(agent.cfg.data_dir, "history")
-    rl = setup_readline(history) if interactive and not data_dir_problem(agent.cfg.data_dir) else None
+    rl = setup_readline(agent.cfg.data_dir) if interactive else None
     keys = EscKey(sys.stdin.fileno() if interactive else None)
     if interactive:
         ui.write("%s %s · %s · /help for commands, Ctrl-D to quit\n" % (prog, __version__, agent.model))
     status, line = 0, first
     try:
-        while True:
-            # Ctrl-C must not end the REPL wherever it lands: in a command (/compact), or a
-            # second one while a turn is being cancelled (run_turn turns the first into Cancelled).
-            try:
-                with keys:
-                    done = repl_line(agent, ui, line, commands, help_text) if line.strip() else 0
-            except KeyboardInterrupt:
-                if not line.startswith("/"):
-                    agent.settle_cancelled()
-                ui.notice("(cancelled)")
-                done = 130
+        while line is not None:
+            done = repl_line(agent, ui, line, keys, commands or {}, help_text)
             if done == "exit":
-                return 0 if interactive else status
+                break
             status = done or status
-            try:
-                if before_prompt and (interactive or line.strip() and not line.startswith("/")):
-                    before_prompt()     # piped: there is no prompt, so after each turn
-                line = read_line(interactive, keys)
-                line = line.strip() if "\n" not in line else line.rstrip().lstrip("\n")
-            except EOFError:
-                if interactive:
-                    ui.write("\n")
-                return 0 if interactive else status
-            except KeyboardInterrupt:
-                ui.write("\n")
-                line = ""
+            turn = line.strip() and not line.startswith("/")      # piped: no prompt, so after each turn
+            line = next_message(ui, interactive, keys, before_prompt if interactive or turn else None)
     finally:
-        save_history(rl, history)
+        save_history(rl, agent.cfg.data_dir)
+    return 0 if interactive else status
 
 
-# --------------------------------------------------------------------------
-# Front end: headless (seed 002)
-# --------------------------------------------------------------------------
-
-def now_ms():
-    return int(time.time() * 1000)
-
+# --- Front end: headless ---
 
 def event_line(event):
     # ASCII-only JSON: any stdout encoding works, and lone surrogates from the model cannot crash a write.
@@ -2696,45 +2671,33 @@ class OutputClosed(GrokError):
     exit_code = 0
 
 
-SHELL_OPERATORS = frozenset(";&|<>$`()\n")
-
-
 def allow_matches(call, patterns):
-    """--allow: a shell glob on the bash command, a path glob on the other tools' path.
-
-    In a command, `*` must not stand for shell operators: `git *` allows `git log`, not
-    `git log; rm -rf ~`; every operator in the command has to be written in the pattern
-    (or the pattern is `*`). A path is matched once resolved (`..` and symlinks followed):
-    a relative pattern only inside the working directory, an absolute one anywhere."""
+    """--allow: a shell glob on the bash command, a path glob on the other tools' path. In a command,
+    `*` does not stand for shell operators: `git *` allows `git log`, not `git log; rm -rf ~` (every
+    operator in the command is in the pattern, or the pattern is `*`). A path is matched resolved
+    (`..` and symlinks followed): a relative pattern only inside the working directory."""
     import fnmatch
     value = call.args.get("command" if call.name == "bash" else "path") or ("." if call.name == "list_files" else "")
     if not isinstance(value, str) or not value:
         return False
     if call.name == "bash":
-        ops = SHELL_OPERATORS.intersection(value)
+        ops = set(";&|<>$`()\n").intersection(value)
         return any(p == "*" or (fnmatch.fnmatchcase(value, p) and ops <= set(p)) for p in patterns)
     full, root = canonical(call.cwd, value), os.path.realpath(call.cwd)
-    for p in map(os.path.expanduser, patterns):
-        if path_glob(os.path.normpath(p), full if os.path.isabs(p) else os.path.relpath(full, root)
-                     if inside(full, root) else "\0"):
-            return True
-    return False
+    relative = os.path.relpath(full, root) if inside(full, root) else "\0"
+    return any(path_glob(os.path.normpath(p), full if os.path.isabs(p) else relative)
+               for p in map(os.path.expanduser, patterns))
 
 
 class HeadlessUI(UI):
-    """`grok -p`: the JSONL event stream of seed 002 on stdout (--format json), the answer alone with progress
-    on stderr (--format text), or xAI's CLI's thought/text/end/error events (--output-format streaming-json)."""
+    """`grok -p`: the JSONL event stream on stdout (--format json), the answer alone with progress on
+    stderr (--format text), or xAI's CLI's thought/text/end/error events (--output-format streaming-json).
+    Every hook runs on the main thread, so events never interleave."""
 
     def __init__(self, fmt, allow, always_approve):
         self.json, self.events = fmt == "json", fmt == "streaming-json"
-        self.last = {}
-        self.allow = allow or []
-        self.always_approve = always_approve
-        self.session_id = None
-        self.step = 0
-        # Tools finish in threads: one lock keeps every event one whole line, never two at once.
-        self.lock = threading.RLock()
-        self.closed = False         # after the final error event nothing more is written
+        self.allow, self.always_approve = allow or [], always_approve
+        self.session_id, self.step, self.last = None, 0, {}
         self.pipe_gone = False      # the reader of stdout went away
         self.partial = False        # a write was cut off mid-line (an interrupt)
         self.printed = ""           # text mode: the answer text already on stdout
@@ -2743,33 +2706,28 @@ class HeadlessUI(UI):
         self.shown = visible if not self.json and sys.stdout.isatty() else str     # the answer on a terminal
 
     def write(self, text):
-        with self.lock:
-            if self.closed or self.pipe_gone:
-                if self.pipe_gone and threading.current_thread() is threading.main_thread():
-                    raise OutputClosed("stdout was closed")
-                return
-            try:
-                if self.partial:
-                    text = "\n" + text
-                self.partial = True
-                sys.stdout.write(text)
-                sys.stdout.flush()
-                self.partial = False
-            except BrokenPipeError:
-                self.pipe_gone, self.partial = True, False
-                silence()
-                if threading.current_thread() is threading.main_thread():
-                    raise OutputClosed("stdout was closed")
+        if self.pipe_gone:
+            raise OutputClosed("stdout was closed")
+        text, self.partial = "\n" + text if self.partial else text, True
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            self.pipe_gone = True
+            silence()
+            raise OutputClosed("stdout was closed")
+        self.partial = False
 
     def emit(self, kind, **fields):
-        with self.lock:     # stamped under the lock, so timestamps never go back in the stream
-            event = {"type": kind} if self.events else {"type": kind, "timestamp": now_ms()}
-            if self.session_id and not self.events:
+        event = {"type": kind}
+        if not self.events:
+            event["timestamp"] = int(time.time() * 1000)
+            if self.session_id:
                 event["sessionID"] = self.session_id
-            if kind != "error" and not self.events:
+            if kind != "error":
                 event["stepNumber"] = self.step
-            event.update(fields)
-            self.write(event_line(scrub_all(event)))
+        event.update(fields)
+        self.write(event_line(scrub_all(event)))
 
     def out(self, text):
         """Answer text: on stdout (escapes made visible on a terminal), or as a `text` event."""
@@ -2791,14 +2749,11 @@ class HeadlessUI(UI):
                 self.emit("error", message=message)
             except OutputClosed:
                 pass
-        with self.lock:
-            self.closed = True
         self.notice("grok: %s" % message)
         return code
 
     def step_start(self, step):
-        self.step = step
-        self.attempt = ""
+        self.step, self.attempt = step, ""
         if self.json:
             self.emit("step_start")
 
@@ -2840,15 +2795,14 @@ class HeadlessUI(UI):
             self.emit("step_finish", finishReason=info["finish_reason"], usage=event_usage(info["tokens"], info["cost"]))
 
     def answer(self, text):
-        end = "" if self.events else "\n"
         if self.json:
             return
-        if text.startswith(self.printed):
-            if text[len(self.printed):] + end:
-                self.out(text[len(self.printed):] + end)
-        else:       # the streamed text was not the answer after all (a reply that broke the contract)
+        end = "" if self.events else "\n"
+        if not text.startswith(self.printed):       # a reply that broke the contract streamed other text
             self.notice("warning: text streamed to stdout was not the final answer; the answer follows it")
             self.out(end + text + end)
+        elif text[len(self.printed):] + end:
+            self.out(text[len(self.printed):] + end)
 
     def notice(self, text):
         sys.stderr.write(visible(scrub(text)) + "\n")
@@ -2863,7 +2817,7 @@ class HeadlessUI(UI):
 
 
 def event_usage(n, cost_usd):
-    """usage_numbers() for events; reasoning is billed as output; costUsdTicks is in 1e-6 USD (seed 002)."""
+    """usage_numbers() for events; reasoning is billed as output; costUsdTicks is in 1e-6 USD."""
     return {"inputTokens": int(n["input"]), "outputTokens": int(n["output"] + n["reasoning"]),
             "totalTokens": int(n["total"]), "costUsdTicks": int(round(cost_usd * 1e6))}
 
@@ -2950,9 +2904,7 @@ def open_agent(cfg, ui, contract, args, new_if_busy=False):
     return Agent(cfg, ui, contract)
 
 
-# --------------------------------------------------------------------------
-# Front end: ACP server (Agent Client Protocol v1, seed 004)
-# --------------------------------------------------------------------------
+# --- Front end: ACP server (Agent Client Protocol v1) ---
 # Newline-delimited JSON-RPC 2.0 on stdin/stdout. The main thread reads; each
 # session/prompt runs in a worker thread that streams session/update
 # notifications and, for approvals, asks the client and waits for its answer.
@@ -3493,9 +3445,7 @@ def acp_main(cfg):
     return 0
 
 
-# --------------------------------------------------------------------------
-# main
-# --------------------------------------------------------------------------
+# --- main ---
 
 def arg_parser(prog="grok", description=None):
     """argparse (imported when needed) with both scripts' flags; a bad flag is a UserError (exit 1, not 2)."""
@@ -3688,7 +3638,8 @@ def main(argv=None):
     def on_error(message):
         if json_errors[0]:
             try:
-                sys.stdout.write(event_line({"type": "error", "timestamp": now_ms(), "message": scrub(message)}))
+                sys.stdout.write(event_line({"type": "error", "timestamp": int(time.time() * 1000),
+                                             "message": scrub(message)}))
                 sys.stdout.flush()
             except OSError:
                 silence()
