@@ -2220,16 +2220,11 @@ def api_error(e, cfg):
 # --- Front end: the interactive REPL (minimal mode) ---
 
 def tolerate_unencodable(stream):
-    """Print "?" for what the stream cannot encode (a lone surrogate from a non-UTF-8 file
-    name, or any non-ASCII text on an ASCII terminal) instead of failing the turn."""
+    """Print "?" for what the stream cannot encode (a lone surrogate, non-ASCII text on an ASCII terminal)."""
     try:
         stream.reconfigure(errors="replace")
     except (AttributeError, ValueError, OSError):
         pass
-
-
-def use_color(stream):
-    return not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb" and stream.isatty()
 
 
 def ask_tty(prompt):
@@ -2339,7 +2334,7 @@ class TerminalUI(UI):
         self.out = out or sys.stdout
         for stream in (self.out, sys.stderr):
             tolerate_unencodable(stream)
-        self.color = use_color(self.out)
+        self.color = not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb" and self.out.isatty()
         self.streamed = False
         self.lock = threading.RLock()       # the waiting line is redrawn from its own thread
         self.waiter = None
@@ -2395,10 +2390,8 @@ class TerminalUI(UI):
         self.waiting(lambda seconds: "..." + (" %ds" % seconds if seconds else ""))
 
     def stream_text(self, text, final_hint):
-        if not self.streamed:
-            self.write("\n")
-            self.streamed = True
-        self.write(visible(text))
+        self.write(("" if self.streamed else "\n") + visible(text))
+        self.streamed = True
 
     def stream_reset(self):
         if self.streamed:
@@ -2456,45 +2449,48 @@ End a line with \\ to go on on the next one; lines pasted together are one messa
 Esc or Ctrl-C cancels the running turn; the conversation is kept."""
 
 
-def setup_readline(path):
+def setup_readline(data_dir):
+    """readline, with the history kept in data_dir; None without readline or a safe data directory."""
+    if data_dir_problem(data_dir):
+        return None
     try:
         import readline
     except ImportError:
         return None
     try:
-        readline.read_history_file(path)
+        readline.read_history_file(os.path.join(data_dir, "history"))
     except OSError:
         pass
     readline.set_history_length(1000)
     return readline
 
 
-def save_history(readline, path):
+def save_history(readline, data_dir):
     """Via a new 0600 temp file and a rename: a symlink planted as `history` is replaced, not followed."""
-    if readline is None or data_dir_problem(os.path.dirname(path)):
+    if readline is None or data_dir_problem(data_dir):
         return
     import tempfile
     try:
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".history-")
+        fd, tmp = tempfile.mkstemp(dir=data_dir, prefix=".history-")
         os.close(fd)
         readline.write_history_file(tmp)
-        os.replace(tmp, path)
+        os.replace(tmp, os.path.join(data_dir, "history"))
     except OSError:
         pass
 
 
 def read_line(interactive, keys, prompt="> "):
-    """One message. Piped: one line. On a terminal, a line typed during the last turn, else several
+    """One message, stripped. Piped: one line. On a terminal, a line typed during the last turn, else several
     when a line ends in \\ (typed on after "... ") or when more lines are already waiting (a paste)."""
     if not interactive:
         line = sys.stdin.readline()
         if not line:
             raise EOFError
-        return line.rstrip("\n")
+        return line.strip()
     line, rest = keys.take()
     if line is not None:
         sys.stdout.write(prompt + line + "\n")
-        return line
+        return line.strip()
     import select
     lines = [rest + input_with_ticks(prompt + rest)]     # an unfinished line typed meanwhile leads on
     while lines[-1].endswith("\\") or select.select([sys.stdin], [], [], 0.01)[0]:
@@ -2504,7 +2500,8 @@ def read_line(interactive, keys, prompt="> "):
             lines.append(input_with_ticks("... " if more else ""))
         except EOFError:
             break
-    return "\n".join(lines)
+    text = "\n".join(lines)
+    return text.rstrip().lstrip("\n") if "\n" in text else text.strip()
 
 
 def input_with_ticks(prompt):
@@ -2512,8 +2509,6 @@ def input_with_ticks(prompt):
     select() and handles signals only when that returns: a Ctrl-C or SIGTERM arriving just
     before it starts waiting would otherwise be seen only at the next key press."""
     import signal
-    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
-        return input(prompt)
     previous = signal.signal(signal.SIGALRM, lambda signum, frame: None)
     signal.setitimer(signal.ITIMER_REAL, 0.25, 0.25)
     try:
@@ -2523,83 +2518,85 @@ def input_with_ticks(prompt):
         signal.signal(signal.SIGALRM, previous)
 
 
-def repl_line(agent, ui, line, commands, help_text):
-    """Run one message or command: "exit" to leave the REPL, else its exit code (0: fine)."""
+def repl_command(agent, ui, name, arg, commands, help_text):
+    if name in ("/help", "/?"):
+        ui.write(help_text + "\n")
+    elif name == "/clear":
+        agent.reset([])
+        agent.context_tokens = 0
+        ui.write("conversation cleared\n")
+    elif name == "/model":
+        agent.model = agent.cfg.model = arg or agent.model
+        ui.write("model: %s (known: %s)\n" % (agent.model, ", ".join(sorted(PRICES))))
+    elif name in commands:
+        commands[name](arg)
+    else:
+        ui.notice("unknown command %s (try /help)" % name)
+
+
+def repl_line(agent, ui, line, keys, commands, help_text):
+    """Run one message or command: "exit" to leave the REPL, else its exit code (0: fine). Ctrl-C must
+    not end the REPL wherever it lands: in a command (/compact), or a second one while a turn is
+    being cancelled (run_turn turns the first into Cancelled)."""
     name, _, arg = line.partition(" ") if line.startswith("/") else ("", "", "")
+    if name in ("/exit", "/quit", "/q"):
+        return "exit"
     try:
-        if name in ("/exit", "/quit", "/q"):
-            return "exit"
-        elif name in ("/help", "/?"):
-            ui.write(help_text + "\n")
-        elif name == "/clear":
-            agent.reset([])
-            agent.context_tokens = 0
-            ui.write("conversation cleared\n")
-        elif name == "/model":
-            agent.model = agent.cfg.model = arg.strip() or agent.model
-            ui.write("model: %s (known: %s)\n" % (agent.model, ", ".join(sorted(PRICES))))
-        elif commands and name in commands:
-            commands[name](arg.strip())
-        elif name:
-            ui.notice("unknown command %s (try /help)" % name)
-        else:
-            agent.run_turn(line)
-    except Cancelled:
+        with keys:
+            if name:
+                repl_command(agent, ui, name, arg.strip(), commands, help_text)
+            elif line.strip():
+                agent.run_turn(line)
+    except (KeyboardInterrupt, Cancelled):
+        if not name:
+            agent.settle_cancelled()        # run_turn settles a cancel too; settling twice is harmless
         ui.notice("(cancelled)")
         return 130
     except GrokError as e:
-        cost = commands and "/cost" in commands and str(e).startswith("cost limit")
+        cost = "/cost" in commands and str(e).startswith("cost limit")
         ui.notice("error: %s%s" % (e, " (raise it with /cost N)" if cost else ""))
         return 0 if name else e.exit_code
     return 0
+
+
+def next_message(ui, interactive, keys, before_prompt):
+    """The next line to run: "" after a Ctrl-C at the prompt, None at the end of the input."""
+    try:
+        if before_prompt:
+            before_prompt()
+        return read_line(interactive, keys)
+    except EOFError:
+        if interactive:
+            ui.write("\n")
+        return None
+    except KeyboardInterrupt:
+        ui.write("\n")
+        return ""
 
 
 def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="grok", first=""):
     """The read-eval-print loop shared by grok and grok-detailed; `first` is sent before the first
     prompt. Piped, the exit code is the last failed turn's (0 if none failed)."""
     interactive = sys.stdin.isatty()
-    history = os.path.join(agent.cfg.data_dir, "history")
-    rl = setup_readline(history) if interactive and not data_dir_problem(agent.cfg.data_dir) else None
+    rl = setup_readline(agent.cfg.data_dir) if interactive else None
     keys = EscKey(sys.stdin.fileno() if interactive else None)
     if interactive:
         ui.write("%s %s · %s · /help for commands, Ctrl-D to quit\n" % (prog, __version__, agent.model))
     status, line = 0, first
     try:
-        while True:
-            # Ctrl-C must not end the REPL wherever it lands: in a command (/compact), or a
-            # second one while a turn is being cancelled (run_turn turns the first into Cancelled).
-            try:
-                with keys:
-                    done = repl_line(agent, ui, line, commands, help_text) if line.strip() else 0
-            except KeyboardInterrupt:
-                if not line.startswith("/"):
-                    agent.settle_cancelled()
-                ui.notice("(cancelled)")
-                done = 130
+        while line is not None:
+            done = repl_line(agent, ui, line, keys, commands or {}, help_text)
             if done == "exit":
-                return 0 if interactive else status
+                break
             status = done or status
-            try:
-                if before_prompt and (interactive or line.strip() and not line.startswith("/")):
-                    before_prompt()     # piped: there is no prompt, so after each turn
-                line = read_line(interactive, keys)
-                line = line.strip() if "\n" not in line else line.rstrip().lstrip("\n")
-            except EOFError:
-                if interactive:
-                    ui.write("\n")
-                return 0 if interactive else status
-            except KeyboardInterrupt:
-                ui.write("\n")
-                line = ""
+            turn = line.strip() and not line.startswith("/")      # piped: no prompt, so after each turn
+            line = next_message(ui, interactive, keys, before_prompt if interactive or turn else None)
     finally:
-        save_history(rl, history)
+        save_history(rl, agent.cfg.data_dir)
+    return 0 if interactive else status
 
 
 # --- Front end: headless ---
-
-def now_ms():
-    return int(time.time() * 1000)
-
 
 def event_line(event):
     # ASCII-only JSON: any stdout encoding works, and lone surrogates from the model cannot crash a write.
@@ -2646,45 +2643,33 @@ class OutputClosed(GrokError):
     exit_code = 0
 
 
-SHELL_OPERATORS = frozenset(";&|<>$`()\n")
-
-
 def allow_matches(call, patterns):
-    """--allow: a shell glob on the bash command, a path glob on the other tools' path.
-
-    In a command, `*` must not stand for shell operators: `git *` allows `git log`, not
-    `git log; rm -rf ~`; every operator in the command has to be written in the pattern
-    (or the pattern is `*`). A path is matched once resolved (`..` and symlinks followed):
-    a relative pattern only inside the working directory, an absolute one anywhere."""
+    """--allow: a shell glob on the bash command, a path glob on the other tools' path. In a command,
+    `*` does not stand for shell operators: `git *` allows `git log`, not `git log; rm -rf ~` (every
+    operator in the command is in the pattern, or the pattern is `*`). A path is matched resolved
+    (`..` and symlinks followed): a relative pattern only inside the working directory."""
     import fnmatch
     value = call.args.get("command" if call.name == "bash" else "path") or ("." if call.name == "list_files" else "")
     if not isinstance(value, str) or not value:
         return False
     if call.name == "bash":
-        ops = SHELL_OPERATORS.intersection(value)
+        ops = set(";&|<>$`()\n").intersection(value)
         return any(p == "*" or (fnmatch.fnmatchcase(value, p) and ops <= set(p)) for p in patterns)
     full, root = canonical(call.cwd, value), os.path.realpath(call.cwd)
-    for p in map(os.path.expanduser, patterns):
-        if path_glob(os.path.normpath(p), full if os.path.isabs(p) else os.path.relpath(full, root)
-                     if inside(full, root) else "\0"):
-            return True
-    return False
+    relative = os.path.relpath(full, root) if inside(full, root) else "\0"
+    return any(path_glob(os.path.normpath(p), full if os.path.isabs(p) else relative)
+               for p in map(os.path.expanduser, patterns))
 
 
 class HeadlessUI(UI):
-    """`grok -p`: the JSONL event stream of seed 002 on stdout (--format json), the answer alone with progress
-    on stderr (--format text), or xAI's CLI's thought/text/end/error events (--output-format streaming-json)."""
+    """`grok -p`: the JSONL event stream on stdout (--format json), the answer alone with progress on
+    stderr (--format text), or xAI's CLI's thought/text/end/error events (--output-format streaming-json).
+    Every hook runs on the main thread, so events never interleave."""
 
     def __init__(self, fmt, allow, always_approve):
         self.json, self.events = fmt == "json", fmt == "streaming-json"
-        self.last = {}
-        self.allow = allow or []
-        self.always_approve = always_approve
-        self.session_id = None
-        self.step = 0
-        # Tools finish in threads: one lock keeps every event one whole line, never two at once.
-        self.lock = threading.RLock()
-        self.closed = False         # after the final error event nothing more is written
+        self.allow, self.always_approve = allow or [], always_approve
+        self.session_id, self.step, self.last = None, 0, {}
         self.pipe_gone = False      # the reader of stdout went away
         self.partial = False        # a write was cut off mid-line (an interrupt)
         self.printed = ""           # text mode: the answer text already on stdout
@@ -2693,33 +2678,28 @@ class HeadlessUI(UI):
         self.shown = visible if not self.json and sys.stdout.isatty() else str     # the answer on a terminal
 
     def write(self, text):
-        with self.lock:
-            if self.closed or self.pipe_gone:
-                if self.pipe_gone and threading.current_thread() is threading.main_thread():
-                    raise OutputClosed("stdout was closed")
-                return
-            try:
-                if self.partial:
-                    text = "\n" + text
-                self.partial = True
-                sys.stdout.write(text)
-                sys.stdout.flush()
-                self.partial = False
-            except BrokenPipeError:
-                self.pipe_gone, self.partial = True, False
-                silence()
-                if threading.current_thread() is threading.main_thread():
-                    raise OutputClosed("stdout was closed")
+        if self.pipe_gone:
+            raise OutputClosed("stdout was closed")
+        text, self.partial = "\n" + text if self.partial else text, True
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            self.pipe_gone = True
+            silence()
+            raise OutputClosed("stdout was closed")
+        self.partial = False
 
     def emit(self, kind, **fields):
-        with self.lock:     # stamped under the lock, so timestamps never go back in the stream
-            event = {"type": kind} if self.events else {"type": kind, "timestamp": now_ms()}
-            if self.session_id and not self.events:
+        event = {"type": kind}
+        if not self.events:
+            event["timestamp"] = int(time.time() * 1000)
+            if self.session_id:
                 event["sessionID"] = self.session_id
-            if kind != "error" and not self.events:
+            if kind != "error":
                 event["stepNumber"] = self.step
-            event.update(fields)
-            self.write(event_line(scrub_all(event)))
+        event.update(fields)
+        self.write(event_line(scrub_all(event)))
 
     def out(self, text):
         """Answer text: on stdout (escapes made visible on a terminal), or as a `text` event."""
@@ -2741,14 +2721,11 @@ class HeadlessUI(UI):
                 self.emit("error", message=message)
             except OutputClosed:
                 pass
-        with self.lock:
-            self.closed = True
         self.notice("grok: %s" % message)
         return code
 
     def step_start(self, step):
-        self.step = step
-        self.attempt = ""
+        self.step, self.attempt = step, ""
         if self.json:
             self.emit("step_start")
 
@@ -2790,15 +2767,14 @@ class HeadlessUI(UI):
             self.emit("step_finish", finishReason=info["finish_reason"], usage=event_usage(info["tokens"], info["cost"]))
 
     def answer(self, text):
-        end = "" if self.events else "\n"
         if self.json:
             return
-        if text.startswith(self.printed):
-            if text[len(self.printed):] + end:
-                self.out(text[len(self.printed):] + end)
-        else:       # the streamed text was not the answer after all (a reply that broke the contract)
+        end = "" if self.events else "\n"
+        if not text.startswith(self.printed):       # a reply that broke the contract streamed other text
             self.notice("warning: text streamed to stdout was not the final answer; the answer follows it")
             self.out(end + text + end)
+        elif text[len(self.printed):] + end:
+            self.out(text[len(self.printed):] + end)
 
     def notice(self, text):
         sys.stderr.write(visible(scrub(text)) + "\n")
@@ -2813,7 +2789,7 @@ class HeadlessUI(UI):
 
 
 def event_usage(n, cost_usd):
-    """usage_numbers() for events; reasoning is billed as output; costUsdTicks is in 1e-6 USD (seed 002)."""
+    """usage_numbers() for events; reasoning is billed as output; costUsdTicks is in 1e-6 USD."""
     return {"inputTokens": int(n["input"]), "outputTokens": int(n["output"] + n["reasoning"]),
             "totalTokens": int(n["total"]), "costUsdTicks": int(round(cost_usd * 1e6))}
 
@@ -2906,14 +2882,14 @@ def open_agent(cfg, ui, contract, args, new_if_busy=False):
 # notifications and, for approvals, asks the client and waits for its answer.
 
 ACP_VERSION = 1
-PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND = -32700, -32600, -32601
+INVALID_PARAMS, INTERNAL_ERROR = -32602, -32603
 AUTH_REQUIRED, RESOURCE_NOT_FOUND = -32000, -32002      # ACP's own codes
 TOOL_KINDS = {"bash": "execute", "read_file": "read", "write_file": "edit", "list_files": "search",
               "web_search": "fetch", "ask_user": "other"}
-PERMISSION_OPTIONS = [{"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
-                      {"optionId": "allow_always", "name": "Always allow", "kind": "allow_always"},
-                      {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"}]
 PERMISSION_ANSWERS = {"allow_once": "yes", "allow_always": "always", "reject_once": "no"}
+PERMISSION_OPTIONS = [{"optionId": option, "name": name, "kind": option} for option, name in (
+    ("allow_once", "Allow once"), ("allow_always", "Always allow"), ("reject_once", "Reject"))]
 DEFERRED = object()             # a request answered later, from a worker thread
 AUTH_METHODS = {"cached_token": "API key from a .env file", "xai.api_key": "API key from the environment"}
 
@@ -2928,6 +2904,11 @@ class RpcError(Exception):
         if self.data is not None:
             error["data"] = self.data
         return error
+
+
+def text_content(text):
+    """ACP tool call content: one block of text."""
+    return [{"type": "content", "content": {"type": "text", "text": text}}]
 
 
 def acp_tool_fields(name, args, cwd, diff=True):
@@ -3000,61 +2981,47 @@ def split_tool_results(text, calls):
 
 
 class AcpSession(UI):
-    """One ACP session: its Agent, and the UI hooks that turn a turn into session/update
-    notifications and permission requests."""
+    """One ACP session: its Agent, and UI hooks that send its turns as session/update notifications."""
 
     def __init__(self, server):
-        self.server = server
-        self.id = None
-        self.agent = None
-        self.busy = False
-        self.cancel_requested = False
-        self.calls = 0
-        self.lock = threading.Lock()
+        self.server, self.id, self.agent = server, None, None
+        self.busy = self.cancel_requested = False
+        self.calls = 0          # numbers toolCallIds; a turn and session/load never run at once
         self.begin_turn()
 
     def begin_turn(self):
-        self.step = 0
         self.streamed = False
-        self.ids = {}           # (step, index of the call in its reply) -> toolCallId
+        self.ids = []           # the toolCallIds of the last reply's calls, in call order
         self.fields = {}        # toolCallId -> what tool_call announced, for open calls
         self.finish_reason = self.request_id = None
 
     def update(self, session_update, **fields):
-        update = {"sessionUpdate": session_update}
-        update.update(fields)
+        update = dict(sessionUpdate=session_update, **fields)
         self.server.notify("session/update", {"sessionId": self.id, "update": update})
 
     def chunk(self, kind, text):
         self.update(kind, content={"type": "text", "text": text})
 
     def new_call_id(self):
-        with self.lock:
-            self.calls += 1
-            return "call_%d" % self.calls
+        self.calls += 1
+        return "call_%d" % self.calls
 
-    def announce(self, step, index, name, args):
+    def announce(self, name, args):
         call_id = self.new_call_id()
-        self.ids[(step, index)] = call_id
-        fields = acp_tool_fields(name, args, self.agent.cwd)
-        self.fields[call_id] = fields
-        self.update("tool_call", toolCallId=call_id, status="pending", **fields)
+        self.fields[call_id] = acp_tool_fields(name, args, self.agent.cwd)
+        self.update("tool_call", toolCallId=call_id, status="pending", **self.fields[call_id])
         return call_id
 
-    def call_id(self, call):
-        return self.ids.get((self.step, call.index)) or self.announce(self.step, call.index, call.name, call.args)
-
     def stop(self):
-        """Cancel the running turn: the model call, running tools, a pending approval."""
-        self.cancel_requested = True
-        self.agent.stop()
+        """Cancel the running turn, if one runs: the model call, running tools, a pending approval."""
+        if self.busy:
+            self.cancel_requested = True
+            self.agent.stop()
 
     def close_open_calls(self, reason):
-        for call_id in list(self.fields):
-            fields = self.fields.pop(call_id, None)
-            if fields is not None:
-                self.update("tool_call_update", toolCallId=call_id, status="failed",
-                            content=[{"type": "content", "content": {"type": "text", "text": reason}}])
+        for call_id in self.fields:
+            self.update("tool_call_update", toolCallId=call_id, status="failed", content=text_content(reason))
+        self.fields.clear()
 
     def turn_meta(self):
         t = self.agent.turn
@@ -3063,9 +3030,15 @@ class AcpSession(UI):
         return dict(usage, usage=dict(usage), costUsd=round(t["cost"], 8), model=self.agent.model,
                     sessionCostUsd=round(self.agent.cost_usd, 8), requestId=self.request_id)
 
-    # -- UI hooks (called from the worker thread, tool_end also from tool threads)
+    def say(self, reply, streamed=False):
+        """A reply's thinking and, unless it was streamed, its answer."""
+        if isinstance(reply.get("thinking"), str) and reply["thinking"].strip():
+            self.chunk("agent_thought_chunk", reply["thinking"])
+        if reply.get("response") and not streamed:
+            self.chunk("agent_message_chunk", reply["response"])
+
+    # -- UI hooks, called from the worker thread that runs the turn
     def step_start(self, step):
-        self.step = step
         self.streamed = False
         if self.cancel_requested:       # a cancel that came before run_turn() cleared the event
             self.agent.cancel.set()
@@ -3078,40 +3051,35 @@ class AcpSession(UI):
         self.chunk("agent_thought_chunk", text)
 
     def reply(self, reply, step):
-        thinking = reply.get("thinking")
-        if isinstance(thinking, str) and thinking.strip():
-            self.chunk("agent_thought_chunk", thinking)
-        if reply.get("response") and not self.streamed:
-            self.chunk("agent_message_chunk", reply["response"])
-        for index, call in enumerate(reply["tool_calls"]):
-            self.announce(step, index, call["tool"], call["args"])
+        self.say(reply, self.streamed)
+        self.ids = [self.announce(call["tool"], call["args"]) for call in reply["tool_calls"]]
 
     def approve(self, call):
-        call_id = self.call_id(call)
+        call_id = self.ids[call.index]
         if self.agent.cancel.is_set():
             return "no"
-        tool_call = {"toolCallId": call_id, "status": "pending"}
-        tool_call.update(self.fields.get(call_id) or {})
+        tool_call = dict(toolCallId=call_id, status="pending", **self.fields[call_id])
         answer = self.server.request("session/request_permission", {
             "sessionId": self.id, "toolCall": tool_call, "options": PERMISSION_OPTIONS}, cancel=self.agent.cancel)
-        if answer is not None and "error" in answer:
+        if "error" in (answer or {}):
             self.notice("the client failed the permission request: %s" % json.dumps(answer["error"])[:200])
-        outcome = (answer or {}).get("result")
-        outcome = outcome.get("outcome") if isinstance(outcome, dict) else None
-        if isinstance(outcome, dict) and outcome.get("outcome") == "selected":
-            return PERMISSION_ANSWERS.get(outcome.get("optionId"), "no")
+        try:
+            outcome = answer["result"]["outcome"]
+            if outcome["outcome"] == "selected":
+                return PERMISSION_ANSWERS.get(outcome["optionId"], "no")
+        except (TypeError, KeyError):       # no answer (cancelled, client gone) or not an ACP outcome
+            pass
         return "no"
 
     def tool_start(self, call):
-        self.update("tool_call_update", toolCallId=self.call_id(call), status="in_progress")
+        self.update("tool_call_update", toolCallId=self.ids[call.index], status="in_progress")
 
     def tool_end(self, call, result):
-        call_id = self.call_id(call)
-        fields = self.fields.pop(call_id, None) or {}
-        content = [c for c in fields.get("content") or () if c.get("type") == "diff" and result.ok]
-        content.append({"type": "content", "content": {"type": "text", "text": result.output}})
+        call_id = self.ids[call.index]
+        fields = self.fields.pop(call_id, {})
+        diff = fields.get("content", []) if result.ok else []
         self.update("tool_call_update", toolCallId=call_id, status="completed" if result.ok else "failed",
-                    content=content)
+                    content=diff + text_content(result.output))
 
     def step_finish(self, step, info):
         self.finish_reason = info.get("finish_reason")
@@ -3136,16 +3104,13 @@ class AcpSession(UI):
                 reply = parse_reply(content, list(TOOLS))
             except ContractError:
                 continue            # an invalid reply the model was asked to redo
-            if isinstance(reply.get("thinking"), str) and reply["thinking"].strip():
-                self.chunk("agent_thought_chunk", reply["thinking"])
-            if reply.get("response"):
-                self.chunk("agent_message_chunk", reply["response"])
+            self.say(reply)
             following = messages[i + 1].get("content") if i + 1 < len(messages) else None
             results = split_tool_results(following, reply["tool_calls"])
             for call, (output, ok) in zip(reply["tool_calls"], results):
                 fields = acp_tool_fields(call["tool"], call["args"], self.agent.cwd, diff=False)
                 if output is not None:
-                    fields["content"] = [{"type": "content", "content": {"type": "text", "text": output}}]
+                    fields["content"] = text_content(output)
                 self.update("tool_call", toolCallId=self.new_call_id(), status=("failed", "completed")[ok], **fields)
 
 
@@ -3155,10 +3120,10 @@ class AcpServer:
     def __init__(self, cfg, out):
         self.cfg, self.out = cfg, out
         self.sessions = {}
+        import itertools
+        self.request_ids = itertools.count(1)   # next() and the dict's get/pop are atomic: no lock
         self.pending = {}               # id of a request we sent -> [Event, answer]
-        self.request_id = 0
         self.workers = []
-        self.lock = threading.Lock()
         self.write_lock = threading.Lock()
         self.closed = threading.Event()     # stdin ended or stdout broke: nobody can answer
         self.methods = {"initialize": self.initialize, "authenticate": self.authenticate,
@@ -3180,12 +3145,8 @@ class AcpServer:
                 self.stop_all()
 
     def respond(self, request_id, result=None, error=None):
-        message = {"jsonrpc": "2.0", "id": request_id}
-        if error is not None:
-            message["error"] = error
-        else:
-            message["result"] = result
-        self.send(message)
+        key, value = ("result", result) if error is None else ("error", error)
+        self.send({"jsonrpc": "2.0", "id": request_id, key: value})
 
     def fail(self, request_id, code, message):
         self.respond(request_id, error={"code": code, "message": message})
@@ -3193,20 +3154,17 @@ class AcpServer:
     def notify(self, method, params):
         self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
-    def request(self, method, params, cancel=None):
+    def request(self, method, params, cancel):
         """Ask the client and wait for its answer message; None if cancelled or closed."""
-        with self.lock:
-            self.request_id += 1
-            request_id = self.request_id
-            slot = self.pending[request_id] = [threading.Event(), None]
+        request_id = next(self.request_ids)
+        slot = self.pending[request_id] = [threading.Event(), None]
         self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
         try:
             while not slot[0].wait(0.05):
-                if self.closed.is_set() or (cancel is not None and cancel.is_set()):
+                if self.closed.is_set() or cancel.is_set():
                     return None
         finally:
-            with self.lock:
-                self.pending.pop(request_id, None)
+            self.pending.pop(request_id, None)
         return slot[1]
 
     def log(self, text):
@@ -3217,10 +3175,7 @@ class AcpServer:
             pass
 
     def serve(self, stream):
-        while True:
-            line = stream.readline()
-            if not line:
-                break
+        for line in iter(stream.readline, b""):
             if line.strip():
                 self.handle(line)
         self.stop_all()                     # the client is gone: cancel what runs, start nothing more
@@ -3235,43 +3190,43 @@ class AcpServer:
         if not isinstance(message, dict) or message.get("jsonrpc", "2.0") != "2.0":
             return self.fail(message.get("id") if isinstance(message, dict) else None, INVALID_REQUEST,
                              "Invalid Request: expected a JSON-RPC 2.0 object")
-        method, request_id = message.get("method"), message.get("id")
-        if method is None and "id" in message and ("result" in message or "error" in message):
+        if message.get("method") is None and "id" in message and ("result" in message or "error" in message):
             return self.answered(message)
-        if not isinstance(method, str) or (request_id is not None and (
-                isinstance(request_id, bool) or not isinstance(request_id, (str, int, float)))):
+        self.dispatch(message, message.get("method"), message.get("id"))
+
+    def dispatch(self, message, method, request_id):
+        """A request (always answered) or a notification (never, not even an unknown one)."""
+        bad_id = isinstance(request_id, bool) or not isinstance(request_id, (str, int, float, type(None)))
+        if not isinstance(method, str) or bad_id:
             return self.fail(request_id if isinstance(request_id, (str, int)) else None, INVALID_REQUEST,
                              "Invalid Request: no method, or a bad id")
         params = {} if message.get("params") is None else message["params"]
-        if "id" not in message:         # a notification: never answered, not even an unknown one
-            if method == "session/cancel" and isinstance(params, dict):
-                self.cancel(params)
-        elif method not in self.methods:
-            self.fail(request_id, METHOD_NOT_FOUND, "Method not found: %s" % method)
-        else:
-            self.call(self.methods[method], request_id, params)
+        if "id" in message:
+            self.call(method, request_id, params)
+        elif method == "session/cancel" and isinstance(params, dict):
+            self.cancel(params)
 
     def answered(self, message):
         """The client's answer to a request of ours: it wakes the thread waiting for it."""
-        with self.lock:
-            slot = self.pending.get(message["id"]) if isinstance(message["id"], (str, int)) else None
+        slot = self.pending.get(message["id"]) if isinstance(message["id"], (str, int)) else None
         if slot is not None:
             slot[1] = message
             slot[0].set()
 
-    def call(self, handler, request_id, params):
+    def call(self, method, request_id, params):
         try:
+            if method not in self.methods:
+                raise RpcError(METHOD_NOT_FOUND, "Method not found: %s" % method)
             if not isinstance(params, dict):
                 raise RpcError(INVALID_PARAMS, "Invalid params: params must be an object")
-            result = handler(params, request_id)
+            result = self.methods[method](params, request_id)
         except Exception as e:
             return self.respond(request_id, error=self.rpc_error(e).payload())
         if result is not DEFERRED:
             self.respond(request_id, result)
 
     def rpc_error(self, e):
-        """The error to answer for an exception: an RpcError as it is, a GrokError's message, else
-        an internal error (logged, with the traceback under GROK_DEBUG)."""
+        """The error to answer for e; an unexpected one is also logged (its traceback under GROK_DEBUG)."""
         if isinstance(e, (RpcError, GrokError)):
             return e if isinstance(e, RpcError) else RpcError(INTERNAL_ERROR, str(e))
         if os.environ.get("GROK_DEBUG"):
@@ -3304,14 +3259,13 @@ class AcpServer:
             names = [str(s.get("name")) if isinstance(s, dict) else "?" for s in servers]
             self.log("MCP servers are not supported; ignoring: %s" % ", ".join(names))
 
-    def session_config(self, cwd):
+    def start(self, cwd, **resume):
+        """A new AcpSession whose Agent works in cwd; resume: the stored session it continues."""
         cfg = Config.__new__(Config)
-        cfg.__dict__.update(self.cfg.__dict__)
-        cfg.cwd = cwd
-        return cfg
-
-    def add(self, session, agent):
-        session.agent, session.id = agent, agent.session.id
+        cfg.__dict__.update(self.cfg.__dict__, cwd=cwd)
+        session = AcpSession(self)
+        session.agent = Agent(cfg, session, **resume)
+        session.id = session.agent.session.id
         self.sessions[session.id] = session
         return session
 
@@ -3357,9 +3311,7 @@ class AcpServer:
         cwd = self.need_cwd(params)
         self.check_mcp(params)
         self.need_key()
-        session = AcpSession(self)
-        self.add(session, Agent(self.session_config(cwd), session))
-        return {"sessionId": session.id}
+        return {"sessionId": self.start(cwd).id}
 
     def load_session(self, params, request_id):
         session_id = params.get("sessionId")
@@ -3367,25 +3319,25 @@ class AcpServer:
             raise RpcError(INVALID_PARAMS, "Invalid params: sessionId must be a string")
         cwd = self.need_cwd(params) if params.get("cwd") is not None else None
         self.check_mcp(params)
-        session = self.sessions.get(session_id)
-        if session is None:
-            self.need_key()
-            store = Session(self.cfg.data_dir, session_id, warn=self.log)
-            bad = os.sep in session_id or "\x00" in session_id or session_id.startswith(".")
-            if bad or not os.path.isfile(store.path):
-                raise RpcError(RESOURCE_NOT_FOUND, "no session %s in %s" % (json.dumps(session_id), store.dir))
-            session = AcpSession(self)
-            try:
-                agent = Agent(self.session_config(cwd or self.cfg.cwd), session, session=store, resume=True)
-            except UserError as e:
-                raise RpcError(RESOURCE_NOT_FOUND, str(e))
-            self.add(session, agent)
-        elif session.busy:
+        session = self.sessions.get(session_id) or self.open_stored(session_id, cwd or self.cfg.cwd)
+        if session.busy:
             raise RpcError(INVALID_REQUEST, "session %s is running a prompt" % session_id)
         if cwd and cwd != session.agent.cwd:
             session.agent.set_cwd(cwd)
         session.replay()
         return {}
+
+    def open_stored(self, session_id, cwd):
+        """A session this process does not hold yet, from its file."""
+        self.need_key()
+        store = Session(self.cfg.data_dir, session_id, warn=self.log)
+        bad = os.sep in session_id or "\x00" in session_id or session_id.startswith(".")
+        if bad or not os.path.isfile(store.path):
+            raise RpcError(RESOURCE_NOT_FOUND, "no session %s in %s" % (json.dumps(session_id), store.dir))
+        try:
+            return self.start(cwd, session=store, resume=True)
+        except UserError as e:
+            raise RpcError(RESOURCE_NOT_FOUND, str(e))
 
     def prompt(self, params, request_id):
         session = self.session_for(params)
@@ -3395,59 +3347,53 @@ class AcpServer:
         text = acp_prompt_text(blocks)
         if not text.strip():
             raise RpcError(INVALID_PARAMS, "Invalid params: the prompt has no text")
-        with self.lock:
-            if session.busy:
-                raise RpcError(INVALID_REQUEST, "session %s is already running a prompt" % session.id)
-            session.busy = True
-            session.cancel_requested = False
+        if session.busy:        # set here, on the main thread, and cleared only by the turn's worker
+            raise RpcError(INVALID_REQUEST, "session %s is already running a prompt" % session.id)
+        session.busy, session.cancel_requested = True, False
         worker = threading.Thread(target=self.run_prompt, args=(session, request_id, text), daemon=True)
         self.workers = [w for w in self.workers if w.is_alive()] + [worker]
         worker.start()
         return DEFERRED
 
     def run_prompt(self, session, request_id, text):
-        agent, result, error, note = session.agent, None, None, None
         session.begin_turn()
+        reason, note, error = "end_turn", None, None
         try:
-            agent.run_turn(text)
-            result = {"stopReason": "refusal" if session.finish_reason == "content_filter" else "end_turn"}
-        except Cancelled:
-            result = {"stopReason": "cancelled"}
-        except LimitReached as e:
-            if session.cancel_requested:
-                result = {"stopReason": "cancelled"}
-            elif 0 < agent.cfg.cost_limit <= agent.cost_usd:
-                error = RpcError(INTERNAL_ERROR, str(e), {"reason": "cost_limit", "costUsd": agent.cost_usd})
-            else:
-                result = {"stopReason": "max_turn_requests"}
-                note = str(e)
+            session.agent.run_turn(text)
+            if session.finish_reason == "content_filter":
+                reason = "refusal"
         except Exception as e:
-            if session.cancel_requested:
-                result = {"stopReason": "cancelled"}
-            else:
-                error = self.rpc_error(e)
-        session.close_open_calls("not run: the turn ended (%s)" % (
-            result["stopReason"] if result else "error"))
-        with self.lock:
-            session.busy = False
-        if result is not None:
-            result["_meta"] = session.turn_meta()
-            if note:
-                result["_meta"]["message"] = note
-            self.respond(request_id, result)
-        else:
-            self.respond(request_id, error=error.payload())
+            reason, note, error = self.turn_failure(session, e)
+        session.close_open_calls("not run: the turn ended (%s)" % (reason or "error"))
+        session.busy = False
+        if error is not None:
+            return self.respond(request_id, error=error.payload())
+        meta = session.turn_meta()
+        if note:
+            meta["message"] = note
+        self.respond(request_id, {"stopReason": reason, "_meta": meta})
+
+    def turn_failure(self, session, e):
+        """(stopReason, note, None) for a turn that raised e, or (None, None, the error to answer)."""
+        agent = session.agent
+        if isinstance(e, Cancelled) or session.cancel_requested:
+            return "cancelled", None, None
+        if not isinstance(e, LimitReached):
+            return None, None, self.rpc_error(e)
+        if 0 < agent.cfg.cost_limit <= agent.cost_usd:
+            data = {"reason": "cost_limit", "costUsd": agent.cost_usd}
+            return None, None, RpcError(INTERNAL_ERROR, str(e), data)
+        return "max_turn_requests", str(e), None
 
     def cancel(self, params, request_id=None):
         session = self.sessions.get(params.get("sessionId"))
-        if session is not None and session.busy:
+        if session is not None:
             session.stop()
 
     def stop_all(self):
         self.closed.set()
         for session in list(self.sessions.values()):
-            if session.busy:
-                session.stop()
+            session.stop()
 
     def shutdown(self):
         self.stop_all()
@@ -3455,7 +3401,7 @@ class AcpServer:
             session.agent.close()
 
 
-def acp_main(args, cfg):
+def acp_main(cfg):
     """`grok --acp` / `grok agent stdio`: serve ACP until stdin closes; exit 0."""
     out = os.fdopen(os.dup(1), "wb")
     try:
@@ -3473,34 +3419,31 @@ def acp_main(args, cfg):
 
 # --- main ---
 
-class ArgParser:
-    """argparse, imported only when needed; a bad flag is a UserError (exit 1, not argparse's 2)."""
+def arg_parser(prog="grok", description=None):
+    """argparse (imported when needed) with both scripts' flags; a bad flag is a UserError (exit 1, not 2)."""
+    import argparse
 
-    @staticmethod
-    def build(prog="grok", description=None):
-        import argparse
+    class Parser(argparse.ArgumentParser):
+        def error(self, message):
+            self.print_usage(sys.stderr)
+            raise UserError(message)
 
-        class Parser(argparse.ArgumentParser):
-            def error(self, message):
-                self.print_usage(sys.stderr)
-                raise UserError(message)
+    def formatter(prog):
+        # An explicit width, or argparse imports shutil (with bz2, lzma, zlib: 2.5 ms) on every start.
+        return argparse.RawDescriptionHelpFormatter(prog, width=terminal_width() - 2)
 
-        def formatter(prog):
-            # An explicit width, or argparse imports shutil (with bz2, lzma, zlib: 2.5 ms) on every start.
-            return argparse.RawDescriptionHelpFormatter(prog, width=terminal_width() - 2)
-
-        p = Parser(prog=prog, description=description or "A minimal agent harness for xAI's Grok models.",
-                   formatter_class=formatter, epilog=ENV_HELP)
-        p.add_argument("--version", action="version", version="%(prog)s " + __version__)
-        p.add_argument("-m", "--model", help="model id (default $GROK_MODEL or %s)" % DEFAULT_MODEL)
-        p.add_argument("--reasoning-effort", "--effort", dest="effort", choices=("low", "medium", "high"),
-                       help="sent as reasoning_effort (dropped if the server rejects it)")
-        p.add_argument("--cwd", metavar="DIR", help="working directory for the tools")
-        p.add_argument("-y", "--always-approve", action="store_true", help="run bash/write_file without asking")
-        p.add_argument("--resume", metavar="ID", help="continue a saved session")
-        p.add_argument("-c", "--continue", dest="cont", action="store_true", help="continue the latest session")
-        p.add_argument("message", nargs="*", help="start the chat with this message")
-        return p
+    p = Parser(prog=prog, description=description or "A minimal agent harness for xAI's Grok models.",
+               formatter_class=formatter, epilog=ENV_HELP)
+    p.add_argument("--version", action="version", version="%(prog)s " + __version__)
+    p.add_argument("-m", "--model", help="model id (default $GROK_MODEL or %s)" % DEFAULT_MODEL)
+    p.add_argument("--reasoning-effort", "--effort", dest="effort", choices=("low", "medium", "high"),
+                   help="sent as reasoning_effort (dropped if the server rejects it)")
+    p.add_argument("--cwd", metavar="DIR", help="working directory for the tools")
+    p.add_argument("-y", "--always-approve", action="store_true", help="run bash/write_file without asking")
+    p.add_argument("--resume", metavar="ID", help="continue a saved session")
+    p.add_argument("-c", "--continue", dest="cont", action="store_true", help="continue the latest session")
+    p.add_argument("message", nargs="*", help="start the chat with this message")
+    return p
 
 
 def terminal_width():
@@ -3529,15 +3472,19 @@ exit codes: 0 ok, 1 user error, 2 network/server, 3 agent or tool error, 4 inter
     DEFAULT_BASE_URL, DEFAULT_MODEL)
 
 
-def parse_args(argv):
-    if argv[:1] == ["agent"]:      # `grok agent [--no-leader] [...] stdio`, as xAI's CLI is launched
-        rest = [a for a in argv[1:] if a not in ("stdio", "--no-leader")]
+def xai_cli_argv(argv):
+    """xAI's CLI's command line in ours: `grok agent [--no-leader] [...] stdio` is --acp, and its
+    --no-subagents and --no-plan have nothing to turn off."""
+    if argv[:1] == ["agent"]:
         if "stdio" not in argv[1:]:
             sys.stderr.write("grok: usage: grok agent [--always-approve] [--model M] stdio\n")
             raise SystemExit(1)
-        argv = ["--acp"] + rest
-    argv = [a for a in argv if a not in ("--no-subagents", "--no-plan")]      # xAI's CLI's; nothing to turn off
-    p = ArgParser.build()
+        argv = ["--acp"] + [a for a in argv[1:] if a not in ("stdio", "--no-leader")]
+    return [a for a in argv if a not in ("--no-subagents", "--no-plan")]
+
+
+def parse_args(argv):
+    p = arg_parser()
     p.add_argument("-p", "--prompt", help="run one prompt headless and exit ('-' reads stdin)")
     p.add_argument("--format", "--output-format", choices=("text", "json", "streaming-json"), default="text",
                    help="headless output (default text)")
@@ -3546,7 +3493,7 @@ def parse_args(argv):
     p.add_argument("--allow", action="append", metavar="PATTERN", default=[],
                    help="headless: allow bash commands / write_file paths matching this glob (repeatable)")
     p.add_argument("--acp", action="store_true", help="serve the Agent Client Protocol on stdio")
-    args = p.parse_args(argv)
+    args = p.parse_args(xai_cli_argv(argv))
     if args.resume and args.cont:
         p.error("--resume and --continue exclude each other")
     if args.max_tool_rounds is not None and args.max_tool_rounds < 0:
@@ -3562,34 +3509,37 @@ class Terminated(BaseException):
     pass
 
 
-def exit_now(signum, frame):
-    os._exit(128 + signum)
+def catch_signals(handler):
+    """handler(signum, frame) for SIGTERM and, where there is one, SIGHUP."""
+    import signal
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), handler)
 
 
 def on_signal(signum, frame):
-    import signal
-    for name in ("SIGTERM", "SIGHUP"):     # a second signal during the clean-up ends the process at once
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), exit_now)
+    catch_signals(lambda signum, frame: os._exit(128 + signum))    # a second signal ends the clean-up at once
     raise Terminated(signum)
+
+
+def reopen_closed_stdio():
+    """A standard stream closed from the start (`grok -p hi >&-`) becomes /dev/null."""
+    for fd, name in enumerate(("stdin", "stdout", "stderr")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            silence(fd)
+            setattr(sys, name, open(fd, "w" if fd else "r", closefd=False))
 
 
 def guarded(prog, body, on_error=None):
     """Run body() and turn every failure into a message on stderr and an exit code;
     on_error(message) also reports it elsewhere (headless JSON: an `error` event)."""
     report = on_error or (lambda message: None)
-    for fd, name in enumerate(("stdin", "stdout", "stderr")):
-        try:
-            os.fstat(fd)
-        except OSError:         # closed from the start (`grok -p hi >&-`): it is /dev/null
-            silence(fd)
-            setattr(sys, name, open(fd, "w" if fd else "r", closefd=False))
+    reopen_closed_stdio()
     sys.stderr = QuietStderr(sys.stderr)
     try:
-        import signal
-        signal.signal(signal.SIGTERM, on_signal)
-        if hasattr(signal, "SIGHUP"):
-            signal.signal(signal.SIGHUP, on_signal)
+        catch_signals(on_signal)
         return body()
     except GrokError as e:
         sys.stderr.write("%s: %s\n" % (prog, visible(scrub(str(e)))))
@@ -3600,9 +3550,8 @@ def guarded(prog, body, on_error=None):
         report("interrupted")
         return 130
     except Terminated as t:
-        signum = t.args[0] if t.args else 15
-        report("terminated by signal %d" % signum)
-        return 128 + signum
+        report("terminated by signal %d" % t.args[0])
+        return 128 + t.args[0]
     except BrokenPipeError:
         silence()
         return 0
@@ -3631,19 +3580,24 @@ def list_models(argv):
     """`grok models [--json]`: the server's models ({base}/models), else the built-in table."""
     if set(argv) - {"--json"}:
         raise UserError("usage: grok models [--json]")
-    cfg, ids = Config(require_key=False), list(WINDOWS)
-    try:
-        from urllib.request import Request, urlopen
-        request = Request(cfg.base_url + "/models", headers={"Authorization": "Bearer " + (cfg.api_key or "")})
-        data = json.loads(urlopen(request, timeout=min(cfg.timeout or 15, 15)).read())["data"]
-        ids = [m["id"] for m in data if m["id"].isprintable() and " " not in m["id"]] or ids
-    except Exception as e:          # unreachable, refused, not a model list: the built-in table
-        sys.stderr.write(visible(scrub("grok: cannot list the models of %s (%s); the built-in list follows"
-                                       % (cfg.base_url, (str(e) or type(e).__name__)[:200]))) + "\n")
+    cfg = Config(require_key=False)
+    ids = server_models(cfg) or list(WINDOWS)
     rows = [{"id": i, "default": i == cfg.model} for i in (ids if cfg.model in ids else [cfg.model] + ids)]
     print(json.dumps({"models": rows}) if "--json" in argv else
           "\n".join(("* %s (default)" if row["default"] else "- %s") % row["id"] for row in rows))
     return 0
+
+
+def server_models(cfg):
+    """The model ids {base}/models lists; None, with a note on stderr, if it cannot be read."""
+    try:
+        from urllib.request import Request, urlopen
+        request = Request(cfg.base_url + "/models", headers={"Authorization": "Bearer " + (cfg.api_key or "")})
+        data = json.loads(urlopen(request, timeout=min(cfg.timeout or 15, 15)).read())["data"]
+        return [m["id"] for m in data if m["id"].isprintable() and " " not in m["id"]]
+    except Exception as e:          # unreachable, refused, not a model list: the built-in table
+        sys.stderr.write(visible(scrub("grok: cannot list the models of %s (%s); the built-in list follows"
+                                       % (cfg.base_url, (str(e) or type(e).__name__)[:200]))) + "\n")
 
 
 def main(argv=None):
@@ -3656,7 +3610,8 @@ def main(argv=None):
     def on_error(message):
         if json_errors[0]:
             try:
-                sys.stdout.write(event_line({"type": "error", "timestamp": now_ms(), "message": scrub(message)}))
+                sys.stdout.write(event_line({"type": "error", "timestamp": int(time.time() * 1000),
+                                             "message": scrub(message)}))
                 sys.stdout.flush()
             except OSError:
                 silence()
@@ -3667,7 +3622,7 @@ def main(argv=None):
         cfg = Config(model=args.model, cwd=args.cwd, always_approve=args.always_approve, effort=args.effort,
                      require_key=not args.acp)      # ACP reports a missing key at session/new
         if args.acp:
-            return acp_main(args, cfg)
+            return acp_main(cfg)
         if args.prompt is not None:
             return headless(args, cfg)
         ui = TerminalUI()
