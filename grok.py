@@ -2539,11 +2539,13 @@ def repl_line(agent, ui, line, keys, commands, help_text):
     name, _, arg = line.partition(" ") if line.startswith("/") else ("", "", "")
     if name in ("/exit", "/quit", "/q"):
         return "exit"
+    if not line.strip():
+        return 0
     try:
         with keys:
             if name:
                 repl_command(agent, ui, name, arg.strip(), commands, help_text)
-            elif line.strip():
+            else:
                 agent.run_turn(line)
     except (KeyboardInterrupt, Cancelled):
         if not name:
