@@ -38,9 +38,7 @@ def load_engine():
 g = load_engine()
 __version__ = g.__version__
 
-# --------------------------------------------------------------------------
-# The detailed contract (seed 000 "Detailed Mode Additional Fields")
-# --------------------------------------------------------------------------
+# --- The detailed contract: the reply fields the debugging view shows ---
 
 DETAILED = g.Contract(
     "grok_detailed_reply",
@@ -65,9 +63,7 @@ DETAILED = g.Contract(
     max_tokens=8000)
 
 
-# --------------------------------------------------------------------------
-# Detailed display and REPL commands (issue 3)
-# --------------------------------------------------------------------------
+# --- The detailed display and its REPL commands ---
 
 GLYPHS = {"rule": "─", "top": "╭", "side": "│", "bottom": "╰", "open": "┌", "close": "└", "then": "↳",
           "done": "✓", "now": "▸", "todo": "○", "fail": "✗", "more": "…", "dot": "·", "bullet": "•"}
@@ -367,39 +363,33 @@ class DetailedUI(g.TerminalUI):
         self.wait_stop()
         self.live(text)
 
+    def marked(self, glyph, items):
+        return ["%s %s" % (self.glyph[glyph], t) for t in items if t]
+
     def reply(self, reply, step):
+        """A rule (step, task, progress count, confidence, clock), then each field that says something."""
         self.last_reply = reply
         done, current, remaining = progress_of(reply)
-        total = len(done) + bool(current) + len(remaining)
+        progress = self.marked("done", done) + self.marked("now", [current]) + self.marked("todo", remaining)
         title = "[%d] %s" % (self.iteration, as_text(reply.get("task")) or "(no task)")
-        if total:
-            title += " %s %d/%d" % (self.glyph["dot"], len(done), total)
-        right = []
-        conf = confidence_of(reply)
-        if conf is not None and reply["tool_calls"]:
-            right.append(("confidence %d%%" % conf, band(conf)))
-        right.append((time.strftime("%H:%M:%S"), "2"))
-        out = [self.rule((title, "1"), right)]
+        title += " %s %d/%d" % (self.glyph["dot"], len(done), len(progress)) if progress else ""
+        conf = confidence_of(reply) if reply["tool_calls"] else None
+        right = [("confidence %d%%" % conf, band(conf))] if conf is not None else []
+        out = [self.rule((title, "1"), right + [(time.strftime("%H:%M:%S"), "2")])]
         goal = as_text(reply.get("goal"))
         if goal and goal != self.goal:
             self.goal = goal
             out.append(self.field_lines("goal", goal, "1"))
-        exits = as_list(reply.get("exit_conditions"))
-        if exits:
-            out.append(self.field_lines("exit", "  ".join("%s %s" % (self.glyph["bullet"], e) for e in exits)))
-        if total:
-            items = (["%s %s" % (self.glyph["done"], t) for t in done]
-                     + (["%s %s" % (self.glyph["now"], current)] if current else [])
-                     + ["%s %s" % (self.glyph["todo"], t) for t in remaining])
-            out.append(self.field_lines("progress", "  ".join(items)))
-        thinking = " ".join(t for t in (as_text(self.reasoning), as_text(reply.get("thinking"))) if t)
-        if thinking:
-            out.append(self.field_lines("thinking", thinking, "2;3"))
         blockers = as_list(reply.get("blockers"))
-        if blockers and blockers[0].lower() not in NO_BLOCKERS:
-            out.append(self.field_lines("blockers", "; ".join(blockers), "31"))
-        if reply["tool_calls"] and as_text(reply.get("response")):
-            out.append(self.field_lines("says", as_text(reply["response"])))
+        if blockers and blockers[0].lower() in NO_BLOCKERS:
+            blockers = []                       # "none", "n/a": nothing blocks
+        thinking = (as_text(self.reasoning), as_text(reply.get("thinking")))
+        fields = (("exit", "  ".join(self.marked("bullet", as_list(reply.get("exit_conditions")))), None),
+                  ("progress", "  ".join(progress), None),
+                  ("thinking", " ".join(t for t in thinking if t), "2;3"),
+                  ("blockers", "; ".join(blockers), "31"),
+                  ("says", as_text(reply.get("response")) if reply["tool_calls"] else "", None))
+        out += [self.field_lines(label, text, code) for label, text, code in fields if text]
         self.write("".join(out))
 
     def tool_line(self, call):
@@ -494,17 +484,7 @@ class Commands:
         self.agent, self.ui = agent, ui
 
     def table(self):
-        return {name: self.guarded(getattr(self, name[1:])) for name in
-                ("/cd", "/sessions", "/resume", "/compact", "/cost", "/tools")}
-
-    @staticmethod
-    def guarded(command):
-        def run(arg):
-            try:
-                command(arg)
-            except KeyboardInterrupt:
-                raise g.Cancelled("cancelled")
-        return run
+        return {name: getattr(self, name[1:]) for name in ("/cd", "/sessions", "/resume", "/compact", "/cost", "/tools")}
 
     def cd(self, arg):
         a = self.agent
@@ -590,9 +570,7 @@ def interactive(args, cfg):
         agent.close()
 
 
-# --------------------------------------------------------------------------
-# Agent mode: plan -> execute -> review through markdown files (seed 001, issue 9)
-# --------------------------------------------------------------------------
+# --- Agent mode: plan -> execute -> review through markdown files ---
 
 AGENTS_MD = """\
 # Agents.md: the agent controller
@@ -706,12 +684,12 @@ Turn the user's request into goal.md: a clear, safe goal the planner can work fr
 """
 
 STATIC_PROMPTS = (("Agents.md", AGENTS_MD), ("interview.md", INTERVIEW_MD))
-# step -> (file it writes, role named in the prompts and the display)
-STEP_FILES = {"goal": "goal.md", "planner": "planner.md", "executor": "executor.md", "result": "result.md",
-              "reviewer": "reviewer.md", "final_report": "final_report.md"}
+# step -> the role named in the prompts and the display; a step writes the file STEP.md
 STEP_ROLES = {"goal": "interviewer", "planner": "planner", "executor": "executor", "result": "execution",
               "reviewer": "reviewer", "final_report": "reporter"}
+STEPS = tuple(STEP_ROLES)
 LOOP_STEPS = ("planner", "executor", "result", "reviewer")
+GENERATED = [step + ".md" for step in STEPS] + ["meta.json"]
 VERDICTS = ("complete", "continue", "unsafe")
 INCLUDE_CAP = 40000         # characters of one workspace file quoted in a step prompt
 PARTIAL_MARK = "<!-- grok-agent: partial report: the maximum of %d loop(s) was reached before the goal was complete -->"
@@ -725,7 +703,7 @@ REPLY_RULE = ("OUTPUT: reply with tool_calls [], done true, and `response` = the
 
 
 class AgentStopped(g.AgentError):
-    """The workflow stops on purpose: unsafe verdict or a refused tool (seed 001 section 6.4)."""
+    """The workflow stops on purpose: an unsafe verdict or a refused tool."""
 
 
 def agent_dir():
@@ -830,13 +808,11 @@ class Workspace:
             raise g.UserError("cannot delete %s: %s" % (self.path(*names), e.strerror or e))
 
     def generated(self):
-        names = list(STEP_FILES.values()) + ["meta.json"]
-        return [n for n in names if self.exists(n)] + (["loops"] if os.path.isdir(self.path("loops")) else [])
+        return [n for n in GENERATED if self.exists(n)] + (["loops"] if os.path.isdir(self.path("loops")) else [])
 
     def reset(self):
-        """Goal Reset Policy: delete the generated files; the static prompts stay."""
-        import shutil
-        for name in list(STEP_FILES.values()) + ["meta.json"]:
+        """A new goal: delete the generated files; the static prompts stay."""
+        for name in GENERATED:
             self.remove(name)
         shutil.rmtree(self.path("loops"), ignore_errors=True)
 
@@ -849,19 +825,28 @@ class Workspace:
             meta = json.loads(text)
         except ValueError as e:
             return None, "not JSON: %s" % e
-        ok = (isinstance(meta, dict) and meta.get("version") == 1 and isinstance(meta.get("goal"), str)
-              and meta["goal"].strip() and meta.get("goal_hash") == goal_hash(meta["goal"])
-              and isinstance(meta.get("loop"), int) and meta["loop"] >= 1
-              and isinstance(meta.get("steps"), dict) and all(isinstance(v, dict) for v in meta["steps"].values())
-              and isinstance(meta.get("loops"), list) and isinstance(meta.get("sessions"), list)
-              and all(isinstance(x, dict) for x in meta["loops"]) and all(isinstance(s, str) for s in meta["sessions"])
-              and all(isinstance(v.get("verdict", ""), str) for v in meta["steps"].values())
-              and isinstance(meta.get("cost_usd", 0), (int, float)) and 0 <= meta.get("cost_usd", 0) < 1e6)
-        return (meta, None) if ok else (None, "missing or wrong fields")
+        return (meta, None) if meta_ok(meta) else (None, "missing or wrong fields")
 
     def save_meta(self, meta):
         meta["updated"] = g.now_iso()
         self.write("meta.json", json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+
+
+def list_of(value, kind):
+    return isinstance(value, list) and all(isinstance(x, kind) for x in value)
+
+
+def meta_ok(meta):
+    """meta.json has every field, of the type the harness writes, and the hash of its goal."""
+    if not isinstance(meta, dict) or meta.get("version") != 1:
+        return False
+    goal, loop, steps, cost = meta.get("goal"), meta.get("loop"), meta.get("steps"), meta.get("cost_usd", 0)
+    if not (isinstance(goal, str) and goal.strip() and meta.get("goal_hash") == goal_hash(goal)):
+        return False
+    records = list(steps.values()) if isinstance(steps, dict) else None
+    return (isinstance(loop, int) and loop >= 1 and isinstance(cost, (int, float)) and 0 <= cost < 1e6
+            and list_of(records, dict) and all(isinstance(r.get("verdict", ""), str) for r in records)
+            and list_of(meta.get("loops"), dict) and list_of(meta.get("sessions"), str))
 
 
 def new_meta(goal):
@@ -887,9 +872,9 @@ class AgentModeUI(DetailedUI):
     def approve(self, call):
         answer = DetailedUI.approve(self, call)
         if answer not in ("yes", "always"):
-            raise AgentStopped("unsafe: the %s call %s was refused, so the workflow stops (seed 001: unsafe "
-                               "content). Run `grok-detailed --agent` again to retry the step (-y allows the "
-                               "tools), or give a new goal." % (call.name, json.dumps(call.shown[:200])))
+            raise AgentStopped("unsafe: the %s call %s was refused, so the workflow stops. Run "
+                               "`grok-detailed --agent` again to retry the step (-y allows the tools), "
+                               "or give a new goal." % (call.name, json.dumps(call.shown[:200])))
         return answer
 
     def ask_user(self, question, options):
@@ -952,7 +937,7 @@ class AgentRun:
         meta = new_meta(words)
 
         def done(step, loop):
-            mtime = os.path.getmtime(self.ws.path(STEP_FILES[step]))
+            mtime = os.path.getmtime(self.ws.path(step + ".md"))
             stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(mtime))
             meta["steps"][step] = {"loop": loop, "started": stamp, "finished": stamp, "recovered": True}
 
@@ -962,14 +947,14 @@ class AgentRun:
         meta["loop"] = loop
         done("goal", loop)
         for step in LOOP_STEPS:
-            if not self.ws.exists(STEP_FILES[step]):
+            if not self.ws.exists(step + ".md"):
                 break
             done(step, loop)
         else:
             meta["steps"]["reviewer"]["verdict"] = parse_verdict(self.ws.read("reviewer.md"))
             if self.ws.exists("final_report.md"):
                 done("final_report", loop)
-        todo = [s for s in ("goal",) + LOOP_STEPS + ("final_report",) if s not in meta["steps"]]
+        todo = [s for s in STEPS if s not in meta["steps"]]
         self.ui.notice("recovered the state from the files present: loop %d, next step %s"
                        % (loop, todo[0] if todo else "none (finished)"))
         return meta
@@ -1016,7 +1001,7 @@ class AgentRun:
         self.ui.write(self.ui.paint("1", "agent mode") + " · %s · up to %d loops · %s\n"
                       % (self.ws.dir, self.max_loops, self.agent.model))
         self.ui.write("goal: %s\n" % as_text(" ".join(m["goal"].split())[:160]))
-        todo = [s for s in ("goal",) + LOOP_STEPS + ("final_report",) if not self.done(s)]
+        todo = [s for s in STEPS if not self.done(s)]
         if m["steps"] and todo:
             self.ui.write("resuming: loop %d, at %s\n" % (m["loop"], STEP_ROLES[todo[0]]))
         self.ensure("goal")
@@ -1040,13 +1025,13 @@ class AgentRun:
     def done(self, step):
         rec = self.meta["steps"].get(step)
         return bool(rec and rec.get("finished") and (step == "goal" or rec.get("loop") == self.meta["loop"])
-                    and self.ws.exists(STEP_FILES[step]))
+                    and self.ws.exists(step + ".md"))
 
     def ensure(self, step, **kw):
         """Run the step unless it is complete: its file written and meta.json recording it."""
         if self.done(step):
             return
-        name = STEP_FILES[step]
+        name = step + ".md"
         old = self.meta["steps"].get(step)
         if old and old.get("finished") and (step == "goal" or old.get("loop") == self.meta["loop"]):
             self.ui.notice("%s is missing: regenerating it" % name)
@@ -1066,7 +1051,7 @@ class AgentRun:
     def header(self, step):
         where = "loop %d/%d · " % (self.meta["loop"], self.max_loops) if step in LOOP_STEPS else ""
         line = "── agent · %s%s → %s · $%.4f · context %.1f%% ──" % (
-            where, STEP_ROLES[step], STEP_FILES[step], self.agent.cost_usd, self.agent.context_pct())
+            where, STEP_ROLES[step], step + ".md", self.agent.cost_usd, self.agent.context_pct())
         self.ui.write("\n" + self.ui.paint("1;36", line) + "\n")
 
     def verdict(self):
@@ -1083,16 +1068,16 @@ class AgentRun:
         m = self.meta
         n = m["loop"]
         for step in LOOP_STEPS:
-            text = self.ws.read(STEP_FILES[step])
+            text = self.ws.read(step + ".md")
             if text is not None:
-                self.ws.write(os.path.join("loops", str(n), STEP_FILES[step]), text)
-        steps = {s: m["steps"].pop(s) for s in LOOP_STEPS + ("final_report",) if s in m["steps"]}
+                self.ws.write(os.path.join("loops", str(n), step + ".md"), text)
+        steps = {s: m["steps"].pop(s) for s in STEPS[1:] if s in m["steps"]}
         m["loops"].append({"loop": n, "verdict": verdict, "steps": steps})
         m["loop"] = n + 1
         m["step"] = "planner"
         self.save()
-        for step in LOOP_STEPS + ("final_report",):
-            self.ws.remove(STEP_FILES[step])
+        for step in STEPS[1:]:
+            self.ws.remove(step + ".md")
 
     def show_report(self, partial):
         path = self.ws.path("final_report.md")
@@ -1105,7 +1090,7 @@ class AgentRun:
     def prompt(self, step, body):
         """A step message: what runs, the language rule, the user's words verbatim, the inputs."""
         where = " · loop %d of %d" % (self.meta["loop"], self.max_loops) if step in LOOP_STEPS else ""
-        parts = ["[agent mode] step: %s%s · writes %s" % (STEP_ROLES[step], where, STEP_FILES[step]),
+        parts = ["[agent mode] step: %s%s · writes %s" % (STEP_ROLES[step], where, step + ".md"),
                  "Play the %s role of Agents.md." % STEP_ROLES[step], LANGUAGE_RULE,
                  "THE USER'S WORDS (verbatim):\n<<<\n%s\n>>>" % self.meta["goal"]]
         return "\n\n".join(parts + body)
@@ -1218,9 +1203,7 @@ def run_agent_mode(args, cfg):
     return AgentRun(args, cfg, Workspace(agent_dir())).run()
 
 
-# --------------------------------------------------------------------------
-# main
-# --------------------------------------------------------------------------
+# --- main ---
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
