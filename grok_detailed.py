@@ -81,16 +81,18 @@ def cells(text):
                for c in text)
 
 
-def clip(text, width, more="…"):
-    if cells(text) <= width:
-        return text
-    out, used = [], cells(more)
-    for ch in text:
+def fit(text, width):
+    """How many characters of text fit in width columns."""
+    used = 0
+    for i, ch in enumerate(text):
         used += cells(ch)
         if used > width:
-            break
-        out.append(ch)
-    return "".join(out) + more
+            return i
+    return len(text)
+
+
+def clip(text, width, more="…"):
+    return text if cells(text) <= width else text[:fit(text, width - cells(more))] + more
 
 
 def wrap(text, width):
@@ -109,11 +111,7 @@ def wrap(text, width):
                 out.append(line)
                 joined = indent + word
             while cells(joined) > width:
-                used, cut = 0, 0
-                for cut, ch in enumerate(joined):
-                    used += cells(ch)
-                    if used > width:
-                        break
+                cut = fit(joined, width)
                 out.append(joined[:cut])
                 joined = indent + joined[cut:]
             line = joined
@@ -179,11 +177,8 @@ def home_short(path):
 
 
 class DetailedUI(g.TerminalUI):
-    """The debugging view: every field of each reply, each tool call as a block, the answer
-    in a box, and a status line (session, cost, context, tools, cache) before each prompt.
-
-    For other front ends (agent mode): attach(agent), status_line(), field(label, text),
-    box(title, text, right), write(text); all fit the terminal width (40 columns or more)."""
+    """The debugging view: every field of each reply, each tool call as a block, the answer in a
+    box, a status line before each prompt; all fit the terminal width (40 columns or more)."""
 
     LABEL = 10
 
@@ -1022,18 +1017,20 @@ class AgentRun:
                 return self.show_report(partial)
             self.next_loop(verdict)
 
-    def done(self, step):
+    def recorded(self, step):
+        """meta.json says the step finished (in this loop, for a loop step)."""
         rec = self.meta["steps"].get(step)
-        return bool(rec and rec.get("finished") and (step == "goal" or rec.get("loop") == self.meta["loop"])
-                    and self.ws.exists(step + ".md"))
+        return bool(rec and rec.get("finished") and (step == "goal" or rec.get("loop") == self.meta["loop"]))
+
+    def done(self, step):
+        return self.recorded(step) and self.ws.exists(step + ".md")
 
     def ensure(self, step, **kw):
         """Run the step unless it is complete: its file written and meta.json recording it."""
         if self.done(step):
             return
         name = step + ".md"
-        old = self.meta["steps"].get(step)
-        if old and old.get("finished") and (step == "goal" or old.get("loop") == self.meta["loop"]):
+        if self.recorded(step):
             self.ui.notice("%s is missing: regenerating it" % name)
         rec = {"loop": self.meta["loop"], "started": g.now_iso()}
         self.meta["steps"][step] = rec
@@ -1111,12 +1108,10 @@ class AgentRun:
         return strip_fence(self.agent.run_turn(self.prompt(step, body)))
 
     def make_goal(self, rec):
-        if self.ui.can_ask:
-            questions = ("QUESTIONS: the user is at the terminal. Ask with ask_user only what you must know "
-                         "(see interview.md); none if the request is clear.")
-        else:
-            questions = ("QUESTIONS: nobody can answer now (no terminal). Do not call ask_user: assume, and "
-                         "list the assumptions in goal.md.")
+        questions = ("QUESTIONS: the user is at the terminal. Ask with ask_user only what you must know "
+                     "(see interview.md); none if the request is clear." if self.ui.can_ask else
+                     "QUESTIONS: nobody can answer now (no terminal). Do not call ask_user: assume, and "
+                     "list the assumptions in goal.md.")
         self.agent.tool_names = ["ask_user"]        # the interview runs no tools
         try:
             text = self.generate("goal", [self.include("interview.md", "interview.md"), questions,
