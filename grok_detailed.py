@@ -129,11 +129,7 @@ def as_text(value):
 
 
 def as_list(value):
-    if value is None or value == "":
-        return []
-    if not isinstance(value, list):
-        value = [value]
-    return [t for t in (as_text(v) for v in value) if t]
+    return [t for t in map(as_text, value if isinstance(value, list) else [value]) if t]
 
 
 def confidence_of(reply):
@@ -206,9 +202,6 @@ class DetailedUI(g.TerminalUI):
     def paint(self, code, text):
         return g.TerminalUI.paint(self, code, text) if code else text
 
-    def attach(self, agent):
-        self.agent = agent
-
     def width(self):
         return max(40, shutil.get_terminal_size((80, 24)).columns)
 
@@ -220,12 +213,10 @@ class DetailedUI(g.TerminalUI):
             self.last_open = None
             self.raw(text)
 
-    def painted(self, parts, sep=None):
-        """(plain width, painted text) of [(text, colour code or None)] joined by sep."""
-        sep = sep if sep is not None else " %s " % self.glyph["dot"]
-        plain = sep.join(t for t, _ in parts)
-        text = self.paint("2", sep).join(self.paint(c, t) if c else t for t, c in parts)
-        return cells(plain), text
+    def painted(self, parts):
+        """(plain width, painted text) of [(text, colour code or None)] joined by dots."""
+        sep = " %s " % self.glyph["dot"]
+        return cells(sep.join(t for t, _ in parts)), self.paint("2", sep).join(self.paint(c, t) for t, c in parts)
 
     def rule(self, title, right=(), corner=None, code="36"):
         """'── title ─────── right ──' across the width; title is (text, colour), right a list of them."""
@@ -247,9 +238,6 @@ class DetailedUI(g.TerminalUI):
         pad = " " * (self.LABEL + 3)
         out = "  " + self.paint("2", label.ljust(self.LABEL)) + " " + self.paint(code, lines[0]) + "\n"
         return out + "".join(pad + self.paint(code, line) + "\n" for line in lines[1:])
-
-    def field(self, label, text, code=None):
-        self.write(self.field_lines(label, as_text(text), code))
 
     def box(self, title, text, right=(), code="32"):
         """An open-right box: ╭─ title ── right ─ / │ text / ╰────."""
@@ -289,15 +277,13 @@ class DetailedUI(g.TerminalUI):
 
     # -- the live area -------------------------------------------------------
     def live(self, text):
-        if not self.live_on:
+        if not self.live_on or self.live_full:
             return
         with self.lock:
             size = shutil.get_terminal_size((80, 24))
             cols, limit = max(1, size.columns), max(2, size.lines - 3)
             out = []
             for ch in g.visible(text).replace("\t", " "):
-                if self.live_full:
-                    break
                 w = 0 if ch == "\n" else cells(ch)
                 if ch == "\n" or self.live_col + w > cols:
                     if self.live_rows + 1 >= limit:
@@ -544,14 +530,14 @@ class Commands:
     def tools(self, arg):
         for name in self.agent.tool_names:
             ask = name in g.NEEDS_APPROVAL and not self.agent.cfg.always_approve
-            self.ui.field(name, g.tool_line(name, self.agent.cfg.bash_timeout).partition(" ")[2]
-                          + (" [asks first]" if ask else ""))
+            doc = g.tool_line(name, self.agent.cfg.bash_timeout).partition(" ")[2]
+            self.ui.write(self.ui.field_lines(name, as_text(doc + (" [asks first]" if ask else ""))))
 
 
 def interactive(args, cfg):
     ui = DetailedUI()
     agent = g.open_agent(cfg, ui, DETAILED, args, new_if_busy=True)
-    ui.attach(agent)
+    ui.agent = agent
     if args.resume or args.cont:
         ui.resumed(agent)
     try:
