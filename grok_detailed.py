@@ -185,10 +185,8 @@ class DetailedUI(g.TerminalUI):
             self.glyph = GLYPHS
         except (UnicodeEncodeError, LookupError):
             self.glyph = ASCII_GLYPHS
-        self.agent = None
-        self.goal = None
-        self.iteration = 0
-        self.last_reply = {}
+        self.agent = self.goal = None       # the goal: the last one shown
+        self.iteration, self.last_reply = 0, {}
         self.reasoning = ""                 # the model's reasoning_content for this reply
         self.turn_started = time.time()
         self.last_open = None               # the tool call whose opening line was the last one written
@@ -216,7 +214,8 @@ class DetailedUI(g.TerminalUI):
     def painted(self, parts):
         """(plain width, painted text) of [(text, colour code or None)] joined by dots."""
         sep = " %s " % self.glyph["dot"]
-        return cells(sep.join(t for t, _ in parts)), self.paint("2", sep).join(self.paint(c, t) for t, c in parts)
+        plain = sep.join(t for t, _ in parts)
+        return cells(plain), self.paint("2", sep).join(self.paint(c, t) for t, c in parts)
 
     def rule(self, title, right=(), corner=None, code="36"):
         """'── title ─────── right ──' across the width; title is (text, colour), right a list of them."""
@@ -316,8 +315,7 @@ class DetailedUI(g.TerminalUI):
 
     # -- the engine's hooks --------------------------------------------------
     def between_turns(self):
-        """Before the prompt: the status line; numbering restarts (answer() does that too), and
-        the goal is forgotten if the conversation is new or cleared."""
+        """Before the prompt: the status line; a new or cleared conversation forgets the goal."""
         self.iteration = 0
         if self.agent is not None and len(self.agent.messages) <= 1:
             self.goal = None
@@ -341,8 +339,7 @@ class DetailedUI(g.TerminalUI):
 
     def thought(self, text):
         self.reasoning += text
-        self.wait_stop()
-        self.live(text)
+        self.stream_text(text, None)
 
     def marked(self, glyph, items):
         return ["%s %s" % (self.glyph[glyph], t) for t in items if t]
@@ -429,14 +426,11 @@ class DetailedUI(g.TerminalUI):
 
     def resumed(self, agent):
         """What a resumed session holds: size, cost, working dir, the last answer."""
-        last = ""
-        for m in reversed(agent.messages[1:]):
-            if m.get("role") == "assistant":
-                try:
-                    last = as_text(g.extract_json_object(str(m.get("content"))).get("response"))
-                except g.ContractError:
-                    last = as_text(m.get("content"))
-                break
+        said = [m.get("content") for m in agent.messages[1:] if m.get("role") == "assistant"][-1:]
+        try:
+            last = as_text(g.extract_json_object(str(said[0])).get("response")) if said else ""
+        except g.ContractError:
+            last = as_text(said[0])
         self.write("resumed session %s: %d messages, $%.4f spent, working dir %s\n"
                   % (agent.session.id, len(agent.messages) - 1, agent.cost_usd, as_text(agent.cwd)))
         if last:
@@ -465,7 +459,8 @@ class Commands:
         self.agent, self.ui = agent, ui
 
     def table(self):
-        return {name: getattr(self, name[1:]) for name in ("/cd", "/sessions", "/resume", "/compact", "/cost", "/tools")}
+        names = ("/cd", "/sessions", "/resume", "/compact", "/cost", "/tools")
+        return {name: getattr(self, name[1:]) for name in names}
 
     def cd(self, arg):
         a = self.agent
@@ -671,7 +666,6 @@ STEP_ROLES = {"goal": "interviewer", "planner": "planner", "executor": "executor
 STEPS = tuple(STEP_ROLES)
 LOOP_STEPS = ("planner", "executor", "result", "reviewer")
 GENERATED = [step + ".md" for step in STEPS] + ["meta.json"]
-VERDICTS = ("complete", "continue", "unsafe")
 INCLUDE_CAP = 40000         # characters of one workspace file quoted in a step prompt
 PARTIAL_MARK = "<!-- grok-agent: partial report: the maximum of %d loop(s) was reached before the goal was complete -->"
 
@@ -788,8 +782,8 @@ class Workspace:
         except OSError as e:
             raise g.UserError("cannot delete %s: %s" % (self.path(*names), e.strerror or e))
 
-    def generated(self):
-        return [n for n in GENERATED if self.exists(n)] + (["loops"] if os.path.isdir(self.path("loops")) else [])
+    def has_generated(self):
+        return any(self.exists(n) for n in GENERATED) or os.path.isdir(self.path("loops"))
 
     def reset(self):
         """A new goal: delete the generated files; the static prompts stay."""
@@ -871,8 +865,7 @@ class AgentRun:
         self.args, self.cfg, self.ws = args, cfg, ws
         self.max_loops = args.max_loops
         self.ui = AgentModeUI(can_ask=sys.stdin.isatty())
-        self.meta = None
-        self.agent = None
+        self.meta = self.agent = None
 
     # -- the goal and the state ------------------------------------------------
     def open(self):
@@ -881,7 +874,7 @@ class AgentRun:
         meta, problem = self.ws.load_meta()
         if problem:
             self.ui.notice("warning: %s is invalid (%s): recreating it" % (self.ws.path("meta.json"), problem))
-        if meta is None and self.ws.generated():
+        if meta is None and self.ws.has_generated():
             meta = self.recover()
             if meta is None:
                 self.ui.notice("no usable goal.md to recover from: starting over")
@@ -916,25 +909,18 @@ class AgentRun:
         if not words:
             return None
         meta = new_meta(words)
-
-        def done(step, loop):
-            mtime = os.path.getmtime(self.ws.path(step + ".md"))
-            stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(mtime))
-            meta["steps"][step] = {"loop": loop, "started": stamp, "finished": stamp, "recovered": True}
-
         loop = 1
         while self.ws.exists("loops", str(loop), "reviewer.md"):
             loop += 1
         meta["loop"] = loop
-        done("goal", loop)
-        for step in LOOP_STEPS:
+        for step in STEPS:              # the goal, then each step whose file is there, in order
             if not self.ws.exists(step + ".md"):
                 break
-            done(step, loop)
-        else:
+            mtime = os.path.getmtime(self.ws.path(step + ".md"))
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(mtime))
+            meta["steps"][step] = {"loop": loop, "started": stamp, "finished": stamp, "recovered": True}
+        if "reviewer" in meta["steps"]:
             meta["steps"]["reviewer"]["verdict"] = parse_verdict(self.ws.read("reviewer.md"))
-            if self.ws.exists("final_report.md"):
-                done("final_report", loop)
         todo = [s for s in STEPS if s not in meta["steps"]]
         self.ui.notice("recovered the state from the files present: loop %d, next step %s"
                        % (loop, todo[0] if todo else "none (finished)"))
@@ -1040,14 +1026,13 @@ class AgentRun:
     def verdict(self):
         rec = self.meta["steps"]["reviewer"]
         verdict = rec.get("verdict") or parse_verdict(self.ws.read("reviewer.md"))
-        if verdict not in VERDICTS:
+        if verdict not in ("complete", "continue", "unsafe"):
             self.ui.notice("reviewer.md has no VERDICT line: taking it as `continue`")
             verdict = "continue"
         return verdict
 
     def next_loop(self, verdict):
-        """Archive this loop's files in loops/N/, then start loop N+1 (crash-safe: copy,
-        record, then delete)."""
+        """Archive this loop's files in loops/N/, start loop N+1; crash-safe: copy, record, delete."""
         m = self.meta
         n = m["loop"]
         for step in LOOP_STEPS:
@@ -1161,9 +1146,8 @@ class AgentRun:
 
     def make_final_report(self, rec, partial=False):
         body = [self.include("goal.md", "goal.md")]
-        for old in self.meta["loops"]:
-            n = str(old["loop"])
-            body.append(self.include("the review of loop %s" % n, "loops", n, "reviewer.md"))
+        body += [self.include("the review of loop %s" % old["loop"], "loops", str(old["loop"]), "reviewer.md")
+                 for old in self.meta["loops"]]
         body += [self.include("planner.md (the last loop)", "planner.md"),
                  self.include("result.md (the last loop)", "result.md"),
                  self.include("reviewer.md (the last loop)", "reviewer.md")]
