@@ -3139,7 +3139,8 @@ class AcpSession(UI):
                 fields = acp_tool_fields(call["tool"], call["args"], self.agent.cwd, diff=False)
                 if output is not None:
                     fields["content"] = text_content(output)
-                self.update("tool_call", toolCallId=self.new_call_id(), status=("failed", "completed")[ok], **fields)
+                status = "completed" if ok else "failed"
+                self.update("tool_call", toolCallId=self.new_call_id(), status=status, **fields)
 
 
 class AcpServer:
@@ -3196,11 +3197,8 @@ class AcpServer:
         return slot[1]
 
     def log(self, text):
-        try:
-            sys.stderr.write(visible(scrub(text)) + "\n")
-            sys.stderr.flush()
-        except (OSError, ValueError):
-            pass
+        sys.stderr.write(visible(scrub(text)) + "\n")     # QuietStderr: a closed stderr fails nothing
+        sys.stderr.flush()
 
     def serve(self, stream):
         for line in iter(stream.readline, b""):
@@ -3432,10 +3430,7 @@ class AcpServer:
 def acp_main(cfg):
     """`grok --acp` / `grok agent stdio`: serve ACP until stdin closes; exit 0."""
     out = os.fdopen(os.dup(1), "wb")
-    try:
-        os.dup2(2, 1)       # from here a stray print or child writes to stderr; stdout is protocol only
-    except OSError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    os.dup2(2, 1)       # from here a stray print or child writes to stderr; stdout is protocol only
     sys.stdout = sys.stderr
     server = AcpServer(cfg, out)
     try:
