@@ -2923,15 +2923,13 @@ AUTH_METHODS = {"cached_token": "API key from a .env file", "xai.api_key": "API 
 
 
 class RpcError(Exception):
+    """An error to answer a request with; .payload is its JSON-RPC error object."""
+
     def __init__(self, code, message, data=None):
         Exception.__init__(self, message)
-        self.code, self.data = code, data
-
-    def payload(self):
-        error = {"code": self.code, "message": str(self)}
-        if self.data is not None:
-            error["data"] = self.data
-        return error
+        self.payload = {"code": code, "message": message}
+        if data is not None:
+            self.payload["data"] = data
 
 
 def text_content(text):
@@ -3247,7 +3245,7 @@ class AcpServer:
                 raise RpcError(INVALID_PARAMS, "Invalid params: params must be an object")
             result = self.methods[method](params, request_id)
         except Exception as e:
-            return self.respond(request_id, error=self.rpc_error(e).payload())
+            return self.respond(request_id, error=self.rpc_error(e).payload)
         if result is not DEFERRED:
             self.respond(request_id, result)
 
@@ -3393,7 +3391,7 @@ class AcpServer:
         session.close_open_calls("not run: the turn ended (%s)" % (reason or "error"))
         session.busy = False
         if error is not None:
-            return self.respond(request_id, error=error.payload())
+            return self.respond(request_id, error=error.payload)
         meta = session.turn_meta()
         if note:
             meta["message"] = note
