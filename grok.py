@@ -1624,11 +1624,17 @@ class UI:
 class ToolCall:
     def __init__(self, index, name, args, call_id, cwd="."):
         self.index, self.name, self.args, self.id, self.cwd = index, name, args, call_id, cwd
-        self.shown = ""
+        self.shown = scrub(key_arg(name, args))
 
 
 class LimitReached(AgentError):
     pass
+
+
+# A stored message the program wrote itself carries a "kind" (not sent to the API): a "note" between
+# turns (/cd, a changed skills dir) or the "summary" that stands for compacted history.
+INTERRUPTED = ("[interrupted by the user]", "[interrupted: the session ended during this turn]")
+TURN_KEYS = ("input", "output", "reasoning", "cached", "total", "cost")
 
 
 class Agent:
@@ -1648,7 +1654,8 @@ class Agent:
         self.optional = {k: v for k, v in (("temperature", cfg.temperature),
                                            ("reasoning_effort", cfg.reasoning_effort)) if v is not None}
         self.stream = cfg.stream
-        self.reserved, self.search_costs, self.turn = 0.0, [], {}   # USD reserved in flight; search costs; turn usage
+        self.reserved, self.search_costs = 0.0, []      # USD reserved by requests in flight; web search costs
+        self.turn = dict.fromkeys(TURN_KEYS, 0)         # this turn's usage and cost, for the front ends
         self.said = set()               # one-time notices given
         self.cancel, self.procs = threading.Event(), set()      # procs: bash tools running
         self.request_carriers = []      # messages holding this turn's request verbatim (compact keeps it)
@@ -1660,9 +1667,7 @@ class Agent:
     def open_session(self, session, resume=False):
         """Go on in `session`: a new one, or a saved one resumed with its history, cost and cwd. A session
         of the bash grok is only read: the conversation goes on in a new session file."""
-        if resume and os.path.isfile(session.path) and session.fd is None:
-            session._open()     # the lock first: one process per session, nothing interleaves
-        header, messages, self.cost_usd, cwd = session.load() if resume else ({}, [], 0.0, None)
+        header, messages, self.cost_usd, cwd = self.load(session) if resume else ({}, [], 0.0, None)
         fresh = not resume or session.legacy
         if session.legacy:
             session = Session(self.cfg.data_dir, warn=self.notice)
@@ -1682,10 +1687,22 @@ class Agent:
         if resume:      # killed mid-turn (SIGKILL, a crash): close that turn as a cancel would have
             self.close_turn(only_if_open=True, note=INTERRUPTED[1])
 
+    @staticmethod
+    def load(session):
+        """A saved session's (header, messages, cost, cwd), its file locked first: one process per session."""
+        if os.path.isfile(session.path) and session.fd is None:
+            session._open()
+        return session.load()
+
     # -- bookkeeping ---------------------------------------------------------
     def notice(self, text):
         with self.ui_lock:         # tools running in threads may report retries
             self.ui.notice(scrub(text))
+
+    def once(self, key, text):
+        if key not in self.said:
+            self.said.add(key)
+            self.notice(text)
 
     def add(self, message):
         self.messages.append(message)
@@ -1708,8 +1725,8 @@ class Agent:
             return
         skills = find_skills(self.cfg.skills_dir)
         if skills != self.skills_seen[1]:
-            self.add({"role": "user", "content": "[skills] The skills directory changed; the skills now are:\n"
-                      + ("\n".join("- %s: %s (%s)" % s for s in skills) or "(none)")})
+            self.add({"role": "user", "kind": "note", "content": "[skills] The skills directory changed; the skills "
+                      "now are:\n" + ("\n".join("- %s: %s (%s)" % s for s in skills) or "(none)")})
         self.skills_seen = (stamp, skills)
 
     def set_cwd(self, path):
@@ -1717,20 +1734,19 @@ class Agent:
         self.session.append({"type": "cwd", "cwd": path})
 
     def add_cost(self, usage, model=None, kind="chat"):
-        cost, known = usage_cost(model or self.model, usage, self.cfg.prices)
-        for said, problem in (("price", not known), ("odd", usage_numbers(usage)["odd"])):
-            if problem and said not in self.said:
-                self.said.add(said)
-                self.notice("price unknown for model %s at %s: cost is not tracked%s (GROK_PRICES=IN,CACHED,OUT "
-                            "sets prices in USD per million tokens)" % (model or self.model, self.cfg.base_url,
-                                                                         ", so COST_LIMIT cannot apply" if
-                                                                         self.cfg.cost_limit > 0 else "")
-                            if said == "price" else "the server's usage has numbers that are not counts (%s): ignored"
-                            % json.dumps(usage, default=str)[:200])
+        model = model or self.model
+        cost, known = usage_cost(model, usage, self.cfg.prices)
+        if not known:
+            self.once("price", "price unknown for model %s at %s: cost is not tracked%s (GROK_PRICES=IN,CACHED,OUT "
+                      "sets prices in USD per million tokens)" % (model, self.cfg.base_url, ", so COST_LIMIT cannot "
+                                                                  "apply" if self.cfg.cost_limit > 0 else ""))
+        if usage_numbers(usage)["odd"]:
+            self.once("odd", "the server's usage has numbers that are not counts (%s): ignored"
+                      % json.dumps(usage, default=str)[:200])
         with self.lock:     # web searches in threads add theirs too
             self.cost_usd += cost
-            self.session.append({"type": "usage", "kind": kind, "model": model or self.model,
-                                 "usage": usage or {}, "cost_usd": cost})
+            self.session.append({"type": "usage", "kind": kind, "model": model, "usage": usage or {},
+                                 "cost_usd": cost})
         return cost
 
     def context_pct(self):
@@ -1762,11 +1778,8 @@ class Agent:
 
     def response_format(self):
         schema = self.contract.schema(self.tool_names)
-        if self.format_level == 0:
-            return {"type": "json_schema", "json_schema": {"name": self.contract.name, "schema": schema}}
-        if self.format_level == 1:
-            return {"type": "json_object", "schema": schema}
-        return {"type": "json_object"}
+        return ({"type": "json_schema", "json_schema": {"name": self.contract.name, "schema": schema}},
+                {"type": "json_object", "schema": schema}, {"type": "json_object"})[self.format_level]
 
     def tool_env(self):
         return {k: v for k, v in os.environ.items() if k not in KEY_VARS}
@@ -1777,26 +1790,18 @@ class Agent:
         stream = True
         while True:
             self.reserve()
-            payload = {"model": model or self.model, "messages": messages,
+            payload = {"model": model or self.model, "messages": [{"role": m["role"], "content": m["content"]}
+                                                                  for m in messages],
                        "max_tokens": max_tokens or self.cfg.max_tokens or self.contract.max_tokens}
             payload.update(self.optional)
             if contract:
                 payload["response_format"] = self.response_format()
-            on_stream = None
             if self.stream and stream:
-                payload["stream"] = True
-                payload["stream_options"] = {"include_usage": True}
-
-                def on_stream(resp):
-                    if not on_text:
-                        return read_chat_stream(resp, None, on_thought)
-                    # Once per attempt: a retried stream starts the reply over, so the parser and the UI do too.
-                    streamer, self.partial = ResponseStreamer(), ""
-                    self.ui.stream_reset()
-                    return read_chat_stream(resp, lambda piece: self._stream_piece(streamer, piece, on_text),
-                                            on_thought)
+                payload.update(stream=True, stream_options={"include_usage": True})
             try:
-                obj = self.client.post("/chat/completions", payload, on_stream=on_stream, cancel=self.cancel,
+                obj = self.client.post("/chat/completions", payload, cancel=self.cancel,
+                                       on_stream=(lambda resp: self.read_stream(resp, on_text, on_thought))
+                                       if payload.get("stream") else None,
                                        cap=max(REPLY_CAP, 1024 * payload["max_tokens"]),
                                        no_retry=lambda e: contract and self._format_rejected(e))
             except ContractError as e:         # the reply passed the size cap: a strike
@@ -1811,6 +1816,21 @@ class Agent:
                     raise e.overflow() or api_error(e, self.cfg)
                 continue
             return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, on_thought)
+
+    def read_stream(self, resp, on_text, on_thought):
+        """Read a streamed reply, showing its answer text as it comes. Once per attempt: a retried stream
+        starts the reply over, so the parser and the UI do too."""
+        if not on_text:
+            return read_chat_stream(resp, None, on_thought)
+        streamer, self.partial = ResponseStreamer(), ""
+        self.ui.stream_reset()
+
+        def piece(data):
+            text = streamer.feed(data)
+            if text:
+                self.partial += text
+                on_text(text, streamer.tool_calls)
+        return read_chat_stream(resp, piece, on_thought)
 
     def fall_back(self, e, contract):
         """Whether the request can go again without what the server rejected (for the session)."""
@@ -1835,14 +1855,9 @@ class Agent:
         return e.status in (400, 422, 500, 501) and e.mentions("response_format", "json_schema", "json schema",
                                                                 "response format")
 
-    def _stream_piece(self, streamer, piece, on_text):
-        text = streamer.feed(piece)
-        if text:
-            self.partial += text
-            on_text(text, streamer.tool_calls)
-
     def query(self):
-        """Ask the model for its next reply; returns (ChatResult, duration)."""
+        """Ask the model for its next reply (a ChatResult with its cost and duration); its usage is
+        counted here, for the session, the turn and the context size."""
         self.reserve()
         self.step_no += 1
         self.ui.step_start(self.step_no)
@@ -1852,7 +1867,7 @@ class Agent:
         except ContextOverflow as e:
             result = self.after_overflow(e)
         result.cost = self.add_cost(result.usage)
-        for key in self.turn:       # what the front ends report for the turn
+        for key in self.turn:
             self.turn[key] += result.cost if key == "cost" else result.tokens[key]
         self.last_usage = result.usage
         self.context_tokens = result.tokens["input"] + result.tokens["output"] or estimate_tokens(self.messages)
@@ -1885,70 +1900,26 @@ class Agent:
                 self.cfg.context_window = window
                 return self.notice("context window: %d tokens (from the server's %s)" % (window, path))
 
-    def step_info(self, result):
-        return {"finish_reason": result.finish_reason or "stop", "usage": result.usage, "tokens": result.tokens,
-                "id": result.id, "cached_tokens": result.tokens["cached"],
-                "cost": getattr(result, "cost", 0.0), "duration": getattr(result, "duration", 0.0)}
+    def finish_step(self, result):
+        self.ui.step_finish(self.step_no, {"finish_reason": result.finish_reason or "stop", "tokens": result.tokens,
+                                           "id": result.id, "cost": result.cost, "duration": result.duration})
 
     # -- one user turn -------------------------------------------------------
     def run_turn(self, text):
         """Send one user message and loop until the model is done; returns the answer."""
         self.cancel.clear()
-        self.turn = dict.fromkeys(("input", "output", "reasoning", "cached", "total", "cost"), 0)
+        self.turn = dict.fromkeys(TURN_KEYS, 0)
         self.note_skills()
         self.request_carriers = [{"role": "user", "content": clean_text(text)}]
         self.add(self.request_carriers[0])
-        rounds = strikes = 0
+        self.rounds = self.strikes = 0
         try:
-            while True:
+            answer = None
+            while answer is None:
                 self.maybe_compact()
-                result = self.query()
-                try:
-                    if result.problem:
-                        raise ContractError(result.problem)
-                    reply = parse_reply(result.content, self.tool_names + list(self.withdrawn), result.finish_reason)
-                except ContractError as e:
-                    strikes += 1
-                    content = result.content or ""
-                    if len(content) > 4000:
-                        content = content[:4000] + "...[truncated]"
-                    self.add({"role": "assistant", "content": content})
-                    self.ui.step_finish(self.step_no, self.step_info(result))
-                    if strikes >= MAX_STRIKES:
-                        raise AgentError("the model broke the JSON contract %d times in a row (last: %s)"
-                                         % (strikes, e))
-                    self.notice("invalid reply from the model (%s); asking again" % e)
-                    self.add({"role": "user", "content": corrective_message(str(e))})
-                    continue
-                strikes = 0
-                self.add({"role": "assistant", "content": kept_reply(result.content, reply)})
-                self.ui.reply(reply, self.step_no)
-                calls, answer = reply["tool_calls"], reply.get("response") or ""
-                if not calls:
-                    self.ui.step_finish(self.step_no, self.step_info(result))
-                    self.ui.answer(answer)
-                    return answer
-                rounds += 1
-                limit = self.cfg.max_iterations
-                if 0 < limit < rounds:
-                    self.ui.step_finish(self.step_no, self.step_info(result))
-                    raise LimitReached("tool round limit reached: the model still wanted tools after %d round%s; "
-                                       "its last calls were not run (GROK_MAX_ITERATIONS or --max-tool-rounds "
-                                       "raise it, 0 = no limit)" % (limit, "" if limit == 1 else "s"))
-                try:
-                    results = self.execute(calls)
-                finally:    # the model call is complete even when a tool is denied or cancelled
-                    self.ui.step_finish(self.step_no, self.step_info(result))
-                note = None
-                if rounds == limit:
-                    note = ("[Limit] That was the last tool round allowed in this turn (%d). Answer now with "
-                            "what you have and say what is left to do; further tool calls will not run." % limit)
-                self.add({"role": "user", "content": tool_results_message(results, note)})
-                if reply["done"] and answer.strip():     # done with tool calls: they ran; the response ends the turn
-                    self.add({"role": "assistant", "content": json.dumps({"tool_calls": [], "response": answer,
-                                                                          "done": True})})
-                    self.ui.answer(answer)
-                    return answer
+                answer = self.take(self.query())
+            self.ui.answer(answer)
+            return answer
         except (KeyboardInterrupt, Cancelled):
             self.settle_cancelled()
             raise Cancelled("cancelled")
@@ -1957,6 +1928,52 @@ class Agent:
             raise
         finally:
             self.request_carriers = []      # the turn is over: /compact has no request to keep verbatim
+
+    def take(self, result):
+        """Act on one reply of the model: run its tool calls, or ask again if it broke the contract.
+        Returns the turn's answer, or None when the model is to be asked again."""
+        try:
+            if result.problem:
+                raise ContractError(result.problem)
+            reply = parse_reply(result.content, self.tool_names + list(self.withdrawn), result.finish_reason)
+        except ContractError as e:
+            return self.strike(result, e)
+        self.strikes = 0
+        self.add({"role": "assistant", "content": kept_reply(result.content, reply)})
+        self.ui.reply(reply, self.step_no)
+        calls, answer, limit = reply["tool_calls"], reply.get("response") or "", self.cfg.max_iterations
+        if not calls:
+            self.finish_step(result)
+            return answer
+        self.rounds += 1
+        try:        # the model call is complete even when a tool is denied or cancelled
+            if 0 < limit < self.rounds:
+                raise LimitReached("tool round limit reached: the model still wanted tools after %d round%s; "
+                                   "its last calls were not run (GROK_MAX_ITERATIONS or --max-tool-rounds "
+                                   "raise it, 0 = no limit)" % (limit, "" if limit == 1 else "s"))
+            results = self.execute(calls)
+        finally:
+            self.finish_step(result)
+        note = ("[Limit] That was the last tool round allowed in this turn (%d). Answer now with what you have "
+                "and say what is left to do; further tool calls will not run." % limit) if self.rounds == limit else None
+        self.add({"role": "user", "content": tool_results_message(results, note)})
+        if reply["done"] and answer.strip():     # done with tool calls: they ran; the response ends the turn
+            self.add(final_reply(answer))
+            return answer
+        return None
+
+    def strike(self, result, e):
+        """A reply that broke the JSON contract: kept (cut at 4000 characters) and asked again; an error
+        after MAX_STRIKES in a row."""
+        self.strikes += 1
+        content = result.content or ""
+        self.add({"role": "assistant", "content": content[:4000] + "...[truncated]" if len(content) > 4000
+                  else content})
+        self.finish_step(result)
+        if self.strikes >= MAX_STRIKES:
+            raise AgentError("the model broke the JSON contract %d times in a row (last: %s)" % (self.strikes, e))
+        self.notice("invalid reply from the model (%s); asking again" % e)
+        self.add({"role": "user", "content": corrective_message(str(e))})
 
     def stop(self):
         """Cancel the running turn, from any thread: the model call, web searches, running commands, a
@@ -1972,22 +1989,22 @@ class Agent:
         self.stop()
         self.close_turn(False, *notes)
 
-    def close_turn(self, only_if_open=False, note="[interrupted by the user]",
+    def close_turn(self, only_if_open=False, note=INTERRUPTED[0],
                    unrun="[the user cancelled the tool calls before they finished]"):
         """End an unfinished turn in the history: a note (unrun) for tool calls that got no results, and
-        an assistant reply (note) saying the turn was interrupted, with the answer text shown so far."""
-        last = self.messages[-1] if len(self.messages) > 1 else None
-        if last is None or str(last.get("content")).endswith(tuple('%s", "done": true}' % n for n in INTERRUPTED)):
+        an assistant reply (note) saying the turn was interrupted, with the answer text shown so far.
+        only_if_open: only if the last message is a request or asked for tools (a note is no turn)."""
+        last = self.messages[-1]
+        if len(self.messages) < 2 or last["content"].endswith(tuple('%s", "done": true}' % n for n in INTERRUPTED)):
             return
-        if only_if_open and last["role"] == "user" and str(last.get("content", "")).startswith("[/cd]"):
-            return      # grok-detailed's /cd note: a remark between turns, not a turn left open
+        if only_if_open and (last.get("kind") == "note" or last["role"] == "assistant"
+                             and not tool_calls_in(last["content"])):
+            return
         if last["role"] == "assistant":
-            if only_if_open and not tool_calls_in(last.get("content")):
-                return
             self.add({"role": "user", "content": unrun})
         elif self.partial.strip():
             note = self.partial.rstrip() + "\n\n" + note
-        self.add({"role": "assistant", "content": json.dumps({"tool_calls": [], "response": note, "done": True})})
+        self.add(final_reply(note))
 
     # -- tools ---------------------------------------------------------------
     def execute(self, calls):
@@ -1996,49 +2013,51 @@ class Agent:
         as each tool finishes; results are returned in call order."""
         items = [ToolCall(i, c["tool"], c["args"], "call_%d_%d" % (self.step_no, i + 1), self.cwd)
                  for i, c in enumerate(calls)]
-        results = [None] * len(items)
-        runnable = []
+        results, runnable = [None] * len(items), []
         for item in items:
-            item.shown = scrub(key_arg(item.name, item.args))
             if not self.approved(item):
                 results[item.index] = self.finish_tool(item, ToolResult(
                     "denied: the user did not allow this %s call; do not retry it, ask or take another way"
                     % item.name, ok=False), time.time())
             elif item.name == "ask_user":
                 self.ui.tool_start(item)
-                results[item.index] = self.run_tool(item)
+                results[item.index] = self.finish_tool(item, *self.call_tool(item))
             else:
                 runnable.append(item)
         for item in runnable:
             self.ui.tool_start(item)
         if len(runnable) == 1:
-            results[runnable[0].index] = self.run_tool(runnable[0])
+            results[runnable[0].index] = self.finish_tool(runnable[0], *self.call_tool(runnable[0]))
         elif runnable:
-            import queue
-            finished = queue.Queue()
-
-            def work(item):
-                try:
-                    outcome = self.call_tool(item)
-                except BaseException as e:      # Cancelled: a worker thread must never print a traceback
-                    outcome = (ToolResult("error: %s" % (e or "cancelled"), ok=False), time.time())
-                finished.put((item, outcome))
-
-            threads = [threading.Thread(target=work, args=(item,), daemon=True) for item in runnable]
-            for t in threads:
-                t.start()
-            try:
-                for _ in runnable:         # a blocked get() still takes Ctrl-C and SIGTERM
-                    item, (result, started) = finished.get()
-                    results[item.index] = self.finish_tool(item, result, started)
-            except BaseException:
-                self.stop()
-                for t in threads:
-                    t.join(5)
-                raise
+            self.run_together(runnable, results)
         if self.cancel.is_set():
             raise Cancelled("cancelled")
         return list(zip(items, results))
+
+    def run_together(self, items, results):
+        """Run tool calls in threads, each result finished on this thread as it comes."""
+        import queue
+        finished = queue.Queue()
+
+        def work(item):
+            try:
+                outcome = self.call_tool(item)
+            except BaseException as e:      # Cancelled: a worker thread must never print a traceback
+                outcome = (ToolResult("error: %s" % (e or "cancelled"), ok=False), time.time())
+            finished.put((item, outcome))
+
+        threads = [threading.Thread(target=work, args=(item,), daemon=True) for item in items]
+        for t in threads:
+            t.start()
+        try:
+            for _ in items:         # a blocked get() still takes Ctrl-C and SIGTERM
+                item, (result, started) = finished.get()
+                results[item.index] = self.finish_tool(item, result, started)
+        except BaseException:
+            self.stop()
+            for t in threads:
+                t.join(5)
+            raise
 
     def approved(self, item):
         if self.cfg.always_approve or item.name in self.session_always:
@@ -2060,9 +2079,6 @@ class Agent:
                 self.withdrawn[name] = text
                 self.notice(text)
         return ToolResult(text, ok=False)
-
-    def run_tool(self, item):
-        return self.finish_tool(item, *self.call_tool(item))
 
     def call_tool(self, item):
         """(ToolResult, start time); safe to call from a worker thread (no UI)."""
@@ -2107,25 +2123,36 @@ class Agent:
         return self.compact()
 
     def compact(self, keep=6):
-        """Summarise older history with GROK_SUMMARY_MODEL; keep the system prompt and the recent tail
-        (about `keep` messages, fewer if they alone would fill half the threshold). The tail starts at
-        an assistant reply, so tool results stay with the reply that asked for them and the summary, a
-        user message, keeps the roles alternating. Mid-turn, the request being worked on is kept
-        verbatim. A summary that was cut off or is not smaller than what it replaces is not taken: the older
-        messages are dropped instead. False when there is too little to compact."""
+        """Replace older history by a summary (see summarise()); keep the system prompt and the recent
+        tail (about `keep` messages, fewer if they alone would fill half the threshold). The tail starts
+        at an assistant reply, so tool results stay with the reply that asked for them and the summary,
+        a user message, keeps the roles alternating. Mid-turn, the request being worked on is kept
+        verbatim. False when there is too little to compact."""
         self.learn_window()
-        history = self.messages[1:]
         pct = self.cfg.compact_threshold if self.cfg.compact_threshold > 0 else 75.0
-        room = self.cfg.context_window * pct / 200.0
-        cut = None
-        for i, m in enumerate(history):
-            if i < 2 or m.get("role") != "assistant":
-                continue
-            if i <= len(history) - keep or estimate_tokens(history[cut or 0:]) > room:
-                cut = i
+        history = self.messages[1:]
+        cut = compact_cut(history, keep, self.cfg.context_window * pct / 200.0)
         if cut is None:
             return False
         old, tail = history[:cut], history[cut:]
+        summary, how = self.summarise(old)
+        if any(m is c for m in old for c in self.request_carriers):
+            request = str(self.request_carriers[0]["content"])
+            if len(request) > 4000:
+                request = request[:4000] + "\n[... the rest of the request is in the summary]"
+            summary["content"] += "\n\n[The request being worked on, verbatim]\n" + request
+            self.request_carriers.append(summary)
+        before = estimate_tokens(self.messages)
+        self.reset([summary] + tail)
+        self.context_tokens = estimate_tokens(self.messages)
+        self.notice("%s (about %d -> %d tokens)" % (how, before, self.context_tokens))
+        if self.context_pct() >= pct:
+            self.notice("the recent messages alone still fill %.0f%% of the context window" % self.context_pct())
+        return True
+
+    def summarise(self, old):
+        """(the message that stands for `old`, what was done): a summary by GROK_SUMMARY_MODEL; one that
+        was cut off or is not smaller than what it replaces is not taken: the messages are dropped."""
         request = [{"role": "system", "content":
                     "You summarise an AI agent's conversation and tool history so the agent can continue. Keep "
                     "the user's goals and requests, decisions, facts learned, files and commands involved, and "
@@ -2140,27 +2167,13 @@ class Agent:
                           % (self.cfg.summary_model, e))
         self.add_cost(result.usage, self.cfg.summary_model, kind="compaction")
         text, cut_off = (result.content or "").strip(), result.finish_reason == "length"
-        how = "compacted %d older messages into a summary" % len(old)
-        summary = "[Summary of the earlier conversation, compacted]\n" + text
         if cut_off or not text or len(text) // 4 >= old_tokens:
-            how = "dropped the %d oldest messages: the summary was %s" % (len(old), "cut off at %d tokens" % limit
-                                                                          if cut_off else "not smaller")
-            summary = "[%d older messages were dropped to fit the context window]" % len(old)
-        summary = {"role": "user", "content": summary}
-        if any(m is c for m in old for c in self.request_carriers):
-            request_text = str(self.request_carriers[0].get("content", ""))
-            if len(request_text) > 4000:
-                request_text = request_text[:4000] + "\n[... the rest of the request is in the summary]"
-            summary["content"] += "\n\n[The request being worked on, verbatim]\n" + request_text
-            self.request_carriers.append(summary)
-        before = estimate_tokens(self.messages)
-        self.reset([summary] + tail)
-        self.context_tokens = estimate_tokens(self.messages)
-        self.notice("%s (about %d -> %d tokens)" % (how, before, self.context_tokens))
-        if 100.0 * self.context_tokens / max(1, self.cfg.context_window) >= pct:
-            self.notice("the recent messages alone still fill %.0f%% of the context window"
-                        % (100.0 * self.context_tokens / max(1, self.cfg.context_window)))
-        return True
+            return ({"role": "user", "kind": "summary",
+                     "content": "[%d older messages were dropped to fit the context window]" % len(old)},
+                    "dropped the %d oldest messages: the summary was %s" % (
+                        len(old), "cut off at %d tokens" % limit if cut_off else "not smaller"))
+        return ({"role": "user", "kind": "summary", "content": "[Summary of the earlier conversation, compacted]\n"
+                 + text}, "compacted %d older messages into a summary" % len(old))
 
     def transcript(self, messages):
         """Messages as text for the summariser: each capped, the whole within its window."""
@@ -2179,7 +2192,20 @@ class Agent:
         self.session.close()
 
 
-INTERRUPTED = ("[interrupted by the user]", "[interrupted: the session ended during this turn]")
+def compact_cut(history, keep, room):
+    """Where the kept tail starts: an assistant reply (not the first two messages), about `keep`
+    messages from the end, later while the tail from there passes `room` tokens; None if none."""
+    cut = None
+    for i, m in enumerate(history):
+        if i >= 2 and m.get("role") == "assistant" and (
+                i <= len(history) - keep or estimate_tokens(history[cut or 0:]) > room):
+            cut = i
+    return cut
+
+
+def final_reply(text):
+    """An assistant message that ends the turn with `text` as its answer."""
+    return {"role": "assistant", "content": json.dumps({"tool_calls": [], "response": text, "done": True})}
 
 
 def tool_calls_in(content):
@@ -2192,7 +2218,7 @@ def tool_calls_in(content):
 
 
 def tool_results_message(results, note=None):
-    """The one user message that carries a round's results, in call order (SPEC 4)."""
+    """The one user message that carries a round's results, in call order."""
     parts, failed = [], []
     for item, result in results:
         parts.append("[%d] %s %s\n%s" % (item.index + 1, item.name, item.shown, result.output))
@@ -3180,7 +3206,7 @@ class AcpSession(UI):
             role, content = message.get("role"), message.get("content")
             if role == "user" and isinstance(content, str) and not content.startswith(
                     ("Tool results:", corrective, "[the user cancelled")):
-                summary = content.startswith("[Summary of the earlier conversation")
+                summary = message.get("kind") == "summary"
                 self.chunk("agent_thought_chunk" if summary else "user_message_chunk", content)
             if role != "assistant" or not isinstance(content, str):
                 continue
