@@ -1667,7 +1667,9 @@ class Agent:
     def open_session(self, session, resume=False):
         """Go on in `session`: a new one, or a saved one resumed with its history, cost and cwd. A session
         of the bash grok is only read: the conversation goes on in a new session file."""
-        header, messages, self.cost_usd, cwd = self.load(session) if resume else ({}, [], 0.0, None)
+        if resume and os.path.isfile(session.path):
+            session._open()     # the lock first: one process per session, nothing interleaves
+        header, messages, self.cost_usd, cwd = session.load() if resume else ({}, [], 0.0, None)
         fresh = not resume or session.legacy
         if session.legacy:
             session = Session(self.cfg.data_dir, warn=self.notice)
@@ -1686,13 +1688,6 @@ class Agent:
                 session.append({"type": "reset", "messages": messages})
         if resume:      # killed mid-turn (SIGKILL, a crash): close that turn as a cancel would have
             self.close_turn(only_if_open=True, note=INTERRUPTED[1])
-
-    @staticmethod
-    def load(session):
-        """A saved session's (header, messages, cost, cwd), its file locked first: one process per session."""
-        if os.path.isfile(session.path) and session.fd is None:
-            session._open()
-        return session.load()
 
     # -- bookkeeping ---------------------------------------------------------
     def notice(self, text):
@@ -1920,12 +1915,9 @@ class Agent:
                 answer = self.take(self.query())
             self.ui.answer(answer)
             return answer
-        except (KeyboardInterrupt, Cancelled):
+        except (KeyboardInterrupt, Cancelled, Terminated) as e:     # Terminated: SIGTERM/SIGHUP, the process ends
             self.settle_cancelled()
-            raise Cancelled("cancelled")
-        except Terminated:          # SIGTERM / SIGHUP: the same clean-up, then the process ends
-            self.settle_cancelled()
-            raise
+            raise e if isinstance(e, Terminated) else Cancelled("cancelled")
         finally:
             self.request_carriers = []      # the turn is over: /compact has no request to keep verbatim
 
@@ -2107,20 +2099,13 @@ class Agent:
 
     # -- compaction ----------------------------------------------------------
     def maybe_compact(self):
-        """Before every model call: compact when the context would pass COMPACT_THRESHOLD. The estimate
-        is the last call's tokens plus what was added since (tool results, a new user message)."""
+        """Before every model call: compact when the context would pass COMPACT_THRESHOLD, estimated as
+        the last call's tokens plus what was added after the last reply (tool results, a request)."""
         self.learn_window()
-        if self.cfg.compact_threshold <= 0 or len(self.messages) < 2:
-            return False
-        pending = []
-        for m in reversed(self.messages[1:]):
-            if m.get("role") == "assistant":    # the last reply: counted in the last call's tokens
-                break
-            pending.append(m)
-        tokens = self.context_tokens + estimate_tokens(pending)
-        if 100.0 * tokens / max(1, self.cfg.context_window) < self.cfg.compact_threshold:
-            return False
-        return self.compact()
+        since = max([i for i, m in enumerate(self.messages) if m["role"] == "assistant"] + [0]) + 1
+        tokens = self.context_tokens + estimate_tokens(self.messages[since:])
+        if 0 < self.cfg.compact_threshold <= 100.0 * tokens / max(1, self.cfg.context_window):
+            self.compact()
 
     def compact(self, keep=6):
         """Replace older history by a summary (see summarise()); keep the system prompt and the recent
@@ -2153,11 +2138,13 @@ class Agent:
     def summarise(self, old):
         """(the message that stands for `old`, what was done): a summary by GROK_SUMMARY_MODEL; one that
         was cut off or is not smaller than what it replaces is not taken: the messages are dropped."""
+        window = (self.cfg.context_window if self.cfg.summary_model == self.model
+                  else context_window(self.cfg.summary_model))
         request = [{"role": "system", "content":
                     "You summarise an AI agent's conversation and tool history so the agent can continue. Keep "
                     "the user's goals and requests, decisions, facts learned, files and commands involved, and "
                     "open tasks. Be concise; plain text."},
-                   {"role": "user", "content": "Conversation to summarise:\n\n" + self.transcript(old)}]
+                   {"role": "user", "content": "Conversation to summarise:\n\n" + transcript(old, window)}]
         old_tokens = estimate_tokens(old)
         limit = max(32, min(2000, old_tokens // 2, self.cfg.context_window // 4))
         try:
@@ -2167,25 +2154,13 @@ class Agent:
                           % (self.cfg.summary_model, e))
         self.add_cost(result.usage, self.cfg.summary_model, kind="compaction")
         text, cut_off = (result.content or "").strip(), result.finish_reason == "length"
+        how = "compacted %d older messages into a summary" % len(old)
+        summary = "[Summary of the earlier conversation, compacted]\n" + text
         if cut_off or not text or len(text) // 4 >= old_tokens:
-            return ({"role": "user", "kind": "summary",
-                     "content": "[%d older messages were dropped to fit the context window]" % len(old)},
-                    "dropped the %d oldest messages: the summary was %s" % (
-                        len(old), "cut off at %d tokens" % limit if cut_off else "not smaller"))
-        return ({"role": "user", "kind": "summary", "content": "[Summary of the earlier conversation, compacted]\n"
-                 + text}, "compacted %d older messages into a summary" % len(old))
-
-    def transcript(self, messages):
-        """Messages as text for the summariser: each capped, the whole within its window."""
-        window = (self.cfg.context_window if self.cfg.summary_model == self.model
-                  else context_window(self.cfg.summary_model))
-        text = "\n\n".join("[%s] %s" % (m.get("role"), str(m.get("content", ""))[:3000]) for m in messages)
-        limit = max(1000, window - 3000)    # characters: fits even at a token a character, beside the summary
-        if len(text) > limit:
-            head = limit // 3
-            text = "%s\n[... %d characters omitted ...]\n%s" % (text[:head], len(text) - limit,
-                                                               text[-(limit - head):])
-        return text
+            how = "dropped the %d oldest messages: the summary was %s" % (len(old), "cut off at %d tokens" % limit
+                                                                          if cut_off else "not smaller")
+            summary = "[%d older messages were dropped to fit the context window]" % len(old)
+        return {"role": "user", "kind": "summary", "content": summary}, how
 
     def close(self):
         self.client.close()
@@ -2201,6 +2176,16 @@ def compact_cut(history, keep, room):
                 i <= len(history) - keep or estimate_tokens(history[cut or 0:]) > room):
             cut = i
     return cut
+
+
+def transcript(messages, window):
+    """Messages as text for the summariser: each capped, the whole within its `window`."""
+    text = "\n\n".join("[%s] %s" % (m.get("role"), str(m.get("content", ""))[:3000]) for m in messages)
+    limit = max(1000, window - 3000)    # characters: fits even at a token a character, beside the summary
+    if len(text) <= limit:
+        return text
+    head = limit // 3
+    return "%s\n[... %d characters omitted ...]\n%s" % (text[:head], len(text) - limit, text[-(limit - head):])
 
 
 def final_reply(text):
@@ -2275,18 +2260,14 @@ def now_iso():
 def api_error(e, cfg):
     """The exception to show for a non-retryable HTTP status: it says what to fix."""
     msg = scrub(e.server_message())
-    if e.status == 401:
-        return UserError("the API key was rejected (HTTP 401, key from %s; set a valid GROK_API_KEY): %s"
-                         % (cfg.key_source, msg))
-    if e.status == 403:
-        return UserError("access denied (HTTP 403): the key lacks permission or credits: %s" % msg)
-    if e.status == 404:
-        return UserError("not found (HTTP 404) at %s: check GROK_BASE_URL and the model %r: %s"
-                         % (cfg.base_url, cfg.model, msg))
     if retryable(e.status):
         return TransientError("the server failed (HTTP %d): %s" % (e.status, msg))
+    what = {401: "the API key was rejected (HTTP 401, key from %s; set a valid GROK_API_KEY)" % cfg.key_source,
+            403: "access denied (HTTP 403): the key lacks permission or credits",
+            404: "not found (HTTP 404) at %s: check GROK_BASE_URL and the model %r" % (cfg.base_url, cfg.model)}
     hint = " (check the model name: -m/GROK_MODEL)" if "model" in msg.lower() else ""
-    return UserError("the request was rejected (HTTP %d): %s%s" % (e.status, msg, hint))
+    return UserError("%s: %s" % (what[e.status], msg) if e.status in what
+                     else "the request was rejected (HTTP %d): %s%s" % (e.status, msg, hint))
 
 
 # --------------------------------------------------------------------------
