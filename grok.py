@@ -1658,7 +1658,7 @@ class Agent:
         self.turn = dict.fromkeys(TURN_KEYS, 0)         # this turn's usage and cost, for the front ends
         self.said = set()               # one-time notices given
         self.cancel, self.procs = threading.Event(), set()      # procs: bash tools running
-        self.request_carriers = []      # messages holding this turn's request verbatim (compact keeps it)
+        self.request = None             # the running turn's request: compaction keeps it verbatim
         self.partial = ""               # the answer text shown so far in this model call
         self.prompt_skills = find_skills(cfg.skills_dir)
         self.skills_seen = (None, self.prompt_skills)       # (stamp, skills) the model knows of
@@ -1720,8 +1720,9 @@ class Agent:
             return
         skills = find_skills(self.cfg.skills_dir)
         if skills != self.skills_seen[1]:
-            self.add({"role": "user", "kind": "note", "content": "[skills] The skills directory changed; the skills "
-                      "now are:\n" + ("\n".join("- %s: %s (%s)" % s for s in skills) or "(none)")})
+            listed = "\n".join("- %s: %s (%s)" % s for s in skills) or "(none)"
+            self.add({"role": "user", "kind": "note",
+                      "content": "[skills] The skills directory changed; the skills now are:\n" + listed})
         self.skills_seen = (stamp, skills)
 
     def set_cwd(self, path):
@@ -1732,9 +1733,10 @@ class Agent:
         model = model or self.model
         cost, known = usage_cost(model, usage, self.cfg.prices)
         if not known:
-            self.once("price", "price unknown for model %s at %s: cost is not tracked%s (GROK_PRICES=IN,CACHED,OUT "
-                      "sets prices in USD per million tokens)" % (model, self.cfg.base_url, ", so COST_LIMIT cannot "
-                                                                  "apply" if self.cfg.cost_limit > 0 else ""))
+            limit = ", so COST_LIMIT cannot apply" if self.cfg.cost_limit > 0 else ""
+            self.once("price", "price unknown for model %s at %s: cost is not tracked%s (GROK_PRICES="
+                      "IN,CACHED,OUT sets prices in USD per million tokens)"
+                      % (model, self.cfg.base_url, limit))
         if usage_numbers(usage)["odd"]:
             self.once("odd", "the server's usage has numbers that are not counts (%s): ignored"
                       % json.dumps(usage, default=str)[:200])
@@ -1759,8 +1761,7 @@ class Agent:
             self.reserved += estimate
 
     def paid(self, post):
-        """post() for a paid request (web_search): the cost is reserved at the most a search cost so
-        far (SEARCH_ESTIMATE at least) before it starts, so concurrent searches cannot pass COST_LIMIT."""
+        """post() for a web search, with the most a search cost so far reserved while it runs."""
         estimate = max([SEARCH_ESTIMATE] + self.search_costs)
         self.reserve(estimate)
         try:
@@ -1813,8 +1814,7 @@ class Agent:
             return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, on_thought)
 
     def read_stream(self, resp, on_text, on_thought):
-        """Read a streamed reply, showing its answer text as it comes. Once per attempt: a retried stream
-        starts the reply over, so the parser and the UI do too."""
+        """A streamed reply, its answer text shown as it comes; a retried stream starts it over."""
         if not on_text:
             return read_chat_stream(resp, None, on_thought)
         streamer, self.partial = ResponseStreamer(), ""
@@ -1851,8 +1851,7 @@ class Agent:
                                                                 "response format")
 
     def query(self):
-        """Ask the model for its next reply (a ChatResult with its cost and duration); its usage is
-        counted here, for the session, the turn and the context size."""
+        """The model's next reply (a ChatResult); its usage is counted here, and only here."""
         self.reserve()
         self.step_no += 1
         self.ui.step_start(self.step_no)
@@ -1896,8 +1895,9 @@ class Agent:
                 return self.notice("context window: %d tokens (from the server's %s)" % (window, path))
 
     def finish_step(self, result):
-        self.ui.step_finish(self.step_no, {"finish_reason": result.finish_reason or "stop", "tokens": result.tokens,
-                                           "id": result.id, "cost": result.cost, "duration": result.duration})
+        self.ui.step_finish(self.step_no, {"finish_reason": result.finish_reason or "stop", "id": result.id,
+                                           "tokens": result.tokens, "cost": result.cost,
+                                           "duration": result.duration})
 
     # -- one user turn -------------------------------------------------------
     def run_turn(self, text):
@@ -1905,8 +1905,8 @@ class Agent:
         self.cancel.clear()
         self.turn = dict.fromkeys(TURN_KEYS, 0)
         self.note_skills()
-        self.request_carriers = [{"role": "user", "content": clean_text(text)}]
-        self.add(self.request_carriers[0])
+        self.request = {"role": "user", "content": clean_text(text)}
+        self.add(self.request)
         self.rounds = self.strikes = 0
         try:
             answer = None
@@ -1915,15 +1915,14 @@ class Agent:
                 answer = self.take(self.query())
             self.ui.answer(answer)
             return answer
-        except (KeyboardInterrupt, Cancelled, Terminated) as e:     # Terminated: SIGTERM/SIGHUP, the process ends
+        except (KeyboardInterrupt, Cancelled, Terminated) as e:     # Terminated (SIGTERM): the process ends
             self.settle_cancelled()
             raise e if isinstance(e, Terminated) else Cancelled("cancelled")
         finally:
-            self.request_carriers = []      # the turn is over: /compact has no request to keep verbatim
+            self.request = None     # the turn is over: /compact has no request to keep verbatim
 
     def take(self, result):
-        """Act on one reply of the model: run its tool calls, or ask again if it broke the contract.
-        Returns the turn's answer, or None when the model is to be asked again."""
+        """Act on a reply: the turn's answer, or None when the model is to be asked again."""
         try:
             if result.problem:
                 raise ContractError(result.problem)
@@ -1946,8 +1945,10 @@ class Agent:
             results = self.execute(calls)
         finally:
             self.finish_step(result)
-        note = ("[Limit] That was the last tool round allowed in this turn (%d). Answer now with what you have "
-                "and say what is left to do; further tool calls will not run." % limit) if self.rounds == limit else None
+        note = None
+        if self.rounds == limit:
+            note = ("[Limit] That was the last tool round allowed in this turn (%d). Answer now with what "
+                    "you have and say what is left to do; further tool calls will not run." % limit)
         self.add({"role": "user", "content": tool_results_message(results, note)})
         if reply["done"] and answer.strip():     # done with tool calls: they ran; the response ends the turn
             self.add(final_reply(answer))
@@ -1955,15 +1956,15 @@ class Agent:
         return None
 
     def strike(self, result, e):
-        """A reply that broke the JSON contract: kept (cut at 4000 characters) and asked again; an error
-        after MAX_STRIKES in a row."""
+        """A reply that broke the JSON contract: kept, and the model told what was wrong."""
         self.strikes += 1
         content = result.content or ""
         self.add({"role": "assistant", "content": content[:4000] + "...[truncated]" if len(content) > 4000
                   else content})
         self.finish_step(result)
         if self.strikes >= MAX_STRIKES:
-            raise AgentError("the model broke the JSON contract %d times in a row (last: %s)" % (self.strikes, e))
+            raise AgentError("the model broke the JSON contract %d times in a row (last: %s)"
+                             % (self.strikes, e))
         self.notice("invalid reply from the model (%s); asking again" % e)
         self.add({"role": "user", "content": corrective_message(str(e))})
 
@@ -1976,18 +1977,16 @@ class Agent:
             kill_group(proc)
 
     def settle_cancelled(self, *notes):
-        """After a cancelled (or failed) turn, stop what runs and leave a history the model can
-        continue from. Safe to call twice (a front end may call it again)."""
+        """After a cancelled or failed turn: stop what runs, close the turn in the history (idempotent)."""
         self.stop()
         self.close_turn(False, *notes)
 
     def close_turn(self, only_if_open=False, note=INTERRUPTED[0],
                    unrun="[the user cancelled the tool calls before they finished]"):
-        """End an unfinished turn in the history: a note (unrun) for tool calls that got no results, and
-        an assistant reply (note) saying the turn was interrupted, with the answer text shown so far.
-        only_if_open: only if the last message is a request or asked for tools (a note is no turn)."""
+        """End an unfinished turn in the history: `unrun` for tool calls that got no results, and a reply
+        `note` with the answer text shown so far. only_if_open: unless the turn had ended (or a note)."""
         last = self.messages[-1]
-        if len(self.messages) < 2 or last["content"].endswith(tuple('%s", "done": true}' % n for n in INTERRUPTED)):
+        if len(self.messages) < 2 or last["content"] in (final_reply(n)["content"] for n in INTERRUPTED):
             return
         if only_if_open and (last.get("kind") == "note" or last["role"] == "assistant"
                              and not tool_calls_in(last["content"])):
@@ -2000,9 +1999,8 @@ class Agent:
 
     # -- tools ---------------------------------------------------------------
     def execute(self, calls):
-        """Run one reply's tool calls: approvals and ask_user one at a time in call order, then the
-        rest concurrently. UI hooks run on this thread only (no interleaved output); tool_end comes
-        as each tool finishes; results are returned in call order."""
+        """Run a reply's tool calls: approvals and ask_user in call order, then the rest concurrently;
+        UI hooks run on this thread only. Returns [(ToolCall, ToolResult)] in call order."""
         items = [ToolCall(i, c["tool"], c["args"], "call_%d_%d" % (self.step_no, i + 1), self.cwd)
                  for i, c in enumerate(calls)]
         results, runnable = [None] * len(items), []
@@ -2099,8 +2097,7 @@ class Agent:
 
     # -- compaction ----------------------------------------------------------
     def maybe_compact(self):
-        """Before every model call: compact when the context would pass COMPACT_THRESHOLD, estimated as
-        the last call's tokens plus what was added after the last reply (tool results, a request)."""
+        """Compact when the last call's tokens and what came after its reply pass COMPACT_THRESHOLD."""
         self.learn_window()
         since = max([i for i, m in enumerate(self.messages) if m["role"] == "assistant"] + [0]) + 1
         tokens = self.context_tokens + estimate_tokens(self.messages[since:])
@@ -2108,11 +2105,8 @@ class Agent:
             self.compact()
 
     def compact(self, keep=6):
-        """Replace older history by a summary (see summarise()); keep the system prompt and the recent
-        tail (about `keep` messages, fewer if they alone would fill half the threshold). The tail starts
-        at an assistant reply, so tool results stay with the reply that asked for them and the summary,
-        a user message, keeps the roles alternating. Mid-turn, the request being worked on is kept
-        verbatim. False when there is too little to compact."""
+        """Replace older history by a summary, keeping the system prompt, the recent tail (compact_cut())
+        and, mid-turn, the request being worked on verbatim. False when there is too little to compact."""
         self.learn_window()
         pct = self.cfg.compact_threshold if self.cfg.compact_threshold > 0 else 75.0
         history = self.messages[1:]
@@ -2121,18 +2115,18 @@ class Agent:
             return False
         old, tail = history[:cut], history[cut:]
         summary, how = self.summarise(old)
-        if any(m is c for m in old for c in self.request_carriers):
-            request = str(self.request_carriers[0]["content"])
+        if self.request and not any(m is self.request for m in tail):
+            request = self.request["content"]
             if len(request) > 4000:
                 request = request[:4000] + "\n[... the rest of the request is in the summary]"
             summary["content"] += "\n\n[The request being worked on, verbatim]\n" + request
-            self.request_carriers.append(summary)
         before = estimate_tokens(self.messages)
         self.reset([summary] + tail)
         self.context_tokens = estimate_tokens(self.messages)
         self.notice("%s (about %d -> %d tokens)" % (how, before, self.context_tokens))
         if self.context_pct() >= pct:
-            self.notice("the recent messages alone still fill %.0f%% of the context window" % self.context_pct())
+            self.notice("the recent messages alone still fill %.0f%% of the context window"
+                        % self.context_pct())
         return True
 
     def summarise(self, old):
@@ -2168,8 +2162,9 @@ class Agent:
 
 
 def compact_cut(history, keep, room):
-    """Where the kept tail starts: an assistant reply (not the first two messages), about `keep`
-    messages from the end, later while the tail from there passes `room` tokens; None if none."""
+    """Where the kept tail starts, or None: about `keep` messages from the end, fewer while they pass
+    `room` tokens, at an assistant reply, so tool results stay with their calls and the summary (a
+    user message) keeps the roles alternating."""
     cut = None
     for i, m in enumerate(history):
         if i >= 2 and m.get("role") == "assistant" and (
@@ -2185,7 +2180,8 @@ def transcript(messages, window):
     if len(text) <= limit:
         return text
     head = limit // 3
-    return "%s\n[... %d characters omitted ...]\n%s" % (text[:head], len(text) - limit, text[-(limit - head):])
+    return "%s\n[... %d characters omitted ...]\n%s" % (text[:head], len(text) - limit,
+                                                       text[-(limit - head):])
 
 
 def final_reply(text):
@@ -2204,12 +2200,10 @@ def tool_calls_in(content):
 
 def tool_results_message(results, note=None):
     """The one user message that carries a round's results, in call order."""
-    parts, failed = [], []
-    for item, result in results:
-        parts.append("[%d] %s %s\n%s" % (item.index + 1, item.name, item.shown, result.output))
-        if not result.ok:
-            failed.append("[%d] %s (%s)" % (item.index + 1, item.name, failure_reason(result.output)))
-    text = "Tool results:\n\n" + "\n\n".join(parts)
+    text = "Tool results:\n\n" + "\n\n".join("[%d] %s %s\n%s" % (item.index + 1, item.name, item.shown,
+                                                                 result.output) for item, result in results)
+    failed = ["[%d] %s (%s)" % (item.index + 1, item.name, failure_reason(result.output))
+              for item, result in results if not result.ok]
     if failed:
         text += ("\n\n[Self-correction] These tool calls failed: %s. Before you go on, work out what went wrong "
                  "and adjust: wrong arguments, a missing prerequisite, or another tool." % "; ".join(failed))
@@ -2262,12 +2256,15 @@ def api_error(e, cfg):
     msg = scrub(e.server_message())
     if retryable(e.status):
         return TransientError("the server failed (HTTP %d): %s" % (e.status, msg))
-    what = {401: "the API key was rejected (HTTP 401, key from %s; set a valid GROK_API_KEY)" % cfg.key_source,
+    what = {401: "the API key was rejected (HTTP 401, key from %s; set a valid GROK_API_KEY)"
+                 % cfg.key_source,
             403: "access denied (HTTP 403): the key lacks permission or credits",
-            404: "not found (HTTP 404) at %s: check GROK_BASE_URL and the model %r" % (cfg.base_url, cfg.model)}
+            404: "not found (HTTP 404) at %s: check GROK_BASE_URL and the model %r" % (cfg.base_url,
+                                                                                       cfg.model)}
+    if e.status in what:
+        return UserError("%s: %s" % (what[e.status], msg))
     hint = " (check the model name: -m/GROK_MODEL)" if "model" in msg.lower() else ""
-    return UserError("%s: %s" % (what[e.status], msg) if e.status in what
-                     else "the request was rejected (HTTP %d): %s%s" % (e.status, msg, hint))
+    return UserError("the request was rejected (HTTP %d): %s%s" % (e.status, msg, hint))
 
 
 # --------------------------------------------------------------------------
