@@ -1902,7 +1902,6 @@ class Agent:
     # -- one user turn -------------------------------------------------------
     def run_turn(self, text):
         """Send one user message and loop until the model is done; returns the answer."""
-        self.cancel.clear()
         self.turn = dict.fromkeys(TURN_KEYS, 0)
         self.note_skills()
         self.request = {"role": "user", "content": clean_text(text)}
@@ -1977,9 +1976,11 @@ class Agent:
             kill_group(proc)
 
     def settle_cancelled(self, *notes):
-        """After a cancelled or failed turn: stop what runs, close the turn in the history (idempotent)."""
+        """After a cancelled or failed turn: stop what runs, close the turn in the history (idempotent).
+        A stop lasts until then: one that comes before a turn starts cancels that turn."""
         self.stop()
         self.close_turn(False, *notes)
+        self.cancel.clear()
 
     def close_turn(self, only_if_open=False, note=INTERRUPTED[0],
                    unrun="[the user cancelled the tool calls before they finished]"):
@@ -2047,6 +2048,7 @@ class Agent:
             self.stop()
             for t in threads:
                 t.join(5)
+            self.cancel.clear()     # stopped: the caller settles the turn
             raise
 
     def approved(self, item):
@@ -3064,7 +3066,6 @@ class AcpSession(UI):
         self.id = None
         self.agent = None
         self.busy = False
-        self.cancel_requested = False
         self.calls = 0
         self.lock = threading.Lock()
         self.begin_turn()
@@ -3100,11 +3101,6 @@ class AcpSession(UI):
     def call_id(self, call):
         return self.ids.get((self.step, call.index)) or self.announce(self.step, call.index, call.name, call.args)
 
-    def stop(self):
-        """Cancel the running turn: the model call, running tools, a pending approval."""
-        self.cancel_requested = True
-        self.agent.stop()
-
     def close_open_calls(self, reason):
         for call_id in list(self.fields):
             fields = self.fields.pop(call_id, None)
@@ -3123,8 +3119,6 @@ class AcpSession(UI):
     def step_start(self, step):
         self.step = step
         self.streamed = False
-        if self.cancel_requested:       # a cancel that came before run_turn() cleared the event
-            self.agent.cancel.set()
 
     def stream_text(self, text, final_hint):
         self.streamed = True
@@ -3455,7 +3449,7 @@ class AcpServer:
             if session.busy:
                 raise RpcError(INVALID_REQUEST, "session %s is already running a prompt" % session.id)
             session.busy = True
-            session.cancel_requested = False
+            session.agent.cancel.clear()    # a stop from now on cancels this prompt
         worker = threading.Thread(target=self.run_prompt, args=(session, request_id, text), daemon=True)
         self.workers = [w for w in self.workers if w.is_alive()] + [worker]
         worker.start()
@@ -3470,7 +3464,7 @@ class AcpServer:
         except Cancelled:
             result = {"stopReason": "cancelled"}
         except LimitReached as e:
-            if session.cancel_requested:
+            if agent.cancel.is_set():
                 result = {"stopReason": "cancelled"}
             elif 0 < agent.cfg.cost_limit <= agent.cost_usd:
                 error = RpcError(INTERNAL_ERROR, str(e), {"reason": "cost_limit", "costUsd": agent.cost_usd})
@@ -3478,7 +3472,7 @@ class AcpServer:
                 result = {"stopReason": "max_turn_requests"}
                 note = str(e)
         except Exception as e:
-            if session.cancel_requested:
+            if agent.cancel.is_set():
                 result = {"stopReason": "cancelled"}
             else:
                 error = self.rpc_error(e)
@@ -3497,13 +3491,13 @@ class AcpServer:
     def cancel(self, params, request_id=None):
         session = self.sessions.get(params.get("sessionId"))
         if session is not None and session.busy:
-            session.stop()
+            session.agent.stop()
 
     def stop_all(self):
         self.closed.set()
         for session in list(self.sessions.values()):
             if session.busy:
-                session.stop()
+                session.agent.stop()
 
     def shutdown(self):
         self.stop_all()
