@@ -2009,16 +2009,16 @@ class Agent:
             if not self.approved(item):
                 results[item.index] = self.finish_tool(item, ToolResult(
                     "denied: the user did not allow this %s call; do not retry it, ask or take another way"
-                    % item.name, ok=False), time.time())
+                    % item.name, ok=False))
             elif item.name == "ask_user":
                 self.ui.tool_start(item)
-                results[item.index] = self.finish_tool(item, *self.call_tool(item))
+                results[item.index] = self.finish_tool(item, self.call_tool(item))
             else:
                 runnable.append(item)
         for item in runnable:
             self.ui.tool_start(item)
         if len(runnable) == 1:
-            results[runnable[0].index] = self.finish_tool(runnable[0], *self.call_tool(runnable[0]))
+            results[runnable[0].index] = self.finish_tool(runnable[0], self.call_tool(runnable[0]))
         elif runnable:
             self.run_together(runnable, results)
         if self.cancel.is_set():
@@ -2032,18 +2032,18 @@ class Agent:
 
         def work(item):
             try:
-                outcome = self.call_tool(item)
+                result = self.call_tool(item)
             except BaseException as e:      # Cancelled: a worker thread must never print a traceback
-                outcome = (ToolResult("error: %s" % (e or "cancelled"), ok=False), time.time())
-            finished.put((item, outcome))
+                result = ToolResult("error: %s" % (e or "cancelled"), ok=False)
+            finished.put((item, result))
 
         threads = [threading.Thread(target=work, args=(item,), daemon=True) for item in items]
         for t in threads:
             t.start()
         try:
             for _ in items:         # a blocked get() still takes Ctrl-C and SIGTERM
-                item, (result, started) = finished.get()
-                results[item.index] = self.finish_tool(item, result, started)
+                item, result = finished.get()
+                results[item.index] = self.finish_tool(item, result)
         except BaseException:
             self.stop()
             for t in threads:
@@ -2073,7 +2073,7 @@ class Agent:
         return ToolResult(text, ok=False)
 
     def call_tool(self, item):
-        """(ToolResult, start time); safe to call from a worker thread (no UI)."""
+        """The ToolResult, timed; safe to call from a worker thread (no UI)."""
         started = time.time()
         try:
             if self.cancel.is_set():        # the turn was cancelled after this call was approved
@@ -2086,11 +2086,12 @@ class Agent:
             raise
         except Exception as e:      # a tool never raises into the loop
             result = ToolResult("error: %s failed: %s: %s" % (item.name, type(e).__name__, e), ok=False)
-        result.finished = time.time()
-        return result, started
+        result.started, result.finished = started, time.time()
+        return result
 
-    def finish_tool(self, item, result, started):
-        result.started, result.finished = started, result.finished or time.time()
+    def finish_tool(self, item, result):
+        if not result.finished:     # it did not run
+            result.started = result.finished = time.time()
         result.output = scrub(result.output)
         self.tool_count += 1
         with self.ui_lock:
