@@ -1665,29 +1665,33 @@ class Agent:
         self.open_session(session or Session(cfg.data_dir, warn=self.notice), resume)
 
     def open_session(self, session, resume=False):
-        """Go on in `session`: a new one, or a saved one resumed with its history, cost and cwd. A session
-        of the bash grok is only read: the conversation goes on in a new session file."""
+        """Go on in `session`: a new one, or a saved one resumed with its history, cost and cwd."""
         if resume and os.path.isfile(session.path):
             session._open()     # the lock first: one process per session, nothing interleaves
         header, messages, self.cost_usd, cwd = session.load() if resume else ({}, [], 0.0, None)
-        fresh = not resume or session.legacy
-        if session.legacy:
-            session = Session(self.cfg.data_dir, warn=self.notice)
-            self.notice("a session of the bash grok, continued as session %s" % session.id)
-        self.session, self.client.conv_id = session, session.id
         self.cwd = cwd if cwd and os.path.isdir(cwd) else self.cfg.cwd
         system = header.get("system") or build_system_prompt(self.cfg, self.contract, self.cwd)
         self.messages = [{"role": "system", "content": system}] + messages
         self.context_tokens = estimate_tokens(self.messages) if resume else 0
         self.tool_count = sum(tool_calls_in(m["content"]) for m in messages if m["role"] == "assistant")
         self.step_no, self.last_usage, self.session_always = 0, {}, set()     # session_always: [a]lways answers
-        if fresh:
-            session.header = {"type": "session", "version": 1, "id": session.id, "created": now_iso(),
-                              "cwd": self.cwd, "model": self.model, "contract": self.contract.name, "system": system}
-            if messages:
-                session.append({"type": "reset", "messages": messages})
+        self.session = session if resume and not session.legacy else self.new_file(session)
+        self.client.conv_id = self.session.id
         if resume:      # killed mid-turn (SIGKILL, a crash): close that turn as a cancel would have
             self.close_turn(only_if_open=True, note=INTERRUPTED[1])
+
+    def new_file(self, session):
+        """The session to write from here on, its header first. A session of the bash grok is only read:
+        the conversation goes on in a new session file, from the history read."""
+        if session.legacy:
+            session = Session(self.cfg.data_dir, warn=self.notice)
+            self.notice("a session of the bash grok, continued as session %s" % session.id)
+        session.header = {"type": "session", "version": 1, "id": session.id, "created": now_iso(),
+                          "cwd": self.cwd, "model": self.model, "contract": self.contract.name,
+                          "system": self.messages[0]["content"]}
+        if len(self.messages) > 1:
+            session.append({"type": "reset", "messages": self.messages[1:]})
+        return session
 
     # -- bookkeeping ---------------------------------------------------------
     def notice(self, text):
