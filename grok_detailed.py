@@ -1226,9 +1226,9 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
 
     def body():
-        p = g.ArgParser.build(prog="grok-detailed",
-                              description="grok's debugging view: every field of the JSON contract, "
-                                          "session, cost and context; and agent mode.")
+        p = g.arg_parser(prog="grok-detailed",
+                         description="grok's debugging view: every field of the JSON contract, "
+                                     "session, cost and context; and agent mode.")
         p.add_argument("--agent", nargs="?", const="", metavar="GOAL",
                        help="agent mode: plan, execute and review GOAL through markdown files "
                             "in $GROK_AGENT_DIR (default ~/.grok_agent)")
