@@ -1944,8 +1944,8 @@ class Agent:
                    unrun="[the user cancelled the tool calls before they finished]"):
         """End an unfinished turn in the history: `unrun` for tool calls that got no results, and a reply
         `note` with the answer text shown so far. only_if_open: unless the turn had ended (or a note)."""
-        last = self.messages[-1]
-        if len(self.messages) < 2 or last["content"] in (final_reply(n)["content"] for n in INTERRUPTED):
+        last, closed = self.messages[-1], tuple('%s", "done": true}' % n for n in INTERRUPTED)
+        if len(self.messages) < 2 or last["content"].endswith(closed):
             return
         if only_if_open and (last.get("kind") == "note" or last["role"] == "assistant"
                              and not tool_calls_in(last["content"])):
