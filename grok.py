@@ -19,6 +19,7 @@ import os
 import sys
 import threading
 import time
+from contextlib import suppress
 
 __version__ = "0.1.0"
 
@@ -1026,8 +1027,8 @@ def approval_text(call, full=False):
         state = "a new file" if not os.path.exists(path) else "replaces the file" + ("; the changes" if old else "")
         head = "write_file %s (%d bytes, %s)" % (path, len(body.encode("utf-8", "replace")), state)
         if old is not None:
-            body = "".join(difflib.unified_diff(old.splitlines(True), body.splitlines(True), "now", "new"))
-            body = body or "(no change)"
+            diff = difflib.unified_diff(old.splitlines(True), body.splitlines(True), "now", "new")
+            body = "".join(diff) or "(no change)"
     text = visible(body[:-1] if body.endswith("\n") else body)
     shown = text if full else "\n".join(text.split("\n")[:APPROVAL_LINES])[:APPROVAL_CHARS]
     lines = [visible(head, newlines=False)] + ["  " + line for line in shown.split("\n") if body]
@@ -1055,50 +1056,43 @@ def kill_group(proc):
     """SIGKILL the process group a tool started; never pgid 0 or 1 (our own group, init)."""
     import signal
     if proc.pid > 1:
-        try:
+        with suppress(OSError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
 
 
 def tool_bash(args, agent):
     import subprocess
     command = need_str(args, "command", "bash")
-    shell = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
     try:
-        proc = subprocess.Popen([shell, "-c", command], cwd=agent.cwd, env=agent.tool_env(), stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen([TOOL_SHELL, "-c", command], cwd=agent.cwd, env=agent.tool_env(),
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                start_new_session=True)
     except OSError as e:
-        return ToolResult("error: cannot start %s: %s" % (shell, e), ok=False)
+        return ToolResult("error: cannot start %s: %s" % (TOOL_SHELL, e), ok=False)
     agent.procs.add(proc)
     head, tail, total = bytearray(), bytearray(), [0]       # the first and the last bytes of the output
 
     def read():         # on a thread, so the tool waits for the process, not in fixed sleeps
-        try:
+        with suppress(OSError, ValueError):
             for chunk in iter(lambda: proc.stdout.read1(65536), b""):
                 total[0] += len(chunk)
                 room = max(0, OUTPUT_HEAD - len(head))
                 head.extend(chunk[:room])
                 tail.extend(chunk[room:])
                 del tail[:-OUTPUT_TAIL]
-        except (OSError, ValueError):
-            pass
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    note, waited, code = "", 0.0, None
+    code, waited, limit = None, 0.0, agent.cfg.bash_timeout       # limit 0: none
     try:
-        while code is None and not note:
-            if agent.cancel.is_set():
-                note = "\n[cancelled by the user]"
-            elif 0 < agent.cfg.bash_timeout <= waited:        # 0: no limit
-                note = "\n[timed out after %gs: process group killed]" % agent.cfg.bash_timeout
-            else:
-                try:
-                    code = proc.wait(0.05)
-                except subprocess.TimeoutExpired:
-                    waited += 0.05
+        while code is None and not agent.cancel.is_set() and not 0 < limit <= waited:
+            try:
+                code = proc.wait(0.05)
+            except subprocess.TimeoutExpired:
+                waited += 0.05
     finally:
-        if code is None:
+        note = "" if code is not None else "\n[cancelled by the user]" if agent.cancel.is_set() else (
+            "\n[timed out after %gs: process group killed]" % limit)
+        if note:
             kill_group(proc)
             code = proc.wait()
         agent.procs.discard(proc)
@@ -1119,11 +1113,11 @@ def tool_read_file(args, agent):
     path = canonical(agent.cwd, need_str(args, "path", "read_file"))
     got = read_regular(path, READ_CAP)
     if got is None:
-        if not os.path.exists(path):
-            return ToolResult("error: no such file: %s" % path, ok=False)
-        why = ("is a directory (use list_files)" if os.path.isdir(path) else "is not readable (permission denied)"
-               if not os.access(path, os.R_OK) else "is not a regular file (a device, pipe or socket): not read")
-        return ToolResult("error: %s %s" % (path, why), ok=False)
+        why = ("no such file: %s" if not os.path.exists(path)
+               else "%s is a directory (use list_files)" if os.path.isdir(path)
+               else "%s is not readable (permission denied)" if not os.access(path, os.R_OK)
+               else "%s is not a regular file (a device, pipe or socket): not read")
+        return ToolResult("error: " + why % path, ok=False)
     data, size = got
     if b"\x00" in data[:8192]:
         return ToolResult("binary file (%d bytes), not shown: %s" % (size, path), ok=False)
@@ -1134,8 +1128,7 @@ def tool_read_file(args, agent):
 
 
 def atomic_write(path, data, mode=None):
-    """Write bytes via a temp file and a rename: a crash leaves the old file or the new one.
-    Raises OSError; used by write_file and by agent mode's workspace files."""
+    """Bytes written via a temp file and a rename: a crash leaves the old file or the new one."""
     import glob
     import tempfile
     folder, prefix = os.path.dirname(path), ".grok-%s." % os.path.basename(path)[:100]
@@ -1154,19 +1147,15 @@ def atomic_write(path, data, mode=None):
             os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
 
 
 def tool_write_file(args, agent):
     path = canonical(agent.cwd, need_str(args, "path", "write_file"))
     content = args.get("content", "")
-    if not isinstance(content, str):
-        content = json.dumps(content, indent=2)
-    data = content.encode("utf-8")
+    data = (content if isinstance(content, str) else json.dumps(content, indent=2)).encode("utf-8")
     if os.path.isdir(path):
         return ToolResult("error: %s is a directory" % path, ok=False)
     try:        # the path is resolved: a symlink is written through, not replaced
@@ -1213,9 +1202,7 @@ def tool_list_files(args, agent):
 def tool_ask_user(args, agent):
     question = need_str(args, "question", "ask_user")
     options = args.get("options") or []
-    if not isinstance(options, list):
-        options = [options]
-    options = [str(o) for o in options]
+    options = [str(o) for o in (options if isinstance(options, list) else [options])]
     answer = agent.ui.ask_user(question, options)
     if answer is None:
         return ToolResult("no user available in this mode: decide yourself and say what you assumed", ok=False)
@@ -1235,8 +1222,7 @@ def tool_web_search(args, agent):
         return ToolResult("web search failed: HTTP %d: %s" % (e.status, e.server_message()), ok=False)
     except (TransientError, UserError) as e:
         return ToolResult("web search failed: %s" % e, ok=False)
-    obj = obj if isinstance(obj, dict) else {}
-    text, urls = responses_answer(obj)
+    text, urls = responses_answer(obj if isinstance(obj, dict) else {})
     if not text:
         return ToolResult("web search returned no answer", ok=False)
     return ToolResult(text + ("\n\nSources:\n" + "\n".join("- " + u for u in urls[:20]) if urls else ""))
@@ -1278,6 +1264,7 @@ TOOLS = {
 }
 MAX_CALLS = 8               # tool calls in one reply (the schema's bound)
 NEEDS_APPROVAL = ("bash", "write_file")
+TOOL_SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"      # what the bash tool runs
 
 
 def tool_line(name, bash_timeout):
@@ -1304,23 +1291,17 @@ def key_arg(name, args):
 
 def front_matter(text):
     """name/description from a '---' header, else the first heading and line."""
-    meta = {}
-    lines = text.splitlines()
-    if lines and lines[0].strip() == "---":
-        for line in lines[1:30]:
-            if line.strip() == "---":
-                break
-            k, sep, v = line.partition(":")
-            if sep:
-                meta[k.strip().lower()] = v.strip().strip("\"'")
-    else:
-        for line in lines[:20]:
-            line = line.strip()
-            if line.startswith("#") and "name" not in meta:
-                meta["title"] = line.lstrip("# ")
-            elif line and not line.startswith("#"):
-                meta.setdefault("description", line)
-                break
+    meta, lines = {}, [line.strip() for line in text.splitlines()]
+    if lines[:1] == ["---"]:
+        header = lines[1:30] + ["---"]
+        fields = [line.partition(":") for line in header[:header.index("---")]]
+        return {k.strip().lower(): v.strip().strip("\"'") for k, sep, v in fields if sep}
+    for line in lines[:20]:
+        if line.startswith("#"):
+            meta["title"] = line.lstrip("# ")
+        elif line:
+            meta["description"] = line
+            break
     return meta
 
 
@@ -1331,9 +1312,9 @@ def find_skills(skills_dir):
     for path in sorted(glob.glob(os.path.join(base, "*.md")) + glob.glob(os.path.join(base, "*", "*.md"))):
         rel = os.path.relpath(path, skills_dir)[:-3]
         folder, stem = os.path.split(rel)
+        if stem.lower() == "readme" or not os.path.isfile(path):
+            continue
         try:
-            if stem.lower() == "readme" or not os.path.isfile(path):
-                continue
             with open(path, encoding="utf-8", errors="replace") as f:
                 meta = front_matter(f.read(4000))
         except OSError:
@@ -1356,22 +1337,19 @@ def find_project_rules(cwd):
     candidates = [os.path.join(os.path.expanduser("~"), ".grok", "AGENTS.md")]
     candidates += [os.path.join(d, n) for d in reversed(dirs) if not open_to_others(d, (os.getuid(), 0))
                    for n in ("AGENTS.md", "GROK.md")]
-    seen = set()
-    budget = RULES_TOTAL_CAP
+    seen, budget = set(), RULES_TOTAL_CAP
     for path in candidates:
-        real = os.path.realpath(path)
+        real, cap = os.path.realpath(path), min(RULES_CAP, budget)
         if real in seen or (os.path.islink(path) and path != candidates[0] and not inside(real, root)):
             continue
         seen.add(real)
-        cap = min(RULES_CAP, budget)
-        got = read_regular(path, max(cap, 0))
+        got = read_regular(path, cap)
         if not got:
             continue
-        if cap <= 0:
-            found.append((path, "[not included: project rules are capped at %d bytes in all]" % RULES_TOTAL_CAP))
-            continue
         data, size = got
-        if len(data) > cap:     # cut at a character boundary, and say so
+        if not cap:
+            text = "[not included: project rules are capped at %d bytes in all]" % RULES_TOTAL_CAP
+        elif len(data) > cap:     # cut at a character boundary, and say so
             text = data[:cap].decode("utf-8", "replace").rstrip("\ufffd").strip()
             text += "\n[truncated: only the first %d of %d bytes of this file are included%s]" % (
                 cap, size, "" if cap == RULES_CAP else ", the project rules are capped at %d bytes in all"
@@ -1386,7 +1364,7 @@ def find_project_rules(cwd):
 
 def build_system_prompt(cfg, contract=MINIMAL, cwd=None):
     cwd = cwd or cfg.cwd
-    uname = os.uname() if hasattr(os, "uname") else (sys.platform, "", "")    # `platform` takes 2 ms to import
+    uname = os.uname()      # not `platform`: it takes 2 ms to import
     parts = [
         "You are Grok, an agent working on the user's computer through tools.",
         "Always reply with exactly one JSON object and nothing else:",
@@ -1401,12 +1379,11 @@ def build_system_prompt(cfg, contract=MINIMAL, cwd=None):
     ]
     if contract.extra_prompt:
         parts.append(contract.extra_prompt)
-    shell = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
     parts += ["", "TOOLS:"] + ["- " + tool_line(name, cfg.bash_timeout) for name in TOOLS]
     parts += ["", "RUNTIME (at the start of this session):", "- date: %s" % time.strftime("%A %Y-%m-%d %H:%M %Z"),
               "- system: %s %s, Python %s" % (uname[0], uname[2], sys.version.split()[0]),
               "- shell: the bash tool runs %s -c; the user's login shell is %s" % (
-                  shell, os.environ.get("SHELL") or "unknown"),
+                  TOOL_SHELL, os.environ.get("SHELL") or "unknown"),
               "- working directory: %s" % cwd]
     skills = find_skills(cfg.skills_dir)
     if skills:
@@ -1422,10 +1399,6 @@ def build_system_prompt(cfg, contract=MINIMAL, cwd=None):
 
 # --- Sessions: append-only JSONL, 0600 in a 0700 directory ---
 
-def new_session_id():
-    return time.strftime("%Y%m%d-%H%M%S-") + os.urandom(3).hex()
-
-
 class SessionBusy(UserError):
     pass
 
@@ -1435,7 +1408,7 @@ class Session:
 
     def __init__(self, directory, session_id=None, warn=None):
         self.dir = os.path.join(directory, "sessions")
-        self.id = session_id or new_session_id()
+        self.id = session_id or time.strftime("%Y%m%d-%H%M%S-") + os.urandom(3).hex()
         self.path = os.path.join(self.dir, self.id + ".jsonl")
         self.warn = warn or (lambda text: None)
         self.fd, self.disabled, self.legacy = None, False, False
@@ -1454,8 +1427,7 @@ class Session:
             try:        # one process per session: an advisory lock, held while the file is open
                 fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                os.close(self.fd)
-                self.fd = None
+                self.close()
                 raise SessionBusy("session %s is in use by another grok process" % self.id)
             size = os.fstat(self.fd).st_size
             if size and os.pread(self.fd, 1, size - 1) != b"\n":     # a torn last line (a crash)
@@ -1486,10 +1458,10 @@ class Session:
             self.fd = None
 
     def read(self):
-        """The file's records (JSONL). A session the bash grok saved, ID.json ({session_id, messages,
-        working_dir, saved}), is read as it is (`legacy`), as the records of ours it amounts to."""
-        if data_dir_problem(os.path.dirname(self.dir)):
-            raise UserError(data_dir_problem(os.path.dirname(self.dir)))
+        """The records (JSONL); a session of the bash grok (ID.json: `legacy`) as the records it makes."""
+        problem = data_dir_problem(os.path.dirname(self.dir))
+        if problem:
+            raise UserError(problem)
         legacy = os.path.join(self.dir, self.id + ".json")
         self.legacy = not os.path.exists(self.path) and os.path.isfile(legacy)
         self.source = legacy if self.legacy else self.path
@@ -1606,11 +1578,17 @@ class UI:
 class ToolCall:
     def __init__(self, index, name, args, call_id, cwd="."):
         self.index, self.name, self.args, self.id, self.cwd = index, name, args, call_id, cwd
-        self.shown = ""
+        self.shown = scrub(key_arg(name, args))
 
 
 class LimitReached(AgentError):
     pass
+
+
+# A stored message the program wrote itself carries a "kind" (not sent to the API): a "note" between
+# turns (/cd, a changed skills dir) or the "summary" that stands for compacted history.
+INTERRUPTED = ("[interrupted by the user]", "[interrupted: the session ended during this turn]")
+TURN_KEYS = ("input", "output", "reasoning", "cached", "total", "cost")
 
 
 class Agent:
@@ -1630,44 +1608,54 @@ class Agent:
         self.optional = {k: v for k, v in (("temperature", cfg.temperature),
                                            ("reasoning_effort", cfg.reasoning_effort)) if v is not None}
         self.stream = cfg.stream
-        self.reserved, self.search_costs, self.turn = 0.0, [], {}   # USD reserved in flight; search costs; turn usage
+        self.reserved, self.search_costs = 0.0, []      # USD reserved by requests in flight; web search costs
+        self.turn = dict.fromkeys(TURN_KEYS, 0)         # this turn's usage and cost, for the front ends
         self.said = set()               # one-time notices given
         self.cancel, self.procs = threading.Event(), set()      # procs: bash tools running
-        self.request_carriers = []      # messages holding this turn's request verbatim (compact keeps it)
+        self.request = None             # the running turn's request: compaction keeps it verbatim
         self.partial = ""               # the answer text shown so far in this model call
         self.prompt_skills = find_skills(cfg.skills_dir)
         self.skills_seen = (None, self.prompt_skills)       # (stamp, skills) the model knows of
         self.open_session(session or Session(cfg.data_dir, warn=self.notice), resume)
 
     def open_session(self, session, resume=False):
-        """Go on in `session`: a new one, or a saved one resumed with its history, cost and cwd. A session
-        of the bash grok is only read: the conversation goes on in a new session file."""
-        if resume and os.path.isfile(session.path) and session.fd is None:
+        """Go on in `session`: a new one, or a saved one resumed with its history, cost and cwd."""
+        if resume and os.path.isfile(session.path):
             session._open()     # the lock first: one process per session, nothing interleaves
         header, messages, self.cost_usd, cwd = session.load() if resume else ({}, [], 0.0, None)
-        fresh = not resume or session.legacy
-        if session.legacy:
-            session = Session(self.cfg.data_dir, warn=self.notice)
-            self.notice("a session of the bash grok, continued as session %s" % session.id)
-        self.session, self.client.conv_id = session, session.id
         self.cwd = cwd if cwd and os.path.isdir(cwd) else self.cfg.cwd
         system = header.get("system") or build_system_prompt(self.cfg, self.contract, self.cwd)
         self.messages = [{"role": "system", "content": system}] + messages
         self.context_tokens = estimate_tokens(self.messages) if resume else 0
         self.tool_count = sum(tool_calls_in(m["content"]) for m in messages if m["role"] == "assistant")
         self.step_no, self.last_usage, self.session_always = 0, {}, set()     # session_always: [a]lways answers
-        if fresh:
-            session.header = {"type": "session", "version": 1, "id": session.id, "created": now_iso(),
-                              "cwd": self.cwd, "model": self.model, "contract": self.contract.name, "system": system}
-            if messages:
-                session.append({"type": "reset", "messages": messages})
+        self.session = session if resume and not session.legacy else self.new_file(session)
+        self.client.conv_id = self.session.id
         if resume:      # killed mid-turn (SIGKILL, a crash): close that turn as a cancel would have
             self.close_turn(only_if_open=True, note=INTERRUPTED[1])
+
+    def new_file(self, session):
+        """The session to write from here on, its header first. A session of the bash grok is only read:
+        the conversation goes on in a new session file, from the history read."""
+        if session.legacy:
+            session = Session(self.cfg.data_dir, warn=self.notice)
+            self.notice("a session of the bash grok, continued as session %s" % session.id)
+        session.header = {"type": "session", "version": 1, "id": session.id, "created": now_iso(),
+                          "cwd": self.cwd, "model": self.model, "contract": self.contract.name,
+                          "system": self.messages[0]["content"]}
+        if len(self.messages) > 1:
+            session.append({"type": "reset", "messages": self.messages[1:]})
+        return session
 
     # -- bookkeeping ---------------------------------------------------------
     def notice(self, text):
         with self.ui_lock:         # tools running in threads may report retries
             self.ui.notice(scrub(text))
+
+    def once(self, key, text):
+        if key not in self.said:
+            self.said.add(key)
+            self.notice(text)
 
     def add(self, message):
         self.messages.append(message)
@@ -1690,8 +1678,9 @@ class Agent:
             return
         skills = find_skills(self.cfg.skills_dir)
         if skills != self.skills_seen[1]:
-            self.add({"role": "user", "content": "[skills] The skills directory changed; the skills now are:\n"
-                      + ("\n".join("- %s: %s (%s)" % s for s in skills) or "(none)")})
+            listed = "\n".join("- %s: %s (%s)" % s for s in skills) or "(none)"
+            self.add({"role": "user", "kind": "note",
+                      "content": "[skills] The skills directory changed; the skills now are:\n" + listed})
         self.skills_seen = (stamp, skills)
 
     def set_cwd(self, path):
@@ -1699,20 +1688,20 @@ class Agent:
         self.session.append({"type": "cwd", "cwd": path})
 
     def add_cost(self, usage, model=None, kind="chat"):
-        cost, known = usage_cost(model or self.model, usage, self.cfg.prices)
-        for said, problem in (("price", not known), ("odd", usage_numbers(usage)["odd"])):
-            if problem and said not in self.said:
-                self.said.add(said)
-                self.notice("price unknown for model %s at %s: cost is not tracked%s (GROK_PRICES=IN,CACHED,OUT "
-                            "sets prices in USD per million tokens)" % (model or self.model, self.cfg.base_url,
-                                                                         ", so COST_LIMIT cannot apply" if
-                                                                         self.cfg.cost_limit > 0 else "")
-                            if said == "price" else "the server's usage has numbers that are not counts (%s): ignored"
-                            % json.dumps(usage, default=str)[:200])
+        model = model or self.model
+        cost, known = usage_cost(model, usage, self.cfg.prices)
+        if not known:
+            limit = ", so COST_LIMIT cannot apply" if self.cfg.cost_limit > 0 else ""
+            self.once("price", "price unknown for model %s at %s: cost is not tracked%s (GROK_PRICES="
+                      "IN,CACHED,OUT sets prices in USD per million tokens)"
+                      % (model, self.cfg.base_url, limit))
+        if usage_numbers(usage)["odd"]:
+            self.once("odd", "the server's usage has numbers that are not counts (%s): ignored"
+                      % json.dumps(usage, default=str)[:200])
         with self.lock:     # web searches in threads add theirs too
             self.cost_usd += cost
-            self.session.append({"type": "usage", "kind": kind, "model": model or self.model,
-                                 "usage": usage or {}, "cost_usd": cost})
+            self.session.append({"type": "usage", "kind": kind, "model": model, "usage": usage or {},
+                                 "cost_usd": cost})
         return cost
 
     def context_pct(self):
@@ -1730,8 +1719,7 @@ class Agent:
             self.reserved += estimate
 
     def paid(self, post):
-        """post() for a paid request (web_search): the cost is reserved at the most a search cost so
-        far (SEARCH_ESTIMATE at least) before it starts, so concurrent searches cannot pass COST_LIMIT."""
+        """post() for a web search, with the most a search cost so far reserved while it runs."""
         estimate = max([SEARCH_ESTIMATE] + self.search_costs)
         self.reserve(estimate)
         try:
@@ -1744,11 +1732,8 @@ class Agent:
 
     def response_format(self):
         schema = self.contract.schema(self.tool_names)
-        if self.format_level == 0:
-            return {"type": "json_schema", "json_schema": {"name": self.contract.name, "schema": schema}}
-        if self.format_level == 1:
-            return {"type": "json_object", "schema": schema}
-        return {"type": "json_object"}
+        return ({"type": "json_schema", "json_schema": {"name": self.contract.name, "schema": schema}},
+                {"type": "json_object", "schema": schema}, {"type": "json_object"})[self.format_level]
 
     def tool_env(self):
         return {k: v for k, v in os.environ.items() if k not in KEY_VARS}
@@ -1759,26 +1744,18 @@ class Agent:
         stream = True
         while True:
             self.reserve()
-            payload = {"model": model or self.model, "messages": messages,
+            payload = {"model": model or self.model, "messages": [{"role": m["role"], "content": m["content"]}
+                                                                  for m in messages],
                        "max_tokens": max_tokens or self.cfg.max_tokens or self.contract.max_tokens}
             payload.update(self.optional)
             if contract:
                 payload["response_format"] = self.response_format()
-            on_stream = None
             if self.stream and stream:
-                payload["stream"] = True
-                payload["stream_options"] = {"include_usage": True}
-
-                def on_stream(resp):
-                    if not on_text:
-                        return read_chat_stream(resp, None, on_thought)
-                    # Once per attempt: a retried stream starts the reply over, so the parser and the UI do too.
-                    streamer, self.partial = ResponseStreamer(), ""
-                    self.ui.stream_reset()
-                    return read_chat_stream(resp, lambda piece: self._stream_piece(streamer, piece, on_text),
-                                            on_thought)
+                payload.update(stream=True, stream_options={"include_usage": True})
             try:
-                obj = self.client.post("/chat/completions", payload, on_stream=on_stream, cancel=self.cancel,
+                obj = self.client.post("/chat/completions", payload, cancel=self.cancel,
+                                       on_stream=(lambda resp: self.read_stream(resp, on_text, on_thought))
+                                       if payload.get("stream") else None,
                                        cap=max(REPLY_CAP, 1024 * payload["max_tokens"]),
                                        no_retry=lambda e: contract and self._format_rejected(e))
             except ContractError as e:         # the reply passed the size cap: a strike
@@ -1793,6 +1770,20 @@ class Agent:
                     raise e.overflow() or api_error(e, self.cfg)
                 continue
             return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, on_thought)
+
+    def read_stream(self, resp, on_text, on_thought):
+        """A streamed reply, its answer text shown as it comes; a retried stream starts it over."""
+        if not on_text:
+            return read_chat_stream(resp, None, on_thought)
+        streamer, self.partial = ResponseStreamer(), ""
+        self.ui.stream_reset()
+
+        def piece(data):
+            text = streamer.feed(data)
+            if text:
+                self.partial += text
+                on_text(text, streamer.tool_calls)
+        return read_chat_stream(resp, piece, on_thought)
 
     def fall_back(self, e, contract):
         """Whether the request can go again without what the server rejected (for the session)."""
@@ -1817,14 +1808,8 @@ class Agent:
         return e.status in (400, 422, 500, 501) and e.mentions("response_format", "json_schema", "json schema",
                                                                 "response format")
 
-    def _stream_piece(self, streamer, piece, on_text):
-        text = streamer.feed(piece)
-        if text:
-            self.partial += text
-            on_text(text, streamer.tool_calls)
-
     def query(self):
-        """Ask the model for its next reply; returns (ChatResult, duration)."""
+        """The model's next reply (a ChatResult); its usage is counted here, and only here."""
         self.reserve()
         self.step_no += 1
         self.ui.step_start(self.step_no)
@@ -1834,7 +1819,7 @@ class Agent:
         except ContextOverflow as e:
             result = self.after_overflow(e)
         result.cost = self.add_cost(result.usage)
-        for key in self.turn:       # what the front ends report for the turn
+        for key in self.turn:
             self.turn[key] += result.cost if key == "cost" else result.tokens[key]
         self.last_usage = result.usage
         self.context_tokens = result.tokens["input"] + result.tokens["output"] or estimate_tokens(self.messages)
@@ -1867,78 +1852,78 @@ class Agent:
                 self.cfg.context_window = window
                 return self.notice("context window: %d tokens (from the server's %s)" % (window, path))
 
-    def step_info(self, result):
-        return {"finish_reason": result.finish_reason or "stop", "usage": result.usage, "tokens": result.tokens,
-                "id": result.id, "cached_tokens": result.tokens["cached"],
-                "cost": getattr(result, "cost", 0.0), "duration": getattr(result, "duration", 0.0)}
+    def finish_step(self, result):
+        self.ui.step_finish(self.step_no, {"finish_reason": result.finish_reason or "stop", "id": result.id,
+                                           "tokens": result.tokens, "cost": result.cost,
+                                           "duration": result.duration})
 
     # -- one user turn -------------------------------------------------------
     def run_turn(self, text):
         """Send one user message and loop until the model is done; returns the answer."""
-        self.cancel.clear()
-        self.turn = dict.fromkeys(("input", "output", "reasoning", "cached", "total", "cost"), 0)
+        self.turn = dict.fromkeys(TURN_KEYS, 0)
         self.note_skills()
-        self.request_carriers = [{"role": "user", "content": clean_text(text)}]
-        self.add(self.request_carriers[0])
-        rounds = strikes = 0
+        self.request = {"role": "user", "content": clean_text(text)}
+        self.add(self.request)
+        self.rounds = self.strikes = 0
         try:
-            while True:
+            answer = None
+            while answer is None:
                 self.maybe_compact()
-                result = self.query()
-                try:
-                    if result.problem:
-                        raise ContractError(result.problem)
-                    reply = parse_reply(result.content, self.tool_names + list(self.withdrawn), result.finish_reason)
-                except ContractError as e:
-                    strikes += 1
-                    content = result.content or ""
-                    if len(content) > 4000:
-                        content = content[:4000] + "...[truncated]"
-                    self.add({"role": "assistant", "content": content})
-                    self.ui.step_finish(self.step_no, self.step_info(result))
-                    if strikes >= MAX_STRIKES:
-                        raise AgentError("the model broke the JSON contract %d times in a row (last: %s)"
-                                         % (strikes, e))
-                    self.notice("invalid reply from the model (%s); asking again" % e)
-                    self.add({"role": "user", "content": corrective_message(str(e))})
-                    continue
-                strikes = 0
-                self.add({"role": "assistant", "content": kept_reply(result.content, reply)})
-                self.ui.reply(reply, self.step_no)
-                calls, answer = reply["tool_calls"], reply.get("response") or ""
-                if not calls:
-                    self.ui.step_finish(self.step_no, self.step_info(result))
-                    self.ui.answer(answer)
-                    return answer
-                rounds += 1
-                limit = self.cfg.max_iterations
-                if 0 < limit < rounds:
-                    self.ui.step_finish(self.step_no, self.step_info(result))
-                    raise LimitReached("tool round limit reached: the model still wanted tools after %d round%s; "
-                                       "its last calls were not run (GROK_MAX_ITERATIONS or --max-tool-rounds "
-                                       "raise it, 0 = no limit)" % (limit, "" if limit == 1 else "s"))
-                try:
-                    results = self.execute(calls)
-                finally:    # the model call is complete even when a tool is denied or cancelled
-                    self.ui.step_finish(self.step_no, self.step_info(result))
-                note = None
-                if rounds == limit:
-                    note = ("[Limit] That was the last tool round allowed in this turn (%d). Answer now with "
-                            "what you have and say what is left to do; further tool calls will not run." % limit)
-                self.add({"role": "user", "content": tool_results_message(results, note)})
-                if reply["done"] and answer.strip():     # done with tool calls: they ran; the response ends the turn
-                    self.add({"role": "assistant", "content": json.dumps({"tool_calls": [], "response": answer,
-                                                                          "done": True})})
-                    self.ui.answer(answer)
-                    return answer
-        except (KeyboardInterrupt, Cancelled):
+                answer = self.take(self.query())
+            self.ui.answer(answer)
+            return answer
+        except (KeyboardInterrupt, Cancelled, Terminated) as e:     # Terminated (SIGTERM): the process ends
             self.settle_cancelled()
-            raise Cancelled("cancelled")
-        except Terminated:          # SIGTERM / SIGHUP: the same clean-up, then the process ends
-            self.settle_cancelled()
-            raise
+            raise e if isinstance(e, Terminated) else Cancelled("cancelled")
         finally:
-            self.request_carriers = []      # the turn is over: /compact has no request to keep verbatim
+            self.request = None     # the turn is over: /compact has no request to keep verbatim
+
+    def take(self, result):
+        """Act on a reply: the turn's answer, or None when the model is to be asked again."""
+        try:
+            if result.problem:
+                raise ContractError(result.problem)
+            reply = parse_reply(result.content, self.tool_names + list(self.withdrawn), result.finish_reason)
+        except ContractError as e:
+            return self.strike(result, e)
+        self.strikes = 0
+        self.add({"role": "assistant", "content": kept_reply(result.content, reply)})
+        self.ui.reply(reply, self.step_no)
+        calls, answer, limit = reply["tool_calls"], reply.get("response") or "", self.cfg.max_iterations
+        if not calls:
+            self.finish_step(result)
+            return answer
+        self.rounds += 1
+        try:        # the model call is complete even when a tool is denied or cancelled
+            if 0 < limit < self.rounds:
+                raise LimitReached("tool round limit reached: the model still wanted tools after %d round%s; "
+                                   "its last calls were not run (GROK_MAX_ITERATIONS or --max-tool-rounds "
+                                   "raise it, 0 = no limit)" % (limit, "" if limit == 1 else "s"))
+            results = self.execute(calls)
+        finally:
+            self.finish_step(result)
+        note = None
+        if self.rounds == limit:
+            note = ("[Limit] That was the last tool round allowed in this turn (%d). Answer now with what "
+                    "you have and say what is left to do; further tool calls will not run." % limit)
+        self.add({"role": "user", "content": tool_results_message(results, note)})
+        if reply["done"] and answer.strip():     # done with tool calls: they ran; the response ends the turn
+            self.add(final_reply(answer))
+            return answer
+        return None
+
+    def strike(self, result, e):
+        """A reply that broke the JSON contract: kept, and the model told what was wrong."""
+        self.strikes += 1
+        content = result.content or ""
+        self.add({"role": "assistant", "content": content[:4000] + "...[truncated]" if len(content) > 4000
+                  else content})
+        self.finish_step(result)
+        if self.strikes >= MAX_STRIKES:
+            raise AgentError("the model broke the JSON contract %d times in a row (last: %s)"
+                             % (self.strikes, e))
+        self.notice("invalid reply from the model (%s); asking again" % e)
+        self.add({"role": "user", "content": corrective_message(str(e))})
 
     def stop(self):
         """Cancel the running turn, from any thread: the model call, web searches, running commands, a
@@ -1949,78 +1934,80 @@ class Agent:
             kill_group(proc)
 
     def settle_cancelled(self, *notes):
-        """After a cancelled (or failed) turn, stop what runs and leave a history the model can
-        continue from. Safe to call twice (a front end may call it again)."""
+        """After a cancelled or failed turn: stop what runs, close the turn in the history (idempotent).
+        A stop lasts until then: one that comes before a turn starts cancels that turn."""
         self.stop()
         self.close_turn(False, *notes)
+        self.cancel.clear()
 
-    def close_turn(self, only_if_open=False, note="[interrupted by the user]",
+    def close_turn(self, only_if_open=False, note=INTERRUPTED[0],
                    unrun="[the user cancelled the tool calls before they finished]"):
-        """End an unfinished turn in the history: a note (unrun) for tool calls that got no results, and
-        an assistant reply (note) saying the turn was interrupted, with the answer text shown so far."""
-        last = self.messages[-1] if len(self.messages) > 1 else None
-        if last is None or str(last.get("content")).endswith(tuple('%s", "done": true}' % n for n in INTERRUPTED)):
+        """End an unfinished turn in the history: `unrun` for tool calls that got no results, and a reply
+        `note` with the answer text shown so far. only_if_open: unless the turn had ended (or a note)."""
+        last, closed = self.messages[-1], tuple('%s", "done": true}' % n for n in INTERRUPTED)
+        if len(self.messages) < 2 or last["content"].endswith(closed):
             return
-        if only_if_open and last["role"] == "user" and str(last.get("content", "")).startswith("[/cd]"):
-            return      # grok-detailed's /cd note: a remark between turns, not a turn left open
+        if only_if_open and (last.get("kind") == "note" or last["role"] == "assistant"
+                             and not tool_calls_in(last["content"])):
+            return
         if last["role"] == "assistant":
-            if only_if_open and not tool_calls_in(last.get("content")):
-                return
             self.add({"role": "user", "content": unrun})
         elif self.partial.strip():
             note = self.partial.rstrip() + "\n\n" + note
-        self.add({"role": "assistant", "content": json.dumps({"tool_calls": [], "response": note, "done": True})})
+        self.add(final_reply(note))
 
     # -- tools ---------------------------------------------------------------
     def execute(self, calls):
-        """Run one reply's tool calls: approvals and ask_user one at a time in call order, then the
-        rest concurrently. UI hooks run on this thread only (no interleaved output); tool_end comes
-        as each tool finishes; results are returned in call order."""
+        """Run a reply's tool calls: approvals and ask_user in call order, then the rest concurrently;
+        UI hooks run on this thread only. Returns [(ToolCall, ToolResult)] in call order."""
         items = [ToolCall(i, c["tool"], c["args"], "call_%d_%d" % (self.step_no, i + 1), self.cwd)
                  for i, c in enumerate(calls)]
-        results = [None] * len(items)
-        runnable = []
+        results, runnable = [None] * len(items), []
         for item in items:
-            item.shown = scrub(key_arg(item.name, item.args))
             if not self.approved(item):
                 results[item.index] = self.finish_tool(item, ToolResult(
                     "denied: the user did not allow this %s call; do not retry it, ask or take another way"
-                    % item.name, ok=False), time.time())
+                    % item.name, ok=False))
             elif item.name == "ask_user":
                 self.ui.tool_start(item)
-                results[item.index] = self.run_tool(item)
+                results[item.index] = self.finish_tool(item, self.call_tool(item))
             else:
                 runnable.append(item)
         for item in runnable:
             self.ui.tool_start(item)
         if len(runnable) == 1:
-            results[runnable[0].index] = self.run_tool(runnable[0])
+            results[runnable[0].index] = self.finish_tool(runnable[0], self.call_tool(runnable[0]))
         elif runnable:
-            import queue
-            finished = queue.Queue()
-
-            def work(item):
-                try:
-                    outcome = self.call_tool(item)
-                except BaseException as e:      # Cancelled: a worker thread must never print a traceback
-                    outcome = (ToolResult("error: %s" % (e or "cancelled"), ok=False), time.time())
-                finished.put((item, outcome))
-
-            threads = [threading.Thread(target=work, args=(item,), daemon=True) for item in runnable]
-            for t in threads:
-                t.start()
-            try:
-                for _ in runnable:         # a blocked get() still takes Ctrl-C and SIGTERM
-                    item, (result, started) = finished.get()
-                    results[item.index] = self.finish_tool(item, result, started)
-            except BaseException:
-                self.stop()
-                for t in threads:
-                    t.join(5)
-                raise
+            self.run_together(runnable, results)
         if self.cancel.is_set():
             raise Cancelled("cancelled")
         return list(zip(items, results))
+
+    def run_together(self, items, results):
+        """Run tool calls in threads, each result finished on this thread as it comes."""
+        import queue
+        finished = queue.Queue()
+
+        def work(item):
+            try:
+                result = self.call_tool(item)
+            except BaseException as e:      # Cancelled: a worker thread must never print a traceback
+                result = ToolResult("error: %s" % (e or "cancelled"), ok=False)
+            finished.put((item, result))
+
+        threads = [threading.Thread(target=work, args=(item,), daemon=True) for item in items]
+        for t in threads:
+            t.start()
+        try:
+            for _ in items:         # a blocked get() still takes Ctrl-C and SIGTERM
+                item, result = finished.get()
+                results[item.index] = self.finish_tool(item, result)
+        except BaseException:
+            self.stop()
+            for t in threads:
+                t.join(5)
+            self.cancel.clear()     # stopped: the caller settles the turn
+            raise
 
     def approved(self, item):
         if self.cfg.always_approve or item.name in self.session_always:
@@ -2043,11 +2030,8 @@ class Agent:
                 self.notice(text)
         return ToolResult(text, ok=False)
 
-    def run_tool(self, item):
-        return self.finish_tool(item, *self.call_tool(item))
-
     def call_tool(self, item):
-        """(ToolResult, start time); safe to call from a worker thread (no UI)."""
+        """The ToolResult, timed; safe to call from a worker thread (no UI)."""
         started = time.time()
         try:
             if self.cancel.is_set():        # the turn was cancelled after this call was approved
@@ -2060,11 +2044,12 @@ class Agent:
             raise
         except Exception as e:      # a tool never raises into the loop
             result = ToolResult("error: %s failed: %s: %s" % (item.name, type(e).__name__, e), ok=False)
-        result.finished = time.time()
-        return result, started
+        result.started, result.finished = started, time.time()
+        return result
 
-    def finish_tool(self, item, result, started):
-        result.started, result.finished = started, result.finished or time.time()
+    def finish_tool(self, item, result):
+        if not result.finished:     # it did not run
+            result.started = result.finished = time.time()
         result.output = scrub(result.output)
         self.tool_count += 1
         with self.ui_lock:
@@ -2073,46 +2058,48 @@ class Agent:
 
     # -- compaction ----------------------------------------------------------
     def maybe_compact(self):
-        """Before every model call: compact when the context would pass COMPACT_THRESHOLD. The estimate
-        is the last call's tokens plus what was added since (tool results, a new user message)."""
+        """Compact when the last call's tokens and what came after its reply pass COMPACT_THRESHOLD."""
         self.learn_window()
-        if self.cfg.compact_threshold <= 0 or len(self.messages) < 2:
-            return False
-        pending = []
-        for m in reversed(self.messages[1:]):
-            if m.get("role") == "assistant":    # the last reply: counted in the last call's tokens
-                break
-            pending.append(m)
-        tokens = self.context_tokens + estimate_tokens(pending)
-        if 100.0 * tokens / max(1, self.cfg.context_window) < self.cfg.compact_threshold:
-            return False
-        return self.compact()
+        since = max([i for i, m in enumerate(self.messages) if m["role"] == "assistant"] + [0]) + 1
+        tokens = self.context_tokens + estimate_tokens(self.messages[since:])
+        if 0 < self.cfg.compact_threshold <= 100.0 * tokens / max(1, self.cfg.context_window):
+            self.compact()
 
     def compact(self, keep=6):
-        """Summarise older history with GROK_SUMMARY_MODEL; keep the system prompt and the recent tail
-        (about `keep` messages, fewer if they alone would fill half the threshold). The tail starts at
-        an assistant reply, so tool results stay with the reply that asked for them and the summary, a
-        user message, keeps the roles alternating. Mid-turn, the request being worked on is kept
-        verbatim. A summary that was cut off or is not smaller than what it replaces is not taken: the older
-        messages are dropped instead. False when there is too little to compact."""
+        """Replace older history by a summary, keeping the system prompt, the recent tail (compact_cut())
+        and, mid-turn, the request being worked on verbatim. False when there is too little to compact."""
         self.learn_window()
-        history = self.messages[1:]
         pct = self.cfg.compact_threshold if self.cfg.compact_threshold > 0 else 75.0
-        room = self.cfg.context_window * pct / 200.0
-        cut = None
-        for i, m in enumerate(history):
-            if i < 2 or m.get("role") != "assistant":
-                continue
-            if i <= len(history) - keep or estimate_tokens(history[cut or 0:]) > room:
-                cut = i
+        history = self.messages[1:]
+        cut = compact_cut(history, keep, self.cfg.context_window * pct / 200.0)
         if cut is None:
             return False
         old, tail = history[:cut], history[cut:]
+        summary, how = self.summarise(old)
+        if self.request and not any(m is self.request for m in tail):
+            request = self.request["content"]
+            if len(request) > 4000:
+                request = request[:4000] + "\n[... the rest of the request is in the summary]"
+            summary["content"] += "\n\n[The request being worked on, verbatim]\n" + request
+        before = estimate_tokens(self.messages)
+        self.reset([summary] + tail)
+        self.context_tokens = estimate_tokens(self.messages)
+        self.notice("%s (about %d -> %d tokens)" % (how, before, self.context_tokens))
+        if self.context_pct() >= pct:
+            self.notice("the recent messages alone still fill %.0f%% of the context window"
+                        % self.context_pct())
+        return True
+
+    def summarise(self, old):
+        """(the message that stands for `old`, what was done): a summary by GROK_SUMMARY_MODEL; one that
+        was cut off or is not smaller than what it replaces is not taken: the messages are dropped."""
+        window = (self.cfg.context_window if self.cfg.summary_model == self.model
+                  else context_window(self.cfg.summary_model))
         request = [{"role": "system", "content":
                     "You summarise an AI agent's conversation and tool history so the agent can continue. Keep "
                     "the user's goals and requests, decisions, facts learned, files and commands involved, and "
                     "open tasks. Be concise; plain text."},
-                   {"role": "user", "content": "Conversation to summarise:\n\n" + self.transcript(old)}]
+                   {"role": "user", "content": "Conversation to summarise:\n\n" + transcript(old, window)}]
         old_tokens = estimate_tokens(old)
         limit = max(32, min(2000, old_tokens // 2, self.cfg.context_window // 4))
         try:
@@ -2128,40 +2115,39 @@ class Agent:
             how = "dropped the %d oldest messages: the summary was %s" % (len(old), "cut off at %d tokens" % limit
                                                                           if cut_off else "not smaller")
             summary = "[%d older messages were dropped to fit the context window]" % len(old)
-        summary = {"role": "user", "content": summary}
-        if any(m is c for m in old for c in self.request_carriers):
-            request_text = str(self.request_carriers[0].get("content", ""))
-            if len(request_text) > 4000:
-                request_text = request_text[:4000] + "\n[... the rest of the request is in the summary]"
-            summary["content"] += "\n\n[The request being worked on, verbatim]\n" + request_text
-            self.request_carriers.append(summary)
-        before = estimate_tokens(self.messages)
-        self.reset([summary] + tail)
-        self.context_tokens = estimate_tokens(self.messages)
-        self.notice("%s (about %d -> %d tokens)" % (how, before, self.context_tokens))
-        if 100.0 * self.context_tokens / max(1, self.cfg.context_window) >= pct:
-            self.notice("the recent messages alone still fill %.0f%% of the context window"
-                        % (100.0 * self.context_tokens / max(1, self.cfg.context_window)))
-        return True
-
-    def transcript(self, messages):
-        """Messages as text for the summariser: each capped, the whole within its window."""
-        window = (self.cfg.context_window if self.cfg.summary_model == self.model
-                  else context_window(self.cfg.summary_model))
-        text = "\n\n".join("[%s] %s" % (m.get("role"), str(m.get("content", ""))[:3000]) for m in messages)
-        limit = max(1000, window - 3000)    # characters: fits even at a token a character, beside the summary
-        if len(text) > limit:
-            head = limit // 3
-            text = "%s\n[... %d characters omitted ...]\n%s" % (text[:head], len(text) - limit,
-                                                               text[-(limit - head):])
-        return text
+        return {"role": "user", "kind": "summary", "content": summary}, how
 
     def close(self):
         self.client.close()
         self.session.close()
 
 
-INTERRUPTED = ("[interrupted by the user]", "[interrupted: the session ended during this turn]")
+def compact_cut(history, keep, room):
+    """Where the kept tail starts, or None: about `keep` messages from the end, fewer while they pass
+    `room` tokens, at an assistant reply, so tool results stay with their calls and the summary (a
+    user message) keeps the roles alternating."""
+    cut = None
+    for i, m in enumerate(history):
+        if i >= 2 and m.get("role") == "assistant" and (
+                i <= len(history) - keep or estimate_tokens(history[cut or 0:]) > room):
+            cut = i
+    return cut
+
+
+def transcript(messages, window):
+    """Messages as text for the summariser: each capped, the whole within its `window`."""
+    text = "\n\n".join("[%s] %s" % (m.get("role"), str(m.get("content", ""))[:3000]) for m in messages)
+    limit = max(1000, window - 3000)    # characters: fits even at a token a character, beside the summary
+    if len(text) <= limit:
+        return text
+    head = limit // 3
+    return "%s\n[... %d characters omitted ...]\n%s" % (text[:head], len(text) - limit,
+                                                       text[-(limit - head):])
+
+
+def final_reply(text):
+    """An assistant message that ends the turn with `text` as its answer."""
+    return {"role": "assistant", "content": json.dumps({"tool_calls": [], "response": text, "done": True})}
 
 
 def tool_calls_in(content):
@@ -2174,13 +2160,11 @@ def tool_calls_in(content):
 
 
 def tool_results_message(results, note=None):
-    """The one user message that carries a round's results, in call order (SPEC 4)."""
-    parts, failed = [], []
-    for item, result in results:
-        parts.append("[%d] %s %s\n%s" % (item.index + 1, item.name, item.shown, result.output))
-        if not result.ok:
-            failed.append("[%d] %s (%s)" % (item.index + 1, item.name, failure_reason(result.output)))
-    text = "Tool results:\n\n" + "\n\n".join(parts)
+    """The one user message that carries a round's results, in call order."""
+    text = "Tool results:\n\n" + "\n\n".join("[%d] %s %s\n%s" % (item.index + 1, item.name, item.shown,
+                                                                 result.output) for item, result in results)
+    failed = ["[%d] %s (%s)" % (item.index + 1, item.name, failure_reason(result.output))
+              for item, result in results if not result.ok]
     if failed:
         text += ("\n\n[Self-correction] These tool calls failed: %s. Before you go on, work out what went wrong "
                  "and adjust: wrong arguments, a missing prerequisite, or another tool." % "; ".join(failed))
@@ -2231,16 +2215,15 @@ def now_iso():
 def api_error(e, cfg):
     """The exception to show for a non-retryable HTTP status: it says what to fix."""
     msg = scrub(e.server_message())
-    if e.status == 401:
-        return UserError("the API key was rejected (HTTP 401, key from %s; set a valid GROK_API_KEY): %s"
-                         % (cfg.key_source, msg))
-    if e.status == 403:
-        return UserError("access denied (HTTP 403): the key lacks permission or credits: %s" % msg)
-    if e.status == 404:
-        return UserError("not found (HTTP 404) at %s: check GROK_BASE_URL and the model %r: %s"
-                         % (cfg.base_url, cfg.model, msg))
     if retryable(e.status):
         return TransientError("the server failed (HTTP %d): %s" % (e.status, msg))
+    what = {401: "the API key was rejected (HTTP 401, key from %s; set a valid GROK_API_KEY)"
+                 % cfg.key_source,
+            403: "access denied (HTTP 403): the key lacks permission or credits",
+            404: "not found (HTTP 404) at %s: check GROK_BASE_URL and the model %r" % (cfg.base_url,
+                                                                                       cfg.model)}
+    if e.status in what:
+        return UserError("%s: %s" % (what[e.status], msg))
     hint = " (check the model name: -m/GROK_MODEL)" if "model" in msg.lower() else ""
     return UserError("the request was rejected (HTTP %d): %s%s" % (e.status, msg, hint))
 
@@ -2268,11 +2251,9 @@ def ask_tty(prompt):
         keys.mode(watching=False)
     try:
         os.write(fd, prompt.encode("utf-8", "replace"))
-        line = b""
-        while not line.endswith(b"\n"):
+        line = chunk = os.read(fd, 1024)
+        while chunk and not line.endswith(b"\n"):
             chunk = os.read(fd, 1024)
-            if not chunk:
-                break
             line += chunk
     except OSError:
         return None
@@ -2862,16 +2843,15 @@ def headless(args, cfg):
     except OutputClosed:
         close_failed_turn("stdout was closed")
         return 0
-    except (Cancelled, KeyboardInterrupt):     # run_turn settles a cancel; settling twice is harmless
+    except (Cancelled, KeyboardInterrupt, Terminated) as e:     # run_turn settled these; again is harmless
         agent.settle_cancelled()
+        if isinstance(e, Terminated):
+            signum = e.args[0] if e.args else 15
+            return ui.fail("terminated by signal %d" % signum, 128 + signum)
         return ui.fail("interrupted: the turn was cancelled", 130)
     except GrokError as e:
         close_failed_turn(str(e))
         return ui.fail(str(e), e.exit_code)
-    except Terminated as t:
-        signum = t.args[0] if t.args else 15
-        agent.settle_cancelled()
-        return ui.fail("terminated by signal %d" % signum, 128 + signum)
     except Exception as e:
         if os.environ.get("GROK_DEBUG"):
             raise
@@ -2897,10 +2877,10 @@ def open_agent(cfg, ui, contract, args, new_if_busy=False):
             if not new_if_busy:
                 raise
             ui.notice("%s: starting a new session" % e)
-            return Agent(cfg, ui, contract)
-        if getattr(args, "cwd", None):
-            agent.set_cwd(cfg.cwd)
-        return agent
+        else:
+            if args.cwd:
+                agent.set_cwd(cfg.cwd)
+            return agent
     return Agent(cfg, ui, contract)
 
 
@@ -3011,7 +2991,7 @@ class AcpSession(UI):
 
     def __init__(self, server):
         self.server, self.id, self.agent = server, None, None
-        self.busy = self.cancel_requested = False
+        self.busy = False
         self.calls = 0          # numbers toolCallIds; a turn and session/load never run at once
         self.begin_turn()
 
@@ -3041,7 +3021,6 @@ class AcpSession(UI):
     def stop(self):
         """Cancel the running turn, if one runs: the model call, running tools, a pending approval."""
         if self.busy:
-            self.cancel_requested = True
             self.agent.stop()
 
     def close_open_calls(self, reason):
@@ -3066,8 +3045,6 @@ class AcpSession(UI):
     # -- UI hooks, called from the worker thread that runs the turn
     def step_start(self, step):
         self.streamed = False
-        if self.cancel_requested:       # a cancel that came before run_turn() cleared the event
-            self.agent.cancel.set()
 
     def stream_text(self, text, final_hint):
         self.streamed = True
@@ -3122,7 +3099,7 @@ class AcpSession(UI):
             role, content = message.get("role"), message.get("content")
             if role == "user" and isinstance(content, str) and not content.startswith(
                     ("Tool results:", corrective, "[the user cancelled")):
-                summary = content.startswith("[Summary of the earlier conversation")
+                summary = message.get("kind") == "summary"
                 self.chunk("agent_thought_chunk" if summary else "user_message_chunk", content)
             if role != "assistant" or not isinstance(content, str):
                 continue
@@ -3373,7 +3350,8 @@ class AcpServer:
             raise RpcError(INVALID_PARAMS, "Invalid params: the prompt has no text")
         if session.busy:        # set here, on the main thread, and cleared only by the turn's worker
             raise RpcError(INVALID_REQUEST, "session %s is already running a prompt" % session.id)
-        session.busy, session.cancel_requested = True, False
+        session.busy = True
+        session.agent.cancel.clear()    # a stop from now on cancels this prompt
         worker = threading.Thread(target=self.run_prompt, args=(session, request_id, text), daemon=True)
         self.workers = [w for w in self.workers if w.is_alive()] + [worker]
         worker.start()
@@ -3400,7 +3378,7 @@ class AcpServer:
     def turn_failure(self, session, e):
         """(stopReason, note, None) for a turn that raised e, or (None, None, the error to answer)."""
         agent = session.agent
-        if isinstance(e, Cancelled) or session.cancel_requested:
+        if isinstance(e, Cancelled) or agent.cancel.is_set():
             return "cancelled", None, None
         if not isinstance(e, LimitReached):
             return None, None, self.rpc_error(e)

@@ -521,7 +521,7 @@ class Commands:
             marker = "PROJECT RULES from %s:" % rules_path
             if not any(marker in str(m.get("content")) for m in a.messages):
                 note += "\n\n%s\n%s" % (marker, text)
-        a.add({"role": "user", "content": note})
+        a.add({"role": "user", "kind": "note", "content": note})
         self.ui.write("working directory: %s (the model is told)\n" % path)
 
     def sessions(self, arg):
