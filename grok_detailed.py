@@ -477,7 +477,7 @@ class Commands:
             marker = "PROJECT RULES from %s:" % rules_path
             if not any(marker in str(m.get("content")) for m in a.messages):
                 note += "\n\n%s\n%s" % (marker, text)
-        a.add({"role": "user", "content": note})
+        a.add({"role": "user", "kind": "note", "content": note})
         self.ui.write("working directory: %s (the model is told)\n" % path)
 
     def sessions(self, arg):
@@ -1174,9 +1174,9 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
 
     def body():
-        p = g.ArgParser.build(prog="grok-detailed",
-                              description="grok's debugging view: every field of the JSON contract, "
-                                          "session, cost and context; and agent mode.")
+        p = g.arg_parser(prog="grok-detailed",
+                         description="grok's debugging view: every field of the JSON contract, "
+                                     "session, cost and context; and agent mode.")
         p.add_argument("--agent", nargs="?", const="", metavar="GOAL",
                        help="agent mode: plan, execute and review GOAL through markdown files "
                             "in $GROK_AGENT_DIR (default ~/.grok_agent)")

@@ -162,7 +162,7 @@ def test_multi_step_run_has_valid_events_in_order(run, fake, isolated_env):
 
 
 def test_parallel_tools_never_interleave_event_lines(run, fake):
-    # Six big results finishing together, written from six threads: each must stay one whole line.
+    # Six big results finishing together (the tools run in six threads): each event stays one whole line.
     cmd = "sleep 0.3; head -c 60000 /dev/zero | tr '\\0' %s"
     fake.add(tools(*[("bash", {"command": cmd % c}) for c in "abcdef"]), answer("ok"))
     r = run("-p", "go", "--format", "json", "-y")

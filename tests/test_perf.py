@@ -303,7 +303,7 @@ def test_cached_tokens_are_reported_per_step(g, fake, monkeypatch):
         agent.run_turn("hello")
     finally:
         agent.close()
-    assert steps[0]["cached_tokens"] == 900
+    assert steps[0]["tokens"]["cached"] == 900
     assert agent.last_usage["prompt_tokens_details"]["cached_tokens"] == 900
     assert g.usage_numbers({"input_tokens_details": {"cached_tokens": 7}})["cached"] == 7
     assert g.usage_numbers({"prompt_tokens_details": None})["cached"] == 0 == g.usage_numbers(None)["cached"]
