@@ -1578,11 +1578,17 @@ class UI:
 class ToolCall:
     def __init__(self, index, name, args, call_id, cwd="."):
         self.index, self.name, self.args, self.id, self.cwd = index, name, args, call_id, cwd
-        self.shown = ""
+        self.shown = scrub(key_arg(name, args))
 
 
 class LimitReached(AgentError):
     pass
+
+
+# A stored message the program wrote itself carries a "kind" (not sent to the API): a "note" between
+# turns (/cd, a changed skills dir) or the "summary" that stands for compacted history.
+INTERRUPTED = ("[interrupted by the user]", "[interrupted: the session ended during this turn]")
+TURN_KEYS = ("input", "output", "reasoning", "cached", "total", "cost")
 
 
 class Agent:
@@ -1602,44 +1608,54 @@ class Agent:
         self.optional = {k: v for k, v in (("temperature", cfg.temperature),
                                            ("reasoning_effort", cfg.reasoning_effort)) if v is not None}
         self.stream = cfg.stream
-        self.reserved, self.search_costs, self.turn = 0.0, [], {}   # USD reserved in flight; search costs; turn usage
+        self.reserved, self.search_costs = 0.0, []      # USD reserved by requests in flight; web search costs
+        self.turn = dict.fromkeys(TURN_KEYS, 0)         # this turn's usage and cost, for the front ends
         self.said = set()               # one-time notices given
         self.cancel, self.procs = threading.Event(), set()      # procs: bash tools running
-        self.request_carriers = []      # messages holding this turn's request verbatim (compact keeps it)
+        self.request = None             # the running turn's request: compaction keeps it verbatim
         self.partial = ""               # the answer text shown so far in this model call
         self.prompt_skills = find_skills(cfg.skills_dir)
         self.skills_seen = (None, self.prompt_skills)       # (stamp, skills) the model knows of
         self.open_session(session or Session(cfg.data_dir, warn=self.notice), resume)
 
     def open_session(self, session, resume=False):
-        """Go on in `session`: a new one, or a saved one resumed with its history, cost and cwd. A session
-        of the bash grok is only read: the conversation goes on in a new session file."""
-        if resume and os.path.isfile(session.path) and session.fd is None:
+        """Go on in `session`: a new one, or a saved one resumed with its history, cost and cwd."""
+        if resume and os.path.isfile(session.path):
             session._open()     # the lock first: one process per session, nothing interleaves
         header, messages, self.cost_usd, cwd = session.load() if resume else ({}, [], 0.0, None)
-        fresh = not resume or session.legacy
-        if session.legacy:
-            session = Session(self.cfg.data_dir, warn=self.notice)
-            self.notice("a session of the bash grok, continued as session %s" % session.id)
-        self.session, self.client.conv_id = session, session.id
         self.cwd = cwd if cwd and os.path.isdir(cwd) else self.cfg.cwd
         system = header.get("system") or build_system_prompt(self.cfg, self.contract, self.cwd)
         self.messages = [{"role": "system", "content": system}] + messages
         self.context_tokens = estimate_tokens(self.messages) if resume else 0
         self.tool_count = sum(tool_calls_in(m["content"]) for m in messages if m["role"] == "assistant")
         self.step_no, self.last_usage, self.session_always = 0, {}, set()     # session_always: [a]lways answers
-        if fresh:
-            session.header = {"type": "session", "version": 1, "id": session.id, "created": now_iso(),
-                              "cwd": self.cwd, "model": self.model, "contract": self.contract.name, "system": system}
-            if messages:
-                session.append({"type": "reset", "messages": messages})
+        self.session = session if resume and not session.legacy else self.new_file(session)
+        self.client.conv_id = self.session.id
         if resume:      # killed mid-turn (SIGKILL, a crash): close that turn as a cancel would have
             self.close_turn(only_if_open=True, note=INTERRUPTED[1])
+
+    def new_file(self, session):
+        """The session to write from here on, its header first. A session of the bash grok is only read:
+        the conversation goes on in a new session file, from the history read."""
+        if session.legacy:
+            session = Session(self.cfg.data_dir, warn=self.notice)
+            self.notice("a session of the bash grok, continued as session %s" % session.id)
+        session.header = {"type": "session", "version": 1, "id": session.id, "created": now_iso(),
+                          "cwd": self.cwd, "model": self.model, "contract": self.contract.name,
+                          "system": self.messages[0]["content"]}
+        if len(self.messages) > 1:
+            session.append({"type": "reset", "messages": self.messages[1:]})
+        return session
 
     # -- bookkeeping ---------------------------------------------------------
     def notice(self, text):
         with self.ui_lock:         # tools running in threads may report retries
             self.ui.notice(scrub(text))
+
+    def once(self, key, text):
+        if key not in self.said:
+            self.said.add(key)
+            self.notice(text)
 
     def add(self, message):
         self.messages.append(message)
@@ -1662,8 +1678,9 @@ class Agent:
             return
         skills = find_skills(self.cfg.skills_dir)
         if skills != self.skills_seen[1]:
-            self.add({"role": "user", "content": "[skills] The skills directory changed; the skills now are:\n"
-                      + ("\n".join("- %s: %s (%s)" % s for s in skills) or "(none)")})
+            listed = "\n".join("- %s: %s (%s)" % s for s in skills) or "(none)"
+            self.add({"role": "user", "kind": "note",
+                      "content": "[skills] The skills directory changed; the skills now are:\n" + listed})
         self.skills_seen = (stamp, skills)
 
     def set_cwd(self, path):
@@ -1671,20 +1688,20 @@ class Agent:
         self.session.append({"type": "cwd", "cwd": path})
 
     def add_cost(self, usage, model=None, kind="chat"):
-        cost, known = usage_cost(model or self.model, usage, self.cfg.prices)
-        for said, problem in (("price", not known), ("odd", usage_numbers(usage)["odd"])):
-            if problem and said not in self.said:
-                self.said.add(said)
-                self.notice("price unknown for model %s at %s: cost is not tracked%s (GROK_PRICES=IN,CACHED,OUT "
-                            "sets prices in USD per million tokens)" % (model or self.model, self.cfg.base_url,
-                                                                         ", so COST_LIMIT cannot apply" if
-                                                                         self.cfg.cost_limit > 0 else "")
-                            if said == "price" else "the server's usage has numbers that are not counts (%s): ignored"
-                            % json.dumps(usage, default=str)[:200])
+        model = model or self.model
+        cost, known = usage_cost(model, usage, self.cfg.prices)
+        if not known:
+            limit = ", so COST_LIMIT cannot apply" if self.cfg.cost_limit > 0 else ""
+            self.once("price", "price unknown for model %s at %s: cost is not tracked%s (GROK_PRICES="
+                      "IN,CACHED,OUT sets prices in USD per million tokens)"
+                      % (model, self.cfg.base_url, limit))
+        if usage_numbers(usage)["odd"]:
+            self.once("odd", "the server's usage has numbers that are not counts (%s): ignored"
+                      % json.dumps(usage, default=str)[:200])
         with self.lock:     # web searches in threads add theirs too
             self.cost_usd += cost
-            self.session.append({"type": "usage", "kind": kind, "model": model or self.model,
-                                 "usage": usage or {}, "cost_usd": cost})
+            self.session.append({"type": "usage", "kind": kind, "model": model, "usage": usage or {},
+                                 "cost_usd": cost})
         return cost
 
     def context_pct(self):
@@ -1702,8 +1719,7 @@ class Agent:
             self.reserved += estimate
 
     def paid(self, post):
-        """post() for a paid request (web_search): the cost is reserved at the most a search cost so
-        far (SEARCH_ESTIMATE at least) before it starts, so concurrent searches cannot pass COST_LIMIT."""
+        """post() for a web search, with the most a search cost so far reserved while it runs."""
         estimate = max([SEARCH_ESTIMATE] + self.search_costs)
         self.reserve(estimate)
         try:
@@ -1716,11 +1732,8 @@ class Agent:
 
     def response_format(self):
         schema = self.contract.schema(self.tool_names)
-        if self.format_level == 0:
-            return {"type": "json_schema", "json_schema": {"name": self.contract.name, "schema": schema}}
-        if self.format_level == 1:
-            return {"type": "json_object", "schema": schema}
-        return {"type": "json_object"}
+        return ({"type": "json_schema", "json_schema": {"name": self.contract.name, "schema": schema}},
+                {"type": "json_object", "schema": schema}, {"type": "json_object"})[self.format_level]
 
     def tool_env(self):
         return {k: v for k, v in os.environ.items() if k not in KEY_VARS}
@@ -1731,26 +1744,18 @@ class Agent:
         stream = True
         while True:
             self.reserve()
-            payload = {"model": model or self.model, "messages": messages,
+            payload = {"model": model or self.model, "messages": [{"role": m["role"], "content": m["content"]}
+                                                                  for m in messages],
                        "max_tokens": max_tokens or self.cfg.max_tokens or self.contract.max_tokens}
             payload.update(self.optional)
             if contract:
                 payload["response_format"] = self.response_format()
-            on_stream = None
             if self.stream and stream:
-                payload["stream"] = True
-                payload["stream_options"] = {"include_usage": True}
-
-                def on_stream(resp):
-                    if not on_text:
-                        return read_chat_stream(resp, None, on_thought)
-                    # Once per attempt: a retried stream starts the reply over, so the parser and the UI do too.
-                    streamer, self.partial = ResponseStreamer(), ""
-                    self.ui.stream_reset()
-                    return read_chat_stream(resp, lambda piece: self._stream_piece(streamer, piece, on_text),
-                                            on_thought)
+                payload.update(stream=True, stream_options={"include_usage": True})
             try:
-                obj = self.client.post("/chat/completions", payload, on_stream=on_stream, cancel=self.cancel,
+                obj = self.client.post("/chat/completions", payload, cancel=self.cancel,
+                                       on_stream=(lambda resp: self.read_stream(resp, on_text, on_thought))
+                                       if payload.get("stream") else None,
                                        cap=max(REPLY_CAP, 1024 * payload["max_tokens"]),
                                        no_retry=lambda e: contract and self._format_rejected(e))
             except ContractError as e:         # the reply passed the size cap: a strike
@@ -1765,6 +1770,20 @@ class Agent:
                     raise e.overflow() or api_error(e, self.cfg)
                 continue
             return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, on_thought)
+
+    def read_stream(self, resp, on_text, on_thought):
+        """A streamed reply, its answer text shown as it comes; a retried stream starts it over."""
+        if not on_text:
+            return read_chat_stream(resp, None, on_thought)
+        streamer, self.partial = ResponseStreamer(), ""
+        self.ui.stream_reset()
+
+        def piece(data):
+            text = streamer.feed(data)
+            if text:
+                self.partial += text
+                on_text(text, streamer.tool_calls)
+        return read_chat_stream(resp, piece, on_thought)
 
     def fall_back(self, e, contract):
         """Whether the request can go again without what the server rejected (for the session)."""
@@ -1789,14 +1808,8 @@ class Agent:
         return e.status in (400, 422, 500, 501) and e.mentions("response_format", "json_schema", "json schema",
                                                                 "response format")
 
-    def _stream_piece(self, streamer, piece, on_text):
-        text = streamer.feed(piece)
-        if text:
-            self.partial += text
-            on_text(text, streamer.tool_calls)
-
     def query(self):
-        """Ask the model for its next reply; returns (ChatResult, duration)."""
+        """The model's next reply (a ChatResult); its usage is counted here, and only here."""
         self.reserve()
         self.step_no += 1
         self.ui.step_start(self.step_no)
@@ -1806,7 +1819,7 @@ class Agent:
         except ContextOverflow as e:
             result = self.after_overflow(e)
         result.cost = self.add_cost(result.usage)
-        for key in self.turn:       # what the front ends report for the turn
+        for key in self.turn:
             self.turn[key] += result.cost if key == "cost" else result.tokens[key]
         self.last_usage = result.usage
         self.context_tokens = result.tokens["input"] + result.tokens["output"] or estimate_tokens(self.messages)
@@ -1839,78 +1852,78 @@ class Agent:
                 self.cfg.context_window = window
                 return self.notice("context window: %d tokens (from the server's %s)" % (window, path))
 
-    def step_info(self, result):
-        return {"finish_reason": result.finish_reason or "stop", "usage": result.usage, "tokens": result.tokens,
-                "id": result.id, "cached_tokens": result.tokens["cached"],
-                "cost": getattr(result, "cost", 0.0), "duration": getattr(result, "duration", 0.0)}
+    def finish_step(self, result):
+        self.ui.step_finish(self.step_no, {"finish_reason": result.finish_reason or "stop", "id": result.id,
+                                           "tokens": result.tokens, "cost": result.cost,
+                                           "duration": result.duration})
 
     # -- one user turn -------------------------------------------------------
     def run_turn(self, text):
         """Send one user message and loop until the model is done; returns the answer."""
-        self.cancel.clear()
-        self.turn = dict.fromkeys(("input", "output", "reasoning", "cached", "total", "cost"), 0)
+        self.turn = dict.fromkeys(TURN_KEYS, 0)
         self.note_skills()
-        self.request_carriers = [{"role": "user", "content": clean_text(text)}]
-        self.add(self.request_carriers[0])
-        rounds = strikes = 0
+        self.request = {"role": "user", "content": clean_text(text)}
+        self.add(self.request)
+        self.rounds = self.strikes = 0
         try:
-            while True:
+            answer = None
+            while answer is None:
                 self.maybe_compact()
-                result = self.query()
-                try:
-                    if result.problem:
-                        raise ContractError(result.problem)
-                    reply = parse_reply(result.content, self.tool_names + list(self.withdrawn), result.finish_reason)
-                except ContractError as e:
-                    strikes += 1
-                    content = result.content or ""
-                    if len(content) > 4000:
-                        content = content[:4000] + "...[truncated]"
-                    self.add({"role": "assistant", "content": content})
-                    self.ui.step_finish(self.step_no, self.step_info(result))
-                    if strikes >= MAX_STRIKES:
-                        raise AgentError("the model broke the JSON contract %d times in a row (last: %s)"
-                                         % (strikes, e))
-                    self.notice("invalid reply from the model (%s); asking again" % e)
-                    self.add({"role": "user", "content": corrective_message(str(e))})
-                    continue
-                strikes = 0
-                self.add({"role": "assistant", "content": kept_reply(result.content, reply)})
-                self.ui.reply(reply, self.step_no)
-                calls, answer = reply["tool_calls"], reply.get("response") or ""
-                if not calls:
-                    self.ui.step_finish(self.step_no, self.step_info(result))
-                    self.ui.answer(answer)
-                    return answer
-                rounds += 1
-                limit = self.cfg.max_iterations
-                if 0 < limit < rounds:
-                    self.ui.step_finish(self.step_no, self.step_info(result))
-                    raise LimitReached("tool round limit reached: the model still wanted tools after %d round%s; "
-                                       "its last calls were not run (GROK_MAX_ITERATIONS or --max-tool-rounds "
-                                       "raise it, 0 = no limit)" % (limit, "" if limit == 1 else "s"))
-                try:
-                    results = self.execute(calls)
-                finally:    # the model call is complete even when a tool is denied or cancelled
-                    self.ui.step_finish(self.step_no, self.step_info(result))
-                note = None
-                if rounds == limit:
-                    note = ("[Limit] That was the last tool round allowed in this turn (%d). Answer now with "
-                            "what you have and say what is left to do; further tool calls will not run." % limit)
-                self.add({"role": "user", "content": tool_results_message(results, note)})
-                if reply["done"] and answer.strip():     # done with tool calls: they ran; the response ends the turn
-                    self.add({"role": "assistant", "content": json.dumps({"tool_calls": [], "response": answer,
-                                                                          "done": True})})
-                    self.ui.answer(answer)
-                    return answer
-        except (KeyboardInterrupt, Cancelled):
+                answer = self.take(self.query())
+            self.ui.answer(answer)
+            return answer
+        except (KeyboardInterrupt, Cancelled, Terminated) as e:     # Terminated (SIGTERM): the process ends
             self.settle_cancelled()
-            raise Cancelled("cancelled")
-        except Terminated:          # SIGTERM / SIGHUP: the same clean-up, then the process ends
-            self.settle_cancelled()
-            raise
+            raise e if isinstance(e, Terminated) else Cancelled("cancelled")
         finally:
-            self.request_carriers = []      # the turn is over: /compact has no request to keep verbatim
+            self.request = None     # the turn is over: /compact has no request to keep verbatim
+
+    def take(self, result):
+        """Act on a reply: the turn's answer, or None when the model is to be asked again."""
+        try:
+            if result.problem:
+                raise ContractError(result.problem)
+            reply = parse_reply(result.content, self.tool_names + list(self.withdrawn), result.finish_reason)
+        except ContractError as e:
+            return self.strike(result, e)
+        self.strikes = 0
+        self.add({"role": "assistant", "content": kept_reply(result.content, reply)})
+        self.ui.reply(reply, self.step_no)
+        calls, answer, limit = reply["tool_calls"], reply.get("response") or "", self.cfg.max_iterations
+        if not calls:
+            self.finish_step(result)
+            return answer
+        self.rounds += 1
+        try:        # the model call is complete even when a tool is denied or cancelled
+            if 0 < limit < self.rounds:
+                raise LimitReached("tool round limit reached: the model still wanted tools after %d round%s; "
+                                   "its last calls were not run (GROK_MAX_ITERATIONS or --max-tool-rounds "
+                                   "raise it, 0 = no limit)" % (limit, "" if limit == 1 else "s"))
+            results = self.execute(calls)
+        finally:
+            self.finish_step(result)
+        note = None
+        if self.rounds == limit:
+            note = ("[Limit] That was the last tool round allowed in this turn (%d). Answer now with what "
+                    "you have and say what is left to do; further tool calls will not run." % limit)
+        self.add({"role": "user", "content": tool_results_message(results, note)})
+        if reply["done"] and answer.strip():     # done with tool calls: they ran; the response ends the turn
+            self.add(final_reply(answer))
+            return answer
+        return None
+
+    def strike(self, result, e):
+        """A reply that broke the JSON contract: kept, and the model told what was wrong."""
+        self.strikes += 1
+        content = result.content or ""
+        self.add({"role": "assistant", "content": content[:4000] + "...[truncated]" if len(content) > 4000
+                  else content})
+        self.finish_step(result)
+        if self.strikes >= MAX_STRIKES:
+            raise AgentError("the model broke the JSON contract %d times in a row (last: %s)"
+                             % (self.strikes, e))
+        self.notice("invalid reply from the model (%s); asking again" % e)
+        self.add({"role": "user", "content": corrective_message(str(e))})
 
     def stop(self):
         """Cancel the running turn, from any thread: the model call, web searches, running commands, a
@@ -1921,78 +1934,80 @@ class Agent:
             kill_group(proc)
 
     def settle_cancelled(self, *notes):
-        """After a cancelled (or failed) turn, stop what runs and leave a history the model can
-        continue from. Safe to call twice (a front end may call it again)."""
+        """After a cancelled or failed turn: stop what runs, close the turn in the history (idempotent).
+        A stop lasts until then: one that comes before a turn starts cancels that turn."""
         self.stop()
         self.close_turn(False, *notes)
+        self.cancel.clear()
 
-    def close_turn(self, only_if_open=False, note="[interrupted by the user]",
+    def close_turn(self, only_if_open=False, note=INTERRUPTED[0],
                    unrun="[the user cancelled the tool calls before they finished]"):
-        """End an unfinished turn in the history: a note (unrun) for tool calls that got no results, and
-        an assistant reply (note) saying the turn was interrupted, with the answer text shown so far."""
-        last = self.messages[-1] if len(self.messages) > 1 else None
-        if last is None or str(last.get("content")).endswith(tuple('%s", "done": true}' % n for n in INTERRUPTED)):
+        """End an unfinished turn in the history: `unrun` for tool calls that got no results, and a reply
+        `note` with the answer text shown so far. only_if_open: unless the turn had ended (or a note)."""
+        last, closed = self.messages[-1], tuple('%s", "done": true}' % n for n in INTERRUPTED)
+        if len(self.messages) < 2 or last["content"].endswith(closed):
             return
-        if only_if_open and last["role"] == "user" and str(last.get("content", "")).startswith("[/cd]"):
-            return      # grok-detailed's /cd note: a remark between turns, not a turn left open
+        if only_if_open and (last.get("kind") == "note" or last["role"] == "assistant"
+                             and not tool_calls_in(last["content"])):
+            return
         if last["role"] == "assistant":
-            if only_if_open and not tool_calls_in(last.get("content")):
-                return
             self.add({"role": "user", "content": unrun})
         elif self.partial.strip():
             note = self.partial.rstrip() + "\n\n" + note
-        self.add({"role": "assistant", "content": json.dumps({"tool_calls": [], "response": note, "done": True})})
+        self.add(final_reply(note))
 
     # -- tools ---------------------------------------------------------------
     def execute(self, calls):
-        """Run one reply's tool calls: approvals and ask_user one at a time in call order, then the
-        rest concurrently. UI hooks run on this thread only (no interleaved output); tool_end comes
-        as each tool finishes; results are returned in call order."""
+        """Run a reply's tool calls: approvals and ask_user in call order, then the rest concurrently;
+        UI hooks run on this thread only. Returns [(ToolCall, ToolResult)] in call order."""
         items = [ToolCall(i, c["tool"], c["args"], "call_%d_%d" % (self.step_no, i + 1), self.cwd)
                  for i, c in enumerate(calls)]
-        results = [None] * len(items)
-        runnable = []
+        results, runnable = [None] * len(items), []
         for item in items:
-            item.shown = scrub(key_arg(item.name, item.args))
             if not self.approved(item):
                 results[item.index] = self.finish_tool(item, ToolResult(
                     "denied: the user did not allow this %s call; do not retry it, ask or take another way"
-                    % item.name, ok=False), time.time())
+                    % item.name, ok=False))
             elif item.name == "ask_user":
                 self.ui.tool_start(item)
-                results[item.index] = self.run_tool(item)
+                results[item.index] = self.finish_tool(item, self.call_tool(item))
             else:
                 runnable.append(item)
         for item in runnable:
             self.ui.tool_start(item)
         if len(runnable) == 1:
-            results[runnable[0].index] = self.run_tool(runnable[0])
+            results[runnable[0].index] = self.finish_tool(runnable[0], self.call_tool(runnable[0]))
         elif runnable:
-            import queue
-            finished = queue.Queue()
-
-            def work(item):
-                try:
-                    outcome = self.call_tool(item)
-                except BaseException as e:      # Cancelled: a worker thread must never print a traceback
-                    outcome = (ToolResult("error: %s" % (e or "cancelled"), ok=False), time.time())
-                finished.put((item, outcome))
-
-            threads = [threading.Thread(target=work, args=(item,), daemon=True) for item in runnable]
-            for t in threads:
-                t.start()
-            try:
-                for _ in runnable:         # a blocked get() still takes Ctrl-C and SIGTERM
-                    item, (result, started) = finished.get()
-                    results[item.index] = self.finish_tool(item, result, started)
-            except BaseException:
-                self.stop()
-                for t in threads:
-                    t.join(5)
-                raise
+            self.run_together(runnable, results)
         if self.cancel.is_set():
             raise Cancelled("cancelled")
         return list(zip(items, results))
+
+    def run_together(self, items, results):
+        """Run tool calls in threads, each result finished on this thread as it comes."""
+        import queue
+        finished = queue.Queue()
+
+        def work(item):
+            try:
+                result = self.call_tool(item)
+            except BaseException as e:      # Cancelled: a worker thread must never print a traceback
+                result = ToolResult("error: %s" % (e or "cancelled"), ok=False)
+            finished.put((item, result))
+
+        threads = [threading.Thread(target=work, args=(item,), daemon=True) for item in items]
+        for t in threads:
+            t.start()
+        try:
+            for _ in items:         # a blocked get() still takes Ctrl-C and SIGTERM
+                item, result = finished.get()
+                results[item.index] = self.finish_tool(item, result)
+        except BaseException:
+            self.stop()
+            for t in threads:
+                t.join(5)
+            self.cancel.clear()     # stopped: the caller settles the turn
+            raise
 
     def approved(self, item):
         if self.cfg.always_approve or item.name in self.session_always:
@@ -2015,11 +2030,8 @@ class Agent:
                 self.notice(text)
         return ToolResult(text, ok=False)
 
-    def run_tool(self, item):
-        return self.finish_tool(item, *self.call_tool(item))
-
     def call_tool(self, item):
-        """(ToolResult, start time); safe to call from a worker thread (no UI)."""
+        """The ToolResult, timed; safe to call from a worker thread (no UI)."""
         started = time.time()
         try:
             if self.cancel.is_set():        # the turn was cancelled after this call was approved
@@ -2032,11 +2044,12 @@ class Agent:
             raise
         except Exception as e:      # a tool never raises into the loop
             result = ToolResult("error: %s failed: %s: %s" % (item.name, type(e).__name__, e), ok=False)
-        result.finished = time.time()
-        return result, started
+        result.started, result.finished = started, time.time()
+        return result
 
-    def finish_tool(self, item, result, started):
-        result.started, result.finished = started, result.finished or time.time()
+    def finish_tool(self, item, result):
+        if not result.finished:     # it did not run
+            result.started = result.finished = time.time()
         result.output = scrub(result.output)
         self.tool_count += 1
         with self.ui_lock:
@@ -2045,46 +2058,48 @@ class Agent:
 
     # -- compaction ----------------------------------------------------------
     def maybe_compact(self):
-        """Before every model call: compact when the context would pass COMPACT_THRESHOLD. The estimate
-        is the last call's tokens plus what was added since (tool results, a new user message)."""
+        """Compact when the last call's tokens and what came after its reply pass COMPACT_THRESHOLD."""
         self.learn_window()
-        if self.cfg.compact_threshold <= 0 or len(self.messages) < 2:
-            return False
-        pending = []
-        for m in reversed(self.messages[1:]):
-            if m.get("role") == "assistant":    # the last reply: counted in the last call's tokens
-                break
-            pending.append(m)
-        tokens = self.context_tokens + estimate_tokens(pending)
-        if 100.0 * tokens / max(1, self.cfg.context_window) < self.cfg.compact_threshold:
-            return False
-        return self.compact()
+        since = max([i for i, m in enumerate(self.messages) if m["role"] == "assistant"] + [0]) + 1
+        tokens = self.context_tokens + estimate_tokens(self.messages[since:])
+        if 0 < self.cfg.compact_threshold <= 100.0 * tokens / max(1, self.cfg.context_window):
+            self.compact()
 
     def compact(self, keep=6):
-        """Summarise older history with GROK_SUMMARY_MODEL; keep the system prompt and the recent tail
-        (about `keep` messages, fewer if they alone would fill half the threshold). The tail starts at
-        an assistant reply, so tool results stay with the reply that asked for them and the summary, a
-        user message, keeps the roles alternating. Mid-turn, the request being worked on is kept
-        verbatim. A summary that was cut off or is not smaller than what it replaces is not taken: the older
-        messages are dropped instead. False when there is too little to compact."""
+        """Replace older history by a summary, keeping the system prompt, the recent tail (compact_cut())
+        and, mid-turn, the request being worked on verbatim. False when there is too little to compact."""
         self.learn_window()
-        history = self.messages[1:]
         pct = self.cfg.compact_threshold if self.cfg.compact_threshold > 0 else 75.0
-        room = self.cfg.context_window * pct / 200.0
-        cut = None
-        for i, m in enumerate(history):
-            if i < 2 or m.get("role") != "assistant":
-                continue
-            if i <= len(history) - keep or estimate_tokens(history[cut or 0:]) > room:
-                cut = i
+        history = self.messages[1:]
+        cut = compact_cut(history, keep, self.cfg.context_window * pct / 200.0)
         if cut is None:
             return False
         old, tail = history[:cut], history[cut:]
+        summary, how = self.summarise(old)
+        if self.request and not any(m is self.request for m in tail):
+            request = self.request["content"]
+            if len(request) > 4000:
+                request = request[:4000] + "\n[... the rest of the request is in the summary]"
+            summary["content"] += "\n\n[The request being worked on, verbatim]\n" + request
+        before = estimate_tokens(self.messages)
+        self.reset([summary] + tail)
+        self.context_tokens = estimate_tokens(self.messages)
+        self.notice("%s (about %d -> %d tokens)" % (how, before, self.context_tokens))
+        if self.context_pct() >= pct:
+            self.notice("the recent messages alone still fill %.0f%% of the context window"
+                        % self.context_pct())
+        return True
+
+    def summarise(self, old):
+        """(the message that stands for `old`, what was done): a summary by GROK_SUMMARY_MODEL; one that
+        was cut off or is not smaller than what it replaces is not taken: the messages are dropped."""
+        window = (self.cfg.context_window if self.cfg.summary_model == self.model
+                  else context_window(self.cfg.summary_model))
         request = [{"role": "system", "content":
                     "You summarise an AI agent's conversation and tool history so the agent can continue. Keep "
                     "the user's goals and requests, decisions, facts learned, files and commands involved, and "
                     "open tasks. Be concise; plain text."},
-                   {"role": "user", "content": "Conversation to summarise:\n\n" + self.transcript(old)}]
+                   {"role": "user", "content": "Conversation to summarise:\n\n" + transcript(old, window)}]
         old_tokens = estimate_tokens(old)
         limit = max(32, min(2000, old_tokens // 2, self.cfg.context_window // 4))
         try:
@@ -2100,40 +2115,39 @@ class Agent:
             how = "dropped the %d oldest messages: the summary was %s" % (len(old), "cut off at %d tokens" % limit
                                                                           if cut_off else "not smaller")
             summary = "[%d older messages were dropped to fit the context window]" % len(old)
-        summary = {"role": "user", "content": summary}
-        if any(m is c for m in old for c in self.request_carriers):
-            request_text = str(self.request_carriers[0].get("content", ""))
-            if len(request_text) > 4000:
-                request_text = request_text[:4000] + "\n[... the rest of the request is in the summary]"
-            summary["content"] += "\n\n[The request being worked on, verbatim]\n" + request_text
-            self.request_carriers.append(summary)
-        before = estimate_tokens(self.messages)
-        self.reset([summary] + tail)
-        self.context_tokens = estimate_tokens(self.messages)
-        self.notice("%s (about %d -> %d tokens)" % (how, before, self.context_tokens))
-        if 100.0 * self.context_tokens / max(1, self.cfg.context_window) >= pct:
-            self.notice("the recent messages alone still fill %.0f%% of the context window"
-                        % (100.0 * self.context_tokens / max(1, self.cfg.context_window)))
-        return True
-
-    def transcript(self, messages):
-        """Messages as text for the summariser: each capped, the whole within its window."""
-        window = (self.cfg.context_window if self.cfg.summary_model == self.model
-                  else context_window(self.cfg.summary_model))
-        text = "\n\n".join("[%s] %s" % (m.get("role"), str(m.get("content", ""))[:3000]) for m in messages)
-        limit = max(1000, window - 3000)    # characters: fits even at a token a character, beside the summary
-        if len(text) > limit:
-            head = limit // 3
-            text = "%s\n[... %d characters omitted ...]\n%s" % (text[:head], len(text) - limit,
-                                                               text[-(limit - head):])
-        return text
+        return {"role": "user", "kind": "summary", "content": summary}, how
 
     def close(self):
         self.client.close()
         self.session.close()
 
 
-INTERRUPTED = ("[interrupted by the user]", "[interrupted: the session ended during this turn]")
+def compact_cut(history, keep, room):
+    """Where the kept tail starts, or None: about `keep` messages from the end, fewer while they pass
+    `room` tokens, at an assistant reply, so tool results stay with their calls and the summary (a
+    user message) keeps the roles alternating."""
+    cut = None
+    for i, m in enumerate(history):
+        if i >= 2 and m.get("role") == "assistant" and (
+                i <= len(history) - keep or estimate_tokens(history[cut or 0:]) > room):
+            cut = i
+    return cut
+
+
+def transcript(messages, window):
+    """Messages as text for the summariser: each capped, the whole within its `window`."""
+    text = "\n\n".join("[%s] %s" % (m.get("role"), str(m.get("content", ""))[:3000]) for m in messages)
+    limit = max(1000, window - 3000)    # characters: fits even at a token a character, beside the summary
+    if len(text) <= limit:
+        return text
+    head = limit // 3
+    return "%s\n[... %d characters omitted ...]\n%s" % (text[:head], len(text) - limit,
+                                                       text[-(limit - head):])
+
+
+def final_reply(text):
+    """An assistant message that ends the turn with `text` as its answer."""
+    return {"role": "assistant", "content": json.dumps({"tool_calls": [], "response": text, "done": True})}
 
 
 def tool_calls_in(content):
@@ -2146,13 +2160,11 @@ def tool_calls_in(content):
 
 
 def tool_results_message(results, note=None):
-    """The one user message that carries a round's results, in call order (SPEC 4)."""
-    parts, failed = [], []
-    for item, result in results:
-        parts.append("[%d] %s %s\n%s" % (item.index + 1, item.name, item.shown, result.output))
-        if not result.ok:
-            failed.append("[%d] %s (%s)" % (item.index + 1, item.name, failure_reason(result.output)))
-    text = "Tool results:\n\n" + "\n\n".join(parts)
+    """The one user message that carries a round's results, in call order."""
+    text = "Tool results:\n\n" + "\n\n".join("[%d] %s %s\n%s" % (item.index + 1, item.name, item.shown,
+                                                                 result.output) for item, result in results)
+    failed = ["[%d] %s (%s)" % (item.index + 1, item.name, failure_reason(result.output))
+              for item, result in results if not result.ok]
     if failed:
         text += ("\n\n[Self-correction] These tool calls failed: %s. Before you go on, work out what went wrong "
                  "and adjust: wrong arguments, a missing prerequisite, or another tool." % "; ".join(failed))
@@ -2203,16 +2215,15 @@ def now_iso():
 def api_error(e, cfg):
     """The exception to show for a non-retryable HTTP status: it says what to fix."""
     msg = scrub(e.server_message())
-    if e.status == 401:
-        return UserError("the API key was rejected (HTTP 401, key from %s; set a valid GROK_API_KEY): %s"
-                         % (cfg.key_source, msg))
-    if e.status == 403:
-        return UserError("access denied (HTTP 403): the key lacks permission or credits: %s" % msg)
-    if e.status == 404:
-        return UserError("not found (HTTP 404) at %s: check GROK_BASE_URL and the model %r: %s"
-                         % (cfg.base_url, cfg.model, msg))
     if retryable(e.status):
         return TransientError("the server failed (HTTP %d): %s" % (e.status, msg))
+    what = {401: "the API key was rejected (HTTP 401, key from %s; set a valid GROK_API_KEY)"
+                 % cfg.key_source,
+            403: "access denied (HTTP 403): the key lacks permission or credits",
+            404: "not found (HTTP 404) at %s: check GROK_BASE_URL and the model %r" % (cfg.base_url,
+                                                                                       cfg.model)}
+    if e.status in what:
+        return UserError("%s: %s" % (what[e.status], msg))
     hint = " (check the model name: -m/GROK_MODEL)" if "model" in msg.lower() else ""
     return UserError("the request was rejected (HTTP %d): %s%s" % (e.status, msg, hint))
 
@@ -2894,15 +2905,13 @@ AUTH_METHODS = {"cached_token": "API key from a .env file", "xai.api_key": "API 
 
 
 class RpcError(Exception):
+    """An error to answer a request with; .payload is its JSON-RPC error object."""
+
     def __init__(self, code, message, data=None):
         Exception.__init__(self, message)
-        self.code, self.data = code, data
-
-    def payload(self):
-        error = {"code": self.code, "message": str(self)}
-        if self.data is not None:
-            error["data"] = self.data
-        return error
+        self.payload = {"code": code, "message": message}
+        if data is not None:
+            self.payload["data"] = data
 
 
 def text_content(text):
@@ -2984,7 +2993,7 @@ class AcpSession(UI):
 
     def __init__(self, server):
         self.server, self.id, self.agent = server, None, None
-        self.busy = self.cancel_requested = False
+        self.busy = False
         self.calls = 0          # numbers toolCallIds; a turn and session/load never run at once
         self.begin_turn()
 
@@ -3014,7 +3023,6 @@ class AcpSession(UI):
     def stop(self):
         """Cancel the running turn, if one runs: the model call, running tools, a pending approval."""
         if self.busy:
-            self.cancel_requested = True
             self.agent.stop()
 
     def close_open_calls(self, reason):
@@ -3039,8 +3047,6 @@ class AcpSession(UI):
     # -- UI hooks, called from the worker thread that runs the turn
     def step_start(self, step):
         self.streamed = False
-        if self.cancel_requested:       # a cancel that came before run_turn() cleared the event
-            self.agent.cancel.set()
 
     def stream_text(self, text, final_hint):
         self.streamed = True
@@ -3095,7 +3101,7 @@ class AcpSession(UI):
             role, content = message.get("role"), message.get("content")
             if role == "user" and isinstance(content, str) and not content.startswith(
                     ("Tool results:", corrective, "[the user cancelled")):
-                summary = content.startswith("[Summary of the earlier conversation")
+                summary = message.get("kind") == "summary"
                 self.chunk("agent_thought_chunk" if summary else "user_message_chunk", content)
             if role != "assistant" or not isinstance(content, str):
                 continue
@@ -3110,7 +3116,8 @@ class AcpSession(UI):
                 fields = acp_tool_fields(call["tool"], call["args"], self.agent.cwd, diff=False)
                 if output is not None:
                     fields["content"] = text_content(output)
-                self.update("tool_call", toolCallId=self.new_call_id(), status=("failed", "completed")[ok], **fields)
+                status = "completed" if ok else "failed"
+                self.update("tool_call", toolCallId=self.new_call_id(), status=status, **fields)
 
 
 class AcpServer:
@@ -3167,11 +3174,8 @@ class AcpServer:
         return slot[1]
 
     def log(self, text):
-        try:
-            sys.stderr.write(visible(scrub(text)) + "\n")
-            sys.stderr.flush()
-        except (OSError, ValueError):
-            pass
+        sys.stderr.write(visible(scrub(text)) + "\n")     # QuietStderr: a closed stderr fails nothing
+        sys.stderr.flush()
 
     def serve(self, stream):
         for line in iter(stream.readline, b""):
@@ -3220,7 +3224,7 @@ class AcpServer:
                 raise RpcError(INVALID_PARAMS, "Invalid params: params must be an object")
             result = self.methods[method](params, request_id)
         except Exception as e:
-            return self.respond(request_id, error=self.rpc_error(e).payload())
+            return self.respond(request_id, error=self.rpc_error(e).payload)
         if result is not DEFERRED:
             self.respond(request_id, result)
 
@@ -3348,7 +3352,8 @@ class AcpServer:
             raise RpcError(INVALID_PARAMS, "Invalid params: the prompt has no text")
         if session.busy:        # set here, on the main thread, and cleared only by the turn's worker
             raise RpcError(INVALID_REQUEST, "session %s is already running a prompt" % session.id)
-        session.busy, session.cancel_requested = True, False
+        session.busy = True
+        session.agent.cancel.clear()    # a stop from now on cancels this prompt
         worker = threading.Thread(target=self.run_prompt, args=(session, request_id, text), daemon=True)
         self.workers = [w for w in self.workers if w.is_alive()] + [worker]
         worker.start()
@@ -3366,7 +3371,7 @@ class AcpServer:
         session.close_open_calls("not run: the turn ended (%s)" % (reason or "error"))
         session.busy = False
         if error is not None:
-            return self.respond(request_id, error=error.payload())
+            return self.respond(request_id, error=error.payload)
         meta = session.turn_meta()
         if note:
             meta["message"] = note
@@ -3375,7 +3380,7 @@ class AcpServer:
     def turn_failure(self, session, e):
         """(stopReason, note, None) for a turn that raised e, or (None, None, the error to answer)."""
         agent = session.agent
-        if isinstance(e, Cancelled) or session.cancel_requested:
+        if isinstance(e, Cancelled) or agent.cancel.is_set():
             return "cancelled", None, None
         if not isinstance(e, LimitReached):
             return None, None, self.rpc_error(e)
@@ -3403,10 +3408,7 @@ class AcpServer:
 def acp_main(cfg):
     """`grok --acp` / `grok agent stdio`: serve ACP until stdin closes; exit 0."""
     out = os.fdopen(os.dup(1), "wb")
-    try:
-        os.dup2(2, 1)       # from here a stray print or child writes to stderr; stdout is protocol only
-    except OSError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    os.dup2(2, 1)       # from here a stray print or child writes to stderr; stdout is protocol only
     sys.stdout = sys.stderr
     server = AcpServer(cfg, out)
     try:
