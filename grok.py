@@ -2344,7 +2344,7 @@ class TerminalUI(UI):
         for stream in (self.out, sys.stderr):
             tolerate_unencodable(stream)
         self.color = not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb" and self.out.isatty()
-        self.streamed = False
+        self.streamed = self.open_line = False
         self.lock = threading.RLock()       # the waiting line is redrawn from its own thread
         self.waiter = None
 
@@ -2386,7 +2386,9 @@ class TerminalUI(UI):
     def pause(self):
         """Before a notice or a question: the waiting line goes, a streamed line is ended."""
         self.wait_stop()
-        self.stream_reset()
+        if self.open_line:      # the text stays shown: answer() must not print it again
+            self.write("\n")
+            self.open_line = False
 
     def show_wait(self, text):
         self.raw("\r\033[K" + self.paint("90", text))
@@ -2395,17 +2397,16 @@ class TerminalUI(UI):
         self.raw("\r\033[K")
 
     def step_start(self, step):
-        self.streamed = False
+        self.streamed = self.open_line = False
         self.waiting(lambda seconds: "..." + (" %ds" % seconds if seconds else ""))
 
     def stream_text(self, text, final_hint):
         self.write(("" if self.streamed else "\n") + visible(text))
-        self.streamed = True
+        self.streamed = self.open_line = True
 
     def stream_reset(self):
-        if self.streamed:
-            self.write("\n")
-            self.streamed = False
+        self.pause()
+        self.streamed = False
 
     def tool_start(self, call):
         self.stream_reset()
@@ -2417,8 +2418,8 @@ class TerminalUI(UI):
                 result.output)), newlines=False)) + "\n")
 
     def answer(self, text):
-        self.write("\n\n" if self.streamed else "\n%s\n\n" % visible(text))
-        self.streamed = False
+        self.write(("\n\n" if self.open_line else "\n") if self.streamed else "\n%s\n\n" % visible(text))
+        self.streamed = self.open_line = False
 
     def notice(self, text):
         self.pause()

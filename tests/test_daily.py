@@ -155,3 +155,16 @@ def test_ctrl_c_mid_answer_keeps_what_was_shown(term, fake):
     said = json.loads(fake.chat_requests()[1].messages[2]["content"])["response"]
     assert said.startswith("Once upon a time there") and said.endswith("\n\n[interrupted by the user]")
     assert len(said) < len(long)
+
+
+def test_a_notice_after_a_streamed_answer_does_not_show_the_answer_again(term, fake):
+    # With no prices for the server, "price unknown" is told after the reply has streamed.
+    fake.add(answer("said once"))
+    p = term(env={"GROK_PRICES": None})
+    p.expect(r"\n> ")
+    p.send("hello\n")
+    p.expect(r"price unknown")
+    p.expect(r"\n> ")
+    p.sendeof()
+    assert p.wait() == 0
+    assert p.plain_output.count("said once") == 1
