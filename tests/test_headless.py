@@ -199,7 +199,7 @@ def test_max_tool_rounds_stops_with_exit_3(run, fake, isolated_env):
 
 def test_reader_closing_stdout_stops_the_run_quietly(run, fake):
     # head exits after step_start; the reply comes later, so the next event meets a closed pipe.
-    fake.add(tools(("list_files", {}), delay=1.0), tools(("list_files", {})), answer("never"))
+    fake.add(tools(("list_files", {}), delay=0.5), tools(("list_files", {})), answer("never"))
     r = shell(run, '$GROK -p go --format json -y | head -1; echo "exit=${PIPESTATUS[0]}"')
     first, status = r.stdout.splitlines()
     assert json.loads(first)["type"] == "step_start" and status == "exit=0"
