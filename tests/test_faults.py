@@ -1,6 +1,6 @@
 """Fault injection: the network, the model, the tools, the user and the disk misbehave;
 grok must retry where it helps, fail clearly where it does not, never hang, never show a
-traceback and never lose what the session already holds (SPEC sections 5, 6, 6b, 7, 8)."""
+traceback and never lose what the session already holds."""
 import email.utils
 import json
 import os

@@ -1,4 +1,4 @@
-"""Headless mode (`grok -p`): the JSONL event stream of seed 002, text mode, exit codes,
+"""Headless mode (`grok -p`): the JSONL event stream, text mode, exit codes,
 approval by --allow, stdin prompts, resume, interrupts. Every test runs the real script."""
 import json
 import os
@@ -207,7 +207,7 @@ def test_reader_closing_stdout_stops_the_run_quietly(run, fake):
     assert len(fake.chat_requests()) == 1          # it stopped instead of working for nobody
 
 
-# ------------------------------------------------- the seed's jq examples
+# ------------------------------------------------- jq over the event stream, as the docs show it
 @need_jq
 def test_jq_total_token_usage(run, fake):
     fake.add(tools(("list_files", {}), usage=usage(1000, 100)),
