@@ -1585,8 +1585,6 @@ class LimitReached(AgentError):
     pass
 
 
-# A stored message the program wrote itself carries a "kind" (not sent to the API): a "note" between
-# turns (/cd, a changed skills dir) or the "summary" that stands for compacted history.
 INTERRUPTED = ("[interrupted by the user]", "[interrupted: the session ended during this turn]")
 TURN_KEYS = ("input", "output", "reasoning", "cached", "total", "cost")
 
@@ -1658,6 +1656,8 @@ class Agent:
             self.notice(text)
 
     def add(self, message):
+        """A message the program writes itself has a "kind", stored but not sent: a "note" between turns
+        (/cd, a changed skills dir) or the "summary" that stands for compacted history."""
         self.messages.append(message)
         self.session.append({"type": "message", "message": message})
 
