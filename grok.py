@@ -1916,8 +1916,8 @@ class Agent:
         """A reply that broke the JSON contract: kept, and the model told what was wrong."""
         self.strikes += 1
         content = result.content or ""
-        self.add({"role": "assistant", "content": content[:4000] + "...[truncated]" if len(content) > 4000
-                  else content})
+        cut = "...[truncated]" if len(content) > 4000 else ""
+        self.add({"role": "assistant", "content": content[:4000] + cut})
         self.finish_step(result)
         if self.strikes >= MAX_STRIKES:
             raise AgentError("the model broke the JSON contract %d times in a row (last: %s)"
