@@ -1764,12 +1764,11 @@ class Agent:
                 stream = False
                 self.notice("the reply stream from %s broke off again (%s): asking once without streaming, to see "
                             "the server's answer" % (self.client.host, e))
-                continue
             except HTTPStatusError as e:
                 if not self.fall_back(e, contract):
                     raise e.overflow() or api_error(e, self.cfg)
-                continue
-            return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, on_thought)
+            else:
+                return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, on_thought)
 
     def read_stream(self, resp, on_text, on_thought):
         """A streamed reply, its answer text shown as it comes; a retried stream starts it over."""
