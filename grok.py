@@ -2549,11 +2549,13 @@ def repl_line(agent, ui, line, keys, commands, help_text):
     name, _, arg = line.partition(" ") if line.startswith("/") else ("", "", "")
     if name in ("/exit", "/quit", "/q"):
         return "exit"
+    if not line.strip():
+        return 0
     try:
         with keys:
             if name:
                 repl_command(agent, ui, name, arg.strip(), commands, help_text)
-            elif line.strip():
+            else:
                 agent.run_turn(line)
     except (KeyboardInterrupt, Cancelled):
         if not name:
@@ -2902,15 +2904,13 @@ AUTH_METHODS = {"cached_token": "API key from a .env file", "xai.api_key": "API 
 
 
 class RpcError(Exception):
+    """An error to answer a request with; .payload is its JSON-RPC error object."""
+
     def __init__(self, code, message, data=None):
         Exception.__init__(self, message)
-        self.code, self.data = code, data
-
-    def payload(self):
-        error = {"code": self.code, "message": str(self)}
-        if self.data is not None:
-            error["data"] = self.data
-        return error
+        self.payload = {"code": code, "message": message}
+        if data is not None:
+            self.payload["data"] = data
 
 
 def text_content(text):
@@ -3115,7 +3115,8 @@ class AcpSession(UI):
                 fields = acp_tool_fields(call["tool"], call["args"], self.agent.cwd, diff=False)
                 if output is not None:
                     fields["content"] = text_content(output)
-                self.update("tool_call", toolCallId=self.new_call_id(), status=("failed", "completed")[ok], **fields)
+                status = "completed" if ok else "failed"
+                self.update("tool_call", toolCallId=self.new_call_id(), status=status, **fields)
 
 
 class AcpServer:
@@ -3172,11 +3173,8 @@ class AcpServer:
         return slot[1]
 
     def log(self, text):
-        try:
-            sys.stderr.write(visible(scrub(text)) + "\n")
-            sys.stderr.flush()
-        except (OSError, ValueError):
-            pass
+        sys.stderr.write(visible(scrub(text)) + "\n")     # QuietStderr: a closed stderr fails nothing
+        sys.stderr.flush()
 
     def serve(self, stream):
         for line in iter(stream.readline, b""):
@@ -3225,7 +3223,7 @@ class AcpServer:
                 raise RpcError(INVALID_PARAMS, "Invalid params: params must be an object")
             result = self.methods[method](params, request_id)
         except Exception as e:
-            return self.respond(request_id, error=self.rpc_error(e).payload())
+            return self.respond(request_id, error=self.rpc_error(e).payload)
         if result is not DEFERRED:
             self.respond(request_id, result)
 
@@ -3372,7 +3370,7 @@ class AcpServer:
         session.close_open_calls("not run: the turn ended (%s)" % (reason or "error"))
         session.busy = False
         if error is not None:
-            return self.respond(request_id, error=error.payload())
+            return self.respond(request_id, error=error.payload)
         meta = session.turn_meta()
         if note:
             meta["message"] = note
@@ -3409,10 +3407,7 @@ class AcpServer:
 def acp_main(cfg):
     """`grok --acp` / `grok agent stdio`: serve ACP until stdin closes; exit 0."""
     out = os.fdopen(os.dup(1), "wb")
-    try:
-        os.dup2(2, 1)       # from here a stray print or child writes to stderr; stdout is protocol only
-    except OSError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    os.dup2(2, 1)       # from here a stray print or child writes to stderr; stdout is protocol only
     sys.stdout = sys.stderr
     server = AcpServer(cfg, out)
     try:

@@ -14,6 +14,7 @@ import pytest
 
 from conftest import GROK, ROOT, TEST_KEY
 from fakeapi import answer, drop, error, hang, reply, sse, tools
+from ptyrun import default_sigint
 
 JQ = shutil.which("jq")
 need_jq = pytest.mark.skipif(JQ is None, reason="jq is not installed (.ci/run installs it with apt-get)")
@@ -536,7 +537,7 @@ def interrupt_run(run, fake, args, ready):
     """Start grok, wait until ready() is true, send SIGINT; returns (returncode, stdout, stderr)."""
     p = subprocess.Popen([sys.executable, str(GROK)] + args, env=run.env(), stdin=subprocess.DEVNULL,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                         preexec_fn=default_sigint)
     try:
         for _ in range(200):
             if ready():
