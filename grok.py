@@ -1585,8 +1585,6 @@ class LimitReached(AgentError):
     pass
 
 
-# A stored message the program wrote itself carries a "kind" (not sent to the API): a "note" between
-# turns (/cd, a changed skills dir) or the "summary" that stands for compacted history.
 INTERRUPTED = ("[interrupted by the user]", "[interrupted: the session ended during this turn]")
 TURN_KEYS = ("input", "output", "reasoning", "cached", "total", "cost")
 
@@ -1658,6 +1656,8 @@ class Agent:
             self.notice(text)
 
     def add(self, message):
+        """A message the program writes itself has a "kind", stored but not sent: a "note" between turns
+        (/cd, a changed skills dir) or the "summary" that stands for compacted history."""
         self.messages.append(message)
         self.session.append({"type": "message", "message": message})
 
@@ -1764,12 +1764,11 @@ class Agent:
                 stream = False
                 self.notice("the reply stream from %s broke off again (%s): asking once without streaming, to see "
                             "the server's answer" % (self.client.host, e))
-                continue
             except HTTPStatusError as e:
                 if not self.fall_back(e, contract):
                     raise e.overflow() or api_error(e, self.cfg)
-                continue
-            return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, on_thought)
+            else:
+                return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, on_thought)
 
     def read_stream(self, resp, on_text, on_thought):
         """A streamed reply, its answer text shown as it comes; a retried stream starts it over."""
@@ -1916,8 +1915,8 @@ class Agent:
         """A reply that broke the JSON contract: kept, and the model told what was wrong."""
         self.strikes += 1
         content = result.content or ""
-        self.add({"role": "assistant", "content": content[:4000] + "...[truncated]" if len(content) > 4000
-                  else content})
+        cut = "...[truncated]" if len(content) > 4000 else ""
+        self.add({"role": "assistant", "content": content[:4000] + cut})
         self.finish_step(result)
         if self.strikes >= MAX_STRIKES:
             raise AgentError("the model broke the JSON contract %d times in a row (last: %s)"
@@ -2550,11 +2549,13 @@ def repl_line(agent, ui, line, keys, commands, help_text):
     name, _, arg = line.partition(" ") if line.startswith("/") else ("", "", "")
     if name in ("/exit", "/quit", "/q"):
         return "exit"
+    if not line.strip():
+        return 0
     try:
         with keys:
             if name:
                 repl_command(agent, ui, name, arg.strip(), commands, help_text)
-            elif line.strip():
+            else:
                 agent.run_turn(line)
     except (KeyboardInterrupt, Cancelled):
         if not name:
