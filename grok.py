@@ -48,7 +48,7 @@ APPROVAL_CHARS = 4000       # ... and characters
 RULES_CAP = 8000            # bytes per AGENTS.md / GROK.md file
 RULES_TOTAL_CAP = 24000     # bytes of project rules in all
 MAX_STRIKES = 3             # invalid replies in a row before a turn fails
-RETRY_STATUSES = (408, 429, 500, 502, 503, 504)     # and every other 5xx but 501/505: see retryable()
+RETRY_STATUSES = (408, 429) + tuple(s for s in range(500, 600) if s not in (501, 505))
 RETRY_AFTER_CAP = 30.0      # seconds: a longer Retry-After is shortened to this
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)     # a symlink planted in place of a session file is an error, never followed
 SEARCH_ESTIMATE = 0.05      # USD reserved for a web_search before its first cost is known
@@ -67,11 +67,8 @@ def env_float(name, default):
 
 
 def data_dir():
-    d = os.environ.get("GROK_DATA_DIR")
-    if not d:
-        base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-        d = os.path.join(base, "grok-agent")
-    return os.path.expanduser(d)
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return os.path.expanduser(os.environ.get("GROK_DATA_DIR") or os.path.join(base, "grok-agent"))
 
 
 def open_to_others(path, owners):
@@ -94,10 +91,6 @@ def data_dir_problem(path):
         pass        # open_to_others says why it is unusable
     why = open_to_others(path, (os.getuid(),))
     return why and "the data dir %s (GROK_DATA_DIR) is %s: not used (make it yours, 0700)" % (path, why)
-
-
-def script_dir():
-    return os.path.dirname(os.path.realpath(__file__))
 
 
 def read_regular(path, cap):
@@ -128,8 +121,9 @@ def read_env_file(path, names):
 
 def find_api_key():
     """(key, where it came from), or (None, None); a key with whitespace or control characters is a UserError."""
-    for key, source in [(os.environ.get(n, "").strip(), "$" + n) for n in KEY_VARS] + [(None, p) for p in ENV_FILES]:
-        key = key if key is not None else read_env_file(os.path.expanduser(source), KEY_VARS)
+    for source in ["$" + n for n in KEY_VARS] + list(ENV_FILES):
+        key = (os.environ.get(source[1:], "").strip() if source.startswith("$")
+               else read_env_file(os.path.expanduser(source), KEY_VARS))
         if key:
             break
     if key and any(ord(c) < 33 or 127 <= ord(c) < 160 for c in key):
@@ -139,19 +133,17 @@ def find_api_key():
     return (key, source) if key else (None, None)
 
 
+def env_flag(name, default=False):
+    """A yes/no setting: unset or empty is the default; "0", "false" and "no" are no, anything else yes."""
+    value = os.environ.get(name, "")
+    return value not in ("0", "false", "no") if value else default
+
+
 class Config:
     """Everything the engine needs, from flags with an environment fallback."""
 
     def __init__(self, model=None, cwd=None, always_approve=False, require_key=True, effort=None):
-        self.api_key, self.key_source = find_api_key()
-        if require_key and not self.api_key:
-            raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put GROK_API_KEY=... in "
-                            + ", ".join(ENV_FILES))
-        self.base_url = (os.environ.get("GROK_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
-        self.xai = ("." + check_base_url(self.base_url)).endswith(".x.ai")
-        from urllib.parse import urlsplit
-        self.secrets = tuple(s for s in (self.api_key, urlsplit(self.base_url).password) if s)
-        SECRETS.update(self.secrets)
+        self._server(require_key)
         if model == "grok-build" != os.environ.get("GROK_MODEL"):
             model = None        # the model name of xAI's CLI, which its clients pass: the default model here
         self.model = model or os.environ.get("GROK_MODEL") or DEFAULT_MODEL
@@ -161,30 +153,43 @@ class Config:
         self.compact_threshold = env_float("COMPACT_THRESHOLD", 75.0)
         self.window_set = int(env_float("GROK_CONTEXT_WINDOW", 0))
         self.context_window = self.window_set or context_window(self.model)
-        self.prices = env_prices(self.xai)
         self.max_tokens = int(env_float("GROK_MAX_TOKENS", 0)) or None
-        self.timeout = env_float("GROK_TIMEOUT", 300.0) or None      # 0: no limit (None: block)
-        if self.timeout is not None and self.timeout < 0:
-            raise UserError("GROK_TIMEOUT must be 0 (no limit) or more")
-        self.max_retries = max(0, int(env_float("GROK_MAX_RETRIES", 4)))
-        self.backoff = env_float("GROK_RETRY_BACKOFF", 1.0)
         self.max_iterations = int(env_float("GROK_MAX_ITERATIONS", 25))
         self.bash_timeout = env_float("GROK_BASH_TIMEOUT", BASH_TIMEOUT)
-        self.stream = os.environ.get("GROK_STREAM", "1") not in ("0", "false", "no")
         temperature = os.environ.get("GROK_TEMPERATURE", "0.5").strip()      # empty: not sent
         self.temperature = env_float("GROK_TEMPERATURE", 0.5) if temperature else None
-        self.skills_dir = os.path.expanduser(os.environ.get("GROK_SKILLS_DIR") or os.path.join(script_dir(), "skills"))
+        self.skills_dir = os.path.expanduser(os.environ.get("GROK_SKILLS_DIR")
+                                             or os.path.join(os.path.dirname(os.path.realpath(__file__)), "skills"))
         self.data_dir = data_dir()
         self.read_dirs = [self.skills_dir]      # read_file/list_files run there without asking, as in cwd
-        self.always_approve = always_approve or os.environ.get("GROK_ALWAYS_APPROVE", "") not in ("", "0", "false", "no")
-        cwd = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
-        if not os.path.isdir(cwd):
-            raise UserError("--cwd: no such directory: %s" % cwd)
-        self.cwd = cwd
+        self.always_approve = always_approve or env_flag("GROK_ALWAYS_APPROVE")
+        self.cwd = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
+        if not os.path.isdir(self.cwd):
+            raise UserError("--cwd: no such directory: %s" % self.cwd)
+
+    def _server(self, require_key):
+        """The key, the server and how to talk to it."""
+        self.api_key, self.key_source = find_api_key()
+        if require_key and not self.api_key:
+            raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put GROK_API_KEY=... in "
+                            + ", ".join(ENV_FILES))
+        self.base_url = (os.environ.get("GROK_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        url = check_base_url(self.base_url)
+        self.xai = ("." + url.hostname).endswith(".x.ai")
+        self.secrets = tuple(s for s in (self.api_key, url.password) if s)
+        SECRETS.update(self.secrets)
+        self.prices = env_prices(self.xai)
+        timeout = env_float("GROK_TIMEOUT", 300.0)
+        if timeout < 0:
+            raise UserError("GROK_TIMEOUT must be 0 (no limit) or more")
+        self.timeout = timeout or None      # 0: no limit (None: block)
+        self.max_retries = max(0, int(env_float("GROK_MAX_RETRIES", 4)))
+        self.backoff = env_float("GROK_RETRY_BACKOFF", 1.0)
+        self.stream = env_flag("GROK_STREAM", True)
 
 
 def check_base_url(url):
-    """The URL's host name; a UserError now rather than an odd network error later."""
+    """The URL split (with a host name); a UserError now rather than an odd network error later."""
     from urllib.parse import urlsplit
     if not url.startswith(("http://", "https://")):
         raise UserError("GROK_BASE_URL must start with http:// or https://, not %r" % url)
@@ -193,14 +198,13 @@ def check_base_url(url):
     try:
         u = urlsplit(url)
         u.port
-        host = u.hostname or ""
-        if host:
-            host.encode("idna")
+        if u.hostname:
+            u.hostname.encode("idna")
     except (ValueError, UnicodeError) as e:
         raise UserError("GROK_BASE_URL is not a valid URL (%s): %r" % (e, url))
-    if not host:
+    if not u.hostname:
         raise UserError("GROK_BASE_URL has no host name: %r" % url)
-    return host
+    return u
 
 
 def env_prices(xai):
@@ -212,7 +216,7 @@ def env_prices(xai):
     except ValueError:
         prices = ()
     if value and (len(prices) != 3 or min(prices) < 0):
-            raise UserError("GROK_PRICES must be IN,CACHED,OUT in USD per million tokens, not %r" % value)
+        raise UserError("GROK_PRICES must be IN,CACHED,OUT in USD per million tokens, not %r" % value)
     return prices
 
 
@@ -231,8 +235,7 @@ def model_key(model, table):
 
 
 def context_window(model):
-    key = model_key(model, WINDOWS)
-    return WINDOWS[key] if key else DEFAULT_WINDOW
+    return WINDOWS.get(model_key(model, WINDOWS), DEFAULT_WINDOW)
 
 
 USAGE_FIELDS = (("input", "prompt_tokens", "input_tokens"), ("output", "completion_tokens", "output_tokens"),
@@ -307,9 +310,9 @@ class Cancelled(GrokError):
 
 
 class HTTPStatusError(Exception):
-    def __init__(self, status, body, retry_after=None):
+    def __init__(self, status, body):
         Exception.__init__(self, "HTTP %d" % status)
-        self.status, self.body, self.retry_after = status, body, retry_after
+        self.status, self.body = status, body
 
     def text(self):
         return self.body.decode("utf-8", "replace") if isinstance(self.body, bytes) else str(self.body)
@@ -408,29 +411,15 @@ def json_bytes(obj):
     return json.dumps(obj, ensure_ascii=False).encode("utf-8", "backslashreplace")
 
 
-def jitter():
-    return int.from_bytes(os.urandom(2), "big") / 65535.0
-
-
-def retryable(status):
-    return status in RETRY_STATUSES or (500 <= status < 600 and status not in (501, 505))
-
-
 def parse_retry_after(value, now=None):
     """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date), or None."""
-    if value is None:
-        return None
-    value = str(value).strip()
     try:
         seconds = float(value)
-    except ValueError:
+    except (TypeError, ValueError):
         import email.utils
         try:
-            when = email.utils.parsedate_tz(value)
-            if when is None:
-                return None
-            seconds = email.utils.mktime_tz(when) - (time.time() if now is None else now)
-        except (TypeError, ValueError, OverflowError):
+            seconds = email.utils.mktime_tz(email.utils.parsedate_tz(value)) - (time.time() if now is None else now)
+        except (TypeError, ValueError, OverflowError):      # not a date (parsedate_tz gave None)
             return None
     if seconds != seconds:          # NaN
         return None
@@ -439,7 +428,8 @@ def parse_retry_after(value, now=None):
 
 def retry_delay(attempt, backoff, retry_after=None):
     """Exponential backoff with up to 25% jitter; a server's Retry-After is a lower bound."""
-    delay = backoff * (2 ** (attempt - 1)) * (1 + 0.25 * jitter())
+    jitter = int.from_bytes(os.urandom(2), "big") / 65535.0
+    delay = backoff * (2 ** (attempt - 1)) * (1 + 0.25 * jitter)
     if retry_after is not None:
         delay = max(retry_after, min(delay, RETRY_AFTER_CAP))
     return delay
@@ -461,9 +451,7 @@ class Client:
         self.timeout, self.max_retries, self.backoff = timeout, max_retries, backoff
         self.notice = notice or (lambda text: None)
         self.conv_id = None
-        self._idle = []
-        self._busy = set()
-        self._lock = threading.Lock()
+        self._idle, self._busy, self._lock = [], set(), threading.Lock()
 
     def _connect(self):
         with self._lock:
@@ -517,7 +505,7 @@ class Client:
         for conn in idle:
             conn.close()
 
-    def _send(self, conn, reused, path, body, headers, cancel=None):
+    def _send(self, conn, reused, path, body, headers, cancel):
         import http.client
         ssl = sys.modules.get("ssl")
         closed = (http.client.RemoteDisconnected, ConnectionError) + ((ssl.SSLEOFError, ssl.SSLZeroReturnError)
@@ -526,11 +514,11 @@ class Client:
             try:
                 conn.request("POST", self.prefix + path, body, headers)
                 conn.reading = conn.sock
-                if cancel is not None and cancel.is_set():      # abort() may have come before the socket
+                if cancel.is_set():      # abort() may have come before the socket
                     raise Cancelled("cancelled")
                 return conn.getresponse()
             except closed:
-                if not again or (cancel is not None and cancel.is_set()):
+                if not again or cancel.is_set():
                     raise
             # The server closed an idle keep-alive connection: reconnect once, not a retry.
             conn.close()
@@ -563,27 +551,25 @@ class Client:
             headers["x-grok-conv-id"] = self.conv_id
         if on_stream:
             headers["Accept"] = "text/event-stream"
+        cancel = cancel or threading.Event()
         attempt = breaks = 0
-        while True:
-            if cancel is not None and cancel.is_set():
-                raise Cancelled("cancelled")
+        while not cancel.is_set():
             try:
                 return self._attempt(path, body, headers, on_stream, cancel, no_retry, cap)
             except RetryableFault as fault:
-                problem, retry_after = fault.args
+                problem, retry_after = scrub(fault.problem), fault.retry_after
                 breaks += fault.broke
                 if breaks == 2 and attempt < self.max_retries:  # again: the caller asks unstreamed, to see why
-                    raise StreamBroken(problem)
-            if cancel is not None and cancel.is_set():
-                raise Cancelled("cancelled")
-            problem = scrub(problem)
+                    raise StreamBroken(fault.problem)
+            if cancel.is_set():
+                break
             attempt += 1
             if attempt > self.max_retries:
                 raise TransientError("%s (gave up after %d retries)" % (problem, self.max_retries))
             delay = retry_delay(attempt, self.backoff, retry_after)
             self.notice("%s; retrying in %.1fs (%d/%d)" % (problem, delay, attempt, self.max_retries))
-            if (cancel or threading.Event()).wait(delay):
-                raise Cancelled("cancelled")
+            cancel.wait(delay)
+        raise Cancelled("cancelled")
 
     def _attempt(self, path, body, headers, on_stream, cancel, no_retry, cap):
         """One request and its whole reply, read within GROK_TIMEOUT and `cap` bytes; RetryableFault
@@ -594,46 +580,51 @@ class Client:
         try:
             resp = self._send(conn, reused, path, body, headers, cancel)
             reader = ReplyReader(resp, conn.reading, self.timeout and started + self.timeout, cap)
-            if 300 <= resp.status < 400:
-                raise UserError("the server at %s answered HTTP %d, a redirect to %s: grok does not follow "
-                                "redirects (the API key goes to GROK_BASE_URL only); set GROK_BASE_URL to the "
-                                "address you mean" % (self.host, resp.status, resp.getheader("Location") or "?"))
-            if resp.status >= 400:
-                err = HTTPStatusError(resp.status, reader.read(), resp.getheader("Retry-After"))
-                reusable = not resp.will_close
-                if not retryable(resp.status) or (no_retry and no_retry(err)):
-                    raise err
-                raise RetryableFault("%s (HTTP %d): %s" % ("rate limited" if resp.status == 429 else "server error",
-                                                           resp.status, err.server_message()), retry_after_of(resp))
+            if resp.status >= 300:
+                error = self._refusal(resp, reader, no_retry)
+                reusable = resp.status >= 400 and not resp.will_close
+                raise error
             if on_stream and "text/event-stream" in (resp.getheader("Content-Type") or ""):
                 result = on_stream(reader)
                 reader.read()       # the end of the chunked body, so the connection can be reused
             else:
-                data = reader.read()
-                try:
-                    result = json.loads(data.decode("utf-8", "replace"))
-                except (ValueError, RecursionError):
-                    raise UserError(scrub("the server at %s did not answer with JSON (is GROK_BASE_URL an "
-                                          "OpenAI-compatible API?): %r" % (self.host, data[:120]), (self.api_key,)))
+                result = self._json(reader.read())
             reusable = not resp.will_close
             return result
         except (OSError, StreamBroken, http.client.HTTPException, ValueError) as e:
             # (ValueError: defensive, so no parse error inside http.client can end the REPL)
-            ssl = sys.modules.get("ssl")
-            if ssl and isinstance(e, ssl.CertificateError):     # retrying cannot help
-                raise UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL, or "
-                                "point SSL_CERT_FILE at your CA bundle" % (self.host, getattr(
-                                    e, "verify_message", None) or e))
-            fault = RetryableFault(describe_network_error(e, self.host), None)
-            fault.broke = isinstance(e, StreamBroken)
-            raise fault
+            raise network_fault(e, self.host)
         finally:
             self._release(conn, reusable)
 
+    def _refusal(self, resp, reader, no_retry):
+        """What a reply other than 2xx raises: a redirect a UserError, 429/5xx a RetryableFault (unless
+        no_retry(error)), any other status its HTTPStatusError."""
+        if resp.status < 400:
+            return UserError("the server at %s answered HTTP %d, a redirect to %s: grok does not follow "
+                             "redirects (the API key goes to GROK_BASE_URL only); set GROK_BASE_URL to the "
+                             "address you mean" % (self.host, resp.status, resp.getheader("Location") or "?"))
+        err = HTTPStatusError(resp.status, reader.read())
+        if resp.status not in RETRY_STATUSES or (no_retry and no_retry(err)):
+            return err
+        return RetryableFault("%s (HTTP %d): %s" % ("rate limited" if resp.status == 429 else "server error",
+                                                   resp.status, err.server_message()), retry_after_of(resp))
+
+    def _json(self, data):
+        try:
+            return json.loads(data.decode("utf-8", "replace"))
+        except (ValueError, RecursionError):
+            raise UserError(scrub("the server at %s did not answer with JSON (is GROK_BASE_URL an "
+                                  "OpenAI-compatible API?): %r" % (self.host, data[:120]), (self.api_key,)))
+
 
 class RetryableFault(Exception):
-    """(problem, seconds the server asked to wait or None): a failed attempt worth repeating."""
-    broke = False           # a reply stream that broke off
+    """A failed attempt worth repeating: what went wrong, the seconds the server asked to wait (or None),
+    and whether it was a reply stream that broke off."""
+
+    def __init__(self, problem, retry_after=None, broke=False):
+        Exception.__init__(self, problem)
+        self.problem, self.retry_after, self.broke = problem, retry_after, broke
 
 
 class ReplyReader:
@@ -691,22 +682,29 @@ def find_proxy(scheme, host):
     return u.hostname, u.port or 1080
 
 
-def describe_network_error(e, host):
+def network_fault(e, host):
+    """The RetryableFault that says what went wrong talking to host; a UserError when retrying cannot help."""
     import socket
-    if isinstance(e, socket.gaierror):
-        return "cannot resolve host %s (DNS; check GROK_BASE_URL)" % host
-    if isinstance(e, ConnectionRefusedError):
-        return "connection refused by %s (is the server running? check GROK_BASE_URL)" % host
-    if isinstance(e, (socket.timeout, TimeoutError)):
-        return "no complete reply from %s within the timeout (GROK_TIMEOUT, for the whole reply)" % host
-    if isinstance(e, StreamBroken):
-        return "the reply stream from %s broke off: %s" % (host, e)
+    ssl = sys.modules.get("ssl")
     name = type(e).__name__
-    if name in ("RemoteDisconnected", "IncompleteRead", "ConnectionResetError", "BrokenPipeError"):
-        return "connection to %s dropped (%s)" % (host, name)
-    if isinstance(e, ValueError) or name in ("BadStatusLine", "LineTooLong", "UnknownProtocol"):
-        return "garbled reply from %s (%s: %s)" % (host, name, str(e)[:100])
-    return "network error talking to %s: %s" % (host, e or name)
+    if ssl and isinstance(e, ssl.CertificateError):
+        return UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL, or point "
+                         "SSL_CERT_FILE at your CA bundle" % (host, getattr(e, "verify_message", None) or e))
+    if isinstance(e, socket.gaierror):
+        problem = "cannot resolve host %s (DNS; check GROK_BASE_URL)" % host
+    elif isinstance(e, ConnectionRefusedError):
+        problem = "connection refused by %s (is the server running? check GROK_BASE_URL)" % host
+    elif isinstance(e, (socket.timeout, TimeoutError)):
+        problem = "no complete reply from %s within the timeout (GROK_TIMEOUT, for the whole reply)" % host
+    elif isinstance(e, StreamBroken):
+        problem = "the reply stream from %s broke off: %s" % (host, e)
+    elif name in ("RemoteDisconnected", "IncompleteRead", "ConnectionResetError", "BrokenPipeError"):
+        problem = "connection to %s dropped (%s)" % (host, name)
+    elif isinstance(e, ValueError) or name in ("BadStatusLine", "LineTooLong", "UnknownProtocol"):
+        problem = "garbled reply from %s (%s: %s)" % (host, name, str(e)[:100])
+    else:
+        problem = "network error talking to %s: %s" % (host, e or name)
+    return RetryableFault(problem, broke=isinstance(e, StreamBroken))
 
 
 class ChatResult:
@@ -2239,7 +2237,7 @@ def api_error(e, cfg):
     if e.status == 404:
         return UserError("not found (HTTP 404) at %s: check GROK_BASE_URL and the model %r: %s"
                          % (cfg.base_url, cfg.model, msg))
-    if retryable(e.status):
+    if e.status in RETRY_STATUSES:
         return TransientError("the server failed (HTTP %d): %s" % (e.status, msg))
     hint = " (check the model name: -m/GROK_MODEL)" if "model" in msg.lower() else ""
     return UserError("the request was rejected (HTTP %d): %s%s" % (e.status, msg, hint))
