@@ -722,28 +722,10 @@ class ChatResult:
 
 def read_chat_stream(resp, on_delta, on_thought=None):
     """Collect an OpenAI-style SSE chat stream; usage may come in any chunk, reasoning_content goes to on_thought."""
-    parts, thoughts, finish, usage, done, response_id = [], [], None, None, False, None
-    while True:
-        line = resp.readline()
-        if not line:
+    parts, thoughts, finish, usage, response_id = [], [], None, None, None
+    for chunk in sse_chunks(resp):
+        if chunk is None:       # data: [DONE]
             break
-        line = line.strip()
-        if line.startswith(b"error:"):      # llama.cpp's server reports a failure this way
-            raise stream_error(line[6:].strip())
-        if not line.startswith(b"data:"):
-            continue
-        data = line[5:].strip()
-        if data == b"[DONE]":
-            done = True
-            break
-        try:
-            chunk = json.loads(data.decode("utf-8", "replace"))
-        except (ValueError, RecursionError):
-            raise StreamBroken("a stream chunk was not JSON: %r" % data[:80])
-        if not isinstance(chunk, dict):
-            continue
-        if chunk.get("error"):
-            raise stream_error(data)
         if isinstance(chunk.get("usage"), dict):
             usage = chunk["usage"]
         response_id = chunk.get("id", response_id)
@@ -758,11 +740,31 @@ def read_chat_stream(resp, on_delta, on_thought=None):
                     out.append(piece)
                     if callback:
                         callback(piece)
-            if choice.get("finish_reason"):
-                finish = choice["finish_reason"]
-    if not done and finish is None:
-        raise StreamBroken("no end of stream")
+            finish = choice.get("finish_reason") or finish
+    else:
+        if finish is None:
+            raise StreamBroken("no end of stream")
     return ChatResult("".join(parts), finish, usage, response_id, "".join(thoughts))
+
+
+def sse_chunks(resp):
+    """The JSON objects in an event stream's data lines, then None at "data: [DONE]"."""
+    for line in iter(resp.readline, b""):
+        line = line.strip()
+        if line.startswith(b"error:"):      # llama.cpp's server reports a failure this way
+            raise stream_error(line[6:].strip())
+        data = line[5:].strip() if line.startswith(b"data:") else None
+        if data == b"[DONE]":
+            yield None
+        elif data is not None:
+            try:
+                chunk = json.loads(data.decode("utf-8", "replace"))
+            except (ValueError, RecursionError):
+                raise StreamBroken("a stream chunk was not JSON: %r" % data[:80])
+            if isinstance(chunk, dict) and chunk.get("error"):
+                raise stream_error(data)
+            if isinstance(chunk, dict):
+                yield chunk
 
 
 def stream_error(data):
