@@ -16,9 +16,12 @@ grok_detailed.py (grok-detailed) loads this file as its engine.
 
 import json
 import os
+import re
+import stat
 import sys
 import threading
 import time
+from urllib.parse import urlsplit
 
 __version__ = "0.1.0"
 
@@ -95,7 +98,6 @@ def data_dir_problem(path):
 
 def read_regular(path, cap):
     """(first cap+1 bytes, size) of a regular file (never a device, pipe or socket), or None."""
-    import stat
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))     # a FIFO must not block
         with open(fd, "rb") as f:
@@ -107,7 +109,6 @@ def read_regular(path, cap):
 
 def read_env_file(path, names):
     """The first of `names` defined in a .env file (a regular file under 64 KB); nothing else is taken."""
-    import re
     got = read_regular(path, 65536)
     if not got or len(got[0]) > 65536:
         return None
@@ -190,7 +191,6 @@ class Config:
 
 def check_base_url(url):
     """The URL split (with a host name); a UserError now rather than an odd network error later."""
-    from urllib.parse import urlsplit
     if not url.startswith(("http://", "https://")):
         raise UserError("GROK_BASE_URL must start with http:// or https://, not %r" % url)
     if any(ord(c) <= 32 or ord(c) == 127 for c in url):
@@ -339,7 +339,6 @@ class HTTPStatusError(Exception):
         if self.status not in (400, 413) or not self.mentions("n_ctx", "exceed_context_size", "context length",
                                                              "context window", "context_length"):
             return None
-        import re
         m = re.search(r'"n_ctx"\s*:\s*(\d+)|context (?:window|length) (?:of|is) (\d+)', self.text(), re.I)
         e = ContextOverflow("the request does not fit the server's context window%s (HTTP %d): %s" % (
             " of %s tokens" % (m.group(1) or m.group(2)) if m else "", self.status, self.server_message()))
@@ -353,34 +352,30 @@ class StreamBroken(Exception):
 
 # --- Secrets: scrubbed from tool output, arguments shown, and error text ---
 
-_SECRET_PATTERNS = None
 SECRETS = set()         # the configured key and URL password: Config adds them
+SECRET_PATTERNS = [
+    (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----.*?(-----END [A-Z ]*PRIVATE KEY( BLOCK)?-----|\Z)",
+                re.S), "[REDACTED_PRIVATE_KEY]"),
+    (re.compile(r"\bxai-[A-Za-z0-9]{20,}"), "[REDACTED_API_KEY]"),
+    (re.compile(r"\bsk-[A-Za-z0-9_\-]{20,}"), "[REDACTED_API_KEY]"),
+    (re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"), "[REDACTED_GH_TOKEN]"),
+    (re.compile(r"\b(xox[abeoprs]|xapp)-[0-9A-Za-z\-]{10,}"), "[REDACTED_SLACK_TOKEN]"),
+    (re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b"), "[REDACTED_AWS_KEY]"),
+    (re.compile(r"(aws_secret_access_key\W{0,4})[A-Za-z0-9/+=]{40}", re.I), r"\1[REDACTED_AWS_SECRET]"),
+    (re.compile(r"(Bearer\s+)[A-Za-z0-9\-_.~+/]{20,}=*", re.I), r"\1[REDACTED_TOKEN]"),
+    (re.compile(r"(Authorization:\s*Basic\s+)[A-Za-z0-9+/]{8,}=*", re.I), r"\1[REDACTED_TOKEN]"),
+    (re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@", re.I), r"\1[REDACTED]@"),
+]
 
 
 def scrub(text, extra=()):
-    """Redact credentials (seed 003 "Credential Scrubbing", plus AWS, key blocks and URL userinfo)."""
-    global _SECRET_PATTERNS
+    """Redact credentials: API keys and tokens of common services, AWS keys, private key blocks, URL userinfo."""
     if not text:
         return text
-    if _SECRET_PATTERNS is None:
-        import re
-        _SECRET_PATTERNS = [
-            (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----.*?"
-                        r"(-----END [A-Z ]*PRIVATE KEY( BLOCK)?-----|\Z)", re.S), "[REDACTED_PRIVATE_KEY]"),
-            (re.compile(r"\bxai-[A-Za-z0-9]{20,}"), "[REDACTED_API_KEY]"),
-            (re.compile(r"\bsk-[A-Za-z0-9_\-]{20,}"), "[REDACTED_API_KEY]"),
-            (re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"), "[REDACTED_GH_TOKEN]"),
-            (re.compile(r"\b(xox[abeoprs]|xapp)-[0-9A-Za-z\-]{10,}"), "[REDACTED_SLACK_TOKEN]"),
-            (re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b"), "[REDACTED_AWS_KEY]"),
-            (re.compile(r"(aws_secret_access_key\W{0,4})[A-Za-z0-9/+=]{40}", re.I), r"\1[REDACTED_AWS_SECRET]"),
-            (re.compile(r"(Bearer\s+)[A-Za-z0-9\-_.~+/]{20,}=*", re.I), r"\1[REDACTED_TOKEN]"),
-            (re.compile(r"(Authorization:\s*Basic\s+)[A-Za-z0-9+/]{8,}=*", re.I), r"\1[REDACTED_TOKEN]"),
-            (re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@", re.I), r"\1[REDACTED]@"),
-        ]
     for secret in tuple(extra) + tuple(SECRETS):
         if secret and len(secret) >= 8:
             text = text.replace(secret, "[REDACTED_API_KEY]")
-    for pattern, replacement in _SECRET_PATTERNS:
+    for pattern, replacement in SECRET_PATTERNS:
         text = pattern.sub(replacement, text)
     return text
 
@@ -397,7 +392,6 @@ def scrub_all(obj):
 def visible(text, newlines=True):
     """Text safe for a terminal: C0/C1 controls (ESC, CR, ...), bidi overrides and zero-width characters shown as
     escapes like \\x1b; tabs and newlines stay (or \\n). For display only: the model and files get the bytes."""
-    import re
     text = str(text) if newlines else str(text).replace("\n", "\\n")
     return re.sub("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff\ud800-\udfff]",
                   lambda m: ("\\x%02x" if ord(m.group()) < 256 else "\\u%04x") % ord(m.group()), text)
@@ -439,7 +433,6 @@ class Client:
     """POSTs JSON to an OpenAI-compatible server over persistent connections."""
 
     def __init__(self, base_url, api_key, timeout=300.0, max_retries=4, backoff=1.0, notice=None):
-        from urllib.parse import urlsplit
         u = urlsplit(base_url)
         self.https = u.scheme == "https"
         self.host = u.hostname or "localhost"
@@ -675,7 +668,6 @@ def find_proxy(scheme, host):
     if not url:
         return None
     import urllib.request
-    from urllib.parse import urlsplit
     if urllib.request.proxy_bypass_environment(host):
         return None
     u = urlsplit(url if "://" in url else "http://" + url)
@@ -769,7 +761,6 @@ def sse_chunks(resp):
 
 def stream_error(data):
     """The HTTPStatusError for an error sent in an event stream, with the status it names (else 500)."""
-    import re
     code = re.search(rb'"code"\s*:\s*([45]\d\d)\b', data)
     return HTTPStatusError(int(code.group(1)) if code else 500, data)
 
@@ -795,63 +786,58 @@ class ResponseStreamer:
     pieces, so the answer can be shown as it is generated. tool_calls: whether the reply's
     tool_calls list is, so far, "unknown", "empty" or "nonempty"."""
 
+    # raw JSON string text up to the last whole character: an escape waits for its end, and a high
+    # surrogate for what follows it (\uD83D\uDE00 is one character)
+    WHOLE = re.compile(r'(?:[^\\]|\\[^u]|\\u(?![dD][89abAB]).{4}|\\u.{4}(?=[^\\]|\\[^u]|\\u.{4}))*', re.S)
+
     def __init__(self):
         self.depth, self.key, self.colon, self.calls, self.tool_calls = 0, None, False, False, "unknown"
-        self.raw = self.esc = None          # the string being read (raw JSON characters, kept for a
-        #                                     top-level key or the response only); an escape in it
-        self.is_key = self.response = False
-        self.cut = self.safe = 0            # response text returned up to cut; whole characters up to safe
+        self.raw = None         # the string being read: its raw characters, kept for a top-level key or the response
+        self.escaped = self.is_key = self.response = False
+        self.cut = 0            # characters of the response returned so far
 
     def feed(self, text):
-        self.out = []
+        out = []
         for ch in text:
-            if self.raw is not None:
-                self._string(ch)
-                continue
-            if self.calls and self.depth == 2 and ch not in " \t\r\n]":
-                self.tool_calls = "nonempty"
-            if ch == '"':
-                self.raw, self.is_key = [], self.depth == 1 and not self.colon
-                self.response, self.cut, self.safe = self.depth == 1 and self.colon and self.key == "response", 0, 0
-            elif ch in "{[":
-                self.depth += 1
-                if self.depth == 2 and ch == "[" and self.key == "tool_calls":
-                    self.calls, self.tool_calls = True, "empty"
-            elif ch in "}]":
-                self.depth -= 1
-                self.calls = self.calls and self.depth > 1
-            if not ch.isspace():
-                self.colon = self.depth == 1 and ch == ":"
-        self._flush()
-        return "".join(self.out)
+            if self.raw is None:
+                self._structure(ch)
+            elif ch == '"' and not self.escaped:        # the end of the string
+                if self.is_key:
+                    self.key = self._decode("".join(self.raw))
+                out.append(self._take(whole=True))
+                self.raw, self.response = None, False
+            else:
+                self.escaped = ch == "\\" and not self.escaped
+                if self.is_key or self.response:
+                    self.raw.append(ch)
+        out.append(self._take())
+        return "".join(out)
 
-    def _string(self, ch):
-        if self.esc is None and ch == '"':
-            if self.is_key:
-                self.key = self._decode("".join(self.raw))
-            self.safe = len(self.raw)
-            self._flush()
-            self.raw, self.response = None, False
-            return
-        if self.is_key or self.response:
-            self.raw.append(ch)
-        if self.esc is not None:
-            self.esc += ch
-            if len(self.esc) == 6 or self.esc[1] != "u":
-                # a high surrogate waits for what follows: \uD83D\uDE00 is one character
-                if not (len(self.esc) == 6 and self.esc[2:4].lower() in ("d8", "d9", "da", "db")):
-                    self.safe = len(self.raw)
-                self.esc = None
-        elif ch == "\\":
-            self.esc = ch
-        else:
-            self.safe = len(self.raw)
+    def _structure(self, ch):
+        if self.calls and self.depth == 2 and ch not in " \t\r\n]":
+            self.tool_calls = "nonempty"
+        if ch == '"':
+            self.raw, self.is_key = [], self.depth == 1 and not self.colon
+            self.response, self.cut = self.depth == 1 and self.colon and self.key == "response", 0
+        elif ch in "{[":
+            self.depth += 1
+            if self.depth == 2 and ch == "[" and self.key == "tool_calls":
+                self.calls, self.tool_calls = True, "empty"
+        elif ch in "}]":
+            self.depth -= 1
+            self.calls = self.calls and self.depth > 1
+        if not ch.isspace():
+            self.colon = self.depth == 1 and ch == ":"
 
-    def _flush(self):
-        if self.response and self.safe > self.cut:
-            piece, self.cut = "".join(self.raw[self.cut:self.safe]), self.safe
-            # a lone surrogate cannot be printed: it shows as U+FFFD
-            self.out.append("".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in self._decode(piece)))
+    def _take(self, whole=False):
+        """The response text not returned yet: up to the last whole character, or all at the string's end."""
+        if not self.response:
+            return ""
+        raw = "".join(self.raw[self.cut:])
+        raw = raw if whole else self.WHOLE.match(raw).group()
+        self.cut += len(raw)
+        # a lone surrogate cannot be printed: it shows as U+FFFD
+        return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in self._decode(raw))
 
     @staticmethod
     def _decode(raw):
