@@ -1,17 +1,12 @@
 #!/usr/bin/env python3
-"""grok: a minimal agent harness for xAI's Grok models.
-
-Standard library only, Python 3.8+. Talks to the xAI chat API (or any
-OpenAI-compatible server) with a JSON contract and runs local tools: bash,
-web_search, read_file, write_file, list_files, ask_user.
+"""grok: a minimal agent harness for xAI's Grok models (or any OpenAI-compatible server), standard
+library only, Python 3.8+. The model answers in a JSON contract and runs local tools.
 
     grok                      interactive chat (prompt "> ")
     grok -p "PROMPT"          headless: answer on stdout (--format json: JSONL events)
     grok --acp                Agent Client Protocol server on stdio
 
-Configuration is read from the environment (GROK_API_KEY, GROK_BASE_URL,
-GROK_MODEL, COST_LIMIT, ...); run `grok --help` for the list.
-grok_detailed.py (grok-detailed) loads this file as its engine.
+Settings come from the environment (`grok --help` lists them). grok_detailed.py loads this file as its engine.
 """
 
 import json
@@ -223,15 +218,10 @@ def env_prices(xai):
 def model_key(model, table):
     """The table entry for a model id, following retired ids and dated variants."""
     m = model.split("/")[-1]
-    if m in table:
-        return m
-    for name in sorted(table, key=len, reverse=True):
-        if m.startswith(name + "-"):
+    for name in sorted(table, key=len, reverse=True):       # the longest name that fits
+        if m == name or m.startswith(name + "-"):
             return name
-    for old in RETIRED_MODELS:
-        if m == old or m.startswith(old + "-"):
-            return "grok-4.3"
-    return None
+    return "grok-4.3" if any(m == old or m.startswith(old + "-") for old in RETIRED_MODELS) else None
 
 
 def context_window(model):
@@ -881,17 +871,16 @@ def extract_json_object(text):
         return json.loads(text)
     except (ValueError, RecursionError):
         pass
-    decoder = json.JSONDecoder()
-    start = text.find("{")
-    tries = 0
-    while start != -1 and tries < 20:
+    decoder, start = json.JSONDecoder(), text.find("{")
+    for _ in range(20):
+        if start == -1:
+            break
         try:
-            obj, _ = decoder.raw_decode(text, start)
+            obj = decoder.raw_decode(text, start)[0]
             if isinstance(obj, dict):
                 return obj
         except (ValueError, RecursionError):
             pass
-        tries += 1
         start = text.find("{", start + 1)
     raise ContractError("the reply is not a JSON object")
 
@@ -915,15 +904,14 @@ def parse_reply(content, tool_names, finish_reason=None):
         raise ContractError('"tool_calls" must be an array')
     clean = [clean_call(i, call, tool_names) for i, call in enumerate(calls)]
     response = obj.get("response")
-    if isinstance(response, (int, float)):
-        response = str(response)
+    response = str(response) if isinstance(response, (int, float)) else response
     if response is not None and not isinstance(response, str):
         raise ContractError('"response" must be a string or null')
     if not clean and not (response and response.strip()):
         raise ContractError("the reply has neither tool_calls nor a response")
     done = obj.get("done")
     done = done.strip().lower() == "true" if isinstance(done, str) else done
-    obj.update({"tool_calls": clean, "response": response, "done": bool(done) if done is not None else not clean})
+    obj.update({"tool_calls": clean, "response": response, "done": not clean if done is None else bool(done)})
     return obj
 
 
