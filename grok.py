@@ -302,37 +302,35 @@ class Cancelled(GrokError):
 class HTTPStatusError(Exception):
     def __init__(self, status, body):
         Exception.__init__(self, "HTTP %d" % status)
-        self.status, self.body = status, body
-
-    def text(self):
-        return self.body.decode("utf-8", "replace") if isinstance(self.body, bytes) else str(self.body)
+        self.status = status
+        self.text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
 
     def server_message(self):
-        text = self.text()
         try:
-            obj = json.loads(text)
+            obj = json.loads(self.text)
         except (ValueError, RecursionError):
-            return " ".join(text.split())[:300] or "(empty body)"
+            return " ".join(self.text.split())[:300] or "(empty body)"
         if isinstance(obj, dict):
             err = obj.get("error", obj.get("message", obj.get("detail")))
             if isinstance(err, dict):
                 err = err.get("message") or json.dumps(err)
             if err:
                 return str(err)[:500]
-        return text[:300]
+        return self.text[:300]
 
     def mentions(self, *words):
-        return any(w in self.text().lower() for w in words)
+        return any(w in self.text.lower() for w in words)
 
     def overflow(self):
         """A ContextOverflow when the server says the request does not fit its context window, else None."""
         if self.status not in (400, 413) or not self.mentions("n_ctx", "exceed_context_size", "context length",
                                                              "context window", "context_length"):
             return None
-        m = re.search(r'"n_ctx"\s*:\s*(\d+)|context (?:window|length) (?:of|is) (\d+)', self.text(), re.I)
+        m = re.search(r'"n_ctx"\s*:\s*(\d+)|context (?:window|length) (?:of|is) (\d+)', self.text, re.I)
+        size = m and (m.group(1) or m.group(2))
         e = ContextOverflow("the request does not fit the server's context window%s (HTTP %d): %s" % (
-            " of %s tokens" % (m.group(1) or m.group(2)) if m else "", self.status, self.server_message()))
-        e.window = int(m.group(1) or m.group(2)) if m else None
+            " of %s tokens" % size if size else "", self.status, self.server_message()))
+        e.window = int(size) if size else None
         return e
 
 
@@ -690,7 +688,7 @@ def network_fault(e, host):
 
 
 class ChatResult:
-    def __init__(self, content, finish_reason=None, usage=None, response_id=None, reasoning="", problem=None):
+    def __init__(self, content, finish_reason=None, usage=None, response_id=None, problem=None):
         if content is not None and not isinstance(content, str):
             content = json.dumps(content)           # a server's list of parts: the contract check says why
         self.content = content
@@ -699,12 +697,11 @@ class ChatResult:
         self.tokens = usage_numbers(usage)      # what the rest of the program reads of the usage
         self.problem = problem                  # a reply abandoned as too large: a strike
         self.id = response_id if isinstance(response_id, str) else None
-        self.reasoning = reasoning if isinstance(reasoning, str) else ""
 
 
 def read_chat_stream(resp, on_delta, on_thought=None):
     """Collect an OpenAI-style SSE chat stream; usage may come in any chunk, reasoning_content goes to on_thought."""
-    parts, thoughts, finish, usage, response_id = [], [], None, None, None
+    parts, finish, usage, response_id = [], None, None, None
     for chunk in sse_chunks(resp):
         if chunk is None:       # data: [DONE]
             break
@@ -716,17 +713,23 @@ def read_chat_stream(resp, on_delta, on_thought=None):
             if not isinstance(choice, dict):
                 continue
             delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
-            for key, out, callback in (("reasoning_content", thoughts, on_thought), ("content", parts, on_delta)):
-                piece = delta.get(key)
-                if isinstance(piece, str) and piece:
-                    out.append(piece)
-                    if callback:
-                        callback(piece)
+            deliver(delta.get("reasoning_content"), on_thought)
+            if deliver(delta.get("content"), on_delta):
+                parts.append(delta["content"])
             finish = choice.get("finish_reason") or finish
     else:
         if finish is None:
             raise StreamBroken("no end of stream")
-    return ChatResult("".join(parts), finish, usage, response_id, "".join(thoughts))
+    return ChatResult("".join(parts), finish, usage, response_id)
+
+
+def deliver(piece, callback):
+    """Whether piece is text, given to callback (if any)."""
+    if not isinstance(piece, str) or not piece:
+        return False
+    if callback:
+        callback(piece)
+    return True
 
 
 def sse_chunks(resp):
@@ -764,11 +767,8 @@ def parse_chat_reply(obj, on_thought=None):
             raise HTTPStatusError(500, json.dumps(obj).encode())
         return ChatResult(None, None, obj.get("usage"))
     message = choices[0].get("message") if isinstance(choices[0].get("message"), dict) else {}
-    result = ChatResult(message.get("content"), choices[0].get("finish_reason"), obj.get("usage"), obj.get("id"),
-                        message.get("reasoning_content"))
-    if on_thought and result.reasoning:
-        on_thought(result.reasoning)
-    return result
+    deliver(message.get("reasoning_content"), on_thought)
+    return ChatResult(message.get("content"), choices[0].get("finish_reason"), obj.get("usage"), obj.get("id"))
 
 
 class ResponseStreamer:
