@@ -16,6 +16,7 @@ import stat
 import sys
 import threading
 import time
+from contextlib import suppress
 from urllib.parse import urlsplit
 
 __version__ = "0.1.0"
@@ -1000,8 +1001,8 @@ def approval_text(call, full=False):
         state = "a new file" if not os.path.exists(path) else "replaces the file" + ("; the changes" if old else "")
         head = "write_file %s (%d bytes, %s)" % (path, len(body.encode("utf-8", "replace")), state)
         if old is not None:
-            body = "".join(difflib.unified_diff(old.splitlines(True), body.splitlines(True), "now", "new"))
-            body = body or "(no change)"
+            diff = difflib.unified_diff(old.splitlines(True), body.splitlines(True), "now", "new")
+            body = "".join(diff) or "(no change)"
     text = visible(body[:-1] if body.endswith("\n") else body)
     shown = text if full else "\n".join(text.split("\n")[:APPROVAL_LINES])[:APPROVAL_CHARS]
     lines = [visible(head, newlines=False)] + ["  " + line for line in shown.split("\n") if body]
@@ -1029,50 +1030,43 @@ def kill_group(proc):
     """SIGKILL the process group a tool started; never pgid 0 or 1 (our own group, init)."""
     import signal
     if proc.pid > 1:
-        try:
+        with suppress(OSError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
 
 
 def tool_bash(args, agent):
     import subprocess
     command = need_str(args, "command", "bash")
-    shell = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
     try:
-        proc = subprocess.Popen([shell, "-c", command], cwd=agent.cwd, env=agent.tool_env(), stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen([TOOL_SHELL, "-c", command], cwd=agent.cwd, env=agent.tool_env(),
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                start_new_session=True)
     except OSError as e:
-        return ToolResult("error: cannot start %s: %s" % (shell, e), ok=False)
+        return ToolResult("error: cannot start %s: %s" % (TOOL_SHELL, e), ok=False)
     agent.procs.add(proc)
     head, tail, total = bytearray(), bytearray(), [0]       # the first and the last bytes of the output
 
     def read():         # on a thread, so the tool waits for the process, not in fixed sleeps
-        try:
+        with suppress(OSError, ValueError):
             for chunk in iter(lambda: proc.stdout.read1(65536), b""):
                 total[0] += len(chunk)
                 room = max(0, OUTPUT_HEAD - len(head))
                 head.extend(chunk[:room])
                 tail.extend(chunk[room:])
                 del tail[:-OUTPUT_TAIL]
-        except (OSError, ValueError):
-            pass
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    note, waited, code = "", 0.0, None
+    code, waited, limit = None, 0.0, agent.cfg.bash_timeout       # limit 0: none
     try:
-        while code is None and not note:
-            if agent.cancel.is_set():
-                note = "\n[cancelled by the user]"
-            elif 0 < agent.cfg.bash_timeout <= waited:        # 0: no limit
-                note = "\n[timed out after %gs: process group killed]" % agent.cfg.bash_timeout
-            else:
-                try:
-                    code = proc.wait(0.05)
-                except subprocess.TimeoutExpired:
-                    waited += 0.05
+        while code is None and not agent.cancel.is_set() and not 0 < limit <= waited:
+            try:
+                code = proc.wait(0.05)
+            except subprocess.TimeoutExpired:
+                waited += 0.05
     finally:
-        if code is None:
+        note = "" if code is not None else "\n[cancelled by the user]" if agent.cancel.is_set() else (
+            "\n[timed out after %gs: process group killed]" % limit)
+        if note:
             kill_group(proc)
             code = proc.wait()
         agent.procs.discard(proc)
@@ -1093,11 +1087,11 @@ def tool_read_file(args, agent):
     path = canonical(agent.cwd, need_str(args, "path", "read_file"))
     got = read_regular(path, READ_CAP)
     if got is None:
-        if not os.path.exists(path):
-            return ToolResult("error: no such file: %s" % path, ok=False)
-        why = ("is a directory (use list_files)" if os.path.isdir(path) else "is not readable (permission denied)"
-               if not os.access(path, os.R_OK) else "is not a regular file (a device, pipe or socket): not read")
-        return ToolResult("error: %s %s" % (path, why), ok=False)
+        why = ("no such file: %s" if not os.path.exists(path)
+               else "%s is a directory (use list_files)" if os.path.isdir(path)
+               else "%s is not readable (permission denied)" if not os.access(path, os.R_OK)
+               else "%s is not a regular file (a device, pipe or socket): not read")
+        return ToolResult("error: " + why % path, ok=False)
     data, size = got
     if b"\x00" in data[:8192]:
         return ToolResult("binary file (%d bytes), not shown: %s" % (size, path), ok=False)
@@ -1108,8 +1102,7 @@ def tool_read_file(args, agent):
 
 
 def atomic_write(path, data, mode=None):
-    """Write bytes via a temp file and a rename: a crash leaves the old file or the new one.
-    Raises OSError; used by write_file and by agent mode's workspace files."""
+    """Bytes written via a temp file and a rename: a crash leaves the old file or the new one."""
     import glob
     import tempfile
     folder, prefix = os.path.dirname(path), ".grok-%s." % os.path.basename(path)[:100]
@@ -1128,19 +1121,15 @@ def atomic_write(path, data, mode=None):
             os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
 
 
 def tool_write_file(args, agent):
     path = canonical(agent.cwd, need_str(args, "path", "write_file"))
     content = args.get("content", "")
-    if not isinstance(content, str):
-        content = json.dumps(content, indent=2)
-    data = content.encode("utf-8")
+    data = (content if isinstance(content, str) else json.dumps(content, indent=2)).encode("utf-8")
     if os.path.isdir(path):
         return ToolResult("error: %s is a directory" % path, ok=False)
     try:        # the path is resolved: a symlink is written through, not replaced
@@ -1187,9 +1176,7 @@ def tool_list_files(args, agent):
 def tool_ask_user(args, agent):
     question = need_str(args, "question", "ask_user")
     options = args.get("options") or []
-    if not isinstance(options, list):
-        options = [options]
-    options = [str(o) for o in options]
+    options = [str(o) for o in (options if isinstance(options, list) else [options])]
     answer = agent.ui.ask_user(question, options)
     if answer is None:
         return ToolResult("no user available in this mode: decide yourself and say what you assumed", ok=False)
@@ -1209,8 +1196,7 @@ def tool_web_search(args, agent):
         return ToolResult("web search failed: HTTP %d: %s" % (e.status, e.server_message()), ok=False)
     except (TransientError, UserError) as e:
         return ToolResult("web search failed: %s" % e, ok=False)
-    obj = obj if isinstance(obj, dict) else {}
-    text, urls = responses_answer(obj)
+    text, urls = responses_answer(obj if isinstance(obj, dict) else {})
     if not text:
         return ToolResult("web search returned no answer", ok=False)
     return ToolResult(text + ("\n\nSources:\n" + "\n".join("- " + u for u in urls[:20]) if urls else ""))
@@ -1252,6 +1238,7 @@ TOOLS = {
 }
 MAX_CALLS = 8               # tool calls in one reply (the schema's bound)
 NEEDS_APPROVAL = ("bash", "write_file")
+TOOL_SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"      # what the bash tool runs
 
 
 def tool_line(name, bash_timeout):
@@ -1278,23 +1265,17 @@ def key_arg(name, args):
 
 def front_matter(text):
     """name/description from a '---' header, else the first heading and line."""
-    meta = {}
-    lines = text.splitlines()
-    if lines and lines[0].strip() == "---":
-        for line in lines[1:30]:
-            if line.strip() == "---":
-                break
-            k, sep, v = line.partition(":")
-            if sep:
-                meta[k.strip().lower()] = v.strip().strip("\"'")
-    else:
-        for line in lines[:20]:
-            line = line.strip()
-            if line.startswith("#") and "name" not in meta:
-                meta["title"] = line.lstrip("# ")
-            elif line and not line.startswith("#"):
-                meta.setdefault("description", line)
-                break
+    meta, lines = {}, [line.strip() for line in text.splitlines()]
+    if lines[:1] == ["---"]:
+        header = lines[1:30] + ["---"]
+        fields = [line.partition(":") for line in header[:header.index("---")]]
+        return {k.strip().lower(): v.strip().strip("\"'") for k, sep, v in fields if sep}
+    for line in lines[:20]:
+        if line.startswith("#"):
+            meta["title"] = line.lstrip("# ")
+        elif line:
+            meta["description"] = line
+            break
     return meta
 
 
@@ -1305,9 +1286,9 @@ def find_skills(skills_dir):
     for path in sorted(glob.glob(os.path.join(base, "*.md")) + glob.glob(os.path.join(base, "*", "*.md"))):
         rel = os.path.relpath(path, skills_dir)[:-3]
         folder, stem = os.path.split(rel)
+        if stem.lower() == "readme" or not os.path.isfile(path):
+            continue
         try:
-            if stem.lower() == "readme" or not os.path.isfile(path):
-                continue
             with open(path, encoding="utf-8", errors="replace") as f:
                 meta = front_matter(f.read(4000))
         except OSError:
@@ -1330,22 +1311,19 @@ def find_project_rules(cwd):
     candidates = [os.path.join(os.path.expanduser("~"), ".grok", "AGENTS.md")]
     candidates += [os.path.join(d, n) for d in reversed(dirs) if not open_to_others(d, (os.getuid(), 0))
                    for n in ("AGENTS.md", "GROK.md")]
-    seen = set()
-    budget = RULES_TOTAL_CAP
+    seen, budget = set(), RULES_TOTAL_CAP
     for path in candidates:
-        real = os.path.realpath(path)
+        real, cap = os.path.realpath(path), min(RULES_CAP, budget)
         if real in seen or (os.path.islink(path) and path != candidates[0] and not inside(real, root)):
             continue
         seen.add(real)
-        cap = min(RULES_CAP, budget)
-        got = read_regular(path, max(cap, 0))
+        got = read_regular(path, cap)
         if not got:
             continue
-        if cap <= 0:
-            found.append((path, "[not included: project rules are capped at %d bytes in all]" % RULES_TOTAL_CAP))
-            continue
         data, size = got
-        if len(data) > cap:     # cut at a character boundary, and say so
+        if not cap:
+            text = "[not included: project rules are capped at %d bytes in all]" % RULES_TOTAL_CAP
+        elif len(data) > cap:     # cut at a character boundary, and say so
             text = data[:cap].decode("utf-8", "replace").rstrip("\ufffd").strip()
             text += "\n[truncated: only the first %d of %d bytes of this file are included%s]" % (
                 cap, size, "" if cap == RULES_CAP else ", the project rules are capped at %d bytes in all"
@@ -1360,7 +1338,7 @@ def find_project_rules(cwd):
 
 def build_system_prompt(cfg, contract=MINIMAL, cwd=None):
     cwd = cwd or cfg.cwd
-    uname = os.uname() if hasattr(os, "uname") else (sys.platform, "", "")    # `platform` takes 2 ms to import
+    uname = os.uname()      # not `platform`: it takes 2 ms to import
     parts = [
         "You are Grok, an agent working on the user's computer through tools.",
         "Always reply with exactly one JSON object and nothing else:",
@@ -1375,12 +1353,11 @@ def build_system_prompt(cfg, contract=MINIMAL, cwd=None):
     ]
     if contract.extra_prompt:
         parts.append(contract.extra_prompt)
-    shell = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
     parts += ["", "TOOLS:"] + ["- " + tool_line(name, cfg.bash_timeout) for name in TOOLS]
     parts += ["", "RUNTIME (at the start of this session):", "- date: %s" % time.strftime("%A %Y-%m-%d %H:%M %Z"),
               "- system: %s %s, Python %s" % (uname[0], uname[2], sys.version.split()[0]),
               "- shell: the bash tool runs %s -c; the user's login shell is %s" % (
-                  shell, os.environ.get("SHELL") or "unknown"),
+                  TOOL_SHELL, os.environ.get("SHELL") or "unknown"),
               "- working directory: %s" % cwd]
     skills = find_skills(cfg.skills_dir)
     if skills:
@@ -1396,10 +1373,6 @@ def build_system_prompt(cfg, contract=MINIMAL, cwd=None):
 
 # --- Sessions: append-only JSONL, 0600 in a 0700 directory ---
 
-def new_session_id():
-    return time.strftime("%Y%m%d-%H%M%S-") + os.urandom(3).hex()
-
-
 class SessionBusy(UserError):
     pass
 
@@ -1409,7 +1382,7 @@ class Session:
 
     def __init__(self, directory, session_id=None, warn=None):
         self.dir = os.path.join(directory, "sessions")
-        self.id = session_id or new_session_id()
+        self.id = session_id or time.strftime("%Y%m%d-%H%M%S-") + os.urandom(3).hex()
         self.path = os.path.join(self.dir, self.id + ".jsonl")
         self.warn = warn or (lambda text: None)
         self.fd, self.disabled, self.legacy = None, False, False
@@ -1428,8 +1401,7 @@ class Session:
             try:        # one process per session: an advisory lock, held while the file is open
                 fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                os.close(self.fd)
-                self.fd = None
+                self.close()
                 raise SessionBusy("session %s is in use by another grok process" % self.id)
             size = os.fstat(self.fd).st_size
             if size and os.pread(self.fd, 1, size - 1) != b"\n":     # a torn last line (a crash)
@@ -1460,10 +1432,10 @@ class Session:
             self.fd = None
 
     def read(self):
-        """The file's records (JSONL). A session the bash grok saved, ID.json ({session_id, messages,
-        working_dir, saved}), is read as it is (`legacy`), as the records of ours it amounts to."""
-        if data_dir_problem(os.path.dirname(self.dir)):
-            raise UserError(data_dir_problem(os.path.dirname(self.dir)))
+        """The records (JSONL); a session of the bash grok (ID.json: `legacy`) as the records it makes."""
+        problem = data_dir_problem(os.path.dirname(self.dir))
+        if problem:
+            raise UserError(problem)
         legacy = os.path.join(self.dir, self.id + ".json")
         self.legacy = not os.path.exists(self.path) and os.path.isfile(legacy)
         self.source = legacy if self.legacy else self.path
@@ -1580,11 +1552,15 @@ class UI:
 class ToolCall:
     def __init__(self, index, name, args, call_id, cwd="."):
         self.index, self.name, self.args, self.id, self.cwd = index, name, args, call_id, cwd
-        self.shown = ""
+        self.shown = scrub(key_arg(name, args))
 
 
 class LimitReached(AgentError):
     pass
+
+
+INTERRUPTED = ("[interrupted by the user]", "[interrupted: the session ended during this turn]")
+TURN_KEYS = ("input", "output", "reasoning", "cached", "total", "cost")
 
 
 class Agent:
@@ -1604,46 +1580,58 @@ class Agent:
         self.optional = {k: v for k, v in (("temperature", cfg.temperature),
                                            ("reasoning_effort", cfg.reasoning_effort)) if v is not None}
         self.stream = cfg.stream
-        self.reserved, self.search_costs, self.turn = 0.0, [], {}   # USD reserved in flight; search costs; turn usage
+        self.reserved, self.search_costs = 0.0, []      # USD reserved by requests in flight; web search costs
+        self.turn = dict.fromkeys(TURN_KEYS, 0)         # this turn's usage and cost, for the front ends
         self.said = set()               # one-time notices given
         self.cancel, self.procs = threading.Event(), set()      # procs: bash tools running
-        self.request_carriers = []      # messages holding this turn's request verbatim (compact keeps it)
+        self.request = None             # the running turn's request: compaction keeps it verbatim
         self.partial = ""               # the answer text shown so far in this model call
         self.prompt_skills = find_skills(cfg.skills_dir)
         self.skills_seen = (None, self.prompt_skills)       # (stamp, skills) the model knows of
         self.open_session(session or Session(cfg.data_dir, warn=self.notice), resume)
 
     def open_session(self, session, resume=False):
-        """Go on in `session`: a new one, or a saved one resumed with its history, cost and cwd. A session
-        of the bash grok is only read: the conversation goes on in a new session file."""
-        if resume and os.path.isfile(session.path) and session.fd is None:
+        """Go on in `session`: a new one, or a saved one resumed with its history, cost and cwd."""
+        if resume and os.path.isfile(session.path):
             session._open()     # the lock first: one process per session, nothing interleaves
         header, messages, self.cost_usd, cwd = session.load() if resume else ({}, [], 0.0, None)
-        fresh = not resume or session.legacy
-        if session.legacy:
-            session = Session(self.cfg.data_dir, warn=self.notice)
-            self.notice("a session of the bash grok, continued as session %s" % session.id)
-        self.session, self.client.conv_id = session, session.id
         self.cwd = cwd if cwd and os.path.isdir(cwd) else self.cfg.cwd
         system = header.get("system") or build_system_prompt(self.cfg, self.contract, self.cwd)
         self.messages = [{"role": "system", "content": system}] + messages
         self.context_tokens = estimate_tokens(self.messages) if resume else 0
         self.tool_count = sum(tool_calls_in(m["content"]) for m in messages if m["role"] == "assistant")
         self.step_no, self.last_usage, self.session_always = 0, {}, set()     # session_always: [a]lways answers
-        if fresh:
-            session.header = {"type": "session", "version": 1, "id": session.id, "created": now_iso(),
-                              "cwd": self.cwd, "model": self.model, "contract": self.contract.name, "system": system}
-            if messages:
-                session.append({"type": "reset", "messages": messages})
+        self.session = session if resume and not session.legacy else self.new_file(session)
+        self.client.conv_id = self.session.id
         if resume:      # killed mid-turn (SIGKILL, a crash): close that turn as a cancel would have
             self.close_turn(only_if_open=True, note=INTERRUPTED[1])
+
+    def new_file(self, session):
+        """The session to write from here on, its header first. A session of the bash grok is only read:
+        the conversation goes on in a new session file, from the history read."""
+        if session.legacy:
+            session = Session(self.cfg.data_dir, warn=self.notice)
+            self.notice("a session of the bash grok, continued as session %s" % session.id)
+        session.header = {"type": "session", "version": 1, "id": session.id, "created": now_iso(),
+                          "cwd": self.cwd, "model": self.model, "contract": self.contract.name,
+                          "system": self.messages[0]["content"]}
+        if len(self.messages) > 1:
+            session.append({"type": "reset", "messages": self.messages[1:]})
+        return session
 
     # -- bookkeeping ---------------------------------------------------------
     def notice(self, text):
         with self.ui_lock:         # tools running in threads may report retries
             self.ui.notice(scrub(text))
 
+    def once(self, key, text):
+        if key not in self.said:
+            self.said.add(key)
+            self.notice(text)
+
     def add(self, message):
+        """A message the program writes itself has a "kind", stored but not sent: a "note" between turns
+        (/cd, a changed skills dir) or the "summary" that stands for compacted history."""
         self.messages.append(message)
         self.session.append({"type": "message", "message": message})
 
@@ -1664,8 +1652,9 @@ class Agent:
             return
         skills = find_skills(self.cfg.skills_dir)
         if skills != self.skills_seen[1]:
-            self.add({"role": "user", "content": "[skills] The skills directory changed; the skills now are:\n"
-                      + ("\n".join("- %s: %s (%s)" % s for s in skills) or "(none)")})
+            listed = "\n".join("- %s: %s (%s)" % s for s in skills) or "(none)"
+            self.add({"role": "user", "kind": "note",
+                      "content": "[skills] The skills directory changed; the skills now are:\n" + listed})
         self.skills_seen = (stamp, skills)
 
     def set_cwd(self, path):
@@ -1673,20 +1662,20 @@ class Agent:
         self.session.append({"type": "cwd", "cwd": path})
 
     def add_cost(self, usage, model=None, kind="chat"):
-        cost, known = usage_cost(model or self.model, usage, self.cfg.prices)
-        for said, problem in (("price", not known), ("odd", usage_numbers(usage)["odd"])):
-            if problem and said not in self.said:
-                self.said.add(said)
-                self.notice("price unknown for model %s at %s: cost is not tracked%s (GROK_PRICES=IN,CACHED,OUT "
-                            "sets prices in USD per million tokens)" % (model or self.model, self.cfg.base_url,
-                                                                         ", so COST_LIMIT cannot apply" if
-                                                                         self.cfg.cost_limit > 0 else "")
-                            if said == "price" else "the server's usage has numbers that are not counts (%s): ignored"
-                            % json.dumps(usage, default=str)[:200])
+        model = model or self.model
+        cost, known = usage_cost(model, usage, self.cfg.prices)
+        if not known:
+            limit = ", so COST_LIMIT cannot apply" if self.cfg.cost_limit > 0 else ""
+            self.once("price", "price unknown for model %s at %s: cost is not tracked%s (GROK_PRICES="
+                      "IN,CACHED,OUT sets prices in USD per million tokens)"
+                      % (model, self.cfg.base_url, limit))
+        if usage_numbers(usage)["odd"]:
+            self.once("odd", "the server's usage has numbers that are not counts (%s): ignored"
+                      % json.dumps(usage, default=str)[:200])
         with self.lock:     # web searches in threads add theirs too
             self.cost_usd += cost
-            self.session.append({"type": "usage", "kind": kind, "model": model or self.model,
-                                 "usage": usage or {}, "cost_usd": cost})
+            self.session.append({"type": "usage", "kind": kind, "model": model, "usage": usage or {},
+                                 "cost_usd": cost})
         return cost
 
     def context_pct(self):
@@ -1704,8 +1693,7 @@ class Agent:
             self.reserved += estimate
 
     def paid(self, post):
-        """post() for a paid request (web_search): the cost is reserved at the most a search cost so
-        far (SEARCH_ESTIMATE at least) before it starts, so concurrent searches cannot pass COST_LIMIT."""
+        """post() for a web search, with the most a search cost so far reserved while it runs."""
         estimate = max([SEARCH_ESTIMATE] + self.search_costs)
         self.reserve(estimate)
         try:
@@ -1718,11 +1706,8 @@ class Agent:
 
     def response_format(self):
         schema = self.contract.schema(self.tool_names)
-        if self.format_level == 0:
-            return {"type": "json_schema", "json_schema": {"name": self.contract.name, "schema": schema}}
-        if self.format_level == 1:
-            return {"type": "json_object", "schema": schema}
-        return {"type": "json_object"}
+        return ({"type": "json_schema", "json_schema": {"name": self.contract.name, "schema": schema}},
+                {"type": "json_object", "schema": schema}, {"type": "json_object"})[self.format_level]
 
     def tool_env(self):
         return {k: v for k, v in os.environ.items() if k not in KEY_VARS}
@@ -1733,26 +1718,18 @@ class Agent:
         stream = True
         while True:
             self.reserve()
-            payload = {"model": model or self.model, "messages": messages,
+            payload = {"model": model or self.model, "messages": [{"role": m["role"], "content": m["content"]}
+                                                                  for m in messages],
                        "max_tokens": max_tokens or self.cfg.max_tokens or self.contract.max_tokens}
             payload.update(self.optional)
             if contract:
                 payload["response_format"] = self.response_format()
-            on_stream = None
             if self.stream and stream:
-                payload["stream"] = True
-                payload["stream_options"] = {"include_usage": True}
-
-                def on_stream(resp):
-                    if not on_text:
-                        return read_chat_stream(resp, None, on_thought)
-                    # Once per attempt: a retried stream starts the reply over, so the parser and the UI do too.
-                    streamer, self.partial = ResponseStreamer(), ""
-                    self.ui.stream_reset()
-                    return read_chat_stream(resp, lambda piece: self._stream_piece(streamer, piece, on_text),
-                                            on_thought)
+                payload.update(stream=True, stream_options={"include_usage": True})
             try:
-                obj = self.client.post("/chat/completions", payload, on_stream=on_stream, cancel=self.cancel,
+                obj = self.client.post("/chat/completions", payload, cancel=self.cancel,
+                                       on_stream=(lambda resp: self.read_stream(resp, on_text, on_thought))
+                                       if payload.get("stream") else None,
                                        cap=max(REPLY_CAP, 1024 * payload["max_tokens"]),
                                        no_retry=lambda e: contract and self._format_rejected(e))
             except ContractError as e:         # the reply passed the size cap: a strike
@@ -1761,12 +1738,25 @@ class Agent:
                 stream = False
                 self.notice("the reply stream from %s broke off again (%s): asking once without streaming, to see "
                             "the server's answer" % (self.client.host, e))
-                continue
             except HTTPStatusError as e:
                 if not self.fall_back(e, contract):
                     raise e.overflow() or api_error(e, self.cfg)
-                continue
-            return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, on_thought)
+            else:
+                return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, on_thought)
+
+    def read_stream(self, resp, on_text, on_thought):
+        """A streamed reply, its answer text shown as it comes; a retried stream starts it over."""
+        if not on_text:
+            return read_chat_stream(resp, None, on_thought)
+        streamer, self.partial = ResponseStreamer(), ""
+        self.ui.stream_reset()
+
+        def piece(data):
+            text = streamer.feed(data)
+            if text:
+                self.partial += text
+                on_text(text, streamer.tool_calls)
+        return read_chat_stream(resp, piece, on_thought)
 
     def fall_back(self, e, contract):
         """Whether the request can go again without what the server rejected (for the session)."""
@@ -1791,14 +1781,8 @@ class Agent:
         return e.status in (400, 422, 500, 501) and e.mentions("response_format", "json_schema", "json schema",
                                                                 "response format")
 
-    def _stream_piece(self, streamer, piece, on_text):
-        text = streamer.feed(piece)
-        if text:
-            self.partial += text
-            on_text(text, streamer.tool_calls)
-
     def query(self):
-        """Ask the model for its next reply; returns (ChatResult, duration)."""
+        """The model's next reply (a ChatResult); its usage is counted here, and only here."""
         self.reserve()
         self.step_no += 1
         self.ui.step_start(self.step_no)
@@ -1808,7 +1792,7 @@ class Agent:
         except ContextOverflow as e:
             result = self.after_overflow(e)
         result.cost = self.add_cost(result.usage)
-        for key in self.turn:       # what the front ends report for the turn
+        for key in self.turn:
             self.turn[key] += result.cost if key == "cost" else result.tokens[key]
         self.last_usage = result.usage
         self.context_tokens = result.tokens["input"] + result.tokens["output"] or estimate_tokens(self.messages)
@@ -1841,78 +1825,78 @@ class Agent:
                 self.cfg.context_window = window
                 return self.notice("context window: %d tokens (from the server's %s)" % (window, path))
 
-    def step_info(self, result):
-        return {"finish_reason": result.finish_reason or "stop", "usage": result.usage, "tokens": result.tokens,
-                "id": result.id, "cached_tokens": result.tokens["cached"],
-                "cost": getattr(result, "cost", 0.0), "duration": getattr(result, "duration", 0.0)}
+    def finish_step(self, result):
+        self.ui.step_finish(self.step_no, {"finish_reason": result.finish_reason or "stop", "id": result.id,
+                                           "tokens": result.tokens, "cost": result.cost,
+                                           "duration": result.duration})
 
     # -- one user turn -------------------------------------------------------
     def run_turn(self, text):
         """Send one user message and loop until the model is done; returns the answer."""
-        self.cancel.clear()
-        self.turn = dict.fromkeys(("input", "output", "reasoning", "cached", "total", "cost"), 0)
+        self.turn = dict.fromkeys(TURN_KEYS, 0)
         self.note_skills()
-        self.request_carriers = [{"role": "user", "content": clean_text(text)}]
-        self.add(self.request_carriers[0])
-        rounds = strikes = 0
+        self.request = {"role": "user", "content": clean_text(text)}
+        self.add(self.request)
+        self.rounds = self.strikes = 0
         try:
-            while True:
+            answer = None
+            while answer is None:
                 self.maybe_compact()
-                result = self.query()
-                try:
-                    if result.problem:
-                        raise ContractError(result.problem)
-                    reply = parse_reply(result.content, self.tool_names + list(self.withdrawn), result.finish_reason)
-                except ContractError as e:
-                    strikes += 1
-                    content = result.content or ""
-                    if len(content) > 4000:
-                        content = content[:4000] + "...[truncated]"
-                    self.add({"role": "assistant", "content": content})
-                    self.ui.step_finish(self.step_no, self.step_info(result))
-                    if strikes >= MAX_STRIKES:
-                        raise AgentError("the model broke the JSON contract %d times in a row (last: %s)"
-                                         % (strikes, e))
-                    self.notice("invalid reply from the model (%s); asking again" % e)
-                    self.add({"role": "user", "content": corrective_message(str(e))})
-                    continue
-                strikes = 0
-                self.add({"role": "assistant", "content": kept_reply(result.content, reply)})
-                self.ui.reply(reply, self.step_no)
-                calls, answer = reply["tool_calls"], reply.get("response") or ""
-                if not calls:
-                    self.ui.step_finish(self.step_no, self.step_info(result))
-                    self.ui.answer(answer)
-                    return answer
-                rounds += 1
-                limit = self.cfg.max_iterations
-                if 0 < limit < rounds:
-                    self.ui.step_finish(self.step_no, self.step_info(result))
-                    raise LimitReached("tool round limit reached: the model still wanted tools after %d round%s; "
-                                       "its last calls were not run (GROK_MAX_ITERATIONS or --max-tool-rounds "
-                                       "raise it, 0 = no limit)" % (limit, "" if limit == 1 else "s"))
-                try:
-                    results = self.execute(calls)
-                finally:    # the model call is complete even when a tool is denied or cancelled
-                    self.ui.step_finish(self.step_no, self.step_info(result))
-                note = None
-                if rounds == limit:
-                    note = ("[Limit] That was the last tool round allowed in this turn (%d). Answer now with "
-                            "what you have and say what is left to do; further tool calls will not run." % limit)
-                self.add({"role": "user", "content": tool_results_message(results, note)})
-                if reply["done"] and answer.strip():     # done with tool calls: they ran; the response ends the turn
-                    self.add({"role": "assistant", "content": json.dumps({"tool_calls": [], "response": answer,
-                                                                          "done": True})})
-                    self.ui.answer(answer)
-                    return answer
-        except (KeyboardInterrupt, Cancelled):
+                answer = self.take(self.query())
+            self.ui.answer(answer)
+            return answer
+        except (KeyboardInterrupt, Cancelled, Terminated) as e:     # Terminated (SIGTERM): the process ends
             self.settle_cancelled()
-            raise Cancelled("cancelled")
-        except Terminated:          # SIGTERM / SIGHUP: the same clean-up, then the process ends
-            self.settle_cancelled()
-            raise
+            raise e if isinstance(e, Terminated) else Cancelled("cancelled")
         finally:
-            self.request_carriers = []      # the turn is over: /compact has no request to keep verbatim
+            self.request = None     # the turn is over: /compact has no request to keep verbatim
+
+    def take(self, result):
+        """Act on a reply: the turn's answer, or None when the model is to be asked again."""
+        try:
+            if result.problem:
+                raise ContractError(result.problem)
+            reply = parse_reply(result.content, self.tool_names + list(self.withdrawn), result.finish_reason)
+        except ContractError as e:
+            return self.strike(result, e)
+        self.strikes = 0
+        self.add({"role": "assistant", "content": kept_reply(result.content, reply)})
+        self.ui.reply(reply, self.step_no)
+        calls, answer, limit = reply["tool_calls"], reply.get("response") or "", self.cfg.max_iterations
+        if not calls:
+            self.finish_step(result)
+            return answer
+        self.rounds += 1
+        try:        # the model call is complete even when a tool is denied or cancelled
+            if 0 < limit < self.rounds:
+                raise LimitReached("tool round limit reached: the model still wanted tools after %d round%s; "
+                                   "its last calls were not run (GROK_MAX_ITERATIONS or --max-tool-rounds "
+                                   "raise it, 0 = no limit)" % (limit, "" if limit == 1 else "s"))
+            results = self.execute(calls)
+        finally:
+            self.finish_step(result)
+        note = None
+        if self.rounds == limit:
+            note = ("[Limit] That was the last tool round allowed in this turn (%d). Answer now with what "
+                    "you have and say what is left to do; further tool calls will not run." % limit)
+        self.add({"role": "user", "content": tool_results_message(results, note)})
+        if reply["done"] and answer.strip():     # done with tool calls: they ran; the response ends the turn
+            self.add(final_reply(answer))
+            return answer
+        return None
+
+    def strike(self, result, e):
+        """A reply that broke the JSON contract: kept, and the model told what was wrong."""
+        self.strikes += 1
+        content = result.content or ""
+        cut = "...[truncated]" if len(content) > 4000 else ""
+        self.add({"role": "assistant", "content": content[:4000] + cut})
+        self.finish_step(result)
+        if self.strikes >= MAX_STRIKES:
+            raise AgentError("the model broke the JSON contract %d times in a row (last: %s)"
+                             % (self.strikes, e))
+        self.notice("invalid reply from the model (%s); asking again" % e)
+        self.add({"role": "user", "content": corrective_message(str(e))})
 
     def stop(self):
         """Cancel the running turn, from any thread: the model call, web searches, running commands, a
@@ -1923,78 +1907,80 @@ class Agent:
             kill_group(proc)
 
     def settle_cancelled(self, *notes):
-        """After a cancelled (or failed) turn, stop what runs and leave a history the model can
-        continue from. Safe to call twice (a front end may call it again)."""
+        """After a cancelled or failed turn: stop what runs, close the turn in the history (idempotent).
+        A stop lasts until then: one that comes before a turn starts cancels that turn."""
         self.stop()
         self.close_turn(False, *notes)
+        self.cancel.clear()
 
-    def close_turn(self, only_if_open=False, note="[interrupted by the user]",
+    def close_turn(self, only_if_open=False, note=INTERRUPTED[0],
                    unrun="[the user cancelled the tool calls before they finished]"):
-        """End an unfinished turn in the history: a note (unrun) for tool calls that got no results, and
-        an assistant reply (note) saying the turn was interrupted, with the answer text shown so far."""
-        last = self.messages[-1] if len(self.messages) > 1 else None
-        if last is None or str(last.get("content")).endswith(tuple('%s", "done": true}' % n for n in INTERRUPTED)):
+        """End an unfinished turn in the history: `unrun` for tool calls that got no results, and a reply
+        `note` with the answer text shown so far. only_if_open: unless the turn had ended (or a note)."""
+        last, closed = self.messages[-1], tuple('%s", "done": true}' % n for n in INTERRUPTED)
+        if len(self.messages) < 2 or last["content"].endswith(closed):
             return
-        if only_if_open and last["role"] == "user" and str(last.get("content", "")).startswith("[/cd]"):
-            return      # grok-detailed's /cd note: a remark between turns, not a turn left open
+        if only_if_open and (last.get("kind") == "note" or last["role"] == "assistant"
+                             and not tool_calls_in(last["content"])):
+            return
         if last["role"] == "assistant":
-            if only_if_open and not tool_calls_in(last.get("content")):
-                return
             self.add({"role": "user", "content": unrun})
         elif self.partial.strip():
             note = self.partial.rstrip() + "\n\n" + note
-        self.add({"role": "assistant", "content": json.dumps({"tool_calls": [], "response": note, "done": True})})
+        self.add(final_reply(note))
 
     # -- tools ---------------------------------------------------------------
     def execute(self, calls):
-        """Run one reply's tool calls: approvals and ask_user one at a time in call order, then the
-        rest concurrently. UI hooks run on this thread only (no interleaved output); tool_end comes
-        as each tool finishes; results are returned in call order."""
+        """Run a reply's tool calls: approvals and ask_user in call order, then the rest concurrently;
+        UI hooks run on this thread only. Returns [(ToolCall, ToolResult)] in call order."""
         items = [ToolCall(i, c["tool"], c["args"], "call_%d_%d" % (self.step_no, i + 1), self.cwd)
                  for i, c in enumerate(calls)]
-        results = [None] * len(items)
-        runnable = []
+        results, runnable = [None] * len(items), []
         for item in items:
-            item.shown = scrub(key_arg(item.name, item.args))
             if not self.approved(item):
                 results[item.index] = self.finish_tool(item, ToolResult(
                     "denied: the user did not allow this %s call; do not retry it, ask or take another way"
-                    % item.name, ok=False), time.time())
+                    % item.name, ok=False))
             elif item.name == "ask_user":
                 self.ui.tool_start(item)
-                results[item.index] = self.run_tool(item)
+                results[item.index] = self.finish_tool(item, self.call_tool(item))
             else:
                 runnable.append(item)
         for item in runnable:
             self.ui.tool_start(item)
         if len(runnable) == 1:
-            results[runnable[0].index] = self.run_tool(runnable[0])
+            results[runnable[0].index] = self.finish_tool(runnable[0], self.call_tool(runnable[0]))
         elif runnable:
-            import queue
-            finished = queue.Queue()
-
-            def work(item):
-                try:
-                    outcome = self.call_tool(item)
-                except BaseException as e:      # Cancelled: a worker thread must never print a traceback
-                    outcome = (ToolResult("error: %s" % (e or "cancelled"), ok=False), time.time())
-                finished.put((item, outcome))
-
-            threads = [threading.Thread(target=work, args=(item,), daemon=True) for item in runnable]
-            for t in threads:
-                t.start()
-            try:
-                for _ in runnable:         # a blocked get() still takes Ctrl-C and SIGTERM
-                    item, (result, started) = finished.get()
-                    results[item.index] = self.finish_tool(item, result, started)
-            except BaseException:
-                self.stop()
-                for t in threads:
-                    t.join(5)
-                raise
+            self.run_together(runnable, results)
         if self.cancel.is_set():
             raise Cancelled("cancelled")
         return list(zip(items, results))
+
+    def run_together(self, items, results):
+        """Run tool calls in threads, each result finished on this thread as it comes."""
+        import queue
+        finished = queue.Queue()
+
+        def work(item):
+            try:
+                result = self.call_tool(item)
+            except BaseException as e:      # Cancelled: a worker thread must never print a traceback
+                result = ToolResult("error: %s" % (e or "cancelled"), ok=False)
+            finished.put((item, result))
+
+        threads = [threading.Thread(target=work, args=(item,), daemon=True) for item in items]
+        for t in threads:
+            t.start()
+        try:
+            for _ in items:         # a blocked get() still takes Ctrl-C and SIGTERM
+                item, result = finished.get()
+                results[item.index] = self.finish_tool(item, result)
+        except BaseException:
+            self.stop()
+            for t in threads:
+                t.join(5)
+            self.cancel.clear()     # stopped: the caller settles the turn
+            raise
 
     def approved(self, item):
         if self.cfg.always_approve or item.name in self.session_always:
@@ -2017,11 +2003,8 @@ class Agent:
                 self.notice(text)
         return ToolResult(text, ok=False)
 
-    def run_tool(self, item):
-        return self.finish_tool(item, *self.call_tool(item))
-
     def call_tool(self, item):
-        """(ToolResult, start time); safe to call from a worker thread (no UI)."""
+        """The ToolResult, timed; safe to call from a worker thread (no UI)."""
         started = time.time()
         try:
             if self.cancel.is_set():        # the turn was cancelled after this call was approved
@@ -2034,11 +2017,12 @@ class Agent:
             raise
         except Exception as e:      # a tool never raises into the loop
             result = ToolResult("error: %s failed: %s: %s" % (item.name, type(e).__name__, e), ok=False)
-        result.finished = time.time()
-        return result, started
+        result.started, result.finished = started, time.time()
+        return result
 
-    def finish_tool(self, item, result, started):
-        result.started, result.finished = started, result.finished or time.time()
+    def finish_tool(self, item, result):
+        if not result.finished:     # it did not run
+            result.started = result.finished = time.time()
         result.output = scrub(result.output)
         self.tool_count += 1
         with self.ui_lock:
@@ -2047,46 +2031,48 @@ class Agent:
 
     # -- compaction ----------------------------------------------------------
     def maybe_compact(self):
-        """Before every model call: compact when the context would pass COMPACT_THRESHOLD. The estimate
-        is the last call's tokens plus what was added since (tool results, a new user message)."""
+        """Compact when the last call's tokens and what came after its reply pass COMPACT_THRESHOLD."""
         self.learn_window()
-        if self.cfg.compact_threshold <= 0 or len(self.messages) < 2:
-            return False
-        pending = []
-        for m in reversed(self.messages[1:]):
-            if m.get("role") == "assistant":    # the last reply: counted in the last call's tokens
-                break
-            pending.append(m)
-        tokens = self.context_tokens + estimate_tokens(pending)
-        if 100.0 * tokens / max(1, self.cfg.context_window) < self.cfg.compact_threshold:
-            return False
-        return self.compact()
+        since = max([i for i, m in enumerate(self.messages) if m["role"] == "assistant"] + [0]) + 1
+        tokens = self.context_tokens + estimate_tokens(self.messages[since:])
+        if 0 < self.cfg.compact_threshold <= 100.0 * tokens / max(1, self.cfg.context_window):
+            self.compact()
 
     def compact(self, keep=6):
-        """Summarise older history with GROK_SUMMARY_MODEL; keep the system prompt and the recent tail
-        (about `keep` messages, fewer if they alone would fill half the threshold). The tail starts at
-        an assistant reply, so tool results stay with the reply that asked for them and the summary, a
-        user message, keeps the roles alternating. Mid-turn, the request being worked on is kept
-        verbatim. A summary that was cut off or is not smaller than what it replaces is not taken: the older
-        messages are dropped instead. False when there is too little to compact."""
+        """Replace older history by a summary, keeping the system prompt, the recent tail (compact_cut())
+        and, mid-turn, the request being worked on verbatim. False when there is too little to compact."""
         self.learn_window()
-        history = self.messages[1:]
         pct = self.cfg.compact_threshold if self.cfg.compact_threshold > 0 else 75.0
-        room = self.cfg.context_window * pct / 200.0
-        cut = None
-        for i, m in enumerate(history):
-            if i < 2 or m.get("role") != "assistant":
-                continue
-            if i <= len(history) - keep or estimate_tokens(history[cut or 0:]) > room:
-                cut = i
+        history = self.messages[1:]
+        cut = compact_cut(history, keep, self.cfg.context_window * pct / 200.0)
         if cut is None:
             return False
         old, tail = history[:cut], history[cut:]
+        summary, how = self.summarise(old)
+        if self.request and not any(m is self.request for m in tail):
+            request = self.request["content"]
+            if len(request) > 4000:
+                request = request[:4000] + "\n[... the rest of the request is in the summary]"
+            summary["content"] += "\n\n[The request being worked on, verbatim]\n" + request
+        before = estimate_tokens(self.messages)
+        self.reset([summary] + tail)
+        self.context_tokens = estimate_tokens(self.messages)
+        self.notice("%s (about %d -> %d tokens)" % (how, before, self.context_tokens))
+        if self.context_pct() >= pct:
+            self.notice("the recent messages alone still fill %.0f%% of the context window"
+                        % self.context_pct())
+        return True
+
+    def summarise(self, old):
+        """(the message that stands for `old`, what was done): a summary by GROK_SUMMARY_MODEL; one that
+        was cut off or is not smaller than what it replaces is not taken: the messages are dropped."""
+        window = (self.cfg.context_window if self.cfg.summary_model == self.model
+                  else context_window(self.cfg.summary_model))
         request = [{"role": "system", "content":
                     "You summarise an AI agent's conversation and tool history so the agent can continue. Keep "
                     "the user's goals and requests, decisions, facts learned, files and commands involved, and "
                     "open tasks. Be concise; plain text."},
-                   {"role": "user", "content": "Conversation to summarise:\n\n" + self.transcript(old)}]
+                   {"role": "user", "content": "Conversation to summarise:\n\n" + transcript(old, window)}]
         old_tokens = estimate_tokens(old)
         limit = max(32, min(2000, old_tokens // 2, self.cfg.context_window // 4))
         try:
@@ -2102,40 +2088,39 @@ class Agent:
             how = "dropped the %d oldest messages: the summary was %s" % (len(old), "cut off at %d tokens" % limit
                                                                           if cut_off else "not smaller")
             summary = "[%d older messages were dropped to fit the context window]" % len(old)
-        summary = {"role": "user", "content": summary}
-        if any(m is c for m in old for c in self.request_carriers):
-            request_text = str(self.request_carriers[0].get("content", ""))
-            if len(request_text) > 4000:
-                request_text = request_text[:4000] + "\n[... the rest of the request is in the summary]"
-            summary["content"] += "\n\n[The request being worked on, verbatim]\n" + request_text
-            self.request_carriers.append(summary)
-        before = estimate_tokens(self.messages)
-        self.reset([summary] + tail)
-        self.context_tokens = estimate_tokens(self.messages)
-        self.notice("%s (about %d -> %d tokens)" % (how, before, self.context_tokens))
-        if 100.0 * self.context_tokens / max(1, self.cfg.context_window) >= pct:
-            self.notice("the recent messages alone still fill %.0f%% of the context window"
-                        % (100.0 * self.context_tokens / max(1, self.cfg.context_window)))
-        return True
-
-    def transcript(self, messages):
-        """Messages as text for the summariser: each capped, the whole within its window."""
-        window = (self.cfg.context_window if self.cfg.summary_model == self.model
-                  else context_window(self.cfg.summary_model))
-        text = "\n\n".join("[%s] %s" % (m.get("role"), str(m.get("content", ""))[:3000]) for m in messages)
-        limit = max(1000, window - 3000)    # characters: fits even at a token a character, beside the summary
-        if len(text) > limit:
-            head = limit // 3
-            text = "%s\n[... %d characters omitted ...]\n%s" % (text[:head], len(text) - limit,
-                                                               text[-(limit - head):])
-        return text
+        return {"role": "user", "kind": "summary", "content": summary}, how
 
     def close(self):
         self.client.close()
         self.session.close()
 
 
-INTERRUPTED = ("[interrupted by the user]", "[interrupted: the session ended during this turn]")
+def compact_cut(history, keep, room):
+    """Where the kept tail starts, or None: about `keep` messages from the end, fewer while they pass
+    `room` tokens, at an assistant reply, so tool results stay with their calls and the summary (a
+    user message) keeps the roles alternating."""
+    cut = None
+    for i, m in enumerate(history):
+        if i >= 2 and m.get("role") == "assistant" and (
+                i <= len(history) - keep or estimate_tokens(history[cut or 0:]) > room):
+            cut = i
+    return cut
+
+
+def transcript(messages, window):
+    """Messages as text for the summariser: each capped, the whole within its `window`."""
+    text = "\n\n".join("[%s] %s" % (m.get("role"), str(m.get("content", ""))[:3000]) for m in messages)
+    limit = max(1000, window - 3000)    # characters: fits even at a token a character, beside the summary
+    if len(text) <= limit:
+        return text
+    head = limit // 3
+    return "%s\n[... %d characters omitted ...]\n%s" % (text[:head], len(text) - limit,
+                                                       text[-(limit - head):])
+
+
+def final_reply(text):
+    """An assistant message that ends the turn with `text` as its answer."""
+    return {"role": "assistant", "content": json.dumps({"tool_calls": [], "response": text, "done": True})}
 
 
 def tool_calls_in(content):
@@ -2148,13 +2133,11 @@ def tool_calls_in(content):
 
 
 def tool_results_message(results, note=None):
-    """The one user message that carries a round's results, in call order (SPEC 4)."""
-    parts, failed = [], []
-    for item, result in results:
-        parts.append("[%d] %s %s\n%s" % (item.index + 1, item.name, item.shown, result.output))
-        if not result.ok:
-            failed.append("[%d] %s (%s)" % (item.index + 1, item.name, failure_reason(result.output)))
-    text = "Tool results:\n\n" + "\n\n".join(parts)
+    """The one user message that carries a round's results, in call order."""
+    text = "Tool results:\n\n" + "\n\n".join("[%d] %s %s\n%s" % (item.index + 1, item.name, item.shown,
+                                                                 result.output) for item, result in results)
+    failed = ["[%d] %s (%s)" % (item.index + 1, item.name, failure_reason(result.output))
+              for item, result in results if not result.ok]
     if failed:
         text += ("\n\n[Self-correction] These tool calls failed: %s. Before you go on, work out what went wrong "
                  "and adjust: wrong arguments, a missing prerequisite, or another tool." % "; ".join(failed))
@@ -2205,16 +2188,15 @@ def now_iso():
 def api_error(e, cfg):
     """The exception to show for a non-retryable HTTP status: it says what to fix."""
     msg = scrub(e.server_message())
-    if e.status == 401:
-        return UserError("the API key was rejected (HTTP 401, key from %s; set a valid GROK_API_KEY): %s"
-                         % (cfg.key_source, msg))
-    if e.status == 403:
-        return UserError("access denied (HTTP 403): the key lacks permission or credits: %s" % msg)
-    if e.status == 404:
-        return UserError("not found (HTTP 404) at %s: check GROK_BASE_URL and the model %r: %s"
-                         % (cfg.base_url, cfg.model, msg))
     if e.status in RETRY_STATUSES:
         return TransientError("the server failed (HTTP %d): %s" % (e.status, msg))
+    what = {401: "the API key was rejected (HTTP 401, key from %s; set a valid GROK_API_KEY)"
+                 % cfg.key_source,
+            403: "access denied (HTTP 403): the key lacks permission or credits",
+            404: "not found (HTTP 404) at %s: check GROK_BASE_URL and the model %r" % (cfg.base_url,
+                                                                                       cfg.model)}
+    if e.status in what:
+        return UserError("%s: %s" % (what[e.status], msg))
     hint = " (check the model name: -m/GROK_MODEL)" if "model" in msg.lower() else ""
     return UserError("the request was rejected (HTTP %d): %s%s" % (e.status, msg, hint))
 
@@ -2222,16 +2204,11 @@ def api_error(e, cfg):
 # --- Front end: the interactive REPL (minimal mode) ---
 
 def tolerate_unencodable(stream):
-    """Print "?" for what the stream cannot encode (a lone surrogate from a non-UTF-8 file
-    name, or any non-ASCII text on an ASCII terminal) instead of failing the turn."""
+    """Print "?" for what the stream cannot encode (a lone surrogate, non-ASCII text on an ASCII terminal)."""
     try:
         stream.reconfigure(errors="replace")
     except (AttributeError, ValueError, OSError):
         pass
-
-
-def use_color(stream):
-    return not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb" and stream.isatty()
 
 
 def ask_tty(prompt):
@@ -2247,11 +2224,9 @@ def ask_tty(prompt):
         keys.mode(watching=False)
     try:
         os.write(fd, prompt.encode("utf-8", "replace"))
-        line = b""
-        while not line.endswith(b"\n"):
+        line = chunk = os.read(fd, 1024)
+        while chunk and not line.endswith(b"\n"):
             chunk = os.read(fd, 1024)
-            if not chunk:
-                break
             line += chunk
     except OSError:
         return None
@@ -2341,7 +2316,7 @@ class TerminalUI(UI):
         self.out = out or sys.stdout
         for stream in (self.out, sys.stderr):
             tolerate_unencodable(stream)
-        self.color = use_color(self.out)
+        self.color = not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb" and self.out.isatty()
         self.streamed = False
         self.lock = threading.RLock()       # the waiting line is redrawn from its own thread
         self.waiter = None
@@ -2397,10 +2372,8 @@ class TerminalUI(UI):
         self.waiting(lambda seconds: "..." + (" %ds" % seconds if seconds else ""))
 
     def stream_text(self, text, final_hint):
-        if not self.streamed:
-            self.write("\n")
-            self.streamed = True
-        self.write(visible(text))
+        self.write(("" if self.streamed else "\n") + visible(text))
+        self.streamed = True
 
     def stream_reset(self):
         if self.streamed:
@@ -2458,45 +2431,48 @@ End a line with \\ to go on on the next one; lines pasted together are one messa
 Esc or Ctrl-C cancels the running turn; the conversation is kept."""
 
 
-def setup_readline(path):
+def setup_readline(data_dir):
+    """readline, with the history kept in data_dir; None without readline or a safe data directory."""
+    if data_dir_problem(data_dir):
+        return None
     try:
         import readline
     except ImportError:
         return None
     try:
-        readline.read_history_file(path)
+        readline.read_history_file(os.path.join(data_dir, "history"))
     except OSError:
         pass
     readline.set_history_length(1000)
     return readline
 
 
-def save_history(readline, path):
+def save_history(readline, data_dir):
     """Via a new 0600 temp file and a rename: a symlink planted as `history` is replaced, not followed."""
-    if readline is None or data_dir_problem(os.path.dirname(path)):
+    if readline is None or data_dir_problem(data_dir):
         return
     import tempfile
     try:
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".history-")
+        fd, tmp = tempfile.mkstemp(dir=data_dir, prefix=".history-")
         os.close(fd)
         readline.write_history_file(tmp)
-        os.replace(tmp, path)
+        os.replace(tmp, os.path.join(data_dir, "history"))
     except OSError:
         pass
 
 
 def read_line(interactive, keys, prompt="> "):
-    """One message. Piped: one line. On a terminal, a line typed during the last turn, else several
+    """One message, stripped. Piped: one line. On a terminal, a line typed during the last turn, else several
     when a line ends in \\ (typed on after "... ") or when more lines are already waiting (a paste)."""
     if not interactive:
         line = sys.stdin.readline()
         if not line:
             raise EOFError
-        return line.rstrip("\n")
+        return line.strip()
     line, rest = keys.take()
     if line is not None:
         sys.stdout.write(prompt + line + "\n")
-        return line
+        return line.strip()
     import select
     lines = [rest + input_with_ticks(prompt + rest)]     # an unfinished line typed meanwhile leads on
     while lines[-1].endswith("\\") or select.select([sys.stdin], [], [], 0.01)[0]:
@@ -2506,7 +2482,8 @@ def read_line(interactive, keys, prompt="> "):
             lines.append(input_with_ticks("... " if more else ""))
         except EOFError:
             break
-    return "\n".join(lines)
+    text = "\n".join(lines)
+    return text.rstrip().lstrip("\n") if "\n" in text else text.strip()
 
 
 def input_with_ticks(prompt):
@@ -2514,8 +2491,6 @@ def input_with_ticks(prompt):
     select() and handles signals only when that returns: a Ctrl-C or SIGTERM arriving just
     before it starts waiting would otherwise be seen only at the next key press."""
     import signal
-    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
-        return input(prompt)
     previous = signal.signal(signal.SIGALRM, lambda signum, frame: None)
     signal.setitimer(signal.ITIMER_REAL, 0.25, 0.25)
     try:
@@ -2525,83 +2500,87 @@ def input_with_ticks(prompt):
         signal.signal(signal.SIGALRM, previous)
 
 
-def repl_line(agent, ui, line, commands, help_text):
-    """Run one message or command: "exit" to leave the REPL, else its exit code (0: fine)."""
+def repl_command(agent, ui, name, arg, commands, help_text):
+    if name in ("/help", "/?"):
+        ui.write(help_text + "\n")
+    elif name == "/clear":
+        agent.reset([])
+        agent.context_tokens = 0
+        ui.write("conversation cleared\n")
+    elif name == "/model":
+        agent.model = agent.cfg.model = arg or agent.model
+        ui.write("model: %s (known: %s)\n" % (agent.model, ", ".join(sorted(PRICES))))
+    elif name in commands:
+        commands[name](arg)
+    else:
+        ui.notice("unknown command %s (try /help)" % name)
+
+
+def repl_line(agent, ui, line, keys, commands, help_text):
+    """Run one message or command: "exit" to leave the REPL, else its exit code (0: fine). Ctrl-C must
+    not end the REPL wherever it lands: in a command (/compact), or a second one while a turn is
+    being cancelled (run_turn turns the first into Cancelled)."""
     name, _, arg = line.partition(" ") if line.startswith("/") else ("", "", "")
+    if name in ("/exit", "/quit", "/q"):
+        return "exit"
+    if not line.strip():
+        return 0
     try:
-        if name in ("/exit", "/quit", "/q"):
-            return "exit"
-        elif name in ("/help", "/?"):
-            ui.write(help_text + "\n")
-        elif name == "/clear":
-            agent.reset([])
-            agent.context_tokens = 0
-            ui.write("conversation cleared\n")
-        elif name == "/model":
-            agent.model = agent.cfg.model = arg.strip() or agent.model
-            ui.write("model: %s (known: %s)\n" % (agent.model, ", ".join(sorted(PRICES))))
-        elif commands and name in commands:
-            commands[name](arg.strip())
-        elif name:
-            ui.notice("unknown command %s (try /help)" % name)
-        else:
-            agent.run_turn(line)
-    except Cancelled:
+        with keys:
+            if name:
+                repl_command(agent, ui, name, arg.strip(), commands, help_text)
+            else:
+                agent.run_turn(line)
+    except (KeyboardInterrupt, Cancelled):
+        if not name:
+            agent.settle_cancelled()        # run_turn settles a cancel too; settling twice is harmless
         ui.notice("(cancelled)")
         return 130
     except GrokError as e:
-        cost = commands and "/cost" in commands and str(e).startswith("cost limit")
+        cost = "/cost" in commands and str(e).startswith("cost limit")
         ui.notice("error: %s%s" % (e, " (raise it with /cost N)" if cost else ""))
         return 0 if name else e.exit_code
     return 0
+
+
+def next_message(ui, interactive, keys, before_prompt):
+    """The next line to run: "" after a Ctrl-C at the prompt, None at the end of the input."""
+    try:
+        if before_prompt:
+            before_prompt()
+        return read_line(interactive, keys)
+    except EOFError:
+        if interactive:
+            ui.write("\n")
+        return None
+    except KeyboardInterrupt:
+        ui.write("\n")
+        return ""
 
 
 def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="grok", first=""):
     """The read-eval-print loop shared by grok and grok-detailed; `first` is sent before the first
     prompt. Piped, the exit code is the last failed turn's (0 if none failed)."""
     interactive = sys.stdin.isatty()
-    history = os.path.join(agent.cfg.data_dir, "history")
-    rl = setup_readline(history) if interactive and not data_dir_problem(agent.cfg.data_dir) else None
+    rl = setup_readline(agent.cfg.data_dir) if interactive else None
     keys = EscKey(sys.stdin.fileno() if interactive else None)
     if interactive:
         ui.write("%s %s · %s · /help for commands, Ctrl-D to quit\n" % (prog, __version__, agent.model))
     status, line = 0, first
     try:
-        while True:
-            # Ctrl-C must not end the REPL wherever it lands: in a command (/compact), or a
-            # second one while a turn is being cancelled (run_turn turns the first into Cancelled).
-            try:
-                with keys:
-                    done = repl_line(agent, ui, line, commands, help_text) if line.strip() else 0
-            except KeyboardInterrupt:
-                if not line.startswith("/"):
-                    agent.settle_cancelled()
-                ui.notice("(cancelled)")
-                done = 130
+        while line is not None:
+            done = repl_line(agent, ui, line, keys, commands or {}, help_text)
             if done == "exit":
-                return 0 if interactive else status
+                break
             status = done or status
-            try:
-                if before_prompt and (interactive or line.strip() and not line.startswith("/")):
-                    before_prompt()     # piped: there is no prompt, so after each turn
-                line = read_line(interactive, keys)
-                line = line.strip() if "\n" not in line else line.rstrip().lstrip("\n")
-            except EOFError:
-                if interactive:
-                    ui.write("\n")
-                return 0 if interactive else status
-            except KeyboardInterrupt:
-                ui.write("\n")
-                line = ""
+            turn = line.strip() and not line.startswith("/")      # piped: no prompt, so after each turn
+            line = next_message(ui, interactive, keys, before_prompt if interactive or turn else None)
     finally:
-        save_history(rl, history)
+        save_history(rl, agent.cfg.data_dir)
+    return 0 if interactive else status
 
 
 # --- Front end: headless ---
-
-def now_ms():
-    return int(time.time() * 1000)
-
 
 def event_line(event):
     # ASCII-only JSON: any stdout encoding works, and lone surrogates from the model cannot crash a write.
@@ -2648,45 +2627,33 @@ class OutputClosed(GrokError):
     exit_code = 0
 
 
-SHELL_OPERATORS = frozenset(";&|<>$`()\n")
-
-
 def allow_matches(call, patterns):
-    """--allow: a shell glob on the bash command, a path glob on the other tools' path.
-
-    In a command, `*` must not stand for shell operators: `git *` allows `git log`, not
-    `git log; rm -rf ~`; every operator in the command has to be written in the pattern
-    (or the pattern is `*`). A path is matched once resolved (`..` and symlinks followed):
-    a relative pattern only inside the working directory, an absolute one anywhere."""
+    """--allow: a shell glob on the bash command, a path glob on the other tools' path. In a command,
+    `*` does not stand for shell operators: `git *` allows `git log`, not `git log; rm -rf ~` (every
+    operator in the command is in the pattern, or the pattern is `*`). A path is matched resolved
+    (`..` and symlinks followed): a relative pattern only inside the working directory."""
     import fnmatch
     value = call.args.get("command" if call.name == "bash" else "path") or ("." if call.name == "list_files" else "")
     if not isinstance(value, str) or not value:
         return False
     if call.name == "bash":
-        ops = SHELL_OPERATORS.intersection(value)
+        ops = set(";&|<>$`()\n").intersection(value)
         return any(p == "*" or (fnmatch.fnmatchcase(value, p) and ops <= set(p)) for p in patterns)
     full, root = canonical(call.cwd, value), os.path.realpath(call.cwd)
-    for p in map(os.path.expanduser, patterns):
-        if path_glob(os.path.normpath(p), full if os.path.isabs(p) else os.path.relpath(full, root)
-                     if inside(full, root) else "\0"):
-            return True
-    return False
+    relative = os.path.relpath(full, root) if inside(full, root) else "\0"
+    return any(path_glob(os.path.normpath(p), full if os.path.isabs(p) else relative)
+               for p in map(os.path.expanduser, patterns))
 
 
 class HeadlessUI(UI):
-    """`grok -p`: the JSONL event stream of seed 002 on stdout (--format json), the answer alone with progress
-    on stderr (--format text), or xAI's CLI's thought/text/end/error events (--output-format streaming-json)."""
+    """`grok -p`: the JSONL event stream on stdout (--format json), the answer alone with progress on
+    stderr (--format text), or xAI's CLI's thought/text/end/error events (--output-format streaming-json).
+    Every hook runs on the main thread, so events never interleave."""
 
     def __init__(self, fmt, allow, always_approve):
         self.json, self.events = fmt == "json", fmt == "streaming-json"
-        self.last = {}
-        self.allow = allow or []
-        self.always_approve = always_approve
-        self.session_id = None
-        self.step = 0
-        # Tools finish in threads: one lock keeps every event one whole line, never two at once.
-        self.lock = threading.RLock()
-        self.closed = False         # after the final error event nothing more is written
+        self.allow, self.always_approve = allow or [], always_approve
+        self.session_id, self.step, self.last = None, 0, {}
         self.pipe_gone = False      # the reader of stdout went away
         self.partial = False        # a write was cut off mid-line (an interrupt)
         self.printed = ""           # text mode: the answer text already on stdout
@@ -2695,33 +2662,28 @@ class HeadlessUI(UI):
         self.shown = visible if not self.json and sys.stdout.isatty() else str     # the answer on a terminal
 
     def write(self, text):
-        with self.lock:
-            if self.closed or self.pipe_gone:
-                if self.pipe_gone and threading.current_thread() is threading.main_thread():
-                    raise OutputClosed("stdout was closed")
-                return
-            try:
-                if self.partial:
-                    text = "\n" + text
-                self.partial = True
-                sys.stdout.write(text)
-                sys.stdout.flush()
-                self.partial = False
-            except BrokenPipeError:
-                self.pipe_gone, self.partial = True, False
-                silence()
-                if threading.current_thread() is threading.main_thread():
-                    raise OutputClosed("stdout was closed")
+        if self.pipe_gone:
+            raise OutputClosed("stdout was closed")
+        text, self.partial = "\n" + text if self.partial else text, True
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            self.pipe_gone = True
+            silence()
+            raise OutputClosed("stdout was closed")
+        self.partial = False
 
     def emit(self, kind, **fields):
-        with self.lock:     # stamped under the lock, so timestamps never go back in the stream
-            event = {"type": kind} if self.events else {"type": kind, "timestamp": now_ms()}
-            if self.session_id and not self.events:
+        event = {"type": kind}
+        if not self.events:
+            event["timestamp"] = int(time.time() * 1000)
+            if self.session_id:
                 event["sessionID"] = self.session_id
-            if kind != "error" and not self.events:
+            if kind != "error":
                 event["stepNumber"] = self.step
-            event.update(fields)
-            self.write(event_line(scrub_all(event)))
+        event.update(fields)
+        self.write(event_line(scrub_all(event)))
 
     def out(self, text):
         """Answer text: on stdout (escapes made visible on a terminal), or as a `text` event."""
@@ -2743,14 +2705,11 @@ class HeadlessUI(UI):
                 self.emit("error", message=message)
             except OutputClosed:
                 pass
-        with self.lock:
-            self.closed = True
         self.notice("grok: %s" % message)
         return code
 
     def step_start(self, step):
-        self.step = step
-        self.attempt = ""
+        self.step, self.attempt = step, ""
         if self.json:
             self.emit("step_start")
 
@@ -2792,15 +2751,14 @@ class HeadlessUI(UI):
             self.emit("step_finish", finishReason=info["finish_reason"], usage=event_usage(info["tokens"], info["cost"]))
 
     def answer(self, text):
-        end = "" if self.events else "\n"
         if self.json:
             return
-        if text.startswith(self.printed):
-            if text[len(self.printed):] + end:
-                self.out(text[len(self.printed):] + end)
-        else:       # the streamed text was not the answer after all (a reply that broke the contract)
+        end = "" if self.events else "\n"
+        if not text.startswith(self.printed):       # a reply that broke the contract streamed other text
             self.notice("warning: text streamed to stdout was not the final answer; the answer follows it")
             self.out(end + text + end)
+        elif text[len(self.printed):] + end:
+            self.out(text[len(self.printed):] + end)
 
     def notice(self, text):
         sys.stderr.write(visible(scrub(text)) + "\n")
@@ -2815,7 +2773,7 @@ class HeadlessUI(UI):
 
 
 def event_usage(n, cost_usd):
-    """usage_numbers() for events; reasoning is billed as output; costUsdTicks is in 1e-6 USD (seed 002)."""
+    """usage_numbers() for events; reasoning is billed as output; costUsdTicks is in 1e-6 USD."""
     return {"inputTokens": int(n["input"]), "outputTokens": int(n["output"] + n["reasoning"]),
             "totalTokens": int(n["total"]), "costUsdTicks": int(round(cost_usd * 1e6))}
 
@@ -2860,16 +2818,15 @@ def headless(args, cfg):
     except OutputClosed:
         close_failed_turn("stdout was closed")
         return 0
-    except (Cancelled, KeyboardInterrupt):     # run_turn settles a cancel; settling twice is harmless
+    except (Cancelled, KeyboardInterrupt, Terminated) as e:     # run_turn settled these; again is harmless
         agent.settle_cancelled()
+        if isinstance(e, Terminated):
+            signum = e.args[0] if e.args else 15
+            return ui.fail("terminated by signal %d" % signum, 128 + signum)
         return ui.fail("interrupted: the turn was cancelled", 130)
     except GrokError as e:
         close_failed_turn(str(e))
         return ui.fail(str(e), e.exit_code)
-    except Terminated as t:
-        signum = t.args[0] if t.args else 15
-        agent.settle_cancelled()
-        return ui.fail("terminated by signal %d" % signum, 128 + signum)
     except Exception as e:
         if os.environ.get("GROK_DEBUG"):
             raise
@@ -2895,10 +2852,10 @@ def open_agent(cfg, ui, contract, args, new_if_busy=False):
             if not new_if_busy:
                 raise
             ui.notice("%s: starting a new session" % e)
-            return Agent(cfg, ui, contract)
-        if getattr(args, "cwd", None):
-            agent.set_cwd(cfg.cwd)
-        return agent
+        else:
+            if args.cwd:
+                agent.set_cwd(cfg.cwd)
+            return agent
     return Agent(cfg, ui, contract)
 
 
@@ -2908,28 +2865,31 @@ def open_agent(cfg, ui, contract, args, new_if_busy=False):
 # notifications and, for approvals, asks the client and waits for its answer.
 
 ACP_VERSION = 1
-PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND = -32700, -32600, -32601
+INVALID_PARAMS, INTERNAL_ERROR = -32602, -32603
 AUTH_REQUIRED, RESOURCE_NOT_FOUND = -32000, -32002      # ACP's own codes
 TOOL_KINDS = {"bash": "execute", "read_file": "read", "write_file": "edit", "list_files": "search",
               "web_search": "fetch", "ask_user": "other"}
-PERMISSION_OPTIONS = [{"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
-                      {"optionId": "allow_always", "name": "Always allow", "kind": "allow_always"},
-                      {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"}]
 PERMISSION_ANSWERS = {"allow_once": "yes", "allow_always": "always", "reject_once": "no"}
+PERMISSION_OPTIONS = [{"optionId": option, "name": name, "kind": option} for option, name in (
+    ("allow_once", "Allow once"), ("allow_always", "Always allow"), ("reject_once", "Reject"))]
 DEFERRED = object()             # a request answered later, from a worker thread
 AUTH_METHODS = {"cached_token": "API key from a .env file", "xai.api_key": "API key from the environment"}
 
 
 class RpcError(Exception):
+    """An error to answer a request with; .payload is its JSON-RPC error object."""
+
     def __init__(self, code, message, data=None):
         Exception.__init__(self, message)
-        self.code, self.data = code, data
+        self.payload = {"code": code, "message": message}
+        if data is not None:
+            self.payload["data"] = data
 
-    def payload(self):
-        error = {"code": self.code, "message": str(self)}
-        if self.data is not None:
-            error["data"] = self.data
-        return error
+
+def text_content(text):
+    """ACP tool call content: one block of text."""
+    return [{"type": "content", "content": {"type": "text", "text": text}}]
 
 
 def acp_tool_fields(name, args, cwd, diff=True):
@@ -3002,61 +2962,46 @@ def split_tool_results(text, calls):
 
 
 class AcpSession(UI):
-    """One ACP session: its Agent, and the UI hooks that turn a turn into session/update
-    notifications and permission requests."""
+    """One ACP session: its Agent, and UI hooks that send its turns as session/update notifications."""
 
     def __init__(self, server):
-        self.server = server
-        self.id = None
-        self.agent = None
+        self.server, self.id, self.agent = server, None, None
         self.busy = False
-        self.cancel_requested = False
-        self.calls = 0
-        self.lock = threading.Lock()
+        self.calls = 0          # numbers toolCallIds; a turn and session/load never run at once
         self.begin_turn()
 
     def begin_turn(self):
-        self.step = 0
         self.streamed = False
-        self.ids = {}           # (step, index of the call in its reply) -> toolCallId
+        self.ids = []           # the toolCallIds of the last reply's calls, in call order
         self.fields = {}        # toolCallId -> what tool_call announced, for open calls
         self.finish_reason = self.request_id = None
 
     def update(self, session_update, **fields):
-        update = {"sessionUpdate": session_update}
-        update.update(fields)
+        update = dict(sessionUpdate=session_update, **fields)
         self.server.notify("session/update", {"sessionId": self.id, "update": update})
 
     def chunk(self, kind, text):
         self.update(kind, content={"type": "text", "text": text})
 
     def new_call_id(self):
-        with self.lock:
-            self.calls += 1
-            return "call_%d" % self.calls
+        self.calls += 1
+        return "call_%d" % self.calls
 
-    def announce(self, step, index, name, args):
+    def announce(self, name, args):
         call_id = self.new_call_id()
-        self.ids[(step, index)] = call_id
-        fields = acp_tool_fields(name, args, self.agent.cwd)
-        self.fields[call_id] = fields
-        self.update("tool_call", toolCallId=call_id, status="pending", **fields)
+        self.fields[call_id] = acp_tool_fields(name, args, self.agent.cwd)
+        self.update("tool_call", toolCallId=call_id, status="pending", **self.fields[call_id])
         return call_id
 
-    def call_id(self, call):
-        return self.ids.get((self.step, call.index)) or self.announce(self.step, call.index, call.name, call.args)
-
     def stop(self):
-        """Cancel the running turn: the model call, running tools, a pending approval."""
-        self.cancel_requested = True
-        self.agent.stop()
+        """Cancel the running turn, if one runs: the model call, running tools, a pending approval."""
+        if self.busy:
+            self.agent.stop()
 
     def close_open_calls(self, reason):
-        for call_id in list(self.fields):
-            fields = self.fields.pop(call_id, None)
-            if fields is not None:
-                self.update("tool_call_update", toolCallId=call_id, status="failed",
-                            content=[{"type": "content", "content": {"type": "text", "text": reason}}])
+        for call_id in self.fields:
+            self.update("tool_call_update", toolCallId=call_id, status="failed", content=text_content(reason))
+        self.fields.clear()
 
     def turn_meta(self):
         t = self.agent.turn
@@ -3065,12 +3010,16 @@ class AcpSession(UI):
         return dict(usage, usage=dict(usage), costUsd=round(t["cost"], 8), model=self.agent.model,
                     sessionCostUsd=round(self.agent.cost_usd, 8), requestId=self.request_id)
 
-    # -- UI hooks (called from the worker thread, tool_end also from tool threads)
+    def say(self, reply, streamed=False):
+        """A reply's thinking and, unless it was streamed, its answer."""
+        if isinstance(reply.get("thinking"), str) and reply["thinking"].strip():
+            self.chunk("agent_thought_chunk", reply["thinking"])
+        if reply.get("response") and not streamed:
+            self.chunk("agent_message_chunk", reply["response"])
+
+    # -- UI hooks, called from the worker thread that runs the turn
     def step_start(self, step):
-        self.step = step
         self.streamed = False
-        if self.cancel_requested:       # a cancel that came before run_turn() cleared the event
-            self.agent.cancel.set()
 
     def stream_text(self, text, final_hint):
         self.streamed = True
@@ -3080,40 +3029,35 @@ class AcpSession(UI):
         self.chunk("agent_thought_chunk", text)
 
     def reply(self, reply, step):
-        thinking = reply.get("thinking")
-        if isinstance(thinking, str) and thinking.strip():
-            self.chunk("agent_thought_chunk", thinking)
-        if reply.get("response") and not self.streamed:
-            self.chunk("agent_message_chunk", reply["response"])
-        for index, call in enumerate(reply["tool_calls"]):
-            self.announce(step, index, call["tool"], call["args"])
+        self.say(reply, self.streamed)
+        self.ids = [self.announce(call["tool"], call["args"]) for call in reply["tool_calls"]]
 
     def approve(self, call):
-        call_id = self.call_id(call)
+        call_id = self.ids[call.index]
         if self.agent.cancel.is_set():
             return "no"
-        tool_call = {"toolCallId": call_id, "status": "pending"}
-        tool_call.update(self.fields.get(call_id) or {})
+        tool_call = dict(toolCallId=call_id, status="pending", **self.fields[call_id])
         answer = self.server.request("session/request_permission", {
             "sessionId": self.id, "toolCall": tool_call, "options": PERMISSION_OPTIONS}, cancel=self.agent.cancel)
-        if answer is not None and "error" in answer:
+        if "error" in (answer or {}):
             self.notice("the client failed the permission request: %s" % json.dumps(answer["error"])[:200])
-        outcome = (answer or {}).get("result")
-        outcome = outcome.get("outcome") if isinstance(outcome, dict) else None
-        if isinstance(outcome, dict) and outcome.get("outcome") == "selected":
-            return PERMISSION_ANSWERS.get(outcome.get("optionId"), "no")
+        try:
+            outcome = answer["result"]["outcome"]
+            if outcome["outcome"] == "selected":
+                return PERMISSION_ANSWERS.get(outcome["optionId"], "no")
+        except (TypeError, KeyError):       # no answer (cancelled, client gone) or not an ACP outcome
+            pass
         return "no"
 
     def tool_start(self, call):
-        self.update("tool_call_update", toolCallId=self.call_id(call), status="in_progress")
+        self.update("tool_call_update", toolCallId=self.ids[call.index], status="in_progress")
 
     def tool_end(self, call, result):
-        call_id = self.call_id(call)
-        fields = self.fields.pop(call_id, None) or {}
-        content = [c for c in fields.get("content") or () if c.get("type") == "diff" and result.ok]
-        content.append({"type": "content", "content": {"type": "text", "text": result.output}})
+        call_id = self.ids[call.index]
+        fields = self.fields.pop(call_id, {})
+        diff = fields.get("content", []) if result.ok else []
         self.update("tool_call_update", toolCallId=call_id, status="completed" if result.ok else "failed",
-                    content=content)
+                    content=diff + text_content(result.output))
 
     def step_finish(self, step, info):
         self.finish_reason = info.get("finish_reason")
@@ -3130,7 +3074,7 @@ class AcpSession(UI):
             role, content = message.get("role"), message.get("content")
             if role == "user" and isinstance(content, str) and not content.startswith(
                     ("Tool results:", corrective, "[the user cancelled")):
-                summary = content.startswith("[Summary of the earlier conversation")
+                summary = message.get("kind") == "summary"
                 self.chunk("agent_thought_chunk" if summary else "user_message_chunk", content)
             if role != "assistant" or not isinstance(content, str):
                 continue
@@ -3138,17 +3082,15 @@ class AcpSession(UI):
                 reply = parse_reply(content, list(TOOLS))
             except ContractError:
                 continue            # an invalid reply the model was asked to redo
-            if isinstance(reply.get("thinking"), str) and reply["thinking"].strip():
-                self.chunk("agent_thought_chunk", reply["thinking"])
-            if reply.get("response"):
-                self.chunk("agent_message_chunk", reply["response"])
+            self.say(reply)
             following = messages[i + 1].get("content") if i + 1 < len(messages) else None
             results = split_tool_results(following, reply["tool_calls"])
             for call, (output, ok) in zip(reply["tool_calls"], results):
                 fields = acp_tool_fields(call["tool"], call["args"], self.agent.cwd, diff=False)
                 if output is not None:
-                    fields["content"] = [{"type": "content", "content": {"type": "text", "text": output}}]
-                self.update("tool_call", toolCallId=self.new_call_id(), status=("failed", "completed")[ok], **fields)
+                    fields["content"] = text_content(output)
+                status = "completed" if ok else "failed"
+                self.update("tool_call", toolCallId=self.new_call_id(), status=status, **fields)
 
 
 class AcpServer:
@@ -3157,10 +3099,10 @@ class AcpServer:
     def __init__(self, cfg, out):
         self.cfg, self.out = cfg, out
         self.sessions = {}
+        import itertools
+        self.request_ids = itertools.count(1)   # next() and the dict's get/pop are atomic: no lock
         self.pending = {}               # id of a request we sent -> [Event, answer]
-        self.request_id = 0
         self.workers = []
-        self.lock = threading.Lock()
         self.write_lock = threading.Lock()
         self.closed = threading.Event()     # stdin ended or stdout broke: nobody can answer
         self.methods = {"initialize": self.initialize, "authenticate": self.authenticate,
@@ -3182,12 +3124,8 @@ class AcpServer:
                 self.stop_all()
 
     def respond(self, request_id, result=None, error=None):
-        message = {"jsonrpc": "2.0", "id": request_id}
-        if error is not None:
-            message["error"] = error
-        else:
-            message["result"] = result
-        self.send(message)
+        key, value = ("result", result) if error is None else ("error", error)
+        self.send({"jsonrpc": "2.0", "id": request_id, key: value})
 
     def fail(self, request_id, code, message):
         self.respond(request_id, error={"code": code, "message": message})
@@ -3195,34 +3133,25 @@ class AcpServer:
     def notify(self, method, params):
         self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
-    def request(self, method, params, cancel=None):
+    def request(self, method, params, cancel):
         """Ask the client and wait for its answer message; None if cancelled or closed."""
-        with self.lock:
-            self.request_id += 1
-            request_id = self.request_id
-            slot = self.pending[request_id] = [threading.Event(), None]
+        request_id = next(self.request_ids)
+        slot = self.pending[request_id] = [threading.Event(), None]
         self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
         try:
             while not slot[0].wait(0.05):
-                if self.closed.is_set() or (cancel is not None and cancel.is_set()):
+                if self.closed.is_set() or cancel.is_set():
                     return None
         finally:
-            with self.lock:
-                self.pending.pop(request_id, None)
+            self.pending.pop(request_id, None)
         return slot[1]
 
     def log(self, text):
-        try:
-            sys.stderr.write(visible(scrub(text)) + "\n")
-            sys.stderr.flush()
-        except (OSError, ValueError):
-            pass
+        sys.stderr.write(visible(scrub(text)) + "\n")     # QuietStderr: a closed stderr fails nothing
+        sys.stderr.flush()
 
     def serve(self, stream):
-        while True:
-            line = stream.readline()
-            if not line:
-                break
+        for line in iter(stream.readline, b""):
             if line.strip():
                 self.handle(line)
         self.stop_all()                     # the client is gone: cancel what runs, start nothing more
@@ -3237,43 +3166,43 @@ class AcpServer:
         if not isinstance(message, dict) or message.get("jsonrpc", "2.0") != "2.0":
             return self.fail(message.get("id") if isinstance(message, dict) else None, INVALID_REQUEST,
                              "Invalid Request: expected a JSON-RPC 2.0 object")
-        method, request_id = message.get("method"), message.get("id")
-        if method is None and "id" in message and ("result" in message or "error" in message):
+        if message.get("method") is None and "id" in message and ("result" in message or "error" in message):
             return self.answered(message)
-        if not isinstance(method, str) or (request_id is not None and (
-                isinstance(request_id, bool) or not isinstance(request_id, (str, int, float)))):
+        self.dispatch(message, message.get("method"), message.get("id"))
+
+    def dispatch(self, message, method, request_id):
+        """A request (always answered) or a notification (never, not even an unknown one)."""
+        bad_id = isinstance(request_id, bool) or not isinstance(request_id, (str, int, float, type(None)))
+        if not isinstance(method, str) or bad_id:
             return self.fail(request_id if isinstance(request_id, (str, int)) else None, INVALID_REQUEST,
                              "Invalid Request: no method, or a bad id")
         params = {} if message.get("params") is None else message["params"]
-        if "id" not in message:         # a notification: never answered, not even an unknown one
-            if method == "session/cancel" and isinstance(params, dict):
-                self.cancel(params)
-        elif method not in self.methods:
-            self.fail(request_id, METHOD_NOT_FOUND, "Method not found: %s" % method)
-        else:
-            self.call(self.methods[method], request_id, params)
+        if "id" in message:
+            self.call(method, request_id, params)
+        elif method == "session/cancel" and isinstance(params, dict):
+            self.cancel(params)
 
     def answered(self, message):
         """The client's answer to a request of ours: it wakes the thread waiting for it."""
-        with self.lock:
-            slot = self.pending.get(message["id"]) if isinstance(message["id"], (str, int)) else None
+        slot = self.pending.get(message["id"]) if isinstance(message["id"], (str, int)) else None
         if slot is not None:
             slot[1] = message
             slot[0].set()
 
-    def call(self, handler, request_id, params):
+    def call(self, method, request_id, params):
         try:
+            if method not in self.methods:
+                raise RpcError(METHOD_NOT_FOUND, "Method not found: %s" % method)
             if not isinstance(params, dict):
                 raise RpcError(INVALID_PARAMS, "Invalid params: params must be an object")
-            result = handler(params, request_id)
+            result = self.methods[method](params, request_id)
         except Exception as e:
-            return self.respond(request_id, error=self.rpc_error(e).payload())
+            return self.respond(request_id, error=self.rpc_error(e).payload)
         if result is not DEFERRED:
             self.respond(request_id, result)
 
     def rpc_error(self, e):
-        """The error to answer for an exception: an RpcError as it is, a GrokError's message, else
-        an internal error (logged, with the traceback under GROK_DEBUG)."""
+        """The error to answer for e; an unexpected one is also logged (its traceback under GROK_DEBUG)."""
         if isinstance(e, (RpcError, GrokError)):
             return e if isinstance(e, RpcError) else RpcError(INTERNAL_ERROR, str(e))
         if os.environ.get("GROK_DEBUG"):
@@ -3306,14 +3235,13 @@ class AcpServer:
             names = [str(s.get("name")) if isinstance(s, dict) else "?" for s in servers]
             self.log("MCP servers are not supported; ignoring: %s" % ", ".join(names))
 
-    def session_config(self, cwd):
+    def start(self, cwd, **resume):
+        """A new AcpSession whose Agent works in cwd; resume: the stored session it continues."""
         cfg = Config.__new__(Config)
-        cfg.__dict__.update(self.cfg.__dict__)
-        cfg.cwd = cwd
-        return cfg
-
-    def add(self, session, agent):
-        session.agent, session.id = agent, agent.session.id
+        cfg.__dict__.update(self.cfg.__dict__, cwd=cwd)
+        session = AcpSession(self)
+        session.agent = Agent(cfg, session, **resume)
+        session.id = session.agent.session.id
         self.sessions[session.id] = session
         return session
 
@@ -3359,9 +3287,7 @@ class AcpServer:
         cwd = self.need_cwd(params)
         self.check_mcp(params)
         self.need_key()
-        session = AcpSession(self)
-        self.add(session, Agent(self.session_config(cwd), session))
-        return {"sessionId": session.id}
+        return {"sessionId": self.start(cwd).id}
 
     def load_session(self, params, request_id):
         session_id = params.get("sessionId")
@@ -3369,25 +3295,25 @@ class AcpServer:
             raise RpcError(INVALID_PARAMS, "Invalid params: sessionId must be a string")
         cwd = self.need_cwd(params) if params.get("cwd") is not None else None
         self.check_mcp(params)
-        session = self.sessions.get(session_id)
-        if session is None:
-            self.need_key()
-            store = Session(self.cfg.data_dir, session_id, warn=self.log)
-            bad = os.sep in session_id or "\x00" in session_id or session_id.startswith(".")
-            if bad or not os.path.isfile(store.path):
-                raise RpcError(RESOURCE_NOT_FOUND, "no session %s in %s" % (json.dumps(session_id), store.dir))
-            session = AcpSession(self)
-            try:
-                agent = Agent(self.session_config(cwd or self.cfg.cwd), session, session=store, resume=True)
-            except UserError as e:
-                raise RpcError(RESOURCE_NOT_FOUND, str(e))
-            self.add(session, agent)
-        elif session.busy:
+        session = self.sessions.get(session_id) or self.open_stored(session_id, cwd or self.cfg.cwd)
+        if session.busy:
             raise RpcError(INVALID_REQUEST, "session %s is running a prompt" % session_id)
         if cwd and cwd != session.agent.cwd:
             session.agent.set_cwd(cwd)
         session.replay()
         return {}
+
+    def open_stored(self, session_id, cwd):
+        """A session this process does not hold yet, from its file."""
+        self.need_key()
+        store = Session(self.cfg.data_dir, session_id, warn=self.log)
+        bad = os.sep in session_id or "\x00" in session_id or session_id.startswith(".")
+        if bad or not os.path.isfile(store.path):
+            raise RpcError(RESOURCE_NOT_FOUND, "no session %s in %s" % (json.dumps(session_id), store.dir))
+        try:
+            return self.start(cwd, session=store, resume=True)
+        except UserError as e:
+            raise RpcError(RESOURCE_NOT_FOUND, str(e))
 
     def prompt(self, params, request_id):
         session = self.session_for(params)
@@ -3397,59 +3323,54 @@ class AcpServer:
         text = acp_prompt_text(blocks)
         if not text.strip():
             raise RpcError(INVALID_PARAMS, "Invalid params: the prompt has no text")
-        with self.lock:
-            if session.busy:
-                raise RpcError(INVALID_REQUEST, "session %s is already running a prompt" % session.id)
-            session.busy = True
-            session.cancel_requested = False
+        if session.busy:        # set here, on the main thread, and cleared only by the turn's worker
+            raise RpcError(INVALID_REQUEST, "session %s is already running a prompt" % session.id)
+        session.busy = True
+        session.agent.cancel.clear()    # a stop from now on cancels this prompt
         worker = threading.Thread(target=self.run_prompt, args=(session, request_id, text), daemon=True)
         self.workers = [w for w in self.workers if w.is_alive()] + [worker]
         worker.start()
         return DEFERRED
 
     def run_prompt(self, session, request_id, text):
-        agent, result, error, note = session.agent, None, None, None
         session.begin_turn()
+        reason, note, error = "end_turn", None, None
         try:
-            agent.run_turn(text)
-            result = {"stopReason": "refusal" if session.finish_reason == "content_filter" else "end_turn"}
-        except Cancelled:
-            result = {"stopReason": "cancelled"}
-        except LimitReached as e:
-            if session.cancel_requested:
-                result = {"stopReason": "cancelled"}
-            elif 0 < agent.cfg.cost_limit <= agent.cost_usd:
-                error = RpcError(INTERNAL_ERROR, str(e), {"reason": "cost_limit", "costUsd": agent.cost_usd})
-            else:
-                result = {"stopReason": "max_turn_requests"}
-                note = str(e)
+            session.agent.run_turn(text)
+            if session.finish_reason == "content_filter":
+                reason = "refusal"
         except Exception as e:
-            if session.cancel_requested:
-                result = {"stopReason": "cancelled"}
-            else:
-                error = self.rpc_error(e)
-        session.close_open_calls("not run: the turn ended (%s)" % (
-            result["stopReason"] if result else "error"))
-        with self.lock:
-            session.busy = False
-        if result is not None:
-            result["_meta"] = session.turn_meta()
-            if note:
-                result["_meta"]["message"] = note
-            self.respond(request_id, result)
-        else:
-            self.respond(request_id, error=error.payload())
+            reason, note, error = self.turn_failure(session, e)
+        session.close_open_calls("not run: the turn ended (%s)" % (reason or "error"))
+        session.busy = False
+        if error is not None:
+            return self.respond(request_id, error=error.payload)
+        meta = session.turn_meta()
+        if note:
+            meta["message"] = note
+        self.respond(request_id, {"stopReason": reason, "_meta": meta})
+
+    def turn_failure(self, session, e):
+        """(stopReason, note, None) for a turn that raised e, or (None, None, the error to answer)."""
+        agent = session.agent
+        if isinstance(e, Cancelled) or agent.cancel.is_set():
+            return "cancelled", None, None
+        if not isinstance(e, LimitReached):
+            return None, None, self.rpc_error(e)
+        if 0 < agent.cfg.cost_limit <= agent.cost_usd:
+            data = {"reason": "cost_limit", "costUsd": agent.cost_usd}
+            return None, None, RpcError(INTERNAL_ERROR, str(e), data)
+        return "max_turn_requests", str(e), None
 
     def cancel(self, params, request_id=None):
         session = self.sessions.get(params.get("sessionId"))
-        if session is not None and session.busy:
+        if session is not None:
             session.stop()
 
     def stop_all(self):
         self.closed.set()
         for session in list(self.sessions.values()):
-            if session.busy:
-                session.stop()
+            session.stop()
 
     def shutdown(self):
         self.stop_all()
@@ -3457,13 +3378,10 @@ class AcpServer:
             session.agent.close()
 
 
-def acp_main(args, cfg):
+def acp_main(cfg):
     """`grok --acp` / `grok agent stdio`: serve ACP until stdin closes; exit 0."""
     out = os.fdopen(os.dup(1), "wb")
-    try:
-        os.dup2(2, 1)       # from here a stray print or child writes to stderr; stdout is protocol only
-    except OSError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    os.dup2(2, 1)       # from here a stray print or child writes to stderr; stdout is protocol only
     sys.stdout = sys.stderr
     server = AcpServer(cfg, out)
     try:
@@ -3475,34 +3393,31 @@ def acp_main(args, cfg):
 
 # --- main ---
 
-class ArgParser:
-    """argparse, imported only when needed; a bad flag is a UserError (exit 1, not argparse's 2)."""
+def arg_parser(prog="grok", description=None):
+    """argparse (imported when needed) with both scripts' flags; a bad flag is a UserError (exit 1, not 2)."""
+    import argparse
 
-    @staticmethod
-    def build(prog="grok", description=None):
-        import argparse
+    class Parser(argparse.ArgumentParser):
+        def error(self, message):
+            self.print_usage(sys.stderr)
+            raise UserError(message)
 
-        class Parser(argparse.ArgumentParser):
-            def error(self, message):
-                self.print_usage(sys.stderr)
-                raise UserError(message)
+    def formatter(prog):
+        # An explicit width, or argparse imports shutil (with bz2, lzma, zlib: 2.5 ms) on every start.
+        return argparse.RawDescriptionHelpFormatter(prog, width=terminal_width() - 2)
 
-        def formatter(prog):
-            # An explicit width, or argparse imports shutil (with bz2, lzma, zlib: 2.5 ms) on every start.
-            return argparse.RawDescriptionHelpFormatter(prog, width=terminal_width() - 2)
-
-        p = Parser(prog=prog, description=description or "A minimal agent harness for xAI's Grok models.",
-                   formatter_class=formatter, epilog=ENV_HELP)
-        p.add_argument("--version", action="version", version="%(prog)s " + __version__)
-        p.add_argument("-m", "--model", help="model id (default $GROK_MODEL or %s)" % DEFAULT_MODEL)
-        p.add_argument("--reasoning-effort", "--effort", dest="effort", choices=("low", "medium", "high"),
-                       help="sent as reasoning_effort (dropped if the server rejects it)")
-        p.add_argument("--cwd", metavar="DIR", help="working directory for the tools")
-        p.add_argument("-y", "--always-approve", action="store_true", help="run bash/write_file without asking")
-        p.add_argument("--resume", metavar="ID", help="continue a saved session")
-        p.add_argument("-c", "--continue", dest="cont", action="store_true", help="continue the latest session")
-        p.add_argument("message", nargs="*", help="start the chat with this message")
-        return p
+    p = Parser(prog=prog, description=description or "A minimal agent harness for xAI's Grok models.",
+               formatter_class=formatter, epilog=ENV_HELP)
+    p.add_argument("--version", action="version", version="%(prog)s " + __version__)
+    p.add_argument("-m", "--model", help="model id (default $GROK_MODEL or %s)" % DEFAULT_MODEL)
+    p.add_argument("--reasoning-effort", "--effort", dest="effort", choices=("low", "medium", "high"),
+                   help="sent as reasoning_effort (dropped if the server rejects it)")
+    p.add_argument("--cwd", metavar="DIR", help="working directory for the tools")
+    p.add_argument("-y", "--always-approve", action="store_true", help="run bash/write_file without asking")
+    p.add_argument("--resume", metavar="ID", help="continue a saved session")
+    p.add_argument("-c", "--continue", dest="cont", action="store_true", help="continue the latest session")
+    p.add_argument("message", nargs="*", help="start the chat with this message")
+    return p
 
 
 def terminal_width():
@@ -3531,15 +3446,19 @@ exit codes: 0 ok, 1 user error, 2 network/server, 3 agent or tool error, 4 inter
     DEFAULT_BASE_URL, DEFAULT_MODEL)
 
 
-def parse_args(argv):
-    if argv[:1] == ["agent"]:      # `grok agent [--no-leader] [...] stdio`, as xAI's CLI is launched
-        rest = [a for a in argv[1:] if a not in ("stdio", "--no-leader")]
+def xai_cli_argv(argv):
+    """xAI's CLI's command line in ours: `grok agent [--no-leader] [...] stdio` is --acp, and its
+    --no-subagents and --no-plan have nothing to turn off."""
+    if argv[:1] == ["agent"]:
         if "stdio" not in argv[1:]:
             sys.stderr.write("grok: usage: grok agent [--always-approve] [--model M] stdio\n")
             raise SystemExit(1)
-        argv = ["--acp"] + rest
-    argv = [a for a in argv if a not in ("--no-subagents", "--no-plan")]      # xAI's CLI's; nothing to turn off
-    p = ArgParser.build()
+        argv = ["--acp"] + [a for a in argv[1:] if a not in ("stdio", "--no-leader")]
+    return [a for a in argv if a not in ("--no-subagents", "--no-plan")]
+
+
+def parse_args(argv):
+    p = arg_parser()
     p.add_argument("-p", "--prompt", help="run one prompt headless and exit ('-' reads stdin)")
     p.add_argument("--format", "--output-format", choices=("text", "json", "streaming-json"), default="text",
                    help="headless output (default text)")
@@ -3548,7 +3467,7 @@ def parse_args(argv):
     p.add_argument("--allow", action="append", metavar="PATTERN", default=[],
                    help="headless: allow bash commands / write_file paths matching this glob (repeatable)")
     p.add_argument("--acp", action="store_true", help="serve the Agent Client Protocol on stdio")
-    args = p.parse_args(argv)
+    args = p.parse_args(xai_cli_argv(argv))
     if args.resume and args.cont:
         p.error("--resume and --continue exclude each other")
     if args.max_tool_rounds is not None and args.max_tool_rounds < 0:
@@ -3564,34 +3483,37 @@ class Terminated(BaseException):
     pass
 
 
-def exit_now(signum, frame):
-    os._exit(128 + signum)
+def catch_signals(handler):
+    """handler(signum, frame) for SIGTERM and, where there is one, SIGHUP."""
+    import signal
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), handler)
 
 
 def on_signal(signum, frame):
-    import signal
-    for name in ("SIGTERM", "SIGHUP"):     # a second signal during the clean-up ends the process at once
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), exit_now)
+    catch_signals(lambda signum, frame: os._exit(128 + signum))    # a second signal ends the clean-up at once
     raise Terminated(signum)
+
+
+def reopen_closed_stdio():
+    """A standard stream closed from the start (`grok -p hi >&-`) becomes /dev/null."""
+    for fd, name in enumerate(("stdin", "stdout", "stderr")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            silence(fd)
+            setattr(sys, name, open(fd, "w" if fd else "r", closefd=False))
 
 
 def guarded(prog, body, on_error=None):
     """Run body() and turn every failure into a message on stderr and an exit code;
     on_error(message) also reports it elsewhere (headless JSON: an `error` event)."""
     report = on_error or (lambda message: None)
-    for fd, name in enumerate(("stdin", "stdout", "stderr")):
-        try:
-            os.fstat(fd)
-        except OSError:         # closed from the start (`grok -p hi >&-`): it is /dev/null
-            silence(fd)
-            setattr(sys, name, open(fd, "w" if fd else "r", closefd=False))
+    reopen_closed_stdio()
     sys.stderr = QuietStderr(sys.stderr)
     try:
-        import signal
-        signal.signal(signal.SIGTERM, on_signal)
-        if hasattr(signal, "SIGHUP"):
-            signal.signal(signal.SIGHUP, on_signal)
+        catch_signals(on_signal)
         return body()
     except GrokError as e:
         sys.stderr.write("%s: %s\n" % (prog, visible(scrub(str(e)))))
@@ -3602,9 +3524,8 @@ def guarded(prog, body, on_error=None):
         report("interrupted")
         return 130
     except Terminated as t:
-        signum = t.args[0] if t.args else 15
-        report("terminated by signal %d" % signum)
-        return 128 + signum
+        report("terminated by signal %d" % t.args[0])
+        return 128 + t.args[0]
     except BrokenPipeError:
         silence()
         return 0
@@ -3633,19 +3554,24 @@ def list_models(argv):
     """`grok models [--json]`: the server's models ({base}/models), else the built-in table."""
     if set(argv) - {"--json"}:
         raise UserError("usage: grok models [--json]")
-    cfg, ids = Config(require_key=False), list(WINDOWS)
-    try:
-        from urllib.request import Request, urlopen
-        request = Request(cfg.base_url + "/models", headers={"Authorization": "Bearer " + (cfg.api_key or "")})
-        data = json.loads(urlopen(request, timeout=min(cfg.timeout or 15, 15)).read())["data"]
-        ids = [m["id"] for m in data if m["id"].isprintable() and " " not in m["id"]] or ids
-    except Exception as e:          # unreachable, refused, not a model list: the built-in table
-        sys.stderr.write(visible(scrub("grok: cannot list the models of %s (%s); the built-in list follows"
-                                       % (cfg.base_url, (str(e) or type(e).__name__)[:200]))) + "\n")
+    cfg = Config(require_key=False)
+    ids = server_models(cfg) or list(WINDOWS)
     rows = [{"id": i, "default": i == cfg.model} for i in (ids if cfg.model in ids else [cfg.model] + ids)]
     print(json.dumps({"models": rows}) if "--json" in argv else
           "\n".join(("* %s (default)" if row["default"] else "- %s") % row["id"] for row in rows))
     return 0
+
+
+def server_models(cfg):
+    """The model ids {base}/models lists; None, with a note on stderr, if it cannot be read."""
+    try:
+        from urllib.request import Request, urlopen
+        request = Request(cfg.base_url + "/models", headers={"Authorization": "Bearer " + (cfg.api_key or "")})
+        data = json.loads(urlopen(request, timeout=min(cfg.timeout or 15, 15)).read())["data"]
+        return [m["id"] for m in data if m["id"].isprintable() and " " not in m["id"]]
+    except Exception as e:          # unreachable, refused, not a model list: the built-in table
+        sys.stderr.write(visible(scrub("grok: cannot list the models of %s (%s); the built-in list follows"
+                                       % (cfg.base_url, (str(e) or type(e).__name__)[:200]))) + "\n")
 
 
 def main(argv=None):
@@ -3658,7 +3584,8 @@ def main(argv=None):
     def on_error(message):
         if json_errors[0]:
             try:
-                sys.stdout.write(event_line({"type": "error", "timestamp": now_ms(), "message": scrub(message)}))
+                sys.stdout.write(event_line({"type": "error", "timestamp": int(time.time() * 1000),
+                                             "message": scrub(message)}))
                 sys.stdout.flush()
             except OSError:
                 silence()
@@ -3669,7 +3596,7 @@ def main(argv=None):
         cfg = Config(model=args.model, cwd=args.cwd, always_approve=args.always_approve, effort=args.effort,
                      require_key=not args.acp)      # ACP reports a missing key at session/new
         if args.acp:
-            return acp_main(args, cfg)
+            return acp_main(cfg)
         if args.prompt is not None:
             return headless(args, cfg)
         ui = TerminalUI()

@@ -38,9 +38,7 @@ def load_engine():
 g = load_engine()
 __version__ = g.__version__
 
-# --------------------------------------------------------------------------
-# The detailed contract (seed 000 "Detailed Mode Additional Fields")
-# --------------------------------------------------------------------------
+# --- The detailed contract: the reply fields the debugging view shows ---
 
 DETAILED = g.Contract(
     "grok_detailed_reply",
@@ -65,9 +63,7 @@ DETAILED = g.Contract(
     max_tokens=8000)
 
 
-# --------------------------------------------------------------------------
-# Detailed display and REPL commands (issue 3)
-# --------------------------------------------------------------------------
+# --- The detailed display and its REPL commands ---
 
 GLYPHS = {"rule": "─", "top": "╭", "side": "│", "bottom": "╰", "open": "┌", "close": "└", "then": "↳",
           "done": "✓", "now": "▸", "todo": "○", "fail": "✗", "more": "…", "dot": "·", "bullet": "•"}
@@ -85,16 +81,18 @@ def cells(text):
                for c in text)
 
 
-def clip(text, width, more="…"):
-    if cells(text) <= width:
-        return text
-    out, used = [], cells(more)
-    for ch in text:
+def fit(text, width):
+    """How many characters of text fit in width columns."""
+    used = 0
+    for i, ch in enumerate(text):
         used += cells(ch)
         if used > width:
-            break
-        out.append(ch)
-    return "".join(out) + more
+            return i
+    return len(text)
+
+
+def clip(text, width, more="…"):
+    return text if cells(text) <= width else text[:fit(text, width - cells(more))] + more
 
 
 def wrap(text, width):
@@ -113,11 +111,7 @@ def wrap(text, width):
                 out.append(line)
                 joined = indent + word
             while cells(joined) > width:
-                used, cut = 0, 0
-                for cut, ch in enumerate(joined):
-                    used += cells(ch)
-                    if used > width:
-                        break
+                cut = fit(joined, width)
                 out.append(joined[:cut])
                 joined = indent + joined[cut:]
             line = joined
@@ -135,11 +129,7 @@ def as_text(value):
 
 
 def as_list(value):
-    if value is None or value == "":
-        return []
-    if not isinstance(value, list):
-        value = [value]
-    return [t for t in (as_text(v) for v in value) if t]
+    return [t for t in map(as_text, value if isinstance(value, list) else [value]) if t]
 
 
 def confidence_of(reply):
@@ -183,11 +173,8 @@ def home_short(path):
 
 
 class DetailedUI(g.TerminalUI):
-    """The debugging view: every field of each reply, each tool call as a block, the answer
-    in a box, and a status line (session, cost, context, tools, cache) before each prompt.
-
-    For other front ends (agent mode): attach(agent), status_line(), field(label, text),
-    box(title, text, right), write(text); all fit the terminal width (40 columns or more)."""
+    """The debugging view: every field of each reply, each tool call as a block, the answer in a
+    box, a status line before each prompt; all fit the terminal width (40 columns or more)."""
 
     LABEL = 10
 
@@ -198,10 +185,8 @@ class DetailedUI(g.TerminalUI):
             self.glyph = GLYPHS
         except (UnicodeEncodeError, LookupError):
             self.glyph = ASCII_GLYPHS
-        self.agent = None
-        self.goal = None
-        self.iteration = 0
-        self.last_reply = {}
+        self.agent = self.goal = None       # the goal: the last one shown
+        self.iteration, self.last_reply = 0, {}
         self.reasoning = ""                 # the model's reasoning_content for this reply
         self.turn_started = time.time()
         self.last_open = None               # the tool call whose opening line was the last one written
@@ -215,9 +200,6 @@ class DetailedUI(g.TerminalUI):
     def paint(self, code, text):
         return g.TerminalUI.paint(self, code, text) if code else text
 
-    def attach(self, agent):
-        self.agent = agent
-
     def width(self):
         return max(40, shutil.get_terminal_size((80, 24)).columns)
 
@@ -229,15 +211,14 @@ class DetailedUI(g.TerminalUI):
             self.last_open = None
             self.raw(text)
 
-    def painted(self, parts, sep=None):
-        """(plain width, painted text) of [(text, colour code or None)] joined by sep."""
-        sep = sep if sep is not None else " %s " % self.glyph["dot"]
+    def painted(self, parts):
+        """(plain width, painted text) of [(text, colour code or None)] joined by dots."""
+        sep = " %s " % self.glyph["dot"]
         plain = sep.join(t for t, _ in parts)
-        text = self.paint("2", sep).join(self.paint(c, t) if c else t for t, c in parts)
-        return cells(plain), text
+        return cells(plain), self.paint("2", sep).join(self.paint(c, t) for t, c in parts)
 
     def rule(self, title, right=(), corner=None, code="36"):
-        """'── title ─────── right ──' across the width; title is (text, colour), right a list of them."""
+        """'── title ──── right ──' across the width; the title and each right part: (text, colour)."""
         r = self.glyph["rule"]
         head = (corner or r) + r + " "
         right = [p for p in right if p[1] != "2"] if self.width() < 60 else right     # narrow: no clock times
@@ -256,9 +237,6 @@ class DetailedUI(g.TerminalUI):
         pad = " " * (self.LABEL + 3)
         out = "  " + self.paint("2", label.ljust(self.LABEL)) + " " + self.paint(code, lines[0]) + "\n"
         return out + "".join(pad + self.paint(code, line) + "\n" for line in lines[1:])
-
-    def field(self, label, text, code=None):
-        self.write(self.field_lines(label, as_text(text), code))
 
     def box(self, title, text, right=(), code="32"):
         """An open-right box: ╭─ title ── right ─ / │ text / ╰────."""
@@ -298,15 +276,13 @@ class DetailedUI(g.TerminalUI):
 
     # -- the live area -------------------------------------------------------
     def live(self, text):
-        if not self.live_on:
+        if not self.live_on or self.live_full:
             return
         with self.lock:
             size = shutil.get_terminal_size((80, 24))
             cols, limit = max(1, size.columns), max(2, size.lines - 3)
             out = []
             for ch in g.visible(text).replace("\t", " "):
-                if self.live_full:
-                    break
                 w = 0 if ch == "\n" else cells(ch)
                 if ch == "\n" or self.live_col + w > cols:
                     if self.live_rows + 1 >= limit:
@@ -339,8 +315,7 @@ class DetailedUI(g.TerminalUI):
 
     # -- the engine's hooks --------------------------------------------------
     def between_turns(self):
-        """Before the prompt: the status line; numbering restarts (answer() does that too), and
-        the goal is forgotten if the conversation is new or cleared."""
+        """Before the prompt: the status line; a new or cleared conversation forgets the goal."""
         self.iteration = 0
         if self.agent is not None and len(self.agent.messages) <= 1:
             self.goal = None
@@ -352,7 +327,8 @@ class DetailedUI(g.TerminalUI):
         self.iteration += 1
         self.reasoning = ""
         n, more = self.iteration, self.glyph["more"]
-        self.waiting(lambda seconds: "%s step %d: waiting for the model%s" % (more, n, " · %ds" % seconds * bool(seconds)))
+        self.waiting(lambda seconds: "%s step %d: waiting for the model%s"
+                     % (more, n, " · %ds" % seconds * bool(seconds)))
 
     def stream_text(self, text, final_hint):
         self.wait_stop()
@@ -364,42 +340,35 @@ class DetailedUI(g.TerminalUI):
 
     def thought(self, text):
         self.reasoning += text
-        self.wait_stop()
-        self.live(text)
+        self.stream_text(text, None)
+
+    def marked(self, glyph, items):
+        return ["%s %s" % (self.glyph[glyph], t) for t in items if t]
 
     def reply(self, reply, step):
+        """A rule (step, task, progress count, confidence, clock), then each field that says something."""
         self.last_reply = reply
         done, current, remaining = progress_of(reply)
-        total = len(done) + bool(current) + len(remaining)
+        progress = self.marked("done", done) + self.marked("now", [current]) + self.marked("todo", remaining)
         title = "[%d] %s" % (self.iteration, as_text(reply.get("task")) or "(no task)")
-        if total:
-            title += " %s %d/%d" % (self.glyph["dot"], len(done), total)
-        right = []
-        conf = confidence_of(reply)
-        if conf is not None and reply["tool_calls"]:
-            right.append(("confidence %d%%" % conf, band(conf)))
-        right.append((time.strftime("%H:%M:%S"), "2"))
-        out = [self.rule((title, "1"), right)]
+        title += " %s %d/%d" % (self.glyph["dot"], len(done), len(progress)) if progress else ""
+        conf = confidence_of(reply) if reply["tool_calls"] else None
+        right = [("confidence %d%%" % conf, band(conf))] if conf is not None else []
+        out = [self.rule((title, "1"), right + [(time.strftime("%H:%M:%S"), "2")])]
         goal = as_text(reply.get("goal"))
         if goal and goal != self.goal:
             self.goal = goal
             out.append(self.field_lines("goal", goal, "1"))
-        exits = as_list(reply.get("exit_conditions"))
-        if exits:
-            out.append(self.field_lines("exit", "  ".join("%s %s" % (self.glyph["bullet"], e) for e in exits)))
-        if total:
-            items = (["%s %s" % (self.glyph["done"], t) for t in done]
-                     + (["%s %s" % (self.glyph["now"], current)] if current else [])
-                     + ["%s %s" % (self.glyph["todo"], t) for t in remaining])
-            out.append(self.field_lines("progress", "  ".join(items)))
-        thinking = " ".join(t for t in (as_text(self.reasoning), as_text(reply.get("thinking"))) if t)
-        if thinking:
-            out.append(self.field_lines("thinking", thinking, "2;3"))
         blockers = as_list(reply.get("blockers"))
-        if blockers and blockers[0].lower() not in NO_BLOCKERS:
-            out.append(self.field_lines("blockers", "; ".join(blockers), "31"))
-        if reply["tool_calls"] and as_text(reply.get("response")):
-            out.append(self.field_lines("says", as_text(reply["response"])))
+        if blockers and blockers[0].lower() in NO_BLOCKERS:
+            blockers = []                       # "none", "n/a": nothing blocks
+        thinking = (as_text(self.reasoning), as_text(reply.get("thinking")))
+        fields = (("exit", "  ".join(self.marked("bullet", as_list(reply.get("exit_conditions")))), None),
+                  ("progress", "  ".join(progress), None),
+                  ("thinking", " ".join(t for t in thinking if t), "2;3"),
+                  ("blockers", "; ".join(blockers), "31"),
+                  ("says", as_text(reply.get("response")) if reply["tool_calls"] else "", None))
+        out += [self.field_lines(label, text, code) for label, text, code in fields if text]
         self.write("".join(out))
 
     def tool_line(self, call):
@@ -430,9 +399,10 @@ class DetailedUI(g.TerminalUI):
             if len(lines) > 3:
                 out.append(side + self.paint("2", "%s %d more lines" % (self.glyph["more"], len(lines) - 3)) + "\n")
             took = max(0.0, result.finished - result.started)
+            took = "%.2fs" % took if took < 10 else "%.1fs" % took
             mark = self.paint("32", self.glyph["done"]) if result.ok else self.paint("31", self.glyph["fail"])
-            out.append("  %s %s %s %s\n" % (self.glyph["close"], self.paint("36", "[%d] %s" % (call.index + 1, call.name)),
-                                           mark, "%.2fs" % took if took < 10 else "%.1fs" % took))
+            name = self.paint("36", "[%d] %s" % (call.index + 1, call.name))
+            out.append("  %s %s %s %s\n" % (self.glyph["close"], name, mark, took))
             self.write("".join(out))
 
     def step_finish(self, step, info):
@@ -458,18 +428,16 @@ class DetailedUI(g.TerminalUI):
 
     def resumed(self, agent):
         """What a resumed session holds: size, cost, working dir, the last answer."""
-        last = ""
-        for m in reversed(agent.messages[1:]):
-            if m.get("role") == "assistant":
-                try:
-                    last = as_text(g.extract_json_object(str(m.get("content"))).get("response"))
-                except g.ContractError:
-                    last = as_text(m.get("content"))
-                break
+        said = [m.get("content") for m in agent.messages[1:] if m.get("role") == "assistant"][-1:]
+        try:
+            last = as_text(g.extract_json_object(str(said[0])).get("response")) if said else ""
+        except g.ContractError:
+            last = as_text(said[0])
         self.write("resumed session %s: %d messages, $%.4f spent, working dir %s\n"
                   % (agent.session.id, len(agent.messages) - 1, agent.cost_usd, as_text(agent.cwd)))
         if last:
-            self.write(self.paint("2", clip("last answer: " + " ".join(last.split()), self.width(), self.glyph["more"])) + "\n")
+            last = clip("last answer: " + " ".join(last.split()), self.width(), self.glyph["more"])
+            self.write(self.paint("2", last) + "\n")
 
 
 HELP = """commands:
@@ -494,17 +462,8 @@ class Commands:
         self.agent, self.ui = agent, ui
 
     def table(self):
-        return {name: self.guarded(getattr(self, name[1:])) for name in
-                ("/cd", "/sessions", "/resume", "/compact", "/cost", "/tools")}
-
-    @staticmethod
-    def guarded(command):
-        def run(arg):
-            try:
-                command(arg)
-            except KeyboardInterrupt:
-                raise g.Cancelled("cancelled")
-        return run
+        names = ("/cd", "/sessions", "/resume", "/compact", "/cost", "/tools")
+        return {name: getattr(self, name[1:]) for name in names}
 
     def cd(self, arg):
         a = self.agent
@@ -521,7 +480,7 @@ class Commands:
             marker = "PROJECT RULES from %s:" % rules_path
             if not any(marker in str(m.get("content")) for m in a.messages):
                 note += "\n\n%s\n%s" % (marker, text)
-        a.add({"role": "user", "content": note})
+        a.add({"role": "user", "kind": "note", "content": note})
         self.ui.write("working directory: %s (the model is told)\n" % path)
 
     def sessions(self, arg):
@@ -569,14 +528,14 @@ class Commands:
     def tools(self, arg):
         for name in self.agent.tool_names:
             ask = name in g.NEEDS_APPROVAL and not self.agent.cfg.always_approve
-            self.ui.field(name, g.tool_line(name, self.agent.cfg.bash_timeout).partition(" ")[2]
-                          + (" [asks first]" if ask else ""))
+            doc = g.tool_line(name, self.agent.cfg.bash_timeout).partition(" ")[2]
+            self.ui.write(self.ui.field_lines(name, as_text(doc + (" [asks first]" if ask else ""))))
 
 
 def interactive(args, cfg):
     ui = DetailedUI()
     agent = g.open_agent(cfg, ui, DETAILED, args, new_if_busy=True)
-    ui.attach(agent)
+    ui.agent = agent
     if args.resume or args.cont:
         ui.resumed(agent)
     try:
@@ -590,9 +549,7 @@ def interactive(args, cfg):
         agent.close()
 
 
-# --------------------------------------------------------------------------
-# Agent mode: plan -> execute -> review through markdown files (seed 001, issue 9)
-# --------------------------------------------------------------------------
+# --- Agent mode: plan -> execute -> review through markdown files ---
 
 AGENTS_MD = """\
 # Agents.md: the agent controller
@@ -706,13 +663,12 @@ Turn the user's request into goal.md: a clear, safe goal the planner can work fr
 """
 
 STATIC_PROMPTS = (("Agents.md", AGENTS_MD), ("interview.md", INTERVIEW_MD))
-# step -> (file it writes, role named in the prompts and the display)
-STEP_FILES = {"goal": "goal.md", "planner": "planner.md", "executor": "executor.md", "result": "result.md",
-              "reviewer": "reviewer.md", "final_report": "final_report.md"}
+# step -> the role named in the prompts and the display; a step writes the file STEP.md
 STEP_ROLES = {"goal": "interviewer", "planner": "planner", "executor": "executor", "result": "execution",
               "reviewer": "reviewer", "final_report": "reporter"}
+STEPS = tuple(STEP_ROLES)
 LOOP_STEPS = ("planner", "executor", "result", "reviewer")
-VERDICTS = ("complete", "continue", "unsafe")
+GENERATED = [step + ".md" for step in STEPS] + ["meta.json"]
 INCLUDE_CAP = 40000         # characters of one workspace file quoted in a step prompt
 PARTIAL_MARK = "<!-- grok-agent: partial report: the maximum of %d loop(s) was reached before the goal was complete -->"
 
@@ -725,11 +681,7 @@ REPLY_RULE = ("OUTPUT: reply with tool_calls [], done true, and `response` = the
 
 
 class AgentStopped(g.AgentError):
-    """The workflow stops on purpose: unsafe verdict or a refused tool (seed 001 section 6.4)."""
-
-
-def agent_dir():
-    return os.path.abspath(os.path.expanduser(os.environ.get("GROK_AGENT_DIR") or "~/.grok_agent"))
+    """The workflow stops on purpose: an unsafe verdict or a refused tool."""
 
 
 def goal_hash(text):
@@ -829,14 +781,12 @@ class Workspace:
         except OSError as e:
             raise g.UserError("cannot delete %s: %s" % (self.path(*names), e.strerror or e))
 
-    def generated(self):
-        names = list(STEP_FILES.values()) + ["meta.json"]
-        return [n for n in names if self.exists(n)] + (["loops"] if os.path.isdir(self.path("loops")) else [])
+    def has_generated(self):
+        return any(self.exists(n) for n in GENERATED) or os.path.isdir(self.path("loops"))
 
     def reset(self):
-        """Goal Reset Policy: delete the generated files; the static prompts stay."""
-        import shutil
-        for name in list(STEP_FILES.values()) + ["meta.json"]:
+        """A new goal: delete the generated files; the static prompts stay."""
+        for name in GENERATED:
             self.remove(name)
         shutil.rmtree(self.path("loops"), ignore_errors=True)
 
@@ -849,19 +799,28 @@ class Workspace:
             meta = json.loads(text)
         except ValueError as e:
             return None, "not JSON: %s" % e
-        ok = (isinstance(meta, dict) and meta.get("version") == 1 and isinstance(meta.get("goal"), str)
-              and meta["goal"].strip() and meta.get("goal_hash") == goal_hash(meta["goal"])
-              and isinstance(meta.get("loop"), int) and meta["loop"] >= 1
-              and isinstance(meta.get("steps"), dict) and all(isinstance(v, dict) for v in meta["steps"].values())
-              and isinstance(meta.get("loops"), list) and isinstance(meta.get("sessions"), list)
-              and all(isinstance(x, dict) for x in meta["loops"]) and all(isinstance(s, str) for s in meta["sessions"])
-              and all(isinstance(v.get("verdict", ""), str) for v in meta["steps"].values())
-              and isinstance(meta.get("cost_usd", 0), (int, float)) and 0 <= meta.get("cost_usd", 0) < 1e6)
-        return (meta, None) if ok else (None, "missing or wrong fields")
+        return (meta, None) if meta_ok(meta) else (None, "missing or wrong fields")
 
     def save_meta(self, meta):
         meta["updated"] = g.now_iso()
         self.write("meta.json", json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+
+
+def list_of(value, kind):
+    return isinstance(value, list) and all(isinstance(x, kind) for x in value)
+
+
+def meta_ok(meta):
+    """meta.json has every field, of the type the harness writes, and the hash of its goal."""
+    if not isinstance(meta, dict) or meta.get("version") != 1:
+        return False
+    goal, loop, steps, cost = meta.get("goal"), meta.get("loop"), meta.get("steps"), meta.get("cost_usd", 0)
+    if not (isinstance(goal, str) and goal.strip() and meta.get("goal_hash") == goal_hash(goal)):
+        return False
+    records = list(steps.values()) if isinstance(steps, dict) else None
+    return (isinstance(loop, int) and loop >= 1 and isinstance(cost, (int, float)) and 0 <= cost < 1e6
+            and list_of(records, dict) and all(isinstance(r.get("verdict", ""), str) for r in records)
+            and list_of(meta.get("loops"), dict) and list_of(meta.get("sessions"), str))
 
 
 def new_meta(goal):
@@ -887,9 +846,9 @@ class AgentModeUI(DetailedUI):
     def approve(self, call):
         answer = DetailedUI.approve(self, call)
         if answer not in ("yes", "always"):
-            raise AgentStopped("unsafe: the %s call %s was refused, so the workflow stops (seed 001: unsafe "
-                               "content). Run `grok-detailed --agent` again to retry the step (-y allows the "
-                               "tools), or give a new goal." % (call.name, json.dumps(call.shown[:200])))
+            raise AgentStopped("unsafe: the %s call %s was refused, so the workflow stops. Run "
+                               "`grok-detailed --agent` again to retry the step (-y allows the tools), "
+                               "or give a new goal." % (call.name, json.dumps(call.shown[:200])))
         return answer
 
     def ask_user(self, question, options):
@@ -905,8 +864,7 @@ class AgentRun:
         self.args, self.cfg, self.ws = args, cfg, ws
         self.max_loops = args.max_loops
         self.ui = AgentModeUI(can_ask=sys.stdin.isatty())
-        self.meta = None
-        self.agent = None
+        self.meta = self.agent = None
 
     # -- the goal and the state ------------------------------------------------
     def open(self):
@@ -915,7 +873,7 @@ class AgentRun:
         meta, problem = self.ws.load_meta()
         if problem:
             self.ui.notice("warning: %s is invalid (%s): recreating it" % (self.ws.path("meta.json"), problem))
-        if meta is None and self.ws.generated():
+        if meta is None and self.ws.has_generated():
             meta = self.recover()
             if meta is None:
                 self.ui.notice("no usable goal.md to recover from: starting over")
@@ -950,26 +908,19 @@ class AgentRun:
         if not words:
             return None
         meta = new_meta(words)
-
-        def done(step, loop):
-            mtime = os.path.getmtime(self.ws.path(STEP_FILES[step]))
-            stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(mtime))
-            meta["steps"][step] = {"loop": loop, "started": stamp, "finished": stamp, "recovered": True}
-
         loop = 1
         while self.ws.exists("loops", str(loop), "reviewer.md"):
             loop += 1
         meta["loop"] = loop
-        done("goal", loop)
-        for step in LOOP_STEPS:
-            if not self.ws.exists(STEP_FILES[step]):
+        for step in STEPS:              # the goal, then each step whose file is there, in order
+            if not self.ws.exists(step + ".md"):
                 break
-            done(step, loop)
-        else:
+            mtime = os.path.getmtime(self.ws.path(step + ".md"))
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(mtime))
+            meta["steps"][step] = {"loop": loop, "started": stamp, "finished": stamp, "recovered": True}
+        if "reviewer" in meta["steps"]:
             meta["steps"]["reviewer"]["verdict"] = parse_verdict(self.ws.read("reviewer.md"))
-            if self.ws.exists("final_report.md"):
-                done("final_report", loop)
-        todo = [s for s in ("goal",) + LOOP_STEPS + ("final_report",) if s not in meta["steps"]]
+        todo = [s for s in STEPS if s not in meta["steps"]]
         self.ui.notice("recovered the state from the files present: loop %d, next step %s"
                        % (loop, todo[0] if todo else "none (finished)"))
         return meta
@@ -1016,7 +967,7 @@ class AgentRun:
         self.ui.write(self.ui.paint("1", "agent mode") + " · %s · up to %d loops · %s\n"
                       % (self.ws.dir, self.max_loops, self.agent.model))
         self.ui.write("goal: %s\n" % as_text(" ".join(m["goal"].split())[:160]))
-        todo = [s for s in ("goal",) + LOOP_STEPS + ("final_report",) if not self.done(s)]
+        todo = [s for s in STEPS if not self.done(s)]
         if m["steps"] and todo:
             self.ui.write("resuming: loop %d, at %s\n" % (m["loop"], STEP_ROLES[todo[0]]))
         self.ensure("goal")
@@ -1037,18 +988,20 @@ class AgentRun:
                 return self.show_report(partial)
             self.next_loop(verdict)
 
-    def done(self, step):
+    def recorded(self, step):
+        """meta.json says the step finished (in this loop, for a loop step)."""
         rec = self.meta["steps"].get(step)
-        return bool(rec and rec.get("finished") and (step == "goal" or rec.get("loop") == self.meta["loop"])
-                    and self.ws.exists(STEP_FILES[step]))
+        return bool(rec and rec.get("finished") and (step == "goal" or rec.get("loop") == self.meta["loop"]))
+
+    def done(self, step):
+        return self.recorded(step) and self.ws.exists(step + ".md")
 
     def ensure(self, step, **kw):
         """Run the step unless it is complete: its file written and meta.json recording it."""
         if self.done(step):
             return
-        name = STEP_FILES[step]
-        old = self.meta["steps"].get(step)
-        if old and old.get("finished") and (step == "goal" or old.get("loop") == self.meta["loop"]):
+        name = step + ".md"
+        if self.recorded(step):
             self.ui.notice("%s is missing: regenerating it" % name)
         rec = {"loop": self.meta["loop"], "started": g.now_iso()}
         self.meta["steps"][step] = rec
@@ -1066,33 +1019,32 @@ class AgentRun:
     def header(self, step):
         where = "loop %d/%d · " % (self.meta["loop"], self.max_loops) if step in LOOP_STEPS else ""
         line = "── agent · %s%s → %s · $%.4f · context %.1f%% ──" % (
-            where, STEP_ROLES[step], STEP_FILES[step], self.agent.cost_usd, self.agent.context_pct())
+            where, STEP_ROLES[step], step + ".md", self.agent.cost_usd, self.agent.context_pct())
         self.ui.write("\n" + self.ui.paint("1;36", line) + "\n")
 
     def verdict(self):
         rec = self.meta["steps"]["reviewer"]
         verdict = rec.get("verdict") or parse_verdict(self.ws.read("reviewer.md"))
-        if verdict not in VERDICTS:
+        if verdict not in ("complete", "continue", "unsafe"):
             self.ui.notice("reviewer.md has no VERDICT line: taking it as `continue`")
             verdict = "continue"
         return verdict
 
     def next_loop(self, verdict):
-        """Archive this loop's files in loops/N/, then start loop N+1 (crash-safe: copy,
-        record, then delete)."""
+        """Archive this loop's files in loops/N/, start loop N+1; crash-safe: copy, record, delete."""
         m = self.meta
         n = m["loop"]
         for step in LOOP_STEPS:
-            text = self.ws.read(STEP_FILES[step])
+            text = self.ws.read(step + ".md")
             if text is not None:
-                self.ws.write(os.path.join("loops", str(n), STEP_FILES[step]), text)
-        steps = {s: m["steps"].pop(s) for s in LOOP_STEPS + ("final_report",) if s in m["steps"]}
+                self.ws.write(os.path.join("loops", str(n), step + ".md"), text)
+        steps = {s: m["steps"].pop(s) for s in STEPS[1:] if s in m["steps"]}
         m["loops"].append({"loop": n, "verdict": verdict, "steps": steps})
         m["loop"] = n + 1
         m["step"] = "planner"
         self.save()
-        for step in LOOP_STEPS + ("final_report",):
-            self.ws.remove(STEP_FILES[step])
+        for step in STEPS[1:]:
+            self.ws.remove(step + ".md")
 
     def show_report(self, partial):
         path = self.ws.path("final_report.md")
@@ -1105,7 +1057,7 @@ class AgentRun:
     def prompt(self, step, body):
         """A step message: what runs, the language rule, the user's words verbatim, the inputs."""
         where = " · loop %d of %d" % (self.meta["loop"], self.max_loops) if step in LOOP_STEPS else ""
-        parts = ["[agent mode] step: %s%s · writes %s" % (STEP_ROLES[step], where, STEP_FILES[step]),
+        parts = ["[agent mode] step: %s%s · writes %s" % (STEP_ROLES[step], where, step + ".md"),
                  "Play the %s role of Agents.md." % STEP_ROLES[step], LANGUAGE_RULE,
                  "THE USER'S WORDS (verbatim):\n<<<\n%s\n>>>" % self.meta["goal"]]
         return "\n\n".join(parts + body)
@@ -1126,12 +1078,10 @@ class AgentRun:
         return strip_fence(self.agent.run_turn(self.prompt(step, body)))
 
     def make_goal(self, rec):
-        if self.ui.can_ask:
-            questions = ("QUESTIONS: the user is at the terminal. Ask with ask_user only what you must know "
-                         "(see interview.md); none if the request is clear.")
-        else:
-            questions = ("QUESTIONS: nobody can answer now (no terminal). Do not call ask_user: assume, and "
-                         "list the assumptions in goal.md.")
+        questions = ("QUESTIONS: the user is at the terminal. Ask with ask_user only what you must know "
+                     "(see interview.md); none if the request is clear." if self.ui.can_ask else
+                     "QUESTIONS: nobody can answer now (no terminal). Do not call ask_user: assume, and "
+                     "list the assumptions in goal.md.")
         self.agent.tool_names = ["ask_user"]        # the interview runs no tools
         try:
             text = self.generate("goal", [self.include("interview.md", "interview.md"), questions,
@@ -1195,9 +1145,8 @@ class AgentRun:
 
     def make_final_report(self, rec, partial=False):
         body = [self.include("goal.md", "goal.md")]
-        for old in self.meta["loops"]:
-            n = str(old["loop"])
-            body.append(self.include("the review of loop %s" % n, "loops", n, "reviewer.md"))
+        body += [self.include("the review of loop %s" % old["loop"], "loops", str(old["loop"]), "reviewer.md")
+                 for old in self.meta["loops"]]
         body += [self.include("planner.md (the last loop)", "planner.md"),
                  self.include("result.md (the last loop)", "result.md"),
                  self.include("reviewer.md (the last loop)", "reviewer.md")]
@@ -1214,21 +1163,20 @@ def run_agent_mode(args, cfg):
         raise g.UserError("--max-loops must be 1 or more")
     if args.resume or args.cont:
         raise g.UserError("--resume/--continue do not apply to --agent: it resumes from its workspace")
-    cfg.read_dirs.append(agent_dir())      # read_file/list_files there run without asking
-    return AgentRun(args, cfg, Workspace(agent_dir())).run()
+    ws = Workspace(os.path.abspath(os.path.expanduser(os.environ.get("GROK_AGENT_DIR") or "~/.grok_agent")))
+    cfg.read_dirs.append(ws.dir)        # read_file/list_files there run without asking
+    return AgentRun(args, cfg, ws).run()
 
 
-# --------------------------------------------------------------------------
-# main
-# --------------------------------------------------------------------------
+# --- main ---
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
 
     def body():
-        p = g.ArgParser.build(prog="grok-detailed",
-                              description="grok's debugging view: every field of the JSON contract, "
-                                          "session, cost and context; and agent mode.")
+        p = g.arg_parser(prog="grok-detailed",
+                         description="grok's debugging view: every field of the JSON contract, "
+                                     "session, cost and context; and agent mode.")
         p.add_argument("--agent", nargs="?", const="", metavar="GOAL",
                        help="agent mode: plan, execute and review GOAL through markdown files "
                             "in $GROK_AGENT_DIR (default ~/.grok_agent)")

@@ -81,3 +81,15 @@ def load_grok(name="grok_under_test"):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def fast_clock(tmp_path, factor=100000):
+    """Environment overrides for a child whose monotonic clock runs `factor` times fast, so that a
+    default limit of minutes passes in a moment: a test can then tell "0 = no limit" from the default."""
+    site = tmp_path / "fast_clock"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(
+        "import time\n"
+        "_real, _start = time.monotonic, time.monotonic()\n"
+        "time.monotonic = lambda: _start + (_real() - _start) * %d\n" % factor)
+    return {"PYTHONPATH": str(site)}

@@ -33,17 +33,18 @@ class Spec:
 
 
 def reply(content, usage=None, finish_reason="stop", delay=0, chunk_size=20, chunk_delay=0,
-          stream=None, headers=None, close=False, reasoning=None):
+          stream=None, headers=None, close=False, reasoning=None, hold=None):
     """A chat completion; streamed (SSE, chunked) when the request asks or stream=True.
 
     close=True closes the connection after the reply without announcing it (no
     `Connection: close`), as a server does whose keep-alive idle timeout strikes.
-    reasoning: text sent as reasoning_content (streamed first, in chunk_size pieces)."""
+    reasoning: text sent as reasoning_content (streamed first, in chunk_size pieces).
+    hold: a threading.Event; the last chunk of a stream waits until the test sets it."""
     if not isinstance(content, str):
         content = json.dumps(content)
     return Spec("reply", delay, content=content, usage=usage, finish_reason=finish_reason,
                 chunk_size=max(1, int(chunk_size)), chunk_delay=chunk_delay, stream=stream,
-                headers=headers, close=close, reasoning=reasoning)
+                headers=headers, close=close, reasoning=reasoning, hold=hold)
 
 
 def models(*ids):
@@ -220,15 +221,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- reply kinds
     def _do_reply(self, req, content, usage, finish_reason, chunk_size, chunk_delay, stream,
-                  headers, close, reasoning):
+                  headers, close, reasoning, hold):
         self._reply(req, content, usage, finish_reason, chunk_size, chunk_delay, stream, headers,
-                    reasoning)
+                    reasoning, hold)
         req.done_at = time.monotonic()
         if close:
             self.close_connection = True
 
     def _reply(self, req, content, usage, finish_reason, chunk_size, chunk_delay, stream, headers,
-               reasoning):
+               reasoning, hold=None):
         j = req.json if isinstance(req.json, dict) else {}
         if usage is None:
             p, c = max(1, len(req.body) // 4), max(1, len(content) // 4)
@@ -252,6 +253,8 @@ class _Handler(BaseHTTPRequestHandler):
         for i, (key, piece) in enumerate(pieces):
             if i and chunk_delay:
                 self.fake._stop.wait(chunk_delay)
+            if hold is not None and i == len(pieces) - 1:
+                hold.wait(30)
             delta = {"role": "assistant", key: piece} if i == 0 else {key: piece}
             self._event(dict(base, choices=[{"index": 0, "delta": delta, "finish_reason": None}]))
             self.wfile.flush()

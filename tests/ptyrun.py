@@ -28,6 +28,12 @@ def strip_ansi(text):
     return _ANSI.sub("", text)
 
 
+def default_sigint():
+    """For a child that gets Ctrl-C: SIGINT handled by default (Python then raises KeyboardInterrupt),
+    even when the test runner was started with SIGINT ignored, which a child would inherit."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _exitcode(status):
     if hasattr(os, "waitstatus_to_exitcode"):
         return os.waitstatus_to_exitcode(status)
@@ -40,6 +46,7 @@ class PtyProcess:
         pid, fd = pty.fork()
         if pid == 0:  # child: the slave side is already stdin/stdout/stderr
             try:
+                default_sigint()
                 fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
                 os.chdir(str(cwd))
                 os.execvpe(argv[0], argv, env)

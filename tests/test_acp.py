@@ -330,6 +330,36 @@ def test_session_load_replays_history(acp, fake, isolated_env):
     assert c2.close() == 0
 
 
+def test_session_load_tells_a_summary_by_its_kind_and_reads_records_without_one(acp, fake, isolated_env):
+    sid = "20990101-000000-bbbbbb"
+    sessions = isolated_env.home / ".local/share/grok-agent/sessions"
+    sessions.mkdir(parents=True, mode=0o700)
+    lines = [{"type": "session", "version": 1, "id": sid, "cwd": str(isolated_env.work), "system": "SYSTEM"},
+             {"type": "message", "message": {"role": "user", "kind": "summary",
+                                             "content": "[3 older messages were dropped to fit the context window]"}},
+             {"type": "message", "message": {"role": "assistant", "content": "{\"tool_calls\": [], "
+                                             "\"response\": \"old answer\", \"done\": true}"}},
+             {"type": "message", "message": {"role": "user", "content": "an older request"}},
+             {"type": "message", "message": {"role": "assistant", "content": "{\"tool_calls\": [], "
+                                             "\"response\": \"older answer\", \"done\": true}"}}]
+    (sessions / (sid + ".jsonl")).write_text("".join(json.dumps(line) + "\n" for line in lines))
+    (sessions / (sid + ".jsonl")).chmod(0o600)
+    fake.add(answer("next answer"))
+    c = acp()
+    c.init()
+    _, updates = c.result("session/load", {"sessionId": sid, "cwd": str(isolated_env.work), "mcpServers": []})
+    assert texts(updates, "agent_thought_chunk") == "[3 older messages were dropped to fit the context window]"
+    assert texts(updates, "user_message_chunk") == "an older request"
+    assert texts(updates) == "old answerolder answer"
+    result, _ = c.prompt(sid, "go on")
+    assert result["stopReason"] == "end_turn"
+    sent = fake.chat_requests()[-1].messages
+    assert [m["content"] for m in sent[1:4:2]] == ["[3 older messages were dropped to fit the context window]",
+                                                     "an older request"]
+    assert all(set(m) == {"role", "content"} for m in sent)
+    assert c.close() == 0
+
+
 def test_thinking_in_a_reply_becomes_a_thought_chunk(acp, fake, isolated_env):
     fake.add(reply({"thinking": "pondering the question", "tool_calls": [], "response": "42", "done": True}))
     c = acp()

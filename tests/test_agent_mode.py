@@ -1,4 +1,4 @@
-"""Agent mode (`grok-detailed --agent`, seed 001): plan -> execute -> review through
+"""Agent mode (`grok-detailed --agent`): plan -> execute -> review through
 markdown files, restart-safe. Every test drives the real script against the fake API
 and asserts on the requests it sent and the workspace files it left."""
 import hashlib
@@ -14,7 +14,7 @@ import pytest
 
 from conftest import GROK_DETAILED
 from fakeapi import answer, drop, error, hang, reply, tools
-from ptyrun import PtyProcess
+from ptyrun import PtyProcess, default_sigint
 
 GOAL = "Count the files in the work directory"
 GOAL_REPLY = answer("# Goal\nCount the files; done when the number is reported.")
@@ -221,7 +221,7 @@ def test_ctrl_c_during_a_step_exits_130_and_resumes_there(run, fake, ws):
     fake.add(replies[0], hang(30))
     proc = subprocess.Popen([sys.executable, str(GROK_DETAILED), "--agent", GOAL, "-y"], env=run.env(),
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            start_new_session=True, preexec_fn=default_sigint)
     try:
         assert fake.wait_for_requests(2)
         proc.send_signal(signal.SIGINT)

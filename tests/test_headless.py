@@ -1,4 +1,4 @@
-"""Headless mode (`grok -p`): the JSONL event stream of seed 002, text mode, exit codes,
+"""Headless mode (`grok -p`): the JSONL event stream, text mode, exit codes,
 approval by --allow, stdin prompts, resume, interrupts. Every test runs the real script."""
 import json
 import os
@@ -14,6 +14,7 @@ import pytest
 
 from conftest import GROK, ROOT, TEST_KEY
 from fakeapi import answer, drop, error, hang, reply, sse, tools
+from ptyrun import default_sigint
 
 JQ = shutil.which("jq")
 need_jq = pytest.mark.skipif(JQ is None, reason="jq is not installed (.ci/run installs it with apt-get)")
@@ -161,7 +162,7 @@ def test_multi_step_run_has_valid_events_in_order(run, fake, isolated_env):
 
 
 def test_parallel_tools_never_interleave_event_lines(run, fake):
-    # Six big results finishing together, written from six threads: each must stay one whole line.
+    # Six big results finishing together (the tools run in six threads): each event stays one whole line.
     cmd = "sleep 0.3; head -c 60000 /dev/zero | tr '\\0' %s"
     fake.add(tools(*[("bash", {"command": cmd % c}) for c in "abcdef"]), answer("ok"))
     r = run("-p", "go", "--format", "json", "-y")
@@ -198,7 +199,7 @@ def test_max_tool_rounds_stops_with_exit_3(run, fake, isolated_env):
 
 def test_reader_closing_stdout_stops_the_run_quietly(run, fake):
     # head exits after step_start; the reply comes later, so the next event meets a closed pipe.
-    fake.add(tools(("list_files", {}), delay=1.0), tools(("list_files", {})), answer("never"))
+    fake.add(tools(("list_files", {}), delay=0.5), tools(("list_files", {})), answer("never"))
     r = shell(run, '$GROK -p go --format json -y | head -1; echo "exit=${PIPESTATUS[0]}"')
     first, status = r.stdout.splitlines()
     assert json.loads(first)["type"] == "step_start" and status == "exit=0"
@@ -206,7 +207,7 @@ def test_reader_closing_stdout_stops_the_run_quietly(run, fake):
     assert len(fake.chat_requests()) == 1          # it stopped instead of working for nobody
 
 
-# ------------------------------------------------- the seed's jq examples
+# ------------------------------------------------- jq over the event stream, as the docs show it
 @need_jq
 def test_jq_total_token_usage(run, fake):
     fake.add(tools(("list_files", {}), usage=usage(1000, 100)),
@@ -536,7 +537,7 @@ def interrupt_run(run, fake, args, ready):
     """Start grok, wait until ready() is true, send SIGINT; returns (returncode, stdout, stderr)."""
     p = subprocess.Popen([sys.executable, str(GROK)] + args, env=run.env(), stdin=subprocess.DEVNULL,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                         preexec_fn=default_sigint)
     try:
         for _ in range(200):
             if ready():

@@ -6,6 +6,7 @@ import os
 import select
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -67,17 +68,20 @@ STREAMED = "Streaming works fine, word by word."
 
 @pytest.mark.parametrize("mode", ["headless", "repl"])
 def test_answer_reaches_stdout_before_the_last_chunk_is_sent(run, fake, mode):
-    content = contract(STREAMED)
-    chunks = (len(content) + 4) // 5
-    fake.add(answer(STREAMED, chunk_size=5, chunk_delay=0.3))
+    chunks = (len(contract(STREAMED)) + 4) // 5
+    last_chunk = threading.Event()
+    fake.add(answer(STREAMED, chunk_size=5, hold=last_chunk))
     proc = popen(run, "-p", "hi") if mode == "headless" else popen(run)
     if mode == "repl":
         proc.stdin.write(b"hi\n")
     proc.stdin.close()
-    out, sent, done_at = read_until(proc, b"Streaming", fake)
+    try:
+        out, sent, done_at = read_until(proc, b"Streaming", fake)
+    finally:
+        last_chunk.set()
     code, rest, err = finish(proc)
     assert code == 0, err
-    assert done_at is None and sent < chunks        # shown while the fake was still sending
+    assert done_at is None and sent == chunks - 1     # shown while the fake held back its last chunk
     assert (out.decode() + rest).strip() == STREAMED  # and shown once, whole
     assert fake.chat_requests()[0].json["stream"] is True
     assert fake.chat_requests()[0].json["stream_options"] == {"include_usage": True}
@@ -299,7 +303,7 @@ def test_cached_tokens_are_reported_per_step(g, fake, monkeypatch):
         agent.run_turn("hello")
     finally:
         agent.close()
-    assert steps[0]["cached_tokens"] == 900
+    assert steps[0]["tokens"]["cached"] == 900
     assert agent.last_usage["prompt_tokens_details"]["cached_tokens"] == 900
     assert g.usage_numbers({"input_tokens_details": {"cached_tokens": 7}})["cached"] == 7
     assert g.usage_numbers({"prompt_tokens_details": None})["cached"] == 0 == g.usage_numbers(None)["cached"]
