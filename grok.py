@@ -84,10 +84,8 @@ def open_to_others(path, owners):
 def data_dir_problem(path):
     """Why the data dir must not be used, or None; created 0700 when missing. Someone else who can
     write there could plant a session to resume or a history symlink to follow."""
-    try:
+    with suppress(OSError):     # open_to_others says why it is unusable
         os.makedirs(path, mode=0o700, exist_ok=True)
-    except OSError:
-        pass        # open_to_others says why it is unusable
     why = open_to_others(path, (os.getuid(),))
     return why and "the data dir %s (GROK_DATA_DIR) is %s: not used (make it yours, 0700)" % (path, why)
 
@@ -474,12 +472,10 @@ class Client:
         with self._lock:
             busy = list(self._busy)
         for conn in busy:
-            sock = getattr(conn, "sock", None) or getattr(conn, "reading", None)
+            sock = conn.sock or getattr(conn, "reading", None)
             if sock is not None:
-                try:
+                with suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
 
     def close(self):
         with self._lock:
@@ -868,20 +864,16 @@ MINIMAL = Contract("grok_reply")
 def extract_json_object(text):
     """The first JSON object in text: tolerates code fences and prose around it."""
     text = text.strip()
-    try:
+    with suppress(ValueError, RecursionError):
         return json.loads(text)
-    except (ValueError, RecursionError):
-        pass
     decoder, start = json.JSONDecoder(), text.find("{")
     for _ in range(20):
         if start == -1:
             break
-        try:
+        with suppress(ValueError, RecursionError):
             obj = decoder.raw_decode(text, start)[0]
             if isinstance(obj, dict):
                 return obj
-        except (ValueError, RecursionError):
-            pass
         start = text.find("{", start + 1)
     raise ContractError("the reply is not a JSON object")
 
@@ -922,10 +914,8 @@ def clean_call(i, call, tool_names):
         raise ContractError("tool_calls[%d] must be an object with \"tool\" and \"args\"" % i)
     name, args = call.get("tool", call.get("name")), call.get("args", call.get("arguments"))
     if isinstance(args, str):
-        try:
+        with suppress(ValueError, RecursionError):
             args = json.loads(args) if args.strip() else {}
-        except (ValueError, RecursionError):
-            pass
     if not isinstance(name, str) or not name:
         raise ContractError("tool_calls[%d] has no \"tool\" name" % i)
     if name not in tool_names:
