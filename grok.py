@@ -121,11 +121,13 @@ def find_api_key():
                else read_env_file(os.path.expanduser(source), KEY_VARS))
         if key:
             break
-    if key and any(ord(c) < 33 or 127 <= ord(c) < 160 for c in key):
+    else:
+        return None, None
+    if any(ord(c) < 33 or 127 <= ord(c) < 160 for c in key):
         raise UserError("the API key in %s contains whitespace or control characters (not shown): fix it" % source)
-    if key and source == "./.env":
+    if source == "./.env":
         sys.stderr.write("grok: using the API key from ./.env in the working directory (no key of your own is set)\n")
-    return (key, source) if key else (None, None)
+    return key, source
 
 
 def env_flag(name, default=False):
