@@ -1,6 +1,6 @@
 """Fault injection: the network, the model, the tools, the user and the disk misbehave;
 grok must retry where it helps, fail clearly where it does not, never hang, never show a
-traceback and never lose what the session already holds (SPEC sections 5, 6, 6b, 7, 8)."""
+traceback and never lose what the session already holds."""
 import email.utils
 import json
 import os
@@ -227,7 +227,7 @@ def test_untrusted_tls_certificate_is_not_retried(run, tmp_path):
 
 def test_read_timeout_is_retried(run, fake):
     fake.add(hang(10), answer("after the timeout"))
-    p = run("-p", "hi", env={"GROK_TIMEOUT": 1})
+    p = run("-p", "hi", env={"GROK_TIMEOUT": 0.5})
     assert p.returncode == 0, p.stderr
     assert p.stdout == "after the timeout\n"
     assert "within the timeout" in p.stderr and "GROK_TIMEOUT" in p.stderr
@@ -574,8 +574,8 @@ def run_tool(run, fake, name, args, env=None, extra=()):
 
 
 def test_command_that_never_ends_is_killed(run, fake):
-    out, _ = run_tool(run, fake, "bash", {"command": "echo begun; sleep 61.73"}, env={"GROK_BASH_TIMEOUT": 1})
-    assert "begun" in out and "timed out after 1s" in out and "process group killed" in out
+    out, _ = run_tool(run, fake, "bash", {"command": "echo begun; sleep 61.73"}, env={"GROK_BASH_TIMEOUT": 0.5})
+    assert out == "begun\n\n[timed out after 0.5s: process group killed]"
     assert procs_with("sleep 61.73") == []
 
 
@@ -737,7 +737,7 @@ def test_tools_leave_no_zombies(run, fake):
     fake.add(tools(("bash", {"command": "echo quick"}), ("bash", {"command": "sleep 63.91"}),
                    ("bash", {"command": "(sleep 0.2; echo x) & echo bg"})),
              answer("first done"), answer("second done"))
-    proc = subprocess.Popen([sys.executable, str(GROK), "-y"], env=run.env(GROK_BASH_TIMEOUT=1),
+    proc = subprocess.Popen([sys.executable, str(GROK), "-y"], env=run.env(GROK_BASH_TIMEOUT=0.5),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         proc.stdin.write(b"go\n")
