@@ -1710,14 +1710,7 @@ class Agent:
         stream = True
         while True:
             self.reserve()
-            payload = {"model": model or self.model, "messages": [{"role": m["role"], "content": m["content"]}
-                                                                  for m in messages],
-                       "max_tokens": max_tokens or self.cfg.max_tokens or self.contract.max_tokens}
-            payload.update(self.optional)
-            if contract:
-                payload["response_format"] = self.response_format()
-            if self.stream and stream:
-                payload.update(stream=True, stream_options={"include_usage": True})
+            payload = self.payload(messages, contract, model, max_tokens, self.stream and stream)
             try:
                 obj = self.client.post("/chat/completions", payload, cancel=self.cancel,
                                        on_stream=(lambda resp: self.read_stream(resp, on_text, on_thought))
@@ -1735,6 +1728,18 @@ class Agent:
                     raise e.overflow() or api_error(e, self.cfg)
             else:
                 return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, on_thought)
+
+    def payload(self, messages, contract, model, max_tokens, stream):
+        """A chat request's body; the kind of a stored message is not sent."""
+        payload = {"model": model or self.model, "messages": [{"role": m["role"], "content": m["content"]}
+                                                              for m in messages],
+                   "max_tokens": max_tokens or self.cfg.max_tokens or self.contract.max_tokens}
+        payload.update(self.optional)
+        if contract:
+            payload["response_format"] = self.response_format()
+        if stream:
+            payload.update(stream=True, stream_options={"include_usage": True})
+        return payload
 
     def read_stream(self, resp, on_text, on_thought):
         """A streamed reply, its answer text shown as it comes; a retried stream starts it over."""
