@@ -1,25 +1,23 @@
 #!/usr/bin/env python3
-"""grok: a minimal agent harness for xAI's Grok models.
-
-Standard library only, Python 3.8+. Talks to the xAI chat API (or any
-OpenAI-compatible server) with a JSON contract and runs local tools: bash,
-web_search, read_file, write_file, list_files, ask_user.
+"""grok: a minimal agent harness for xAI's Grok models (or any OpenAI-compatible server), standard
+library only, Python 3.8+. The model answers in a JSON contract and runs local tools.
 
     grok                      interactive chat (prompt "> ")
     grok -p "PROMPT"          headless: answer on stdout (--format json: JSONL events)
     grok --acp                Agent Client Protocol server on stdio
 
-Configuration is read from the environment (GROK_API_KEY, GROK_BASE_URL,
-GROK_MODEL, COST_LIMIT, ...); run `grok --help` for the list.
-grok_detailed.py (grok-detailed) loads this file as its engine.
+Settings come from the environment (`grok --help` lists them). grok_detailed.py loads this file as its engine.
 """
 
 import json
 import os
+import re
+import stat
 import sys
 import threading
 import time
 from contextlib import suppress
+from urllib.parse import urlsplit
 
 __version__ = "0.1.0"
 
@@ -49,7 +47,7 @@ APPROVAL_CHARS = 4000       # ... and characters
 RULES_CAP = 8000            # bytes per AGENTS.md / GROK.md file
 RULES_TOTAL_CAP = 24000     # bytes of project rules in all
 MAX_STRIKES = 3             # invalid replies in a row before a turn fails
-RETRY_STATUSES = (408, 429, 500, 502, 503, 504)     # and every other 5xx but 501/505: see retryable()
+RETRY_STATUSES = (408, 429) + tuple(s for s in range(500, 600) if s not in (501, 505))
 RETRY_AFTER_CAP = 30.0      # seconds: a longer Retry-After is shortened to this
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)     # a symlink planted in place of a session file is an error, never followed
 SEARCH_ESTIMATE = 0.05      # USD reserved for a web_search before its first cost is known
@@ -68,11 +66,8 @@ def env_float(name, default):
 
 
 def data_dir():
-    d = os.environ.get("GROK_DATA_DIR")
-    if not d:
-        base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-        d = os.path.join(base, "grok-agent")
-    return os.path.expanduser(d)
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return os.path.expanduser(os.environ.get("GROK_DATA_DIR") or os.path.join(base, "grok-agent"))
 
 
 def open_to_others(path, owners):
@@ -89,21 +84,14 @@ def open_to_others(path, owners):
 def data_dir_problem(path):
     """Why the data dir must not be used, or None; created 0700 when missing. Someone else who can
     write there could plant a session to resume or a history symlink to follow."""
-    try:
+    with suppress(OSError):     # open_to_others says why it is unusable
         os.makedirs(path, mode=0o700, exist_ok=True)
-    except OSError:
-        pass        # open_to_others says why it is unusable
     why = open_to_others(path, (os.getuid(),))
     return why and "the data dir %s (GROK_DATA_DIR) is %s: not used (make it yours, 0700)" % (path, why)
 
 
-def script_dir():
-    return os.path.dirname(os.path.realpath(__file__))
-
-
 def read_regular(path, cap):
     """(first cap+1 bytes, size) of a regular file (never a device, pipe or socket), or None."""
-    import stat
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))     # a FIFO must not block
         with open(fd, "rb") as f:
@@ -115,7 +103,6 @@ def read_regular(path, cap):
 
 def read_env_file(path, names):
     """The first of `names` defined in a .env file (a regular file under 64 KB); nothing else is taken."""
-    import re
     got = read_regular(path, 65536)
     if not got or len(got[0]) > 65536:
         return None
@@ -129,30 +116,31 @@ def read_env_file(path, names):
 
 def find_api_key():
     """(key, where it came from), or (None, None); a key with whitespace or control characters is a UserError."""
-    for key, source in [(os.environ.get(n, "").strip(), "$" + n) for n in KEY_VARS] + [(None, p) for p in ENV_FILES]:
-        key = key if key is not None else read_env_file(os.path.expanduser(source), KEY_VARS)
+    for source in ["$" + n for n in KEY_VARS] + list(ENV_FILES):
+        key = (os.environ.get(source[1:], "").strip() if source.startswith("$")
+               else read_env_file(os.path.expanduser(source), KEY_VARS))
         if key:
             break
-    if key and any(ord(c) < 33 or 127 <= ord(c) < 160 for c in key):
+    else:
+        return None, None
+    if any(ord(c) < 33 or 127 <= ord(c) < 160 for c in key):
         raise UserError("the API key in %s contains whitespace or control characters (not shown): fix it" % source)
-    if key and source == "./.env":
+    if source == "./.env":
         sys.stderr.write("grok: using the API key from ./.env in the working directory (no key of your own is set)\n")
-    return (key, source) if key else (None, None)
+    return key, source
+
+
+def env_flag(name, default=False):
+    """A yes/no setting: unset or empty is the default; "0", "false" and "no" are no, anything else yes."""
+    value = os.environ.get(name, "")
+    return value not in ("0", "false", "no") if value else default
 
 
 class Config:
     """Everything the engine needs, from flags with an environment fallback."""
 
     def __init__(self, model=None, cwd=None, always_approve=False, require_key=True, effort=None):
-        self.api_key, self.key_source = find_api_key()
-        if require_key and not self.api_key:
-            raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put GROK_API_KEY=... in "
-                            + ", ".join(ENV_FILES))
-        self.base_url = (os.environ.get("GROK_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
-        self.xai = ("." + check_base_url(self.base_url)).endswith(".x.ai")
-        from urllib.parse import urlsplit
-        self.secrets = tuple(s for s in (self.api_key, urlsplit(self.base_url).password) if s)
-        SECRETS.update(self.secrets)
+        self._server(require_key)
         if model == "grok-build" != os.environ.get("GROK_MODEL"):
             model = None        # the model name of xAI's CLI, which its clients pass: the default model here
         self.model = model or os.environ.get("GROK_MODEL") or DEFAULT_MODEL
@@ -162,31 +150,43 @@ class Config:
         self.compact_threshold = env_float("COMPACT_THRESHOLD", 75.0)
         self.window_set = int(env_float("GROK_CONTEXT_WINDOW", 0))
         self.context_window = self.window_set or context_window(self.model)
-        self.prices = env_prices(self.xai)
         self.max_tokens = int(env_float("GROK_MAX_TOKENS", 0)) or None
-        self.timeout = env_float("GROK_TIMEOUT", 300.0) or None      # 0: no limit (None: block)
-        if self.timeout is not None and self.timeout < 0:
-            raise UserError("GROK_TIMEOUT must be 0 (no limit) or more")
-        self.max_retries = max(0, int(env_float("GROK_MAX_RETRIES", 4)))
-        self.backoff = env_float("GROK_RETRY_BACKOFF", 1.0)
         self.max_iterations = int(env_float("GROK_MAX_ITERATIONS", 25))
         self.bash_timeout = env_float("GROK_BASH_TIMEOUT", BASH_TIMEOUT)
-        self.stream = os.environ.get("GROK_STREAM", "1") not in ("0", "false", "no")
         temperature = os.environ.get("GROK_TEMPERATURE", "0.5").strip()      # empty: not sent
         self.temperature = env_float("GROK_TEMPERATURE", 0.5) if temperature else None
-        self.skills_dir = os.path.expanduser(os.environ.get("GROK_SKILLS_DIR") or os.path.join(script_dir(), "skills"))
+        self.skills_dir = os.path.expanduser(os.environ.get("GROK_SKILLS_DIR")
+                                             or os.path.join(os.path.dirname(os.path.realpath(__file__)), "skills"))
         self.data_dir = data_dir()
         self.read_dirs = [self.skills_dir]      # read_file/list_files run there without asking, as in cwd
-        self.always_approve = always_approve or os.environ.get("GROK_ALWAYS_APPROVE", "") not in ("", "0", "false", "no")
-        cwd = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
-        if not os.path.isdir(cwd):
-            raise UserError("--cwd: no such directory: %s" % cwd)
-        self.cwd = cwd
+        self.always_approve = always_approve or env_flag("GROK_ALWAYS_APPROVE")
+        self.cwd = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
+        if not os.path.isdir(self.cwd):
+            raise UserError("--cwd: no such directory: %s" % self.cwd)
+
+    def _server(self, require_key):
+        """The key, the server and how to talk to it."""
+        self.api_key, self.key_source = find_api_key()
+        if require_key and not self.api_key:
+            raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put GROK_API_KEY=... in "
+                            + ", ".join(ENV_FILES))
+        self.base_url = (os.environ.get("GROK_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        url = check_base_url(self.base_url)
+        self.xai = ("." + url.hostname).endswith(".x.ai")
+        self.secrets = tuple(s for s in (self.api_key, url.password) if s)
+        SECRETS.update(self.secrets)
+        self.prices = env_prices(self.xai)
+        timeout = env_float("GROK_TIMEOUT", 300.0)
+        if timeout < 0:
+            raise UserError("GROK_TIMEOUT must be 0 (no limit) or more")
+        self.timeout = timeout or None      # 0: no limit (None: block)
+        self.max_retries = max(0, int(env_float("GROK_MAX_RETRIES", 4)))
+        self.backoff = env_float("GROK_RETRY_BACKOFF", 1.0)
+        self.stream = env_flag("GROK_STREAM", True)
 
 
 def check_base_url(url):
-    """The URL's host name; a UserError now rather than an odd network error later."""
-    from urllib.parse import urlsplit
+    """The URL split (with a host name); a UserError now rather than an odd network error later."""
     if not url.startswith(("http://", "https://")):
         raise UserError("GROK_BASE_URL must start with http:// or https://, not %r" % url)
     if any(ord(c) <= 32 or ord(c) == 127 for c in url):
@@ -194,14 +194,13 @@ def check_base_url(url):
     try:
         u = urlsplit(url)
         u.port
-        host = u.hostname or ""
-        if host:
-            host.encode("idna")
+        if u.hostname:
+            u.hostname.encode("idna")
     except (ValueError, UnicodeError) as e:
         raise UserError("GROK_BASE_URL is not a valid URL (%s): %r" % (e, url))
-    if not host:
+    if not u.hostname:
         raise UserError("GROK_BASE_URL has no host name: %r" % url)
-    return host
+    return u
 
 
 def env_prices(xai):
@@ -213,27 +212,21 @@ def env_prices(xai):
     except ValueError:
         prices = ()
     if value and (len(prices) != 3 or min(prices) < 0):
-            raise UserError("GROK_PRICES must be IN,CACHED,OUT in USD per million tokens, not %r" % value)
+        raise UserError("GROK_PRICES must be IN,CACHED,OUT in USD per million tokens, not %r" % value)
     return prices
 
 
 def model_key(model, table):
     """The table entry for a model id, following retired ids and dated variants."""
     m = model.split("/")[-1]
-    if m in table:
-        return m
-    for name in sorted(table, key=len, reverse=True):
-        if m.startswith(name + "-"):
+    for name in sorted(table, key=len, reverse=True):       # the longest name that fits
+        if m == name or m.startswith(name + "-"):
             return name
-    for old in RETIRED_MODELS:
-        if m == old or m.startswith(old + "-"):
-            return "grok-4.3"
-    return None
+    return "grok-4.3" if any(m == old or m.startswith(old + "-") for old in RETIRED_MODELS) else None
 
 
 def context_window(model):
-    key = model_key(model, WINDOWS)
-    return WINDOWS[key] if key else DEFAULT_WINDOW
+    return WINDOWS.get(model_key(model, WINDOWS), DEFAULT_WINDOW)
 
 
 USAGE_FIELDS = (("input", "prompt_tokens", "input_tokens"), ("output", "completion_tokens", "output_tokens"),
@@ -308,40 +301,37 @@ class Cancelled(GrokError):
 
 
 class HTTPStatusError(Exception):
-    def __init__(self, status, body, retry_after=None):
+    def __init__(self, status, body):
         Exception.__init__(self, "HTTP %d" % status)
-        self.status, self.body, self.retry_after = status, body, retry_after
-
-    def text(self):
-        return self.body.decode("utf-8", "replace") if isinstance(self.body, bytes) else str(self.body)
+        self.status = status
+        self.text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
 
     def server_message(self):
-        text = self.text()
         try:
-            obj = json.loads(text)
+            obj = json.loads(self.text)
         except (ValueError, RecursionError):
-            return " ".join(text.split())[:300] or "(empty body)"
+            return " ".join(self.text.split())[:300] or "(empty body)"
         if isinstance(obj, dict):
             err = obj.get("error", obj.get("message", obj.get("detail")))
             if isinstance(err, dict):
                 err = err.get("message") or json.dumps(err)
             if err:
                 return str(err)[:500]
-        return text[:300]
+        return self.text[:300]
 
     def mentions(self, *words):
-        return any(w in self.text().lower() for w in words)
+        return any(w in self.text.lower() for w in words)
 
     def overflow(self):
         """A ContextOverflow when the server says the request does not fit its context window, else None."""
         if self.status not in (400, 413) or not self.mentions("n_ctx", "exceed_context_size", "context length",
                                                              "context window", "context_length"):
             return None
-        import re
-        m = re.search(r'"n_ctx"\s*:\s*(\d+)|context (?:window|length) (?:of|is) (\d+)', self.text(), re.I)
+        m = re.search(r'"n_ctx"\s*:\s*(\d+)|context (?:window|length) (?:of|is) (\d+)', self.text, re.I)
+        size = m and (m.group(1) or m.group(2))
         e = ContextOverflow("the request does not fit the server's context window%s (HTTP %d): %s" % (
-            " of %s tokens" % (m.group(1) or m.group(2)) if m else "", self.status, self.server_message()))
-        e.window = int(m.group(1) or m.group(2)) if m else None
+            " of %s tokens" % size if size else "", self.status, self.server_message()))
+        e.window = int(size) if size else None
         return e
 
 
@@ -351,34 +341,30 @@ class StreamBroken(Exception):
 
 # --- Secrets: scrubbed from tool output, arguments shown, and error text ---
 
-_SECRET_PATTERNS = None
 SECRETS = set()         # the configured key and URL password: Config adds them
+SECRET_PATTERNS = [
+    (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----.*?(-----END [A-Z ]*PRIVATE KEY( BLOCK)?-----|\Z)",
+                re.S), "[REDACTED_PRIVATE_KEY]"),
+    (re.compile(r"\bxai-[A-Za-z0-9]{20,}"), "[REDACTED_API_KEY]"),
+    (re.compile(r"\bsk-[A-Za-z0-9_\-]{20,}"), "[REDACTED_API_KEY]"),
+    (re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"), "[REDACTED_GH_TOKEN]"),
+    (re.compile(r"\b(xox[abeoprs]|xapp)-[0-9A-Za-z\-]{10,}"), "[REDACTED_SLACK_TOKEN]"),
+    (re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b"), "[REDACTED_AWS_KEY]"),
+    (re.compile(r"(aws_secret_access_key\W{0,4})[A-Za-z0-9/+=]{40}", re.I), r"\1[REDACTED_AWS_SECRET]"),
+    (re.compile(r"(Bearer\s+)[A-Za-z0-9\-_.~+/]{20,}=*", re.I), r"\1[REDACTED_TOKEN]"),
+    (re.compile(r"(Authorization:\s*Basic\s+)[A-Za-z0-9+/]{8,}=*", re.I), r"\1[REDACTED_TOKEN]"),
+    (re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@", re.I), r"\1[REDACTED]@"),
+]
 
 
 def scrub(text, extra=()):
-    """Redact credentials (seed 003 "Credential Scrubbing", plus AWS, key blocks and URL userinfo)."""
-    global _SECRET_PATTERNS
+    """Redact credentials: API keys and tokens of common services, AWS keys, private key blocks, URL userinfo."""
     if not text:
         return text
-    if _SECRET_PATTERNS is None:
-        import re
-        _SECRET_PATTERNS = [
-            (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----.*?"
-                        r"(-----END [A-Z ]*PRIVATE KEY( BLOCK)?-----|\Z)", re.S), "[REDACTED_PRIVATE_KEY]"),
-            (re.compile(r"\bxai-[A-Za-z0-9]{20,}"), "[REDACTED_API_KEY]"),
-            (re.compile(r"\bsk-[A-Za-z0-9_\-]{20,}"), "[REDACTED_API_KEY]"),
-            (re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"), "[REDACTED_GH_TOKEN]"),
-            (re.compile(r"\b(xox[abeoprs]|xapp)-[0-9A-Za-z\-]{10,}"), "[REDACTED_SLACK_TOKEN]"),
-            (re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b"), "[REDACTED_AWS_KEY]"),
-            (re.compile(r"(aws_secret_access_key\W{0,4})[A-Za-z0-9/+=]{40}", re.I), r"\1[REDACTED_AWS_SECRET]"),
-            (re.compile(r"(Bearer\s+)[A-Za-z0-9\-_.~+/]{20,}=*", re.I), r"\1[REDACTED_TOKEN]"),
-            (re.compile(r"(Authorization:\s*Basic\s+)[A-Za-z0-9+/]{8,}=*", re.I), r"\1[REDACTED_TOKEN]"),
-            (re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@", re.I), r"\1[REDACTED]@"),
-        ]
     for secret in tuple(extra) + tuple(SECRETS):
         if secret and len(secret) >= 8:
             text = text.replace(secret, "[REDACTED_API_KEY]")
-    for pattern, replacement in _SECRET_PATTERNS:
+    for pattern, replacement in SECRET_PATTERNS:
         text = pattern.sub(replacement, text)
     return text
 
@@ -395,7 +381,6 @@ def scrub_all(obj):
 def visible(text, newlines=True):
     """Text safe for a terminal: C0/C1 controls (ESC, CR, ...), bidi overrides and zero-width characters shown as
     escapes like \\x1b; tabs and newlines stay (or \\n). For display only: the model and files get the bytes."""
-    import re
     text = str(text) if newlines else str(text).replace("\n", "\\n")
     return re.sub("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff\ud800-\udfff]",
                   lambda m: ("\\x%02x" if ord(m.group()) < 256 else "\\u%04x") % ord(m.group()), text)
@@ -409,29 +394,15 @@ def json_bytes(obj):
     return json.dumps(obj, ensure_ascii=False).encode("utf-8", "backslashreplace")
 
 
-def jitter():
-    return int.from_bytes(os.urandom(2), "big") / 65535.0
-
-
-def retryable(status):
-    return status in RETRY_STATUSES or (500 <= status < 600 and status not in (501, 505))
-
-
 def parse_retry_after(value, now=None):
     """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date), or None."""
-    if value is None:
-        return None
-    value = str(value).strip()
     try:
         seconds = float(value)
-    except ValueError:
+    except (TypeError, ValueError):
         import email.utils
         try:
-            when = email.utils.parsedate_tz(value)
-            if when is None:
-                return None
-            seconds = email.utils.mktime_tz(when) - (time.time() if now is None else now)
-        except (TypeError, ValueError, OverflowError):
+            seconds = email.utils.mktime_tz(email.utils.parsedate_tz(value)) - (time.time() if now is None else now)
+        except (TypeError, ValueError, OverflowError):      # not a date (parsedate_tz gave None)
             return None
     if seconds != seconds:          # NaN
         return None
@@ -440,7 +411,8 @@ def parse_retry_after(value, now=None):
 
 def retry_delay(attempt, backoff, retry_after=None):
     """Exponential backoff with up to 25% jitter; a server's Retry-After is a lower bound."""
-    delay = backoff * (2 ** (attempt - 1)) * (1 + 0.25 * jitter())
+    jitter = int.from_bytes(os.urandom(2), "big") / 65535.0
+    delay = backoff * (2 ** (attempt - 1)) * (1 + 0.25 * jitter)
     if retry_after is not None:
         delay = max(retry_after, min(delay, RETRY_AFTER_CAP))
     return delay
@@ -450,7 +422,6 @@ class Client:
     """POSTs JSON to an OpenAI-compatible server over persistent connections."""
 
     def __init__(self, base_url, api_key, timeout=300.0, max_retries=4, backoff=1.0, notice=None):
-        from urllib.parse import urlsplit
         u = urlsplit(base_url)
         self.https = u.scheme == "https"
         self.host = u.hostname or "localhost"
@@ -462,9 +433,7 @@ class Client:
         self.timeout, self.max_retries, self.backoff = timeout, max_retries, backoff
         self.notice = notice or (lambda text: None)
         self.conv_id = None
-        self._idle = []
-        self._busy = set()
-        self._lock = threading.Lock()
+        self._idle, self._busy, self._lock = [], set(), threading.Lock()
 
     def _connect(self):
         with self._lock:
@@ -505,12 +474,10 @@ class Client:
         with self._lock:
             busy = list(self._busy)
         for conn in busy:
-            sock = getattr(conn, "sock", None) or getattr(conn, "reading", None)
+            sock = conn.sock or getattr(conn, "reading", None)
             if sock is not None:
-                try:
+                with suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
 
     def close(self):
         with self._lock:
@@ -518,7 +485,7 @@ class Client:
         for conn in idle:
             conn.close()
 
-    def _send(self, conn, reused, path, body, headers, cancel=None):
+    def _send(self, conn, reused, path, body, headers, cancel):
         import http.client
         ssl = sys.modules.get("ssl")
         closed = (http.client.RemoteDisconnected, ConnectionError) + ((ssl.SSLEOFError, ssl.SSLZeroReturnError)
@@ -527,11 +494,11 @@ class Client:
             try:
                 conn.request("POST", self.prefix + path, body, headers)
                 conn.reading = conn.sock
-                if cancel is not None and cancel.is_set():      # abort() may have come before the socket
+                if cancel.is_set():      # abort() may have come before the socket
                     raise Cancelled("cancelled")
                 return conn.getresponse()
             except closed:
-                if not again or (cancel is not None and cancel.is_set()):
+                if not again or cancel.is_set():
                     raise
             # The server closed an idle keep-alive connection: reconnect once, not a retry.
             conn.close()
@@ -564,27 +531,25 @@ class Client:
             headers["x-grok-conv-id"] = self.conv_id
         if on_stream:
             headers["Accept"] = "text/event-stream"
+        cancel = cancel or threading.Event()
         attempt = breaks = 0
-        while True:
-            if cancel is not None and cancel.is_set():
-                raise Cancelled("cancelled")
+        while not cancel.is_set():
             try:
                 return self._attempt(path, body, headers, on_stream, cancel, no_retry, cap)
             except RetryableFault as fault:
-                problem, retry_after = fault.args
+                problem, retry_after = scrub(fault.problem), fault.retry_after
                 breaks += fault.broke
                 if breaks == 2 and attempt < self.max_retries:  # again: the caller asks unstreamed, to see why
-                    raise StreamBroken(problem)
-            if cancel is not None and cancel.is_set():
-                raise Cancelled("cancelled")
-            problem = scrub(problem)
+                    raise StreamBroken(fault.problem)
+            if cancel.is_set():
+                break
             attempt += 1
             if attempt > self.max_retries:
                 raise TransientError("%s (gave up after %d retries)" % (problem, self.max_retries))
             delay = retry_delay(attempt, self.backoff, retry_after)
             self.notice("%s; retrying in %.1fs (%d/%d)" % (problem, delay, attempt, self.max_retries))
-            if (cancel or threading.Event()).wait(delay):
-                raise Cancelled("cancelled")
+            cancel.wait(delay)
+        raise Cancelled("cancelled")
 
     def _attempt(self, path, body, headers, on_stream, cancel, no_retry, cap):
         """One request and its whole reply, read within GROK_TIMEOUT and `cap` bytes; RetryableFault
@@ -595,46 +560,51 @@ class Client:
         try:
             resp = self._send(conn, reused, path, body, headers, cancel)
             reader = ReplyReader(resp, conn.reading, self.timeout and started + self.timeout, cap)
-            if 300 <= resp.status < 400:
-                raise UserError("the server at %s answered HTTP %d, a redirect to %s: grok does not follow "
-                                "redirects (the API key goes to GROK_BASE_URL only); set GROK_BASE_URL to the "
-                                "address you mean" % (self.host, resp.status, resp.getheader("Location") or "?"))
-            if resp.status >= 400:
-                err = HTTPStatusError(resp.status, reader.read(), resp.getheader("Retry-After"))
-                reusable = not resp.will_close
-                if not retryable(resp.status) or (no_retry and no_retry(err)):
-                    raise err
-                raise RetryableFault("%s (HTTP %d): %s" % ("rate limited" if resp.status == 429 else "server error",
-                                                           resp.status, err.server_message()), retry_after_of(resp))
+            if resp.status >= 300:
+                error = self._refusal(resp, reader, no_retry)
+                reusable = resp.status >= 400 and not resp.will_close
+                raise error
             if on_stream and "text/event-stream" in (resp.getheader("Content-Type") or ""):
                 result = on_stream(reader)
                 reader.read()       # the end of the chunked body, so the connection can be reused
             else:
-                data = reader.read()
-                try:
-                    result = json.loads(data.decode("utf-8", "replace"))
-                except (ValueError, RecursionError):
-                    raise UserError(scrub("the server at %s did not answer with JSON (is GROK_BASE_URL an "
-                                          "OpenAI-compatible API?): %r" % (self.host, data[:120]), (self.api_key,)))
+                result = self._json(reader.read())
             reusable = not resp.will_close
             return result
         except (OSError, StreamBroken, http.client.HTTPException, ValueError) as e:
             # (ValueError: defensive, so no parse error inside http.client can end the REPL)
-            ssl = sys.modules.get("ssl")
-            if ssl and isinstance(e, ssl.CertificateError):     # retrying cannot help
-                raise UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL, or "
-                                "point SSL_CERT_FILE at your CA bundle" % (self.host, getattr(
-                                    e, "verify_message", None) or e))
-            fault = RetryableFault(describe_network_error(e, self.host), None)
-            fault.broke = isinstance(e, StreamBroken)
-            raise fault
+            raise network_fault(e, self.host)
         finally:
             self._release(conn, reusable)
 
+    def _refusal(self, resp, reader, no_retry):
+        """What a reply other than 2xx raises: a redirect a UserError, 429/5xx a RetryableFault (unless
+        no_retry(error)), any other status its HTTPStatusError."""
+        if resp.status < 400:
+            return UserError("the server at %s answered HTTP %d, a redirect to %s: grok does not follow "
+                             "redirects (the API key goes to GROK_BASE_URL only); set GROK_BASE_URL to the "
+                             "address you mean" % (self.host, resp.status, resp.getheader("Location") or "?"))
+        err = HTTPStatusError(resp.status, reader.read())
+        if resp.status not in RETRY_STATUSES or (no_retry and no_retry(err)):
+            return err
+        return RetryableFault("%s (HTTP %d): %s" % ("rate limited" if resp.status == 429 else "server error",
+                                                   resp.status, err.server_message()), retry_after_of(resp))
+
+    def _json(self, data):
+        try:
+            return json.loads(data.decode("utf-8", "replace"))
+        except (ValueError, RecursionError):
+            raise UserError(scrub("the server at %s did not answer with JSON (is GROK_BASE_URL an "
+                                  "OpenAI-compatible API?): %r" % (self.host, data[:120]), (self.api_key,)))
+
 
 class RetryableFault(Exception):
-    """(problem, seconds the server asked to wait or None): a failed attempt worth repeating."""
-    broke = False           # a reply stream that broke off
+    """A failed attempt worth repeating: what went wrong, the seconds the server asked to wait (or None),
+    and whether it was a reply stream that broke off."""
+
+    def __init__(self, problem, retry_after=None, broke=False):
+        Exception.__init__(self, problem)
+        self.problem, self.retry_after, self.broke = problem, retry_after, broke
 
 
 class ReplyReader:
@@ -685,33 +655,39 @@ def find_proxy(scheme, host):
     if not url:
         return None
     import urllib.request
-    from urllib.parse import urlsplit
     if urllib.request.proxy_bypass_environment(host):
         return None
     u = urlsplit(url if "://" in url else "http://" + url)
     return u.hostname, u.port or 1080
 
 
-def describe_network_error(e, host):
+def network_fault(e, host):
+    """The RetryableFault that says what went wrong talking to host; a UserError when retrying cannot help."""
     import socket
-    if isinstance(e, socket.gaierror):
-        return "cannot resolve host %s (DNS; check GROK_BASE_URL)" % host
-    if isinstance(e, ConnectionRefusedError):
-        return "connection refused by %s (is the server running? check GROK_BASE_URL)" % host
-    if isinstance(e, (socket.timeout, TimeoutError)):
-        return "no complete reply from %s within the timeout (GROK_TIMEOUT, for the whole reply)" % host
-    if isinstance(e, StreamBroken):
-        return "the reply stream from %s broke off: %s" % (host, e)
+    ssl = sys.modules.get("ssl")
     name = type(e).__name__
-    if name in ("RemoteDisconnected", "IncompleteRead", "ConnectionResetError", "BrokenPipeError"):
-        return "connection to %s dropped (%s)" % (host, name)
-    if isinstance(e, ValueError) or name in ("BadStatusLine", "LineTooLong", "UnknownProtocol"):
-        return "garbled reply from %s (%s: %s)" % (host, name, str(e)[:100])
-    return "network error talking to %s: %s" % (host, e or name)
+    if ssl and isinstance(e, ssl.CertificateError):
+        return UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL, or point "
+                         "SSL_CERT_FILE at your CA bundle" % (host, getattr(e, "verify_message", None) or e))
+    if isinstance(e, socket.gaierror):
+        problem = "cannot resolve host %s (DNS; check GROK_BASE_URL)" % host
+    elif isinstance(e, ConnectionRefusedError):
+        problem = "connection refused by %s (is the server running? check GROK_BASE_URL)" % host
+    elif isinstance(e, (socket.timeout, TimeoutError)):
+        problem = "no complete reply from %s within the timeout (GROK_TIMEOUT, for the whole reply)" % host
+    elif isinstance(e, StreamBroken):
+        problem = "the reply stream from %s broke off: %s" % (host, e)
+    elif name in ("RemoteDisconnected", "IncompleteRead", "ConnectionResetError", "BrokenPipeError"):
+        problem = "connection to %s dropped (%s)" % (host, name)
+    elif isinstance(e, ValueError) or name in ("BadStatusLine", "LineTooLong", "UnknownProtocol"):
+        problem = "garbled reply from %s (%s: %s)" % (host, name, str(e)[:100])
+    else:
+        problem = "network error talking to %s: %s" % (host, e or name)
+    return RetryableFault(problem, broke=isinstance(e, StreamBroken))
 
 
 class ChatResult:
-    def __init__(self, content, finish_reason=None, usage=None, response_id=None, reasoning="", problem=None):
+    def __init__(self, content, finish_reason=None, usage=None, response_id=None, problem=None):
         if content is not None and not isinstance(content, str):
             content = json.dumps(content)           # a server's list of parts: the contract check says why
         self.content = content
@@ -720,33 +696,14 @@ class ChatResult:
         self.tokens = usage_numbers(usage)      # what the rest of the program reads of the usage
         self.problem = problem                  # a reply abandoned as too large: a strike
         self.id = response_id if isinstance(response_id, str) else None
-        self.reasoning = reasoning if isinstance(reasoning, str) else ""
 
 
 def read_chat_stream(resp, on_delta, on_thought=None):
     """Collect an OpenAI-style SSE chat stream; usage may come in any chunk, reasoning_content goes to on_thought."""
-    parts, thoughts, finish, usage, done, response_id = [], [], None, None, False, None
-    while True:
-        line = resp.readline()
-        if not line:
+    parts, finish, usage, response_id = [], None, None, None
+    for chunk in sse_chunks(resp):
+        if chunk is None:       # data: [DONE]
             break
-        line = line.strip()
-        if line.startswith(b"error:"):      # llama.cpp's server reports a failure this way
-            raise stream_error(line[6:].strip())
-        if not line.startswith(b"data:"):
-            continue
-        data = line[5:].strip()
-        if data == b"[DONE]":
-            done = True
-            break
-        try:
-            chunk = json.loads(data.decode("utf-8", "replace"))
-        except (ValueError, RecursionError):
-            raise StreamBroken("a stream chunk was not JSON: %r" % data[:80])
-        if not isinstance(chunk, dict):
-            continue
-        if chunk.get("error"):
-            raise stream_error(data)
         if isinstance(chunk.get("usage"), dict):
             usage = chunk["usage"]
         response_id = chunk.get("id", response_id)
@@ -755,22 +712,47 @@ def read_chat_stream(resp, on_delta, on_thought=None):
             if not isinstance(choice, dict):
                 continue
             delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
-            for key, out, callback in (("reasoning_content", thoughts, on_thought), ("content", parts, on_delta)):
-                piece = delta.get(key)
-                if isinstance(piece, str) and piece:
-                    out.append(piece)
-                    if callback:
-                        callback(piece)
-            if choice.get("finish_reason"):
-                finish = choice["finish_reason"]
-    if not done and finish is None:
-        raise StreamBroken("no end of stream")
-    return ChatResult("".join(parts), finish, usage, response_id, "".join(thoughts))
+            deliver(delta.get("reasoning_content"), on_thought)
+            if deliver(delta.get("content"), on_delta):
+                parts.append(delta["content"])
+            finish = choice.get("finish_reason") or finish
+    else:
+        if finish is None:
+            raise StreamBroken("no end of stream")
+    return ChatResult("".join(parts), finish, usage, response_id)
+
+
+def deliver(piece, callback):
+    """Whether piece is text, given to callback (if any)."""
+    if not isinstance(piece, str) or not piece:
+        return False
+    if callback:
+        callback(piece)
+    return True
+
+
+def sse_chunks(resp):
+    """The JSON objects in an event stream's data lines, then None at "data: [DONE]"."""
+    for line in iter(resp.readline, b""):
+        line = line.strip()
+        if line.startswith(b"error:"):      # llama.cpp's server reports a failure this way
+            raise stream_error(line[6:].strip())
+        data = line[5:].strip() if line.startswith(b"data:") else None
+        if data == b"[DONE]":
+            yield None
+        elif data is not None:
+            try:
+                chunk = json.loads(data.decode("utf-8", "replace"))
+            except (ValueError, RecursionError):
+                raise StreamBroken("a stream chunk was not JSON: %r" % data[:80])
+            if isinstance(chunk, dict) and chunk.get("error"):
+                raise stream_error(data)
+            if isinstance(chunk, dict):
+                yield chunk
 
 
 def stream_error(data):
     """The HTTPStatusError for an error sent in an event stream, with the status it names (else 500)."""
-    import re
     code = re.search(rb'"code"\s*:\s*([45]\d\d)\b', data)
     return HTTPStatusError(int(code.group(1)) if code else 500, data)
 
@@ -784,11 +766,8 @@ def parse_chat_reply(obj, on_thought=None):
             raise HTTPStatusError(500, json.dumps(obj).encode())
         return ChatResult(None, None, obj.get("usage"))
     message = choices[0].get("message") if isinstance(choices[0].get("message"), dict) else {}
-    result = ChatResult(message.get("content"), choices[0].get("finish_reason"), obj.get("usage"), obj.get("id"),
-                        message.get("reasoning_content"))
-    if on_thought and result.reasoning:
-        on_thought(result.reasoning)
-    return result
+    deliver(message.get("reasoning_content"), on_thought)
+    return ChatResult(message.get("content"), choices[0].get("finish_reason"), obj.get("usage"), obj.get("id"))
 
 
 class ResponseStreamer:
@@ -796,63 +775,58 @@ class ResponseStreamer:
     pieces, so the answer can be shown as it is generated. tool_calls: whether the reply's
     tool_calls list is, so far, "unknown", "empty" or "nonempty"."""
 
+    # raw JSON string text up to the last whole character: an escape waits for its end, and a high
+    # surrogate for what follows it (\uD83D\uDE00 is one character)
+    WHOLE = re.compile(r'(?:[^\\]|\\[^u]|\\u(?![dD][89abAB]).{4}|\\u.{4}(?=[^\\]|\\[^u]|\\u.{4}))*', re.S)
+
     def __init__(self):
         self.depth, self.key, self.colon, self.calls, self.tool_calls = 0, None, False, False, "unknown"
-        self.raw = self.esc = None          # the string being read (raw JSON characters, kept for a
-        #                                     top-level key or the response only); an escape in it
-        self.is_key = self.response = False
-        self.cut = self.safe = 0            # response text returned up to cut; whole characters up to safe
+        self.raw = None         # the string being read: its raw characters, kept for a top-level key or the response
+        self.escaped = self.is_key = self.response = False
+        self.cut = 0            # characters of the response returned so far
 
     def feed(self, text):
-        self.out = []
+        out = []
         for ch in text:
-            if self.raw is not None:
-                self._string(ch)
-                continue
-            if self.calls and self.depth == 2 and ch not in " \t\r\n]":
-                self.tool_calls = "nonempty"
-            if ch == '"':
-                self.raw, self.is_key = [], self.depth == 1 and not self.colon
-                self.response, self.cut, self.safe = self.depth == 1 and self.colon and self.key == "response", 0, 0
-            elif ch in "{[":
-                self.depth += 1
-                if self.depth == 2 and ch == "[" and self.key == "tool_calls":
-                    self.calls, self.tool_calls = True, "empty"
-            elif ch in "}]":
-                self.depth -= 1
-                self.calls = self.calls and self.depth > 1
-            if not ch.isspace():
-                self.colon = self.depth == 1 and ch == ":"
-        self._flush()
-        return "".join(self.out)
+            if self.raw is None:
+                self._structure(ch)
+            elif ch == '"' and not self.escaped:        # the end of the string
+                if self.is_key:
+                    self.key = self._decode("".join(self.raw))
+                out.append(self._take(whole=True))
+                self.raw, self.response = None, False
+            else:
+                self.escaped = ch == "\\" and not self.escaped
+                if self.is_key or self.response:
+                    self.raw.append(ch)
+        out.append(self._take())
+        return "".join(out)
 
-    def _string(self, ch):
-        if self.esc is None and ch == '"':
-            if self.is_key:
-                self.key = self._decode("".join(self.raw))
-            self.safe = len(self.raw)
-            self._flush()
-            self.raw, self.response = None, False
-            return
-        if self.is_key or self.response:
-            self.raw.append(ch)
-        if self.esc is not None:
-            self.esc += ch
-            if len(self.esc) == 6 or self.esc[1] != "u":
-                # a high surrogate waits for what follows: \uD83D\uDE00 is one character
-                if not (len(self.esc) == 6 and self.esc[2:4].lower() in ("d8", "d9", "da", "db")):
-                    self.safe = len(self.raw)
-                self.esc = None
-        elif ch == "\\":
-            self.esc = ch
-        else:
-            self.safe = len(self.raw)
+    def _structure(self, ch):
+        if self.calls and self.depth == 2 and ch not in " \t\r\n]":
+            self.tool_calls = "nonempty"
+        if ch == '"':
+            self.raw, self.is_key = [], self.depth == 1 and not self.colon
+            self.response, self.cut = self.depth == 1 and self.colon and self.key == "response", 0
+        elif ch in "{[":
+            self.depth += 1
+            if self.depth == 2 and ch == "[" and self.key == "tool_calls":
+                self.calls, self.tool_calls = True, "empty"
+        elif ch in "}]":
+            self.depth -= 1
+            self.calls = self.calls and self.depth > 1
+        if not ch.isspace():
+            self.colon = self.depth == 1 and ch == ":"
 
-    def _flush(self):
-        if self.response and self.safe > self.cut:
-            piece, self.cut = "".join(self.raw[self.cut:self.safe]), self.safe
-            # a lone surrogate cannot be printed: it shows as U+FFFD
-            self.out.append("".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in self._decode(piece)))
+    def _take(self, whole=False):
+        """The response text not returned yet: up to the last whole character, or all at the string's end."""
+        if not self.response:
+            return ""
+        raw = "".join(self.raw[self.cut:])
+        raw = raw if whole else self.WHOLE.match(raw).group()
+        self.cut += len(raw)
+        # a lone surrogate cannot be printed: it shows as U+FFFD
+        return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in self._decode(raw))
 
     @staticmethod
     def _decode(raw):
@@ -892,21 +866,16 @@ MINIMAL = Contract("grok_reply")
 def extract_json_object(text):
     """The first JSON object in text: tolerates code fences and prose around it."""
     text = text.strip()
-    try:
+    with suppress(ValueError, RecursionError):
         return json.loads(text)
-    except (ValueError, RecursionError):
-        pass
-    decoder = json.JSONDecoder()
-    start = text.find("{")
-    tries = 0
-    while start != -1 and tries < 20:
-        try:
-            obj, _ = decoder.raw_decode(text, start)
+    decoder, start = json.JSONDecoder(), text.find("{")
+    for _ in range(20):
+        if start == -1:
+            break
+        with suppress(ValueError, RecursionError):
+            obj = decoder.raw_decode(text, start)[0]
             if isinstance(obj, dict):
                 return obj
-        except (ValueError, RecursionError):
-            pass
-        tries += 1
         start = text.find("{", start + 1)
     raise ContractError("the reply is not a JSON object")
 
@@ -930,15 +899,14 @@ def parse_reply(content, tool_names, finish_reason=None):
         raise ContractError('"tool_calls" must be an array')
     clean = [clean_call(i, call, tool_names) for i, call in enumerate(calls)]
     response = obj.get("response")
-    if isinstance(response, (int, float)):
-        response = str(response)
+    response = str(response) if isinstance(response, (int, float)) else response
     if response is not None and not isinstance(response, str):
         raise ContractError('"response" must be a string or null')
     if not clean and not (response and response.strip()):
         raise ContractError("the reply has neither tool_calls nor a response")
     done = obj.get("done")
     done = done.strip().lower() == "true" if isinstance(done, str) else done
-    obj.update({"tool_calls": clean, "response": response, "done": bool(done) if done is not None else not clean})
+    obj.update({"tool_calls": clean, "response": response, "done": not clean if done is None else bool(done)})
     return obj
 
 
@@ -948,10 +916,8 @@ def clean_call(i, call, tool_names):
         raise ContractError("tool_calls[%d] must be an object with \"tool\" and \"args\"" % i)
     name, args = call.get("tool", call.get("name")), call.get("args", call.get("arguments"))
     if isinstance(args, str):
-        try:
+        with suppress(ValueError, RecursionError):
             args = json.loads(args) if args.strip() else {}
-        except (ValueError, RecursionError):
-            pass
     if not isinstance(name, str) or not name:
         raise ContractError("tool_calls[%d] has no \"tool\" name" % i)
     if name not in tool_names:
@@ -1585,8 +1551,6 @@ class LimitReached(AgentError):
     pass
 
 
-# A stored message the program wrote itself carries a "kind" (not sent to the API): a "note" between
-# turns (/cd, a changed skills dir) or the "summary" that stands for compacted history.
 INTERRUPTED = ("[interrupted by the user]", "[interrupted: the session ended during this turn]")
 TURN_KEYS = ("input", "output", "reasoning", "cached", "total", "cost")
 
@@ -1658,6 +1622,8 @@ class Agent:
             self.notice(text)
 
     def add(self, message):
+        """A message the program writes itself has a "kind", stored but not sent: a "note" between turns
+        (/cd, a changed skills dir) or the "summary" that stands for compacted history."""
         self.messages.append(message)
         self.session.append({"type": "message", "message": message})
 
@@ -1744,14 +1710,7 @@ class Agent:
         stream = True
         while True:
             self.reserve()
-            payload = {"model": model or self.model, "messages": [{"role": m["role"], "content": m["content"]}
-                                                                  for m in messages],
-                       "max_tokens": max_tokens or self.cfg.max_tokens or self.contract.max_tokens}
-            payload.update(self.optional)
-            if contract:
-                payload["response_format"] = self.response_format()
-            if self.stream and stream:
-                payload.update(stream=True, stream_options={"include_usage": True})
+            payload = self.payload(messages, contract, model, max_tokens, self.stream and stream)
             try:
                 obj = self.client.post("/chat/completions", payload, cancel=self.cancel,
                                        on_stream=(lambda resp: self.read_stream(resp, on_text, on_thought))
@@ -1764,12 +1723,23 @@ class Agent:
                 stream = False
                 self.notice("the reply stream from %s broke off again (%s): asking once without streaming, to see "
                             "the server's answer" % (self.client.host, e))
-                continue
             except HTTPStatusError as e:
                 if not self.fall_back(e, contract):
                     raise e.overflow() or api_error(e, self.cfg)
-                continue
-            return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, on_thought)
+            else:
+                return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, on_thought)
+
+    def payload(self, messages, contract, model, max_tokens, stream):
+        """A chat request's body; the kind of a stored message is not sent."""
+        payload = {"model": model or self.model, "messages": [{"role": m["role"], "content": m["content"]}
+                                                              for m in messages],
+                   "max_tokens": max_tokens or self.cfg.max_tokens or self.contract.max_tokens}
+        payload.update(self.optional)
+        if contract:
+            payload["response_format"] = self.response_format()
+        if stream:
+            payload.update(stream=True, stream_options={"include_usage": True})
+        return payload
 
     def read_stream(self, resp, on_text, on_thought):
         """A streamed reply, its answer text shown as it comes; a retried stream starts it over."""
@@ -1916,8 +1886,8 @@ class Agent:
         """A reply that broke the JSON contract: kept, and the model told what was wrong."""
         self.strikes += 1
         content = result.content or ""
-        self.add({"role": "assistant", "content": content[:4000] + "...[truncated]" if len(content) > 4000
-                  else content})
+        cut = "...[truncated]" if len(content) > 4000 else ""
+        self.add({"role": "assistant", "content": content[:4000] + cut})
         self.finish_step(result)
         if self.strikes >= MAX_STRIKES:
             raise AgentError("the model broke the JSON contract %d times in a row (last: %s)"
@@ -2215,7 +2185,7 @@ def now_iso():
 def api_error(e, cfg):
     """The exception to show for a non-retryable HTTP status: it says what to fix."""
     msg = scrub(e.server_message())
-    if retryable(e.status):
+    if e.status in RETRY_STATUSES:
         return TransientError("the server failed (HTTP %d): %s" % (e.status, msg))
     what = {401: "the API key was rejected (HTTP 401, key from %s; set a valid GROK_API_KEY)"
                  % cfg.key_source,

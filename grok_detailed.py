@@ -218,7 +218,7 @@ class DetailedUI(g.TerminalUI):
         return cells(plain), self.paint("2", sep).join(self.paint(c, t) for t, c in parts)
 
     def rule(self, title, right=(), corner=None, code="36"):
-        """'── title ─────── right ──' across the width; title is (text, colour), right a list of them."""
+        """'── title ──── right ──' across the width; the title and each right part: (text, colour)."""
         r = self.glyph["rule"]
         head = (corner or r) + r + " "
         right = [p for p in right if p[1] != "2"] if self.width() < 60 else right     # narrow: no clock times
@@ -327,7 +327,8 @@ class DetailedUI(g.TerminalUI):
         self.iteration += 1
         self.reasoning = ""
         n, more = self.iteration, self.glyph["more"]
-        self.waiting(lambda seconds: "%s step %d: waiting for the model%s" % (more, n, " · %ds" % seconds * bool(seconds)))
+        self.waiting(lambda seconds: "%s step %d: waiting for the model%s"
+                     % (more, n, " · %ds" % seconds * bool(seconds)))
 
     def stream_text(self, text, final_hint):
         self.wait_stop()
@@ -398,9 +399,10 @@ class DetailedUI(g.TerminalUI):
             if len(lines) > 3:
                 out.append(side + self.paint("2", "%s %d more lines" % (self.glyph["more"], len(lines) - 3)) + "\n")
             took = max(0.0, result.finished - result.started)
+            took = "%.2fs" % took if took < 10 else "%.1fs" % took
             mark = self.paint("32", self.glyph["done"]) if result.ok else self.paint("31", self.glyph["fail"])
-            out.append("  %s %s %s %s\n" % (self.glyph["close"], self.paint("36", "[%d] %s" % (call.index + 1, call.name)),
-                                           mark, "%.2fs" % took if took < 10 else "%.1fs" % took))
+            name = self.paint("36", "[%d] %s" % (call.index + 1, call.name))
+            out.append("  %s %s %s %s\n" % (self.glyph["close"], name, mark, took))
             self.write("".join(out))
 
     def step_finish(self, step, info):
@@ -434,7 +436,8 @@ class DetailedUI(g.TerminalUI):
         self.write("resumed session %s: %d messages, $%.4f spent, working dir %s\n"
                   % (agent.session.id, len(agent.messages) - 1, agent.cost_usd, as_text(agent.cwd)))
         if last:
-            self.write(self.paint("2", clip("last answer: " + " ".join(last.split()), self.width(), self.glyph["more"])) + "\n")
+            last = clip("last answer: " + " ".join(last.split()), self.width(), self.glyph["more"])
+            self.write(self.paint("2", last) + "\n")
 
 
 HELP = """commands:
@@ -679,10 +682,6 @@ REPLY_RULE = ("OUTPUT: reply with tool_calls [], done true, and `response` = the
 
 class AgentStopped(g.AgentError):
     """The workflow stops on purpose: an unsafe verdict or a refused tool."""
-
-
-def agent_dir():
-    return os.path.abspath(os.path.expanduser(os.environ.get("GROK_AGENT_DIR") or "~/.grok_agent"))
 
 
 def goal_hash(text):
@@ -1164,8 +1163,9 @@ def run_agent_mode(args, cfg):
         raise g.UserError("--max-loops must be 1 or more")
     if args.resume or args.cont:
         raise g.UserError("--resume/--continue do not apply to --agent: it resumes from its workspace")
-    cfg.read_dirs.append(agent_dir())      # read_file/list_files there run without asking
-    return AgentRun(args, cfg, Workspace(agent_dir())).run()
+    ws = Workspace(os.path.abspath(os.path.expanduser(os.environ.get("GROK_AGENT_DIR") or "~/.grok_agent")))
+    cfg.read_dirs.append(ws.dir)        # read_file/list_files there run without asking
+    return AgentRun(args, cfg, ws).run()
 
 
 # --- main ---

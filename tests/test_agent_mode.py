@@ -1,4 +1,4 @@
-"""Agent mode (`grok-detailed --agent`, seed 001): plan -> execute -> review through
+"""Agent mode (`grok-detailed --agent`): plan -> execute -> review through
 markdown files, restart-safe. Every test drives the real script against the fake API
 and asserts on the requests it sent and the workspace files it left."""
 import hashlib

@@ -73,8 +73,8 @@ def test_token_counts_as_strings_are_ignored_with_one_notice(run, fake):
 
 # ---------------------------------------------------------------------- time, size
 def test_a_reply_that_never_ends_is_cut_at_the_timeout(run, fake):
-    fake.add(endless(chunk_delay=0.2))
-    p = run("-p", "hi", env={"GROK_TIMEOUT": "1", "GROK_MAX_RETRIES": "0"}, timeout=30)
+    fake.add(endless(chunk_delay=0.1))
+    p = run("-p", "hi", env={"GROK_TIMEOUT": "0.5", "GROK_MAX_RETRIES": "0"}, timeout=30)
     assert p.returncode == 2
     assert "no complete reply from 127.0.0.1 within the timeout (GROK_TIMEOUT, for the whole reply)" in p.stderr
 

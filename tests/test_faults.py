@@ -1,6 +1,6 @@
 """Fault injection: the network, the model, the tools, the user and the disk misbehave;
 grok must retry where it helps, fail clearly where it does not, never hang, never show a
-traceback and never lose what the session already holds (SPEC sections 5, 6, 6b, 7, 8)."""
+traceback and never lose what the session already holds."""
 import email.utils
 import json
 import os
@@ -227,7 +227,7 @@ def test_untrusted_tls_certificate_is_not_retried(run, tmp_path):
 
 def test_read_timeout_is_retried(run, fake):
     fake.add(hang(10), answer("after the timeout"))
-    p = run("-p", "hi", env={"GROK_TIMEOUT": 1})
+    p = run("-p", "hi", env={"GROK_TIMEOUT": 0.5})
     assert p.returncode == 0, p.stderr
     assert p.stdout == "after the timeout\n"
     assert "within the timeout" in p.stderr and "GROK_TIMEOUT" in p.stderr
@@ -574,14 +574,14 @@ def run_tool(run, fake, name, args, env=None, extra=()):
 
 
 def test_command_that_never_ends_is_killed(run, fake):
-    out, _ = run_tool(run, fake, "bash", {"command": "echo begun; sleep 61.73"}, env={"GROK_BASH_TIMEOUT": 1})
-    assert "begun" in out and "timed out after 1s" in out and "process group killed" in out
+    out, _ = run_tool(run, fake, "bash", {"command": "echo begun; sleep 61.73"}, env={"GROK_BASH_TIMEOUT": 0.5})
+    assert out == "begun\n\n[timed out after 0.5s: process group killed]"
     assert procs_with("sleep 61.73") == []
 
 
 def test_bash_timeout_zero_means_no_limit(run, fake, tmp_path):
-    # On a fast clock a command of 1 s runs for a day: the default limit (180 s) strikes, 0 does not.
-    command, fast = {"command": "sleep 1; echo finished"}, dict(fast_clock(tmp_path), GROK_TIMEOUT=0)
+    # On a fast clock a command of 0.5 s runs for hours: the default limit (180 s) strikes, 0 does not.
+    command, fast = {"command": "sleep 0.5; echo finished"}, dict(fast_clock(tmp_path), GROK_TIMEOUT=0)
     out, _ = run_tool(run, fake, "bash", command, env=fast)
     assert out == "\n[timed out after 180s: process group killed]"
     out, _ = run_tool(run, fake, "bash", command, env=dict(fast, GROK_BASH_TIMEOUT=0))
@@ -737,7 +737,7 @@ def test_tools_leave_no_zombies(run, fake):
     fake.add(tools(("bash", {"command": "echo quick"}), ("bash", {"command": "sleep 63.91"}),
                    ("bash", {"command": "(sleep 0.2; echo x) & echo bg"})),
              answer("first done"), answer("second done"))
-    proc = subprocess.Popen([sys.executable, str(GROK), "-y"], env=run.env(GROK_BASH_TIMEOUT=1),
+    proc = subprocess.Popen([sys.executable, str(GROK), "-y"], env=run.env(GROK_BASH_TIMEOUT=0.5),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         proc.stdin.write(b"go\n")
@@ -1088,8 +1088,9 @@ def test_torn_and_corrupted_session_loads_what_is_valid(run, fake, isolated_env)
     assert sent[0] == {"role": "system", "content": "SYSTEM PROMPT"}
     assert [m["content"] for m in sent[1:]] == ["one", '{"response": "1"}', "two", '{"response": "2"}', "next"]
     # what this run appended starts on a line of its own: nothing more is lost
-    tail = path.read_bytes().split(b"\n")
-    assert json.loads(tail[-2])["type"] in ("message", "usage")
+    lines = path.read_bytes().split(b"\n")
+    torn = lines.index(b'{"type": "message", "message": {"role": "user", "cont')
+    assert json.loads(lines[torn + 1])["message"] == {"role": "user", "content": "next"}
     assert [m["content"] for m in session_messages_lenient(path)][-2:] == ["next", json.dumps(
         {"tool_calls": [], "response": "three", "done": True})]
 

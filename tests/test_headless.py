@@ -1,4 +1,4 @@
-"""Headless mode (`grok -p`): the JSONL event stream of seed 002, text mode, exit codes,
+"""Headless mode (`grok -p`): the JSONL event stream, text mode, exit codes,
 approval by --allow, stdin prompts, resume, interrupts. Every test runs the real script."""
 import json
 import os
@@ -199,7 +199,7 @@ def test_max_tool_rounds_stops_with_exit_3(run, fake, isolated_env):
 
 def test_reader_closing_stdout_stops_the_run_quietly(run, fake):
     # head exits after step_start; the reply comes later, so the next event meets a closed pipe.
-    fake.add(tools(("list_files", {}), delay=1.0), tools(("list_files", {})), answer("never"))
+    fake.add(tools(("list_files", {}), delay=0.5), tools(("list_files", {})), answer("never"))
     r = shell(run, '$GROK -p go --format json -y | head -1; echo "exit=${PIPESTATUS[0]}"')
     first, status = r.stdout.splitlines()
     assert json.loads(first)["type"] == "step_start" and status == "exit=0"
@@ -207,7 +207,7 @@ def test_reader_closing_stdout_stops_the_run_quietly(run, fake):
     assert len(fake.chat_requests()) == 1          # it stopped instead of working for nobody
 
 
-# ------------------------------------------------- the seed's jq examples
+# ------------------------------------------------- jq over the event stream, as the docs show it
 @need_jq
 def test_jq_total_token_usage(run, fake):
     fake.add(tools(("list_files", {}), usage=usage(1000, 100)),
@@ -580,7 +580,7 @@ def test_sigint_during_a_tool_exits_130_and_kills_it(run, fake, isolated_env):
     assert code == 130, err
     evs = events(out)
     check_schema(evs)
-    assert check_order(evs) in ("SUFE", "SFE")
+    assert check_order(evs) == "SFE"                   # the cancelled tool reports no result
     sid = evs[0]["sessionID"]
     msgs = session_messages(isolated_env, sid)
     assert msgs[-2]["role"] == "user" and "cancelled" in msgs[-2]["content"]

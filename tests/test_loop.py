@@ -1,4 +1,4 @@
-"""The smarter loop (issue 7, seed 003 Grip AI): parallel tools, self-correction, the
+"""The tool loop: parallel tools, self-correction, the
 iteration limit, project rules and runtime info, and compaction in the middle of a tool loop."""
 import datetime
 import json

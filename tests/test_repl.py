@@ -53,7 +53,7 @@ def test_prompt_tool_line_in_gray_then_the_answer(term, fake):
     gray = "\x1b[90m[bash] ls -la\x1b[0m"
     assert gray in out
     assert out.index("what is here?") < out.index(gray) < out.index("Three files.")
-    # the seed's layout: the tool line, a blank line, the answer, a blank line, the prompt
+    # the layout: the tool line, a blank line, the answer, a blank line, the prompt
     shown = re.sub(r"\r\.\.\.( \d+s)?\r", "", p.plain_output).replace("\r\n", "\n")  # the erased waiting line
     assert "[bash] ls -la\n\nThree files.\n\n> " in shown
     p.sendeof()

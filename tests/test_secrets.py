@@ -1,6 +1,5 @@
 """Secrets: the API key never appears in anything a run produces, credentials in tool output
-are scrubbed before they are stored, sent or printed, and .env files give up only the key
-(SPEC sections 3 and 5, seed 003 "Credential Scrubbing")."""
+are scrubbed before they are stored, sent or printed, and .env files give up only the key."""
 import json
 import stat
 import sys
