@@ -334,3 +334,13 @@ def test_session_file_is_only_appended_to(run, fake, isolated_env):
     assert after.startswith(marked) and path.stat().st_ino == inode
     added = [json.loads(line) for line in after[len(marked):].splitlines()]
     assert [rec["message"]["role"] for rec in added if rec["type"] == "message"] == ["user", "assistant"]
+
+
+def test_a_plain_http_server_never_loads_ssl(run, fake):
+    # ssl costs about 4 MB and 4 ms at start-up; a local or loopback server over http needs none of it.
+    fake.add(tools(("bash", {"command": "true"})), answer("ok"))
+    r = subprocess.run([sys.executable, "-X", "importtime", str(GROK), "-y", "-p", "hi"], env=run.env(),
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout == "ok\n", r.stderr[-2000:]
+    imported = [line.rsplit("|", 1)[-1].strip() for line in r.stderr.splitlines() if line.startswith("import time:")]
+    assert "http.client" in imported and "_ssl" not in imported     # ("ssl" is listed: the hidden, failed try)
