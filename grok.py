@@ -1257,7 +1257,10 @@ def key_arg(name, args):
         value = json.dumps(value)
     if len(value) > ARG_CAP:
         value = value[:200] + "... [%d characters]" % len(value)
-    return " ".join(value.split()) if "\n" in value else value
+    if "\n" not in value and "\r" not in value:
+        return value
+    # one line, but no line of a command hidden in it: each line break is shown as ⏎
+    return " ⏎ ".join(line.strip() for line in value.splitlines() if line.strip())
 
 
 # --- System prompt: contract, tools, runtime info, skills, project rules ---

@@ -84,6 +84,16 @@ def test_2_every_line_of_a_command_is_shown_and_the_answer_must_be_clear(run, fa
     assert (work / "notes.txt").read_text() == "first line\n\tindented\n"
 
 
+def test_2_one_line_displays_of_a_command_mark_each_line_break(run, fake):
+    # Where a call is shown on one line (headless progress, the quick REPL's tool line, the model's
+    # results), the lines of a command stay apart: "a b" and "a<newline>b" must not look alike.
+    fake.add(tools(("bash", {"command": "echo one\ntouch X"})), answer("done"))
+    r = run("-y", "-p", "go")
+    assert r.returncode == 0, r.stderr
+    assert "[bash] echo one ⏎ touch X" in r.stderr
+    assert "[1] bash echo one ⏎ touch X" in fake.chat_requests()[1].last_user
+
+
 def test_3_write_file_approval_shows_the_content_or_the_diff(run, fake, isolated_env):
     work = isolated_env.work
     (work / "old.txt").write_text("keep\nold line\n")
