@@ -544,7 +544,8 @@ def interactive(args, cfg):
     finally:
         s, dot = agent.session, ui.glyph["dot"]
         lines = ["Session saved: " + home_short(s.path)] if len(agent.messages) > 1 and not s.disabled else []
-        lines.append("Session %s %s $%.4f %s %d tools" % (s.id, dot, agent.cost_usd, dot, agent.tool_count))
+        lines.append("Session %s %s $%.4f %s %d tool%s" % (s.id, dot, agent.cost_usd, dot, agent.tool_count,
+                                                          "s" * (agent.tool_count != 1)))
         ui.write("".join(ui.paint("2", part) + "\n" for line in lines for part in wrap(line, ui.width())))
         agent.close()
 
@@ -670,6 +671,15 @@ STEPS = tuple(STEP_ROLES)
 LOOP_STEPS = ("planner", "executor", "result", "reviewer")
 GENERATED = [step + ".md" for step in STEPS] + ["meta.json"]
 INCLUDE_CAP = 40000         # characters of one workspace file quoted in a step prompt
+
+
+def capped(text):
+    """A workspace file as quoted in a prompt: at most INCLUDE_CAP characters, saying what was left out."""
+    if len(text) <= INCLUDE_CAP:
+        return text
+    return text[:INCLUDE_CAP] + "\n[... %d more characters not shown]" % (len(text) - INCLUDE_CAP)
+
+
 PARTIAL_MARK = "<!-- grok-agent: partial report: the maximum of %d loop(s) was reached before the goal was complete -->"
 
 LANGUAGE_RULE = (
@@ -935,7 +945,7 @@ class AgentRun:
         self.open()
         contract = g.Contract(DETAILED.name, DETAILED.extra_properties,
                               DETAILED.extra_prompt + "\n\nAGENT MODE: you work under this controller "
-                              "(Agents.md from the workspace):\n\n" + self.ws.read("Agents.md")[:INCLUDE_CAP],
+                              "(Agents.md from the workspace):\n\n" + capped(self.ws.read("Agents.md")),
                               DETAILED.max_tokens)
         self.agent = g.Agent(self.cfg, self.ui, contract)
         self.agent.cost_usd = float(self.meta.get("cost_usd") or 0.0)     # COST_LIMIT covers the whole goal
@@ -1066,9 +1076,7 @@ class AgentRun:
         text = self.ws.read(*names)
         if text is None:
             return "===== %s: missing =====" % label
-        if len(text) > INCLUDE_CAP:
-            text = text[:INCLUDE_CAP] + "\n[... %d more characters not shown]" % (len(text) - INCLUDE_CAP)
-        return "===== %s =====\n%s\n===== end of %s =====" % (label, text.strip("\n"), label)
+        return "===== %s =====\n%s\n===== end of %s =====" % (label, capped(text).strip("\n"), label)
 
     def generate(self, step, body):
         """One fresh conversation per step, built from the files only: a resumed step sees

@@ -311,6 +311,7 @@ def test_a_huge_agents_md_is_cut_in_agent_mode(run, fake, isolated_env):
                        start_new_session=True)
     assert r.returncode == 0, r.stderr
     assert max(len(q.body) for q in fake.chat_requests()) < 200000
+    assert "[... %d more characters not shown]" % (3000000 - 40000) in fake.chat_requests()[0].messages[0]["content"]
 
 
 def test_the_summary_request_fits_the_summary_models_window(run, fake, isolated_env):

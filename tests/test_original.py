@@ -89,7 +89,7 @@ def test_detailed_prints_the_session_path_and_summary_at_exit(run, fake, isolate
     [path] = (isolated_env.home / ".local/share/grok-agent/sessions").glob("*.jsonl")
     tail = r.stdout.splitlines()[-2:]
     assert tail[0] == "Session saved: ~/%s" % path.relative_to(isolated_env.home)
-    assert re.fullmatch(r"Session %s · \$0\.\d{4} · 1 tools" % re.escape(path.stem), tail[1])
+    assert re.fullmatch(r"Session %s · \$0\.\d{4} · 1 tool" % re.escape(path.stem), tail[1])
 
 
 def test_q_quits_and_question_mark_shows_help(run, fake):
