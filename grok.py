@@ -3448,7 +3448,13 @@ ENV_HELP = """environment:
   COST_LIMIT                   USD per session, 0 = none (default 10.00)
   GROK_SKILLS_DIR              skills folder (default <script dir>/skills)
   GROK_DATA_DIR                sessions and history (default ~/.local/share/grok-agent)
-  GROK_TIMEOUT, GROK_MAX_RETRIES, GROK_MAX_ITERATIONS, GROK_MAX_TOKENS, COMPACT_THRESHOLD, NO_COLOR
+  GROK_PRICES                  IN,CACHED,OUT USD per million tokens, for servers other than xAI's
+  also (see the README): GROK_CONTEXT_WINDOW, GROK_TEMPERATURE, GROK_TIMEOUT, GROK_MAX_RETRIES,
+  GROK_RETRY_BACKOFF, GROK_MAX_ITERATIONS, GROK_MAX_TOKENS, GROK_BASH_TIMEOUT, GROK_SUMMARY_MODEL,
+  GROK_STREAM, GROK_ALWAYS_APPROVE, GROK_DEBUG, COMPACT_THRESHOLD, HTTPS_PROXY / HTTP_PROXY /
+  NO_PROXY, NO_COLOR
+
+other commands: grok models [--json]   the server's models (the default marked)
 
 exit codes: 0 ok, 1 user error, 2 network/server, 3 agent or tool error, 4 internal error""" % (
     DEFAULT_BASE_URL, DEFAULT_MODEL)

@@ -1180,6 +1180,8 @@ def run_agent_mode(args, cfg):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["models"]:
+        return g.guarded("grok-detailed", lambda: g.list_models(argv[1:]))
 
     def body():
         p = g.arg_parser(prog="grok-detailed",

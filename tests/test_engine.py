@@ -2,6 +2,7 @@
 config and key lookup, API errors, cost, sessions, skills; plus unit tests of the parsers."""
 import json
 import os
+import re
 import stat
 import sys
 import time
@@ -600,8 +601,13 @@ def test_help_lists_flags_and_variables(run):
     r = run("--help")
     assert r.returncode == 0
     for word in ("-p", "--model", "--cwd", "--always-approve", "GROK_API_KEY", "GROK_BASE_URL",
-                 "COST_LIMIT", "GROK_SKILLS_DIR", "GROK_DATA_DIR", "exit codes"):
+                 "COST_LIMIT", "GROK_SKILLS_DIR", "GROK_DATA_DIR", "exit codes", "grok models"):
         assert word in r.stdout
+    # every GROK_ variable the engine reads is named in --help and in the README
+    source, readme = GROK.read_text(), (GROK.parent / "README.md").read_text()
+    names = set(re.findall(r'"(GROK_[A-Z_]+)"', source))
+    assert len(names) > 15
+    assert sorted(n for n in names if n not in r.stdout or n not in readme) == []
 
 
 def test_version_and_help_need_no_key(run):

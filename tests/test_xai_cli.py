@@ -93,6 +93,9 @@ def test_models_lists_the_servers_models_with_the_default_marked(run, fake):
     assert fake.requests[0].method == "GET" and fake.requests[0].headers["authorization"] == "Bearer " + TEST_KEY
     r = run("models", "--json", env={"GROK_MODEL": "grok-code-2"})
     assert r.returncode == 0 and json.loads(r.stdout) == {"models": [{"id": "grok-code-2", "default": True}]}
+    fake.add(models("grok-4.3"))
+    r = run("models", script=GROK_DETAILED)         # the same command, not a chat message "models"
+    assert r.returncode == 0 and r.stdout == "* grok-4.3 (default)\n" and not fake.chat_requests()
 
 
 def test_models_falls_back_to_the_built_in_table(run, fake):
