@@ -61,8 +61,13 @@ def no_traceback(*texts):
         assert "Traceback" not in text and "internal error" not in text, text
 
 
+# Children inherit this, so procs_with() never counts the processes of another test run on the machine.
+RUN_TAG = "TESTS_OF_GROK_RUN=%d" % os.getpid()
+os.environ[RUN_TAG.split("=")[0]] = RUN_TAG.split("=")[1]
+
+
 def procs_with(marker):
-    """pids of live (not zombie) processes whose command line starts with marker."""
+    """pids of this test run's live (not zombie) processes whose command line starts with marker."""
     found = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -70,9 +75,10 @@ def procs_with(marker):
         try:
             cmd = Path("/proc", pid, "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
             state = Path("/proc", pid, "stat").read_text().rsplit(")", 1)[1].split()[0]
+            ours = RUN_TAG.encode() in Path("/proc", pid, "environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        if cmd.startswith(marker) and state != "Z":
+        if cmd.startswith(marker) and state != "Z" and ours:
             found.append(int(pid))
     return found
 
@@ -806,15 +812,16 @@ def test_ctrl_c_while_a_reply_streams_keeps_no_partial_reply(run, fake, isolated
 
 
 def test_ctrl_c_during_a_tool_kills_its_process_group(run, fake, isolated_env):
-    fake.add(tools(("bash", {"command": "sleep 64.17 & sleep 64.18"})), answer("after"))
+    marker = "sleep 64.%06d" % os.getpid()          # other test runs on this machine have their own
+    fake.add(tools(("bash", {"command": "%s7 & %s8" % (marker, marker)})), answer("after"))
     with pty_grok(run, "-y") as p:
         p.expect("> ")
         p.send("run it\n")
-        wait_until(lambda: len(procs_with("sleep 64.1")) == 2, what="the tool to start")
+        wait_until(lambda: len(procs_with(marker)) == 2, what="the tool to start")
         p.sendintr()
         p.expect(r"\(cancelled\)")
         p.expect("> ")
-        wait_until(lambda: procs_with("sleep 64.1") == [], timeout=5, what="the tool to die")
+        wait_until(lambda: procs_with(marker) == [], timeout=5, what="the tool to die")
         assert zombie_children(p.pid) == []
         p.send("next\n")
         p.expect("after")
