@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import GROK
-from fakeapi import answer, error, hang, reply, tools
+from fakeapi import answer, endless, error, hang, reply, tools
 
 
 class Acp:
@@ -285,8 +285,12 @@ def test_cancel_kills_running_tool_and_answers_cancelled(acp, fake, isolated_env
     assert c.close() == 0
 
 
-def test_cancel_during_model_call(acp, fake, isolated_env):
-    fake.add(hang(30))
+@pytest.mark.parametrize("spec", [lambda: hang(30),
+                                  # http.client drops conn.sock of a reply that will close: cancel must still work
+                                  lambda: endless("x", chunk_delay=0.05, headers={"Connection": "close"})],
+                         ids=["waiting", "streaming-connection-close"])
+def test_cancel_during_model_call(acp, fake, isolated_env, spec):
+    fake.add(spec())
     c = acp()
     c.init()
     sid = c.new(isolated_env.work)
