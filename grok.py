@@ -1387,8 +1387,7 @@ class Session:
         self.id = session_id or time.strftime("%Y%m%d-%H%M%S-") + os.urandom(3).hex()
         self.path = os.path.join(self.dir, self.id + ".jsonl")
         self.warn = warn or (lambda text: None)
-        self.fd, self.disabled, self.legacy = None, False, False
-        self.header = None      # a new session's first record: the file is made with the first real one
+        self.fd, self.disabled, self.legacy, self.header = None, False, False, None
 
     def _open(self):
         problem = data_dir_problem(os.path.dirname(self.dir))
@@ -1418,9 +1417,9 @@ class Session:
             self._open()
         if self.disabled:
             return
-        data = json_bytes(scrub_all(record)) + b"\n"
-        if self.header:
-            data, self.header = json_bytes(scrub_all(self.header)) + b"\n" + data, None
+        # a new session's header goes out with its first real record: only then is the file made
+        data = b"".join(json_bytes(scrub_all(r)) + b"\n" for r in (self.header, record) if r)
+        self.header = None
         try:
             while data:
                 data = data[os.write(self.fd, data):]
@@ -1434,7 +1433,7 @@ class Session:
             self.fd = None
 
     def read(self):
-        """The records (JSONL); a session of the bash grok (ID.json: `legacy`) as the records it makes."""
+        """The non-blank lines (JSONL); a session of the bash grok (ID.json: `legacy`) as the records it makes."""
         problem = data_dir_problem(os.path.dirname(self.dir))
         if problem:
             raise UserError(problem)
@@ -1445,10 +1444,10 @@ class Session:
             with open(self.source, "rb", opener=lambda path, flags: os.open(path, flags | NOFOLLOW)) as f:
                 data = f.read()
             if not self.legacy:
-                return data
+                return [line for line in data.splitlines() if line.strip()]
             obj = json.loads(data.decode("utf-8", "replace"))
-            return b"\n".join([json_bytes({"type": "message", "message": m}) for m in obj["messages"]]
-                              + [json_bytes({"type": "cwd", "cwd": obj.get("working_dir")})])
+            records = [{"type": "message", "message": m} for m in obj["messages"]]
+            return [json_bytes(r) for r in records + [{"type": "cwd", "cwd": obj.get("working_dir")}]]
         except FileNotFoundError:
             raise UserError("no session %r in %s" % (self.id, self.dir))
         except OSError as e:
@@ -1459,13 +1458,11 @@ class Session:
     def load(self):
         """(header, messages without the system prompt, cost_usd, cwd); skips torn lines with a warning."""
         header, messages, cost, cwd, bad = {}, [], 0.0, None, 0
-        for line in self.read().splitlines():
-            if not line.strip():
-                continue
+        for line in self.read():
             try:
                 rec = json.loads(line.decode("utf-8"))
                 kind = rec["type"]
-                if kind == "session" and isinstance(rec, dict):
+                if kind == "session":
                     header = rec
                     cwd = rec.get("cwd") if isinstance(rec.get("cwd"), str) else cwd
                 elif kind == "message":
@@ -1483,7 +1480,6 @@ class Session:
                     raise ValueError("unknown record")
             except (ValueError, KeyError, TypeError, UnicodeDecodeError, IndexError, RecursionError):
                 bad += 1 - self.legacy      # the bash grok's system prompt is left out, not damaged
-                continue
         if not isinstance(header.get("system"), str):
             header.pop("system", None)
         if bad:
@@ -1528,11 +1524,6 @@ def find_session(directory, key):
         raise UserError("%r matches %d sessions; give more of the id" % (key, len(found)) if found
                         else "no session %r in %s" % (key, os.path.join(directory, "sessions")))
     return found[0]
-
-
-def latest_session_id(directory):
-    """The newest session anybody typed into."""
-    return next((s[0] for s in list_sessions(directory) if s[2]), None)
 
 
 # --- The loop: run_turn() -> query() + execute() ---
@@ -2103,9 +2094,8 @@ class Agent:
 
 
 def compact_cut(history, keep, room):
-    """Where the kept tail starts, or None: about `keep` messages from the end, fewer while they pass
-    `room` tokens, at an assistant reply, so tool results stay with their calls and the summary (a
-    user message) keeps the roles alternating."""
+    """Where the kept tail starts, or None: about `keep` messages from the end, fewer while they pass `room`
+    tokens, at an assistant reply: tool results stay with their calls, and the summary keeps roles alternating."""
     cut = None
     for i, m in enumerate(history):
         if i >= 2 and m.get("role") == "assistant" and (
@@ -2121,8 +2111,7 @@ def transcript(messages, window):
     if len(text) <= limit:
         return text
     head = limit // 3
-    return "%s\n[... %d characters omitted ...]\n%s" % (text[:head], len(text) - limit,
-                                                       text[-(limit - head):])
+    return "%s\n[... %d characters omitted ...]\n%s" % (text[:head], len(text) - limit, text[-(limit - head):])
 
 
 def final_reply(text):
@@ -2148,14 +2137,11 @@ def tool_results_message(results, note=None):
     if failed:
         text += ("\n\n[Self-correction] These tool calls failed: %s. Before you go on, work out what went wrong "
                  "and adjust: wrong arguments, a missing prerequisite, or another tool." % "; ".join(failed))
-    if note:
-        text += "\n\n" + note
-    return text
+    return text + "\n\n" + note if note else text
 
 
 def clean_text(text):
-    """Text with undecodable input bytes (surrogate escapes from stdin or argv) replaced by U+FFFD,
-    so it can be encoded as UTF-8 for the request and the session file."""
+    """Undecodable input bytes (surrogate escapes from stdin or argv) as U+FFFD, so the text encodes as UTF-8."""
     try:
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     except UnicodeEncodeError:
@@ -2169,16 +2155,14 @@ def failure_reason(output):
     return reason if len(reason) <= 100 else reason[:97] + "..."
 
 
-WINDOW_KEYS = ("num_ctx", "n_ctx", "max_model_len", "context_length", "context_window", "max_context_length")
-
-
 def find_window(obj, depth=0):
     """The context window in a server's self-description: the first positive integer under a known
     key (Ollama's "llama.context_length" too, and num_ctx in its parameters text), a few levels deep."""
     import re
+    keys = ("num_ctx", "n_ctx", "max_model_len", "context_length", "context_window", "max_context_length")
     for key, value in obj.items() if isinstance(obj, dict) else ():
         found = re.search(r"\bnum_ctx\s+(\d+)", value) if key == "parameters" and isinstance(value, str) else None
-        if found or (str(key).split(".")[-1] in WINDOW_KEYS and type(value) is int and value > 0):
+        if found or (str(key).split(".")[-1] in keys and type(value) is int and value > 0):
             return int(found.group(1)) if found else value
     children = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, list) else ()
     return next(filter(None, (find_window(c, depth + 1) for c in children)), None) if depth < 3 else None
@@ -2197,11 +2181,9 @@ def api_error(e, cfg):
     msg = scrub(e.server_message())
     if e.status in RETRY_STATUSES:
         return TransientError("the server failed (HTTP %d): %s" % (e.status, msg))
-    what = {401: "the API key was rejected (HTTP 401, key from %s; set a valid GROK_API_KEY)"
-                 % cfg.key_source,
+    what = {401: "the API key was rejected (HTTP 401, key from %s; set a valid GROK_API_KEY)" % cfg.key_source,
             403: "access denied (HTTP 403): the key lacks permission or credits",
-            404: "not found (HTTP 404) at %s: check GROK_BASE_URL and the model %r" % (cfg.base_url,
-                                                                                       cfg.model)}
+            404: "not found (HTTP 404) at %s: check GROK_BASE_URL and the model %r" % (cfg.base_url, cfg.model)}
     if e.status in what:
         return UserError("%s: %s" % (what[e.status], msg))
     hint = " (check the model name: -m/GROK_MODEL)" if "model" in msg.lower() else ""
@@ -2849,7 +2831,7 @@ def open_agent(cfg, ui, contract, args, new_if_busy=False):
     another process has that session and new_if_busy (the REPL)."""
     session_id = args.resume and find_session(cfg.data_dir, args.resume)
     if args.cont and not session_id:
-        session_id = latest_session_id(cfg.data_dir)
+        session_id = next((s[0] for s in list_sessions(cfg.data_dir) if s[2]), None)     # the newest typed into
         if not session_id:
             raise UserError("no session to continue in %s" % os.path.join(cfg.data_dir, "sessions"))
         ui.notice("continuing session %s" % session_id)
