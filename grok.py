@@ -1465,8 +1465,14 @@ class Session:
                 if kind == "session":
                     header = rec
                     cwd = rec.get("cwd") if isinstance(rec.get("cwd"), str) else cwd
-                elif kind == "message":
-                    messages.append(valid_message(rec["message"]))
+                elif kind in ("message", "reset"):
+                    new = [rec["message"]] if kind == "message" else list(rec["messages"])
+                    if not all(isinstance(m, dict) and m.get("role") in ("user", "assistant")
+                               and isinstance(m.get("content"), str) for m in new):
+                        raise ValueError("not a message as the API takes it")
+                    if kind == "reset":
+                        messages = []
+                    messages += new
                 elif kind == "usage":
                     usd = float(rec.get("cost_usd") or 0)
                     if not 0 <= usd < 1e6:
@@ -1474,8 +1480,6 @@ class Session:
                     cost += usd
                 elif kind == "cwd":
                     cwd = rec["cwd"] if isinstance(rec["cwd"], str) else cwd
-                elif kind == "reset":
-                    messages = [valid_message(m) for m in rec["messages"]]
                 else:
                     raise ValueError("unknown record")
             except (ValueError, KeyError, TypeError, UnicodeDecodeError, IndexError, RecursionError):
@@ -1485,14 +1489,6 @@ class Session:
         if bad:
             self.warn("warning: session %s: skipped %d damaged line(s)" % (self.id, bad))
         return header, messages, cost, cwd
-
-
-def valid_message(message):
-    """A message as the API takes it, or ValueError (a damaged session line)."""
-    if (not isinstance(message, dict) or message.get("role") not in ("user", "assistant")
-            or not isinstance(message.get("content"), str)):
-        raise ValueError("not a message")
-    return message
 
 
 def list_sessions(directory):
