@@ -2590,11 +2590,6 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="gro
 
 # --- Front end: headless ---
 
-def event_line(event):
-    # ASCII-only JSON: any stdout encoding works, and lone surrogates from the model cannot crash a write.
-    return json.dumps(event, ensure_ascii=True, separators=(",", ":")) + "\n"
-
-
 def silence(fd=1):
     """The reader of stdout (fd 1) or stderr went away, or it was closed from the start: what is still
     written, and the final flush at exit, goes to /dev/null, and no file opened later takes its number."""
@@ -2658,26 +2653,21 @@ class HeadlessUI(UI):
     stderr (--format text), or xAI's CLI's thought/text/end/error events (--output-format streaming-json).
     Every hook runs on the main thread, so events never interleave."""
 
-    def __init__(self, fmt, allow, always_approve):
+    def __init__(self, fmt, allow=(), always_approve=False):
         self.json, self.events = fmt == "json", fmt == "streaming-json"
-        self.allow, self.always_approve = allow or [], always_approve
+        self.allow, self.always_approve = allow, always_approve
         self.session_id, self.step, self.last = None, 0, {}
-        self.pipe_gone = False      # the reader of stdout went away
-        self.partial = False        # a write was cut off mid-line (an interrupt)
-        self.printed = ""           # text mode: the answer text already on stdout
-        self.attempt = ""           # text mode: the answer text of the stream in progress
+        self.partial = False                    # a write was cut off mid-line (an interrupt)
+        self.printed = self.attempt = ""        # text mode: the answer text on stdout; that of the stream going on
         tolerate_unencodable(sys.stdout)
         self.shown = visible if not self.json and sys.stdout.isatty() else str     # the answer on a terminal
 
     def write(self, text):
-        if self.pipe_gone:
-            raise OutputClosed("stdout was closed")
         text, self.partial = "\n" + text if self.partial else text, True
         try:
             sys.stdout.write(text)
             sys.stdout.flush()
         except BrokenPipeError:
-            self.pipe_gone = True
             silence()
             raise OutputClosed("stdout was closed")
         self.partial = False
@@ -2691,7 +2681,8 @@ class HeadlessUI(UI):
             if kind != "error":
                 event["stepNumber"] = self.step
         event.update(fields)
-        self.write(event_line(scrub_all(event)))
+        # ASCII-only JSON: any stdout encoding works, and lone surrogates from the model cannot crash a write.
+        self.write(json.dumps(scrub_all(event), ensure_ascii=True, separators=(",", ":")) + "\n")
 
     def out(self, text):
         """Answer text: on stdout (escapes made visible on a terminal), or as a `text` event."""
@@ -2700,7 +2691,12 @@ class HeadlessUI(UI):
     def end(self, turn):
         reason = {"length": "MaxTokens", "content_filter": "Refusal"}.get(self.last.get("finish_reason"), "EndTurn")
         self.emit("end", stopReason=reason, num_turns=self.step, sessionId=self.session_id,
-                  requestId=self.last.get("id"), usage=event_usage(turn, turn["cost"]))
+                  requestId=self.last.get("id"), usage=self.usage(turn, turn["cost"]))
+
+    def usage(self, n, cost_usd):
+        """usage_numbers() for events; reasoning is billed as output; costUsdTicks is in 1e-6 USD."""
+        return {"inputTokens": int(n["input"]), "outputTokens": int(n["output"] + n["reasoning"]),
+                "totalTokens": int(n["total"]), "costUsdTicks": int(round(cost_usd * 1e6))}
 
     def thought(self, text):
         if self.events:
@@ -2717,7 +2713,7 @@ class HeadlessUI(UI):
         return code
 
     def step_start(self, step):
-        self.step, self.attempt = step, ""
+        self.step = step
         if self.json:
             self.emit("step_start")
 
@@ -2756,7 +2752,7 @@ class HeadlessUI(UI):
     def step_finish(self, step, info):
         self.last = info
         if self.json:
-            self.emit("step_finish", finishReason=info["finish_reason"], usage=event_usage(info["tokens"], info["cost"]))
+            self.emit("step_finish", finishReason=info["finish_reason"], usage=self.usage(info["tokens"], info["cost"]))
 
     def answer(self, text):
         if self.json:
@@ -2778,12 +2774,6 @@ class HeadlessUI(UI):
         raise AgentError("Tool `%s` denied: %s not in allowlist: %s%s (allow it with --allow PATTERN or "
                          "--always-approve)" % (call.name, "command" if call.name == "bash" else "path",
                                                 call.shown[:200], "..." if len(call.shown) > 200 else ""))
-
-
-def event_usage(n, cost_usd):
-    """usage_numbers() for events; reasoning is billed as output; costUsdTicks is in 1e-6 USD."""
-    return {"inputTokens": int(n["input"]), "outputTokens": int(n["output"] + n["reasoning"]),
-            "totalTokens": int(n["total"]), "costUsdTicks": int(round(cost_usd * 1e6))}
 
 
 def read_prompt(prompt, notice):
@@ -2816,25 +2806,22 @@ def headless(args, cfg):
     ui.session_id = agent.session.id
 
     def close_failed_turn(reason):      # a history that --resume can continue
-        agent.settle_cancelled("[the turn failed: %s]" % reason, "[the turn stopped before these tool calls ran: %s]"
-                               % reason)
+        agent.settle_cancelled("[the turn failed: %s]" % reason,
+                               "[the turn stopped before these tool calls ran: %s]" % reason)
     try:
         agent.run_turn(prompt)
         if ui.events:
             ui.end(agent.turn)
         return 0
-    except OutputClosed:
-        close_failed_turn("stdout was closed")
-        return 0
-    except (Cancelled, KeyboardInterrupt, Terminated) as e:     # run_turn settled these; again is harmless
+    except (Cancelled, KeyboardInterrupt):      # run_turn settled these; again is harmless
         agent.settle_cancelled()
-        if isinstance(e, Terminated):
-            signum = e.args[0] if e.args else 15
-            return ui.fail("terminated by signal %d" % signum, 128 + signum)
         return ui.fail("interrupted: the turn was cancelled", 130)
+    except Terminated as e:
+        agent.settle_cancelled()
+        return ui.fail("terminated by signal %d" % e.args[0], 128 + e.args[0])
     except GrokError as e:
         close_failed_turn(str(e))
-        return ui.fail(str(e), e.exit_code)
+        return 0 if isinstance(e, OutputClosed) else ui.fail(str(e), e.exit_code)     # the reader went away
     except Exception as e:
         if os.environ.get("GROK_DEBUG"):
             raise
@@ -3410,12 +3397,9 @@ def arg_parser(prog="grok", description=None):
             self.print_usage(sys.stderr)
             raise UserError(message)
 
-    def formatter(prog):
-        # An explicit width, or argparse imports shutil (with bz2, lzma, zlib: 2.5 ms) on every start.
-        return argparse.RawDescriptionHelpFormatter(prog, width=terminal_width() - 2)
-
-    p = Parser(prog=prog, description=description or "A minimal agent harness for xAI's Grok models.",
-               formatter_class=formatter, epilog=ENV_HELP)
+    # An explicit width, or argparse imports shutil (with bz2, lzma, zlib: 2.5 ms) on every start.
+    p = Parser(prog=prog, description=description or "A minimal agent harness for xAI's Grok models.", epilog=ENV_HELP,
+               formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(prog, width=terminal_width() - 2))
     p.add_argument("--version", action="version", version="%(prog)s " + __version__)
     p.add_argument("-m", "--model", help="model id (default $GROK_MODEL or %s)" % DEFAULT_MODEL)
     p.add_argument("--reasoning-effort", "--effort", dest="effort", choices=("low", "medium", "high"),
@@ -3461,8 +3445,7 @@ exit codes: 0 ok, 1 user error, 2 network/server, 3 agent or tool error, 4 inter
 
 
 def xai_cli_argv(argv):
-    """xAI's CLI's command line in ours: `grok agent [--no-leader] [...] stdio` is --acp, and its
-    --no-subagents and --no-plan have nothing to turn off."""
+    """xAI's CLI's command line in ours: `grok agent [...] stdio` is --acp; its other flags here turn nothing off."""
     if argv[:1] == ["agent"]:
         if "stdio" not in argv[1:]:
             sys.stderr.write("grok: usage: grok agent [--always-approve] [--model M] stdio\n")
@@ -3510,46 +3493,38 @@ def on_signal(signum, frame):
     raise Terminated(signum)
 
 
-def reopen_closed_stdio():
-    """A standard stream closed from the start (`grok -p hi >&-`) becomes /dev/null."""
-    for fd, name in enumerate(("stdin", "stdout", "stderr")):
+def guarded(prog, body, on_error=None):
+    """Run body() and turn every failure into a message on stderr and an exit code;
+    on_error(message) also reports it elsewhere (headless JSON: an `error` event)."""
+    for fd, name in enumerate(("stdin", "stdout", "stderr")):      # closed from the start (`grok -p hi >&-`)
         try:
             os.fstat(fd)
         except OSError:
             silence(fd)
             setattr(sys, name, open(fd, "w" if fd else "r", closefd=False))
-
-
-def guarded(prog, body, on_error=None):
-    """Run body() and turn every failure into a message on stderr and an exit code;
-    on_error(message) also reports it elsewhere (headless JSON: an `error` event)."""
-    report = on_error or (lambda message: None)
-    reopen_closed_stdio()
     sys.stderr = QuietStderr(sys.stderr)
     try:
         catch_signals(on_signal)
         return body()
     except GrokError as e:
-        sys.stderr.write("%s: %s\n" % (prog, visible(scrub(str(e)))))
-        report(str(e))
-        return e.exit_code
+        message, code = str(e), e.exit_code
+        sys.stderr.write("%s: %s\n" % (prog, visible(scrub(message))))
     except KeyboardInterrupt:
+        message, code = "interrupted", 130
         sys.stderr.write("\n")
-        report("interrupted")
-        return 130
     except Terminated as t:
-        report("terminated by signal %d" % t.args[0])
-        return 128 + t.args[0]
+        message, code = "terminated by signal %d" % t.args[0], 128 + t.args[0]
     except BrokenPipeError:
         silence()
         return 0
     except Exception as e:
         if os.environ.get("GROK_DEBUG"):
             raise
-        message = scrub("internal error: %s: %s" % (type(e).__name__, e))
+        message, code = scrub("internal error: %s: %s" % (type(e).__name__, e)), 4
         sys.stderr.write("%s: %s (set GROK_DEBUG=1 for a traceback)\n" % (prog, visible(message)))
-        report(message)
-        return 4
+    if on_error:
+        on_error(message)
+    return code
 
 
 def json_requested(argv):
@@ -3569,23 +3544,19 @@ def list_models(argv):
     if set(argv) - {"--json"}:
         raise UserError("usage: grok models [--json]")
     cfg = Config(require_key=False)
-    ids = server_models(cfg) or list(WINDOWS)
-    rows = [{"id": i, "default": i == cfg.model} for i in (ids if cfg.model in ids else [cfg.model] + ids)]
-    print(json.dumps({"models": rows}) if "--json" in argv else
-          "\n".join(("* %s (default)" if row["default"] else "- %s") % row["id"] for row in rows))
-    return 0
-
-
-def server_models(cfg):
-    """The model ids {base}/models lists; None, with a note on stderr, if it cannot be read."""
     try:
         from urllib.request import Request, urlopen
         request = Request(cfg.base_url + "/models", headers={"Authorization": "Bearer " + (cfg.api_key or "")})
         data = json.loads(urlopen(request, timeout=min(cfg.timeout or 15, 15)).read())["data"]
-        return [m["id"] for m in data if m["id"].isprintable() and " " not in m["id"]]
+        ids = [m["id"] for m in data if m["id"].isprintable() and " " not in m["id"]] or list(WINDOWS)
     except Exception as e:          # unreachable, refused, not a model list: the built-in table
         sys.stderr.write(visible(scrub("grok: cannot list the models of %s (%s); the built-in list follows"
                                        % (cfg.base_url, (str(e) or type(e).__name__)[:200]))) + "\n")
+        ids = list(WINDOWS)
+    rows = [{"id": i, "default": i == cfg.model} for i in (ids if cfg.model in ids else [cfg.model] + ids)]
+    print(json.dumps({"models": rows}) if "--json" in argv else
+          "\n".join(("* %s (default)" if row["default"] else "- %s") % row["id"] for row in rows))
+    return 0
 
 
 def main(argv=None):
@@ -3598,10 +3569,8 @@ def main(argv=None):
     def on_error(message):
         if json_errors[0]:
             try:
-                sys.stdout.write(event_line({"type": "error", "timestamp": int(time.time() * 1000),
-                                             "message": scrub(message)}))
-                sys.stdout.flush()
-            except OSError:
+                HeadlessUI("json").emit("error", message=message)
+            except (OutputClosed, OSError):
                 silence()
 
     def body():
