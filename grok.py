@@ -2631,10 +2631,9 @@ class OutputClosed(GrokError):
 
 
 def allow_matches(call, patterns):
-    """--allow: a shell glob on the bash command, a path glob on the other tools' path. In a command,
-    `*` does not stand for shell operators: `git *` allows `git log`, not `git log; rm -rf ~` (every
-    operator in the command is in the pattern, or the pattern is `*`). A path is matched resolved
-    (`..` and symlinks followed): a relative pattern only inside the working directory."""
+    """--allow: a shell glob on the bash command, a path glob on the other tools' path. In a command, `*` stands
+    for no shell operator: `git *` allows `git log`, not `git log; rm -rf ~` (every operator in the command is in
+    the pattern, or it is `*`). A path is matched resolved (`..`, symlinks): a relative pattern only inside cwd."""
     import fnmatch
     value = call.args.get("command" if call.name == "bash" else "path") or ("." if call.name == "list_files" else "")
     if not isinstance(value, str) or not value:
@@ -2649,9 +2648,8 @@ def allow_matches(call, patterns):
 
 
 class HeadlessUI(UI):
-    """`grok -p`: the JSONL event stream on stdout (--format json), the answer alone with progress on
-    stderr (--format text), or xAI's CLI's thought/text/end/error events (--output-format streaming-json).
-    Every hook runs on the main thread, so events never interleave."""
+    """`grok -p`: JSONL events (--format json), the answer alone with progress on stderr (text), or xAI's CLI's
+    thought/text/end/error events (streaming-json). Every hook runs on the main thread: events never interleave."""
 
     def __init__(self, fmt, allow=(), always_approve=False):
         self.json, self.events = fmt == "json", fmt == "streaming-json"
@@ -2832,8 +2830,7 @@ def headless(args, cfg):
 
 
 def open_agent(cfg, ui, contract, args, new_if_busy=False):
-    """A new agent, or one resuming --resume ID / -c (latest); a new one, with a notice, if
-    another process has that session and new_if_busy (the REPL)."""
+    """A new agent, or one resuming --resume ID / -c (latest); if that one is busy and new_if_busy, a new one."""
     session_id = args.resume and find_session(cfg.data_dir, args.resume)
     if args.cont and not session_id:
         session_id = latest_session_id(cfg.data_dir)
@@ -3494,8 +3491,7 @@ def on_signal(signum, frame):
 
 
 def guarded(prog, body, on_error=None):
-    """Run body() and turn every failure into a message on stderr and an exit code;
-    on_error(message) also reports it elsewhere (headless JSON: an `error` event)."""
+    """body(), every failure a message on stderr and an exit code; on_error(message) reports it elsewhere too."""
     for fd, name in enumerate(("stdin", "stdout", "stderr")):      # closed from the start (`grok -p hi >&-`)
         try:
             os.fstat(fd)
