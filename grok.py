@@ -1569,10 +1569,8 @@ class Agent:
     """One conversation with the model: messages, cost, tools, session file."""
 
     def __init__(self, cfg, ui=None, contract=MINIMAL, session=None, resume=False):
-        self.cfg, self.ui, self.contract = cfg, ui or UI(), contract
-        self.ui_lock = threading.RLock()
-        self.lock = threading.Lock()    # cost and session writes from tools running in threads
-        self.model = cfg.model
+        self.cfg, self.ui, self.contract, self.model = cfg, ui or UI(), contract, cfg.model
+        self.ui_lock, self.lock = threading.RLock(), threading.Lock()  # lock: cost and session writes from threads
         self.client = Client(cfg.base_url, cfg.api_key, cfg.timeout, cfg.max_retries, cfg.backoff, notice=self.notice)
         self.tool_names = list(TOOLS)   # offered in the schema
         self.withdrawn = {}             # tools the server turned out not to offer: name -> the result calls get
@@ -1583,7 +1581,6 @@ class Agent:
                                            ("reasoning_effort", cfg.reasoning_effort)) if v is not None}
         self.stream = cfg.stream
         self.reserved, self.search_costs = 0.0, []      # USD reserved by requests in flight; web search costs
-        self.turn = dict.fromkeys(TURN_KEYS, 0)         # this turn's usage and cost, for the front ends
         self.said = set()               # one-time notices given
         self.cancel, self.procs = threading.Event(), set()      # procs: bash tools running
         self.request = None             # the running turn's request: compaction keeps it verbatim
@@ -1603,23 +1600,18 @@ class Agent:
         self.context_tokens = estimate_tokens(self.messages) if resume else 0
         self.tool_count = sum(tool_calls_in(m["content"]) for m in messages if m["role"] == "assistant")
         self.step_no, self.last_usage, self.session_always = 0, {}, set()     # session_always: [a]lways answers
-        self.session = session if resume and not session.legacy else self.new_file(session)
-        self.client.conv_id = self.session.id
+        if not resume or session.legacy:    # a new session file, its header first
+            if session.legacy:      # a session of the bash grok is only read: it goes on in a new file
+                session = Session(self.cfg.data_dir, warn=self.notice)
+                self.notice("a session of the bash grok, continued as session %s" % session.id)
+            session.header = {"type": "session", "version": 1, "id": session.id, "created": now_iso(),
+                              "cwd": self.cwd, "model": self.model, "contract": self.contract.name,
+                              "system": self.messages[0]["content"]}
+            if len(self.messages) > 1:
+                session.append({"type": "reset", "messages": self.messages[1:]})
+        self.session, self.client.conv_id = session, session.id
         if resume:      # killed mid-turn (SIGKILL, a crash): close that turn as a cancel would have
             self.close_turn(only_if_open=True, note=INTERRUPTED[1])
-
-    def new_file(self, session):
-        """The session to write from here on, its header first. A session of the bash grok is only read:
-        the conversation goes on in a new session file, from the history read."""
-        if session.legacy:
-            session = Session(self.cfg.data_dir, warn=self.notice)
-            self.notice("a session of the bash grok, continued as session %s" % session.id)
-        session.header = {"type": "session", "version": 1, "id": session.id, "created": now_iso(),
-                          "cwd": self.cwd, "model": self.model, "contract": self.contract.name,
-                          "system": self.messages[0]["content"]}
-        if len(self.messages) > 1:
-            session.append({"type": "reset", "messages": self.messages[1:]})
-        return session
 
     # -- bookkeeping ---------------------------------------------------------
     def notice(self, text):
@@ -1632,8 +1624,7 @@ class Agent:
             self.notice(text)
 
     def add(self, message):
-        """A message the program writes itself has a "kind", stored but not sent: a "note" between turns
-        (/cd, a changed skills dir) or the "summary" that stands for compacted history."""
+        """A message; one the program writes itself has a "kind" ("note", "summary"): stored, not sent."""
         self.messages.append(message)
         self.session.append({"type": "message", "message": message})
 
@@ -1644,8 +1635,7 @@ class Agent:
         self.session.append({"type": "reset", "messages": messages})
 
     def note_skills(self):
-        """The system prompt stays fixed (the provider caches it): a changed skills dir is told in a note.
-        It is rescanned when its names or mtimes change (a skill added, removed or edited, sub-folders too)."""
+        """A changed skills dir (names or mtimes) is told in a note: the system prompt stays fixed (it is cached)."""
         try:
             stamp = sorted((e.name, e.stat().st_mtime_ns) for e in os.scandir(self.cfg.skills_dir))
         except OSError:
@@ -1668,9 +1658,8 @@ class Agent:
         cost, known = usage_cost(model, usage, self.cfg.prices)
         if not known:
             limit = ", so COST_LIMIT cannot apply" if self.cfg.cost_limit > 0 else ""
-            self.once("price", "price unknown for model %s at %s: cost is not tracked%s (GROK_PRICES="
-                      "IN,CACHED,OUT sets prices in USD per million tokens)"
-                      % (model, self.cfg.base_url, limit))
+            self.once("price", "price unknown for model %s at %s: cost is not tracked%s (GROK_PRICES=IN,CACHED,OUT "
+                      "sets prices in USD per million tokens)" % (model, self.cfg.base_url, limit))
         if usage_numbers(usage)["odd"]:
             self.once("odd", "the server's usage has numbers that are not counts (%s): ignored"
                       % json.dumps(usage, default=str)[:200])
@@ -1684,8 +1673,7 @@ class Agent:
         return 100.0 * self.context_tokens / max(1, self.cfg.context_window)
 
     def reserve(self, estimate=0.0):
-        """Before every paid request: LimitReached when COST_LIMIT is reached, or when `estimate` USD more,
-        beside what requests in flight have reserved, would pass it; paid() gives the estimate back."""
+        """Before every paid request: LimitReached if COST_LIMIT is reached or `estimate` USD more would pass it."""
         with self.lock:
             spent, limit = self.cost_usd + self.reserved, self.cfg.cost_limit
             if 0 < limit <= spent or 0 < limit < spent + estimate:
@@ -1705,11 +1693,6 @@ class Agent:
                 self.reserved -= estimate
         self.search_costs.append(self.add_cost(obj.get("usage") if isinstance(obj, dict) else None, kind="web_search"))
         return obj
-
-    def response_format(self):
-        schema = self.contract.schema(self.tool_names)
-        return ({"type": "json_schema", "json_schema": {"name": self.contract.name, "schema": schema}},
-                {"type": "json_object", "schema": schema}, {"type": "json_object"})[self.format_level]
 
     def tool_env(self):
         return {k: v for k, v in os.environ.items() if k not in KEY_VARS}
@@ -1746,7 +1729,10 @@ class Agent:
                    "max_tokens": max_tokens or self.cfg.max_tokens or self.contract.max_tokens}
         payload.update(self.optional)
         if contract:
-            payload["response_format"] = self.response_format()
+            schema = self.contract.schema(self.tool_names)
+            formats = ({"type": "json_schema", "json_schema": {"name": self.contract.name, "schema": schema}},
+                       {"type": "json_object", "schema": schema}, {"type": "json_object"})
+            payload["response_format"] = formats[self.format_level]
         if stream:
             payload.update(stream=True, stream_options={"include_usage": True})
         return payload
@@ -1821,8 +1807,7 @@ class Agent:
                               % (estimate_tokens(self.messages), e.window or self.cfg.context_window))
 
     def learn_window(self):
-        """The context window a server other than xAI's reports, asked once per session: OpenAI-style
-        /v1/models fields (vLLM), llama.cpp's /props, Ollama's /api/show."""
+        """The context window a server other than xAI's reports (vLLM, llama.cpp, Ollama), asked once per session."""
         if self.window_asked:
             return
         self.window_asked = True
@@ -1840,7 +1825,7 @@ class Agent:
     # -- one user turn -------------------------------------------------------
     def run_turn(self, text):
         """Send one user message and loop until the model is done; returns the answer."""
-        self.turn = dict.fromkeys(TURN_KEYS, 0)
+        self.turn = dict.fromkeys(TURN_KEYS, 0)         # this turn's usage and cost, for the front ends
         self.note_skills()
         self.request = {"role": "user", "content": clean_text(text)}
         self.add(self.request)
@@ -1882,10 +1867,8 @@ class Agent:
             results = self.execute(calls)
         finally:
             self.finish_step(result)
-        note = None
-        if self.rounds == limit:
-            note = ("[Limit] That was the last tool round allowed in this turn (%d). Answer now with what "
-                    "you have and say what is left to do; further tool calls will not run." % limit)
+        note = ("[Limit] That was the last tool round allowed in this turn (%d). Answer now with what you have and "
+                "say what is left to do; further tool calls will not run." % limit if self.rounds == limit else None)
         self.add({"role": "user", "content": tool_results_message(results, note)})
         if reply["done"] and answer.strip():     # done with tool calls: they ran; the response ends the turn
             self.add(final_reply(answer))
@@ -1900,14 +1883,12 @@ class Agent:
         self.add({"role": "assistant", "content": content[:4000] + cut})
         self.finish_step(result)
         if self.strikes >= MAX_STRIKES:
-            raise AgentError("the model broke the JSON contract %d times in a row (last: %s)"
-                             % (self.strikes, e))
+            raise AgentError("the model broke the JSON contract %d times in a row (last: %s)" % (self.strikes, e))
         self.notice("invalid reply from the model (%s); asking again" % e)
         self.add({"role": "user", "content": corrective_message(str(e))})
 
     def stop(self):
-        """Cancel the running turn, from any thread: the model call, web searches, running commands, a
-        pending approval; no further tool starts. Every front end stops a turn with this."""
+        """Cancel the running turn from any thread (every front end stops a turn here); no further tool starts."""
         self.cancel.set()
         self.client.abort()
         for proc in list(self.procs):
@@ -1938,8 +1919,7 @@ class Agent:
 
     # -- tools ---------------------------------------------------------------
     def execute(self, calls):
-        """Run a reply's tool calls: approvals and ask_user in call order, then the rest concurrently;
-        UI hooks run on this thread only. Returns [(ToolCall, ToolResult)] in call order."""
+        """[(ToolCall, ToolResult)] in call order: approvals and ask_user in turn, then the rest at once; UI here."""
         items = [ToolCall(i, c["tool"], c["args"], "call_%d_%d" % (self.step_no, i + 1), self.cwd)
                  for i, c in enumerate(calls)]
         results, runnable = [None] * len(items), []
@@ -2046,8 +2026,7 @@ class Agent:
             self.compact()
 
     def compact(self, keep=6):
-        """Replace older history by a summary, keeping the system prompt, the recent tail (compact_cut())
-        and, mid-turn, the request being worked on verbatim. False when there is too little to compact."""
+        """Summarise older history, keeping the recent tail and, mid-turn, the request verbatim; False: too little."""
         self.learn_window()
         pct = self.cfg.compact_threshold if self.cfg.compact_threshold > 0 else 75.0
         history = self.messages[1:]
@@ -2066,13 +2045,11 @@ class Agent:
         self.context_tokens = estimate_tokens(self.messages)
         self.notice("%s (about %d -> %d tokens)" % (how, before, self.context_tokens))
         if self.context_pct() >= pct:
-            self.notice("the recent messages alone still fill %.0f%% of the context window"
-                        % self.context_pct())
+            self.notice("the recent messages alone still fill %.0f%% of the context window" % self.context_pct())
         return True
 
     def summarise(self, old):
-        """(the message that stands for `old`, what was done): a summary by GROK_SUMMARY_MODEL; one that
-        was cut off or is not smaller than what it replaces is not taken: the messages are dropped."""
+        """(the message standing for `old`, what was done): its summary, unless that was cut off or not smaller."""
         window = (self.cfg.context_window if self.cfg.summary_model == self.model
                   else context_window(self.cfg.summary_model))
         request = [{"role": "system", "content":
