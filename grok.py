@@ -1665,8 +1665,7 @@ class Agent:
                       % json.dumps(usage, default=str)[:200])
         with self.lock:     # web searches in threads add theirs too
             self.cost_usd += cost
-            self.session.append({"type": "usage", "kind": kind, "model": model, "usage": usage or {},
-                                 "cost_usd": cost})
+            self.session.append({"type": "usage", "kind": kind, "model": model, "usage": usage or {}, "cost_usd": cost})
         return cost
 
     def context_pct(self):
@@ -1819,8 +1818,7 @@ class Agent:
 
     def finish_step(self, result):
         self.ui.step_finish(self.step_no, {"finish_reason": result.finish_reason or "stop", "id": result.id,
-                                           "tokens": result.tokens, "cost": result.cost,
-                                           "duration": result.duration})
+                                           "tokens": result.tokens, "cost": result.cost, "duration": result.duration})
 
     # -- one user turn -------------------------------------------------------
     def run_turn(self, text):
@@ -1906,10 +1904,8 @@ class Agent:
         """End an unfinished turn in the history: `unrun` for tool calls that got no results, and a reply
         `note` with the answer text shown so far. only_if_open: unless the turn had ended (or a note)."""
         last, closed = self.messages[-1], tuple('%s", "done": true}' % n for n in INTERRUPTED)
-        if len(self.messages) < 2 or last["content"].endswith(closed):
-            return
-        if only_if_open and (last.get("kind") == "note" or last["role"] == "assistant"
-                             and not tool_calls_in(last["content"])):
+        ended = last.get("kind") == "note" or last["role"] == "assistant" and not tool_calls_in(last["content"])
+        if len(self.messages) < 2 or last["content"].endswith(closed) or only_if_open and ended:
             return
         if last["role"] == "assistant":
             self.add({"role": "user", "content": unrun})
@@ -1925,9 +1921,8 @@ class Agent:
         results, runnable = [None] * len(items), []
         for item in items:
             if not self.approved(item):
-                results[item.index] = self.finish_tool(item, ToolResult(
-                    "denied: the user did not allow this %s call; do not retry it, ask or take another way"
-                    % item.name, ok=False))
+                denied = "denied: the user did not allow this %s call; do not retry it, ask or take another way"
+                results[item.index] = self.finish_tool(item, ToolResult(denied % item.name, ok=False))
             elif item.name == "ask_user":
                 self.ui.tool_start(item)
                 results[item.index] = self.finish_tool(item, self.call_tool(item))
@@ -2050,8 +2045,8 @@ class Agent:
 
     def summarise(self, old):
         """(the message standing for `old`, what was done): its summary, unless that was cut off or not smaller."""
-        window = (self.cfg.context_window if self.cfg.summary_model == self.model
-                  else context_window(self.cfg.summary_model))
+        model = self.cfg.summary_model
+        window = self.cfg.context_window if model == self.model else context_window(model)
         request = [{"role": "system", "content":
                     "You summarise an AI agent's conversation and tool history so the agent can continue. Keep "
                     "the user's goals and requests, decisions, facts learned, files and commands involved, and "
@@ -2060,11 +2055,10 @@ class Agent:
         old_tokens = estimate_tokens(old)
         limit = max(32, min(2000, old_tokens // 2, self.cfg.context_window // 4))
         try:
-            result = self.chat(request, contract=False, model=self.cfg.summary_model, max_tokens=limit)
+            result = self.chat(request, contract=False, model=model, max_tokens=limit)
         except (UserError, TransientError) as e:
-            raise type(e)("compacting the history failed (summary model %s, GROK_SUMMARY_MODEL): %s"
-                          % (self.cfg.summary_model, e))
-        self.add_cost(result.usage, self.cfg.summary_model, kind="compaction")
+            raise type(e)("compacting the history failed (summary model %s, GROK_SUMMARY_MODEL): %s" % (model, e))
+        self.add_cost(result.usage, model, kind="compaction")
         text, cut_off = (result.content or "").strip(), result.finish_reason == "length"
         how = "compacted %d older messages into a summary" % len(old)
         summary = "[Summary of the earlier conversation, compacted]\n" + text
