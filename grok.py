@@ -1629,7 +1629,6 @@ class Agent:
         self.session.append({"type": "message", "message": message})
 
     def reset(self, messages):
-        """Replace the history after the system prompt (clear, compaction)."""
         self.messages = self.messages[:1] + messages
         self.skills_seen = (None, self.prompt_skills)       # a note about skills may be gone: check again
         self.session.append({"type": "reset", "messages": messages})
@@ -1759,9 +1758,8 @@ class Agent:
                 "plain json_object (the schema is only described in the prompt)"))
             return True
         rejected = [k for k in self.optional if e.status in (400, 422) and e.mentions(k, k.replace("_", ""))]
-        for k in rejected:
-            del self.optional[k]
         if rejected:
+            self.optional = {k: v for k, v in self.optional.items() if k not in rejected}
             self.notice("the server rejected %s: not sent for the rest of the session" % ", ".join(rejected))
             return True
         if self.stream and e.status in (400, 422) and e.mentions("stream") and not e.overflow():
@@ -1823,11 +1821,10 @@ class Agent:
     # -- one user turn -------------------------------------------------------
     def run_turn(self, text):
         """Send one user message and loop until the model is done; returns the answer."""
-        self.turn = dict.fromkeys(TURN_KEYS, 0)         # this turn's usage and cost, for the front ends
+        self.turn, self.rounds, self.strikes = dict.fromkeys(TURN_KEYS, 0), 0, 0    # turn: its usage and cost
         self.note_skills()
         self.request = {"role": "user", "content": clean_text(text)}
         self.add(self.request)
-        self.rounds = self.strikes = 0
         try:
             answer = None
             while answer is None:
@@ -1874,7 +1871,6 @@ class Agent:
         return None
 
     def strike(self, result, e):
-        """A reply that broke the JSON contract: kept, and the model told what was wrong."""
         self.strikes += 1
         content = result.content or ""
         cut = "...[truncated]" if len(content) > 4000 else ""
@@ -1893,8 +1889,7 @@ class Agent:
             kill_group(proc)
 
     def settle_cancelled(self, *notes):
-        """After a cancelled or failed turn: stop what runs, close the turn in the history (idempotent).
-        A stop lasts until then: one that comes before a turn starts cancels that turn."""
+        """After a cancelled or failed turn: stop all, close the turn (idempotent). A stop lasts until then."""
         self.stop()
         self.close_turn(False, *notes)
         self.cancel.clear()
@@ -2032,9 +2027,8 @@ class Agent:
         summary, how = self.summarise(old)
         if self.request and not any(m is self.request for m in tail):
             request = self.request["content"]
-            if len(request) > 4000:
-                request = request[:4000] + "\n[... the rest of the request is in the summary]"
-            summary["content"] += "\n\n[The request being worked on, verbatim]\n" + request
+            rest = "\n[... the rest of the request is in the summary]" if len(request) > 4000 else ""
+            summary["content"] += "\n\n[The request being worked on, verbatim]\n" + request[:4000] + rest
         before = estimate_tokens(self.messages)
         self.reset([summary] + tail)
         self.context_tokens = estimate_tokens(self.messages)
