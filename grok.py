@@ -2262,7 +2262,6 @@ class EscKey:
             self.mode(watching=True)
             EscKey.active = self
             threading.Thread(target=self.watch, daemon=True).start()
-        return self
 
     def __exit__(self, *exc):
         if EscKey.active is self:
@@ -2316,8 +2315,7 @@ class TerminalUI(UI):
             tolerate_unencodable(stream)
         self.color = not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb" and self.out.isatty()
         self.streamed = self.open_line = False
-        self.lock = threading.RLock()       # the waiting line is redrawn from its own thread
-        self.waiter = None
+        self.lock, self.waiter = threading.RLock(), None      # the waiting line is redrawn from its own thread
 
     def paint(self, code, text):
         return "\033[%sm%s\033[0m" % (code, text) if self.color else text
@@ -2334,18 +2332,16 @@ class TerminalUI(UI):
     def waiting(self, text_of):
         """On a terminal: text_of(seconds waited) now and every second, until the next output."""
         self.wait_stop()
-        if not self.out.isatty() or os.environ.get("TERM") == "dumb":     # no cursor movement there
-            return
-        stop, started = threading.Event(), time.time()
-        self.waiter = stop
+        if self.out.isatty() and os.environ.get("TERM") != "dumb":     # it moves the cursor
+            self.waiter = threading.Event()
+            threading.Thread(target=self.tick, args=(self.waiter, text_of, time.time()), daemon=True).start()
 
-        def tick():
-            while not stop.is_set():
-                with self.lock:
-                    if not stop.is_set():
-                        self.show_wait(text_of(int(time.time() - started)))
-                stop.wait(1)
-        threading.Thread(target=tick, daemon=True).start()
+    def tick(self, stop, text_of, started):
+        while not stop.is_set():
+            with self.lock:
+                if not stop.is_set():
+                    self.show_wait(text_of(int(time.time() - started)))
+            stop.wait(1)
 
     def wait_stop(self):
         with self.lock:
@@ -2458,10 +2454,7 @@ def read_line(interactive, keys, prompt="> "):
     """One message, stripped. Piped: one line. On a terminal, a line typed during the last turn, else several
     when a line ends in \\ (typed on after "... ") or when more lines are already waiting (a paste)."""
     if not interactive:
-        line = sys.stdin.readline()
-        if not line:
-            raise EOFError
-        return line.strip()
+        return input().strip()      # EOFError at the end
     line, rest = keys.take()
     if line is not None:
         sys.stdout.write(prompt + line + "\n")
