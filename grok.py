@@ -1577,8 +1577,7 @@ class Agent:
         self.window_asked = cfg.window_set or cfg.xai     # xAI's windows are in the table
         self.format_level = 0           # 0 json_schema, 1 json_object + schema, 2 plain json_object
         # Request fields a server may reject: each is dropped for the session, with one notice.
-        self.optional = {k: v for k, v in (("temperature", cfg.temperature),
-                                           ("reasoning_effort", cfg.reasoning_effort)) if v is not None}
+        self.optional = {k: getattr(cfg, k) for k in ("temperature", "reasoning_effort") if getattr(cfg, k) is not None}
         self.stream = cfg.stream
         self.reserved, self.search_costs = 0.0, []      # USD reserved by requests in flight; web search costs
         self.said = set()               # one-time notices given
@@ -1794,11 +1793,9 @@ class Agent:
         if e.window and not self.cfg.window_set:
             self.cfg.context_window = e.window
         self.notice("%s; compacting and asking once more" % e)
-        try:
+        with suppress(ContextOverflow):
             if self.compact():
                 return self.chat(self.messages, on_text=self.ui.stream_text, on_thought=self.ui.thought)
-        except ContextOverflow:
-            pass
         raise ContextOverflow("about %d tokens do not fit the server's context window (%d tokens), even compacted as "
                               "far as it goes: shorten the request, or give the server a larger window"
                               % (estimate_tokens(self.messages), e.window or self.cfg.context_window))
