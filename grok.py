@@ -1870,8 +1870,7 @@ class Agent:
     def strike(self, result, e):
         self.strikes += 1
         content = result.content or ""
-        cut = "...[truncated]" if len(content) > 4000 else ""
-        self.add({"role": "assistant", "content": content[:4000] + cut})
+        self.add({"role": "assistant", "content": content[:4000] + ("...[truncated]" if len(content) > 4000 else "")})
         self.finish_step(result)
         if self.strikes >= MAX_STRIKES:
             raise AgentError("the model broke the JSON contract %d times in a row (last: %s)" % (self.strikes, e))
@@ -1907,7 +1906,7 @@ class Agent:
 
     # -- tools ---------------------------------------------------------------
     def execute(self, calls):
-        """[(ToolCall, ToolResult)] in call order: approvals and ask_user in turn, then the rest at once; UI here."""
+        """[(ToolCall, ToolResult)] in call order: approvals, ask_user one by one, the rest at once; UI hooks here."""
         items = [ToolCall(i, c["tool"], c["args"], "call_%d_%d" % (self.step_no, i + 1), self.cwd)
                  for i, c in enumerate(calls)]
         results, runnable = [None] * len(items), []
