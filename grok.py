@@ -2388,8 +2388,7 @@ class TerminalUI(UI):
 
     def notice(self, text):
         self.pause()
-        sys.stderr.write(self.paint("33", visible(text)) + "\n")
-        sys.stderr.flush()
+        print(self.paint("33", visible(text)), file=sys.stderr, flush=True)
 
     def approve(self, call):
         """Shows exactly what would run; asks again until the answer is y, n (the default), a or s."""
