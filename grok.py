@@ -2218,9 +2218,8 @@ def tolerate_unencodable(stream):
 
 def ask_tty(prompt):
     """Read one answer from the controlling terminal; None when there is none, "" on Ctrl-D."""
-    # Raw fd I/O: open("/dev/tty", "r+") fails on every terminal (a tty is not seekable).
-    try:
-        fd = os.open("/dev/tty", os.O_RDWR | getattr(os, "O_NOCTTY", 0))
+    try:        # unbuffered: open("/dev/tty", "r+") fails on every terminal (a tty is not seekable)
+        tty = open(os.open("/dev/tty", os.O_RDWR | getattr(os, "O_NOCTTY", 0)), "r+b", buffering=0)
     except OSError:
         return None
     keys = EscKey.active
@@ -2228,18 +2227,15 @@ def ask_tty(prompt):
         keys.lock.acquire()         # the Esc watcher stops reading; the terminal edits lines again
         keys.mode(watching=False)
     try:
-        os.write(fd, prompt.encode("utf-8", "replace"))
-        line = chunk = os.read(fd, 1024)
-        while chunk and not line.endswith(b"\n"):
-            chunk = os.read(fd, 1024)
-            line += chunk
+        tty.write(prompt.encode("utf-8", "replace"))
+        line = tty.readline()
     except OSError:
         return None
     except KeyboardInterrupt:
-        os.write(fd, b"\n")        # the cancel notice then starts on its own line
+        tty.write(b"\n")        # the cancel notice then starts on its own line
         raise
     finally:
-        os.close(fd)
+        tty.close()
         if keys:
             keys.lock.release()
             keys.mode(watching=True)
