@@ -16,6 +16,7 @@ import stat
 import sys
 import threading
 import time
+from collections import namedtuple
 from contextlib import suppress
 from urllib.parse import urlsplit
 
@@ -849,12 +850,8 @@ class ContractError(Exception):
     """A reply that breaks the contract; the message goes back to the model."""
 
 
-class Contract:
+class Contract(namedtuple("Contract", "name extra_properties extra_prompt max_tokens", defaults=({}, "", 4000))):
     """What the model is asked to return: the schema, its description, defaults."""
-
-    def __init__(self, name, extra_properties=None, extra_prompt="", max_tokens=4000):
-        self.name, self.extra_prompt, self.max_tokens = name, extra_prompt, max_tokens
-        self.extra_properties = extra_properties or {}
 
     def schema(self, tool_names):
         calls = [{"type": "object", "properties": {"tool": {"type": "string", "enum": [name]},
@@ -868,6 +865,7 @@ class Contract:
 
 
 MINIMAL = Contract("grok_reply")
+REPLY_SHAPE = '{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRING or null, "done": BOOL}'
 
 
 def extract_json_object(text):
@@ -891,13 +889,11 @@ def parse_reply(content, tool_names, finish_reason=None):
     """Validate one assistant message against the contract; returns a clean dict."""
     if content is None or not str(content).strip():
         raise ContractError("the reply was empty")
-    if finish_reason == "length":       # a cut-off reply may still hold an inner object: never take that
-        try:
-            json.loads(content)
-        except (ValueError, RecursionError):
-            raise ContractError("the reply was cut off at max_tokens before its JSON ended: reply shorter, "
-                                "with fewer tool calls")
-    obj = extract_json_object(str(content))
+    try:        # a cut-off reply may still hold an inner object: never take that
+        obj = json.loads(content) if finish_reason == "length" else extract_json_object(str(content))
+    except (ValueError, RecursionError):
+        raise ContractError("the reply was cut off at max_tokens before its JSON ended: reply shorter, "
+                            "with fewer tool calls")
     if not isinstance(obj, dict):
         raise ContractError("the reply must be a JSON object")
     calls = obj.get("tool_calls") or []
@@ -935,8 +931,7 @@ def clean_call(i, call, tool_names):
 
 
 def kept_reply(content, reply):
-    """The reply as the history keeps it: an argument longer than ARG_CAP (a 5 MB command) becomes a
-    note, so it is not stored and resent with every request."""
+    """The reply as the history keeps it: an argument over ARG_CAP becomes a note, not resent in every request."""
     if len(content) <= ARG_CAP:
         return content
     calls = [dict(c, args={k: "[%d characters, not kept]" % len(str(v)) if len(str(v)) > ARG_CAP else v
@@ -945,9 +940,8 @@ def kept_reply(content, reply):
 
 
 def corrective_message(problem):
-    return ("Your last reply broke the JSON contract: %s. Reply again with exactly one JSON object: "
-            '{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRING or null, "done": BOOL}.'
-            % problem)
+    return "Your last reply broke the JSON contract: %s. Reply again with exactly one JSON object: %s." % (
+        problem, REPLY_SHAPE)
 
 
 # --- Tools: one function each, one dict to dispatch ---
@@ -971,7 +965,6 @@ def inside(path, directory):
 
 def path_glob(pattern, path):
     """A glob on a path: `*` and `?` stay within one path component, `**` crosses `/`."""
-    import re
     rx = re.escape(pattern).replace(r"\*\*/", "\0").replace(r"\*\*", ".*").replace(r"\*", "[^/]*")
     return re.fullmatch(rx.replace(r"\?", "[^/]").replace("\0", "(?:.*/)?"), path) is not None
 
@@ -996,7 +989,7 @@ def approval_text(call, full=False):
         import difflib
         body = call.args.get("content", "")
         body = body if isinstance(body, str) else json.dumps(body, indent=2)
-        old = old_text(path) if os.path.isfile(path) else None
+        old = old_text(path)
         state = "a new file" if not os.path.exists(path) else "replaces the file" + ("; the changes" if old else "")
         head = "write_file %s (%d bytes, %s)" % (path, len(body.encode("utf-8", "replace")), state)
         if old is not None:
@@ -1058,10 +1051,9 @@ def tool_bash(args, agent):
     code, waited, limit = None, 0.0, agent.cfg.bash_timeout       # limit 0: none
     try:
         while code is None and not agent.cancel.is_set() and not 0 < limit <= waited:
-            try:
+            with suppress(subprocess.TimeoutExpired):
                 code = proc.wait(0.05)
-            except subprocess.TimeoutExpired:
-                waited += 0.05
+            waited += 0.05
     finally:
         note = "" if code is not None else "\n[cancelled by the user]" if agent.cancel.is_set() else (
             "\n[timed out after %gs: process group killed]" % limit)
@@ -1159,14 +1151,11 @@ def tool_list_files(args, agent):
     for entry in entries[:LIST_CAP]:
         name = entry.name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
         try:
-            if entry.is_symlink():
-                lines.append("link %s -> %s" % (name, os.readlink(entry.path)))
-            elif entry.is_dir():
-                lines.append("dir  %s/" % name)
-            else:
-                lines.append("file %s %d" % (name, entry.stat().st_size))
+            line = ("link %s -> %s" % (name, os.readlink(entry.path)) if entry.is_symlink()
+                    else "dir  %s/" % name if entry.is_dir() else "file %s %d" % (name, entry.stat().st_size))
         except OSError:
-            lines.append("?    %s" % name)
+            line = "?    %s" % name
+        lines.append(line)
     if len(entries) > LIST_CAP:
         lines.append("[... %d more entries not shown]" % (len(entries) - LIST_CAP))
     return ToolResult("\n".join(lines) if lines else "(empty directory)")
@@ -1195,19 +1184,15 @@ def tool_web_search(args, agent):
         return ToolResult("web search failed: HTTP %d: %s" % (e.status, e.server_message()), ok=False)
     except (TransientError, UserError) as e:
         return ToolResult("web search failed: %s" % e, ok=False)
-    text, urls = responses_answer(obj if isinstance(obj, dict) else {})
-    if not text:
-        return ToolResult("web search returned no answer", ok=False)
-    return ToolResult(text + ("\n\nSources:\n" + "\n".join("- " + u for u in urls[:20]) if urls else ""))
-
-
-def responses_answer(obj):
-    """(text, source URLs) of a Responses API reply."""
+    obj = obj if isinstance(obj, dict) else {}
     parts = [part for item in obj.get("output") or () if isinstance(item, dict)
              for part in item.get("content") or () if isinstance(part, dict)]
     text = "\n".join(str(p.get("text") or "") for p in parts if p.get("type") in ("output_text", "text")).strip()
     urls = [a.get("url") for p in parts for a in p.get("annotations") or () if isinstance(a, dict)]
-    return text, list(dict.fromkeys(u for u in urls + list(obj.get("citations") or ()) if u and isinstance(u, str)))
+    urls = list(dict.fromkeys(u for u in urls + list(obj.get("citations") or ()) if u and isinstance(u, str)))
+    if not text:
+        return ToolResult("web search returned no answer", ok=False)
+    return ToolResult(text + ("\n\nSources:\n" + "\n".join("- " + u for u in urls[:20]) if urls else ""))
 
 
 class Tool:
@@ -1288,13 +1273,10 @@ def find_skills(skills_dir):
     for path in sorted(glob.glob(os.path.join(base, "*.md")) + glob.glob(os.path.join(base, "*", "*.md"))):
         rel = os.path.relpath(path, skills_dir)[:-3]
         folder, stem = os.path.split(rel)
-        if stem.lower() == "readme" or not os.path.isfile(path):
+        got = read_regular(path, 4000)
+        if stem.lower() == "readme" or not got:
             continue
-        try:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                meta = front_matter(f.read(4000))
-        except OSError:
-            continue
+        meta = front_matter(got[0].decode("utf-8", "replace"))
         desc = " ".join((meta.get("description") or meta.get("title") or "").split())[:160]
         skills.append((meta.get("name") or (folder if stem.upper() == "SKILL" else rel), desc, path))
     return skills
@@ -1344,7 +1326,7 @@ def build_system_prompt(cfg, contract=MINIMAL, cwd=None):
     parts = [
         "You are Grok, an agent working on the user's computer through tools.",
         "Always reply with exactly one JSON object and nothing else:",
-        '{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRING or null, "done": BOOL}',
+        REPLY_SHAPE,
         "- To act: list the tool calls (independent calls run concurrently), response null, done false. "
         "Their results come back in the next user message.",
         "- To answer: tool_calls [], response = your answer for the user, done true. done true with tool calls "
@@ -1361,15 +1343,12 @@ def build_system_prompt(cfg, contract=MINIMAL, cwd=None):
               "- shell: the bash tool runs %s -c; the user's login shell is %s" % (
                   TOOL_SHELL, os.environ.get("SHELL") or "unknown"),
               "- working directory: %s" % cwd]
-    skills = find_skills(cfg.skills_dir)
+    skills = ["- %s: %s (%s)" % skill for skill in find_skills(cfg.skills_dir)]
     if skills:
-        parts += ["", "SKILLS (load one with read_file when it fits the task):"]
-        parts += ["- %s: %s (%s)" % s for s in skills]
-    rules = find_project_rules(cwd)
+        parts += ["", "SKILLS (load one with read_file when it fits the task):"] + skills
+    rules = ["\nFrom %s:\n%s" % rule for rule in find_project_rules(cwd)]
     if rules:
-        parts += ["", "PROJECT RULES (follow them; where they differ, the later, more specific file wins):"]
-    for path, text in rules:
-        parts += ["", "From %s:" % path, text]
+        parts += ["", "PROJECT RULES (follow them; where they differ, the later, more specific file wins):"] + rules
     return "\n".join(parts)
 
 
