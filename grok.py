@@ -873,15 +873,13 @@ def extract_json_object(text):
     text = text.strip()
     with suppress(ValueError, RecursionError):
         return json.loads(text)
-    decoder, start = json.JSONDecoder(), text.find("{")
-    for _ in range(20):
-        if start == -1:
-            break
+    from itertools import islice
+    decoder = json.JSONDecoder()
+    for brace in islice(re.finditer("{", text), 20):
         with suppress(ValueError, RecursionError):
-            obj = decoder.raw_decode(text, start)[0]
+            obj = decoder.raw_decode(text, brace.start())[0]
             if isinstance(obj, dict):
                 return obj
-        start = text.find("{", start + 1)
     raise ContractError("the reply is not a JSON object")
 
 
@@ -975,7 +973,7 @@ def needs_approval(call, free_dirs=()):
         return True
     path = call.args.get("path") or "."
     return (call.name in ("read_file", "list_files") and isinstance(path, str)
-            and not any(inside(canonical(call.cwd, path), d) for d in [call.cwd] + list(free_dirs)))
+            and not any(inside(canonical(call.cwd, path), d) for d in [call.cwd, *free_dirs]))
 
 
 def approval_text(call, full=False):
@@ -1283,9 +1281,8 @@ def find_skills(skills_dir):
 
 
 def find_project_rules(cwd):
-    """[(path, text)]: ~/.grok/AGENTS.md, then AGENTS.md and GROK.md in each directory from the git root
-    down to cwd (outside a repository: cwd only), skipping directories others can write. Regular
-    files only, a symlink only into the same tree; scrubbed, capped per file and in all."""
+    """[(path, text)]: ~/.grok/AGENTS.md, then AGENTS.md and GROK.md from the git root down to cwd (else cwd only),
+    in directories others cannot write; regular files, a symlink only into the tree; scrubbed, capped."""
     found, dirs = [], [cwd]
     while not os.path.exists(os.path.join(dirs[-1], ".git")) and os.path.dirname(dirs[-1]) != dirs[-1]:
         dirs.append(os.path.dirname(dirs[-1]))
@@ -1323,18 +1320,15 @@ def find_project_rules(cwd):
 def build_system_prompt(cfg, contract=MINIMAL, cwd=None):
     cwd = cwd or cfg.cwd
     uname = os.uname()      # not `platform`: it takes 2 ms to import
-    parts = [
-        "You are Grok, an agent working on the user's computer through tools.",
-        "Always reply with exactly one JSON object and nothing else:",
-        REPLY_SHAPE,
-        "- To act: list the tool calls (independent calls run concurrently), response null, done false. "
-        "Their results come back in the next user message.",
-        "- To answer: tool_calls [], response = your answer for the user, done true. done true with tool calls "
-        "runs them and then ends the turn with your response: their results reach you only with the next message.",
-        "- Tools first: use web_search for facts, news and current events (put the year in the query) instead "
-        "of answering from memory; prefer acting over asking; check your work with tools before you say it is done.",
-        "- Answers are plain text for a terminal: concise, no markdown.",
-    ]
+    parts = ["You are Grok, an agent working on the user's computer through tools.",
+             "Always reply with exactly one JSON object and nothing else:", REPLY_SHAPE,
+             "- To act: list the tool calls (independent calls run concurrently), response null, done false. "
+             "Their results come back in the next user message.",
+             "- To answer: tool_calls [], response = your answer for the user, done true. done true with tool calls "
+             "runs them and then ends the turn with your response: their results reach you only with the next message.",
+             "- Tools first: use web_search for facts, news and current events (put the year in the query) instead of "
+             "answering from memory; prefer acting over asking; check your work with tools before you say it is done.",
+             "- Answers are plain text for a terminal: concise, no markdown."]
     if contract.extra_prompt:
         parts.append(contract.extra_prompt)
     parts += ["", "TOOLS:"] + ["- " + tool_line(name, cfg.bash_timeout) for name in TOOLS]
