@@ -1090,10 +1090,10 @@ def tool_read_file(args, agent):
     return ToolResult(text if text else "(empty file)")
 
 
-def atomic_write(path, data, mode=None):
-    """Bytes written via a temp file and a rename: a crash leaves the old file or the new one."""
+def atomic_write(path, data, private=True):
+    """Bytes written via a temp file and a rename: a crash leaves the old file or the new one. Mode 0600 if
+    private, else as a plain write leaves it (a new file: 0666 less the umask)."""
     import glob
-    import tempfile
     folder, prefix = os.path.dirname(path), ".grok-%s." % os.path.basename(path)[:100]
     for stale in glob.glob(os.path.join(glob.escape(folder), glob.escape(prefix) + "*.*.tmp")):
         try:        # left by a process that was killed while writing this path
@@ -1102,12 +1102,14 @@ def atomic_write(path, data, mode=None):
             os.unlink(stale)
         except (ValueError, OSError):
             pass
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=prefix + "%d." % os.getpid(), suffix=".tmp")
+    tmp = os.path.join(folder, "%s%d.%s.tmp" % (prefix, os.getpid(), os.urandom(4).hex()))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if private else 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        if mode is not None:
-            os.chmod(tmp, mode)
+        if not private:     # an existing file keeps its mode
+            with suppress(FileNotFoundError):
+                os.chmod(tmp, os.stat(path).st_mode & 0o7777)
         os.replace(tmp, path)
     except BaseException:
         with suppress(OSError):
@@ -1123,13 +1125,7 @@ def tool_write_file(args, agent):
         return ToolResult("error: %s is a directory" % path, ok=False)
     try:        # the path is resolved: a symlink is written through, not replaced
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        try:
-            mode = os.stat(path).st_mode & 0o7777
-        except FileNotFoundError:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
-        atomic_write(path, data, mode)
+        atomic_write(path, data, private=False)
     except OSError as e:
         return ToolResult("error: cannot write %s: %s" % (path, e.strerror or e), ok=False)
     return ToolResult("wrote %d bytes to %s" % (len(data), path))
