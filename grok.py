@@ -1236,10 +1236,9 @@ def key_arg(name, args):
         value = json.dumps(value)
     if len(value) > ARG_CAP:
         value = value[:200] + "... [%d characters]" % len(value)
-    if "\n" not in value and "\r" not in value:
-        return value
-    # one line, but no line of a command hidden in it: each line break is shown as ⏎
-    return " ⏎ ".join(line.strip() for line in value.splitlines() if line.strip())
+    if "\n" in value or "\r" in value:        # one line, but no line of a command hidden in it
+        value = " ⏎ ".join(line.strip() for line in value.splitlines() if line.strip())
+    return value
 
 
 # --- System prompt: contract, tools, runtime info, skills, project rules ---
