@@ -1,13 +1,7 @@
 #!/usr/bin/env python3
-"""grok: a minimal agent harness for xAI's Grok models (or any OpenAI-compatible server), standard
-library only, Python 3.8+. The model answers in a JSON contract and runs local tools.
-
-    grok                      interactive chat (prompt "> ")
-    grok -p "PROMPT"          headless: answer on stdout (--format json: JSONL events)
-    grok --acp                Agent Client Protocol server on stdio
-
-Settings come from the environment (`grok --help` lists them). grok_detailed.py loads this file as its engine.
-"""
+"""grok: a minimal agent harness for xAI's Grok models (or any OpenAI-compatible server): the model answers in a
+JSON contract and runs local tools. Standard library only, Python 3.8+. `grok --help` lists the modes (chat, -p,
+--acp) and settings; grok_detailed.py loads this file as its engine."""
 
 import json
 import os
@@ -29,8 +23,7 @@ KEY_VARS = ("GROK_API_KEY", "XAI_API_KEY")
 ENV_FILES = ("~/.grok/.env", "~/.claude/.env", "./.env")     # the person's own key before a project's
 
 # USD per 1M tokens: input, cached input, output.
-PRICES = {"grok-4.3": (1.25, 0.20, 2.50), "grok-4.20": (1.25, 0.20, 2.50),
-          "grok-3-mini": (0.30, 0.075, 0.50)}
+PRICES = {"grok-4.3": (1.25, 0.20, 2.50), "grok-4.20": (1.25, 0.20, 2.50), "grok-3-mini": (0.30, 0.075, 0.50)}
 RETIRED_MODELS = ("grok-4-1-fast", "grok-4-fast", "grok-code-fast-1", "grok-3", "grok-4-0709")
 WINDOWS = {"grok-4.3": 1000000, "grok-4.20": 2000000, "grok-3-mini": 131072}
 DEFAULT_WINDOW = 131072
