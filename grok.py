@@ -58,11 +58,6 @@ def env_float(name, default):
         raise UserError("%s must be a number, not %r" % (name, value))
 
 
-def data_dir():
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return os.path.expanduser(os.environ.get("GROK_DATA_DIR") or os.path.join(base, "grok-agent"))
-
-
 def open_to_others(path, owners):
     """Why others could plant files in a directory (owned by someone not in owners, group/world-writable), or None."""
     try:
@@ -75,8 +70,7 @@ def open_to_others(path, owners):
 
 
 def data_dir_problem(path):
-    """Why the data dir must not be used, or None; created 0700 when missing. Someone else who can
-    write there could plant a session to resume or a history symlink to follow."""
+    """Why the data dir (made 0700 if missing) is unsafe, or None: others could plant a session or a history symlink."""
     with suppress(OSError):     # open_to_others says why it is unusable
         os.makedirs(path, mode=0o700, exist_ok=True)
     why = open_to_others(path, (os.getuid(),))
@@ -97,10 +91,9 @@ def read_regular(path, cap):
 def read_env_file(path, names):
     """The first of `names` defined in a .env file (a regular file under 64 KB); nothing else is taken."""
     got = read_regular(path, 65536)
-    if not got or len(got[0]) > 65536:
-        return None
+    data = got[0] if got and len(got[0]) <= 65536 else b""
     found = {}
-    for line in got[0].decode("utf-8", "replace").lstrip("\ufeff").splitlines():
+    for line in data.decode("utf-8", "replace").lstrip("\ufeff").splitlines():
         m = re.match(r"""\s*(?:export\s+)?(\w+)\s*=\s*(?:"([^"]*)"|'([^']*)'|(.*?))\s*(?:\s#.*)?$""", line)
         if m and m.group(1) in names and m.group(1) not in found:
             found[m.group(1)] = next((v for v in m.groups()[1:] if v is not None), "")
@@ -133,7 +126,22 @@ class Config:
     """Everything the engine needs, from flags with an environment fallback."""
 
     def __init__(self, model=None, cwd=None, always_approve=False, require_key=True, effort=None):
-        self._server(require_key)
+        self.api_key, self.key_source = find_api_key()
+        if require_key and not self.api_key:
+            raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put GROK_API_KEY=... in "
+                            + ", ".join(ENV_FILES))
+        self.base_url = (os.environ.get("GROK_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        url = check_base_url(self.base_url)
+        self.xai = ("." + url.hostname).endswith(".x.ai")
+        SECRETS.update(s for s in (self.api_key, url.password) if s)
+        self.prices = env_prices(self.xai)
+        timeout = env_float("GROK_TIMEOUT", 300.0)
+        if timeout < 0:
+            raise UserError("GROK_TIMEOUT must be 0 (no limit) or more")
+        self.timeout = timeout or None      # 0: no limit (None: block)
+        self.max_retries = max(0, int(env_float("GROK_MAX_RETRIES", 4)))
+        self.backoff = env_float("GROK_RETRY_BACKOFF", 1.0)
+        self.stream = env_flag("GROK_STREAM", True)
         if model == "grok-build" != os.environ.get("GROK_MODEL"):
             model = None        # the model name of xAI's CLI, which its clients pass: the default model here
         self.model = model or os.environ.get("GROK_MODEL") or DEFAULT_MODEL
@@ -150,32 +158,13 @@ class Config:
         self.temperature = env_float("GROK_TEMPERATURE", 0.5) if temperature else None
         self.skills_dir = os.path.expanduser(os.environ.get("GROK_SKILLS_DIR")
                                              or os.path.join(os.path.dirname(os.path.realpath(__file__)), "skills"))
-        self.data_dir = data_dir()
+        data_home = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+        self.data_dir = os.path.expanduser(os.environ.get("GROK_DATA_DIR") or os.path.join(data_home, "grok-agent"))
         self.read_dirs = [self.skills_dir]      # read_file/list_files run there without asking, as in cwd
         self.always_approve = always_approve or env_flag("GROK_ALWAYS_APPROVE")
         self.cwd = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
         if not os.path.isdir(self.cwd):
             raise UserError("--cwd: no such directory: %s" % self.cwd)
-
-    def _server(self, require_key):
-        """The key, the server and how to talk to it."""
-        self.api_key, self.key_source = find_api_key()
-        if require_key and not self.api_key:
-            raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put GROK_API_KEY=... in "
-                            + ", ".join(ENV_FILES))
-        self.base_url = (os.environ.get("GROK_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
-        url = check_base_url(self.base_url)
-        self.xai = ("." + url.hostname).endswith(".x.ai")
-        self.secrets = tuple(s for s in (self.api_key, url.password) if s)
-        SECRETS.update(self.secrets)
-        self.prices = env_prices(self.xai)
-        timeout = env_float("GROK_TIMEOUT", 300.0)
-        if timeout < 0:
-            raise UserError("GROK_TIMEOUT must be 0 (no limit) or more")
-        self.timeout = timeout or None      # 0: no limit (None: block)
-        self.max_retries = max(0, int(env_float("GROK_MAX_RETRIES", 4)))
-        self.backoff = env_float("GROK_RETRY_BACKOFF", 1.0)
-        self.stream = env_flag("GROK_STREAM", True)
 
 
 def check_base_url(url):
@@ -187,18 +176,16 @@ def check_base_url(url):
     try:
         u = urlsplit(url)
         u.port
-        if u.hostname:
-            u.hostname.encode("idna")
+        if not u.hostname:
+            raise UserError("GROK_BASE_URL has no host name: %r" % url)
+        u.hostname.encode("idna")
     except (ValueError, UnicodeError) as e:
         raise UserError("GROK_BASE_URL is not a valid URL (%s): %r" % (e, url))
-    if not u.hostname:
-        raise UserError("GROK_BASE_URL has no host name: %r" % url)
     return u
 
 
 def env_prices(xai):
-    """GROK_PRICES as (input, cached input, output) in USD per 1M tokens; when it is not set, None
-    (xAI's price table) on xAI's API, else () (unknown)."""
+    """GROK_PRICES as (input, cached input, output) in USD per 1M tokens; unset: None (xAI's table) on xAI, else ()."""
     value = os.environ.get("GROK_PRICES", "").strip()
     try:
         prices = tuple(float(p) for p in value.split(",")) if value else (None if xai else ())
@@ -229,20 +216,17 @@ USAGE_FIELDS = (("input", "prompt_tokens", "input_tokens"), ("output", "completi
 
 
 def usage_numbers(usage):
-    """The one reader of a server's usage object: {input, output, reasoning, cached, total, ticks}, each a
-    finite number >= 0 (0, or None for ticks, when absent), and "odd": a value that was not such a number
-    (NaN, negative, a string) and is ignored."""
+    """The one reader of a server's usage object: {input, output, reasoning, cached, total, ticks}, each a number
+    >= 0 (0, or None for ticks, when absent), and "odd": a value that was not (NaN, negative, a string), ignored."""
     numbers = {"odd": False}
     for name, *paths in USAGE_FIELDS:
-        value = None
         for path in paths:
             value = usage
             for key in path.split("."):
                 value = value.get(key) if isinstance(value, dict) else None
             if value is not None:
                 break
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                  or not 0 <= value < 1e15):
+        if value is not None and not (type(value) in (int, float) and 0 <= value < 1e15):     # a bool is odd too
             numbers["odd"], value = True, None
         numbers[name] = value if value is not None or name == "ticks" else 0
     numbers["total"] = numbers["total"] or numbers["input"] + numbers["output"] + numbers["reasoning"]
@@ -250,13 +234,11 @@ def usage_numbers(usage):
 
 
 def usage_cost(model, usage, prices=None):
-    """(USD, price known) for one API call's usage: the server's own figure, else `prices`
-    (input, cached input, output per 1M tokens; None: xAI's table for the model)."""
+    """(USD, price known) for one API call's usage: the server's own figure, else by `prices` (None: xAI's table)."""
     n = usage_numbers(usage)
     if n["ticks"] is not None:
         return n["ticks"] / 1e10, True
-    if prices is None:
-        prices = PRICES.get(model_key(model, PRICES))
+    prices = PRICES.get(model_key(model, PRICES)) if prices is None else prices
     if not prices:
         return 0.0, not isinstance(usage, dict)
     p_in, p_cached, p_out = prices
@@ -271,18 +253,15 @@ class GrokError(Exception):
 
 
 class UserError(GrokError):
-    """Something the user has to fix: a flag, the key, the config, a 4xx."""
-    exit_code = 1
+    exit_code = 1           # something the user has to fix: a flag, the key, the config, a 4xx
 
 
 class TransientError(GrokError):
-    """The network or the server failed, even after retries."""
-    exit_code = 2
+    exit_code = 2           # the network or the server failed, even after retries
 
 
 class AgentError(GrokError):
-    """The model broke the contract, a tool was denied, a limit was reached."""
-    exit_code = 3
+    exit_code = 3           # the model broke the contract, a tool was denied, a limit was reached
 
 
 class ContextOverflow(UserError):
@@ -304,13 +283,10 @@ class HTTPStatusError(Exception):
             obj = json.loads(self.text)
         except (ValueError, RecursionError):
             return " ".join(self.text.split())[:300] or "(empty body)"
-        if isinstance(obj, dict):
-            err = obj.get("error", obj.get("message", obj.get("detail")))
-            if isinstance(err, dict):
-                err = err.get("message") or json.dumps(err)
-            if err:
-                return str(err)[:500]
-        return self.text[:300]
+        err = obj.get("error", obj.get("message", obj.get("detail"))) if isinstance(obj, dict) else None
+        if isinstance(err, dict):
+            err = err.get("message") or json.dumps(err)
+        return str(err)[:500] if err else self.text[:300]
 
     def mentions(self, *words):
         return any(w in self.text.lower() for w in words)
