@@ -150,7 +150,7 @@ class Config:
         self.cost_limit = env_float("COST_LIMIT", 10.0)
         self.compact_threshold = env_float("COMPACT_THRESHOLD", 75.0)
         self.window_set = int(env_float("GROK_CONTEXT_WINDOW", 0))
-        self.context_window = self.window_set or context_window(self.model)
+        self.context_window = self.window_set or model_entry(WINDOWS, self.model, DEFAULT_WINDOW)
         self.max_tokens = int(env_float("GROK_MAX_TOKENS", 0)) or None
         self.max_iterations = int(env_float("GROK_MAX_ITERATIONS", 25))
         self.bash_timeout = env_float("GROK_BASH_TIMEOUT", BASH_TIMEOUT)
@@ -196,17 +196,13 @@ def env_prices(xai):
     return prices
 
 
-def model_key(model, table):
-    """The table entry for a model id, following retired ids and dated variants."""
+def model_entry(table, model, default=None):
+    """A table's entry (PRICES, WINDOWS) for a model id, following dated variants, and retired ids to grok-4.3."""
     m = model.split("/")[-1]
     for name in sorted(table, key=len, reverse=True):       # the longest name that fits
         if m == name or m.startswith(name + "-"):
-            return name
-    return "grok-4.3" if any(m == old or m.startswith(old + "-") for old in RETIRED_MODELS) else None
-
-
-def context_window(model):
-    return WINDOWS.get(model_key(model, WINDOWS), DEFAULT_WINDOW)
+            return table[name]
+    return table["grok-4.3"] if any(m == old or m.startswith(old + "-") for old in RETIRED_MODELS) else default
 
 
 USAGE_FIELDS = (("input", "prompt_tokens", "input_tokens"), ("output", "completion_tokens", "output_tokens"),
@@ -238,7 +234,7 @@ def usage_cost(model, usage, prices=None):
     n = usage_numbers(usage)
     if n["ticks"] is not None:
         return n["ticks"] / 1e10, True
-    prices = PRICES.get(model_key(model, PRICES)) if prices is None else prices
+    prices = model_entry(PRICES, model) if prices is None else prices
     if not prices:
         return 0.0, not isinstance(usage, dict)
     p_in, p_cached, p_out = prices
@@ -311,19 +307,18 @@ class StreamBroken(Exception):
 # --- Secrets: scrubbed from tool output, arguments shown, and error text ---
 
 SECRETS = set()         # the configured key and URL password: Config adds them
-SECRET_PATTERNS = [
-    (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----.*?(-----END [A-Z ]*PRIVATE KEY( BLOCK)?-----|\Z)",
-                re.S), "[REDACTED_PRIVATE_KEY]"),
-    (re.compile(r"\bxai-[A-Za-z0-9]{20,}"), "[REDACTED_API_KEY]"),
-    (re.compile(r"\bsk-[A-Za-z0-9_\-]{20,}"), "[REDACTED_API_KEY]"),
-    (re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"), "[REDACTED_GH_TOKEN]"),
-    (re.compile(r"\b(xox[abeoprs]|xapp)-[0-9A-Za-z\-]{10,}"), "[REDACTED_SLACK_TOKEN]"),
-    (re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b"), "[REDACTED_AWS_KEY]"),
-    (re.compile(r"(aws_secret_access_key\W{0,4})[A-Za-z0-9/+=]{40}", re.I), r"\1[REDACTED_AWS_SECRET]"),
-    (re.compile(r"(Bearer\s+)[A-Za-z0-9\-_.~+/]{20,}=*", re.I), r"\1[REDACTED_TOKEN]"),
-    (re.compile(r"(Authorization:\s*Basic\s+)[A-Za-z0-9+/]{8,}=*", re.I), r"\1[REDACTED_TOKEN]"),
-    (re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@", re.I), r"\1[REDACTED]@"),
-]
+SECRET_PATTERNS = [(re.compile(pattern), replacement) for pattern, replacement in (
+    (r"(?s)-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----.*?(-----END [A-Z ]*PRIVATE KEY( BLOCK)?-----|\Z)",
+     "[REDACTED_PRIVATE_KEY]"),
+    (r"\bxai-[A-Za-z0-9]{20,}", "[REDACTED_API_KEY]"),
+    (r"\bsk-[A-Za-z0-9_\-]{20,}", "[REDACTED_API_KEY]"),
+    (r"\b(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})", "[REDACTED_GH_TOKEN]"),
+    (r"\b(xox[abeoprs]|xapp)-[0-9A-Za-z\-]{10,}", "[REDACTED_SLACK_TOKEN]"),
+    (r"\b(AKIA|ASIA)[0-9A-Z]{16}\b", "[REDACTED_AWS_KEY]"),
+    (r"(?i)(aws_secret_access_key\W{0,4})[A-Za-z0-9/+=]{40}", r"\1[REDACTED_AWS_SECRET]"),
+    (r"(?i)(Bearer\s+)[A-Za-z0-9\-_.~+/]{20,}=*", r"\1[REDACTED_TOKEN]"),
+    (r"(?i)(Authorization:\s*Basic\s+)[A-Za-z0-9+/]{8,}=*", r"\1[REDACTED_TOKEN]"),
+    (r"(?i)(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@", r"\1[REDACTED]@"))]
 
 
 def scrub(text, extra=()):
@@ -2043,7 +2038,7 @@ class Agent:
         """(the message that stands for `old`, what was done): a summary by GROK_SUMMARY_MODEL; one that
         was cut off or is not smaller than what it replaces is not taken: the messages are dropped."""
         window = (self.cfg.context_window if self.cfg.summary_model == self.model
-                  else context_window(self.cfg.summary_model))
+                  else model_entry(WINDOWS, self.cfg.summary_model, DEFAULT_WINDOW))
         request = [{"role": "system", "content":
                     "You summarise an AI agent's conversation and tool history so the agent can continue. Keep "
                     "the user's goals and requests, decisions, facts learned, files and commands involved, and "
