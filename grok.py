@@ -2176,10 +2176,8 @@ def api_error(e, cfg):
 
 def tolerate_unencodable(stream):
     """Print "?" for what the stream cannot encode (a lone surrogate, non-ASCII text on an ASCII terminal)."""
-    try:
+    with suppress(AttributeError, ValueError, OSError):
         stream.reconfigure(errors="replace")
-    except (AttributeError, ValueError, OSError):
-        pass
 
 
 def ask_tty(prompt):
@@ -2213,25 +2211,21 @@ def ask_tty(prompt):
 
 
 class EscKey:
-    """`with keys:` around a turn on a terminal: a lone Esc cancels it as Ctrl-C does (SIGINT to the
-    main thread). Meanwhile the terminal is non-canonical without echo; what is typed is kept for
-    the next prompts (take()). ask_tty() pauses the watcher to ask the person."""
+    """`with keys:` around a turn on a terminal: a lone Esc cancels it as Ctrl-C does (SIGINT to the main thread).
+    Meanwhile the terminal is non-canonical without echo; what is typed is kept for the next prompts (take())."""
     active = None
 
     def __init__(self, fd):
         import termios
-        try:
-            self.saved = termios.tcgetattr(fd) if fd is not None else None    # the terminal as it is restored
-        except termios.error:
-            self.saved = None
-        self.fd, self.typed, self.lock = fd, b"", threading.Lock()     # lock: held by the watcher while it reads
+        self.fd, self.typed, self.lock, self.saved = fd, b"", threading.Lock(), None    # lock: held while watch() reads
+        with suppress(termios.error):
+            self.saved = fd is not None and termios.tcgetattr(fd)      # the terminal as it is restored
 
     def __enter__(self):
         if self.saved:
             self.mode(watching=True)
             EscKey.active = self
             threading.Thread(target=self.watch, daemon=True).start()
-        return self
 
     def __exit__(self, *exc):
         if EscKey.active is self:
@@ -2246,10 +2240,8 @@ class EscKey:
         if watching:
             attrs[3] &= ~(termios.ICANON | termios.ECHO)
             attrs[6][termios.VMIN], attrs[6][termios.VTIME] = 1, 0
-        try:
+        with suppress(termios.error):      # the terminal is gone (SIGHUP follows)
             termios.tcsetattr(self.fd, termios.TCSANOW, attrs)
-        except termios.error:
-            pass        # the terminal is gone (SIGHUP follows)
 
     def watch(self):
         import select
@@ -2268,9 +2260,7 @@ class EscKey:
                 self.typed += data
 
     def take(self):
-        """(the first whole line typed meanwhile or None, the unfinished rest), edited as the
-        terminal would have: escape sequences dropped, backspaces applied."""
-        import re
+        """(the first whole line typed meanwhile or None, the unfinished rest), edited as the terminal would."""
         text = self.typed.decode("utf-8", "replace")
         text, n = re.sub(r"\x1b(\[[0-?]*[ -/]*[@-~]|O.)?|[^\n\t\x7f\b -\U0010ffff]", "", text), 1
         while n:        # a backspace deletes the character before it, never a line already entered
@@ -2289,8 +2279,7 @@ class TerminalUI(UI):
             tolerate_unencodable(stream)
         self.color = not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb" and self.out.isatty()
         self.streamed = self.open_line = False
-        self.lock = threading.RLock()       # the waiting line is redrawn from its own thread
-        self.waiter = None
+        self.lock, self.waiter = threading.RLock(), None      # the waiting line is redrawn from its own thread
 
     def paint(self, code, text):
         return "\033[%sm%s\033[0m" % (code, text) if self.color else text
@@ -2307,25 +2296,23 @@ class TerminalUI(UI):
     def waiting(self, text_of):
         """On a terminal: text_of(seconds waited) now and every second, until the next output."""
         self.wait_stop()
-        if not self.out.isatty() or os.environ.get("TERM") == "dumb":     # no cursor movement there
-            return
-        stop, started = threading.Event(), time.time()
-        self.waiter = stop
+        if self.out.isatty() and os.environ.get("TERM") != "dumb":     # it moves the cursor
+            self.waiter = threading.Event()
+            threading.Thread(target=self.tick, args=(self.waiter, text_of, time.time()), daemon=True).start()
 
-        def tick():
-            while not stop.is_set():
-                with self.lock:
-                    if not stop.is_set():
-                        self.show_wait(text_of(int(time.time() - started)))
-                stop.wait(1)
-        threading.Thread(target=tick, daemon=True).start()
+    def tick(self, stop, text_of, started):
+        while not stop.is_set():
+            with self.lock:
+                if not stop.is_set():
+                    self.show_wait(text_of(int(time.time() - started)))
+            stop.wait(1)
 
     def wait_stop(self):
         with self.lock:
             if self.waiter:
                 self.waiter.set()
                 self.waiter = None
-                self.hide_wait()
+                self.show_wait("")
 
     def pause(self):
         """Before a notice or a question: the waiting line goes, a streamed line is ended."""
@@ -2335,10 +2322,8 @@ class TerminalUI(UI):
             self.open_line = False
 
     def show_wait(self, text):
-        self.raw("\r\033[K" + self.paint("90", text))
-
-    def hide_wait(self):
-        self.raw("\r\033[K")
+        """The waiting line shows text; "" erases it."""
+        self.raw("\r\033[K" + (text and self.paint("90", text)))
 
     def step_start(self, step):
         self.streamed = self.open_line = False
@@ -2411,10 +2396,8 @@ def setup_readline(data_dir):
         import readline
     except ImportError:
         return None
-    try:
+    with suppress(OSError):
         readline.read_history_file(os.path.join(data_dir, "history"))
-    except OSError:
-        pass
     readline.set_history_length(1000)
     return readline
 
@@ -2424,85 +2407,65 @@ def save_history(readline, data_dir):
     if readline is None or data_dir_problem(data_dir):
         return
     import tempfile
-    try:
+    with suppress(OSError):
         fd, tmp = tempfile.mkstemp(dir=data_dir, prefix=".history-")
         os.close(fd)
         readline.write_history_file(tmp)
         os.replace(tmp, os.path.join(data_dir, "history"))
-    except OSError:
-        pass
 
 
 def read_line(interactive, keys, prompt="> "):
     """One message, stripped. Piped: one line. On a terminal, a line typed during the last turn, else several
     when a line ends in \\ (typed on after "... ") or when more lines are already waiting (a paste)."""
     if not interactive:
-        line = sys.stdin.readline()
-        if not line:
-            raise EOFError
-        return line.strip()
+        return input().strip()      # EOFError at the end
     line, rest = keys.take()
     if line is not None:
         sys.stdout.write(prompt + line + "\n")
         return line.strip()
     import select
-    lines = [rest + input_with_ticks(prompt + rest)]     # an unfinished line typed meanwhile leads on
-    while lines[-1].endswith("\\") or select.select([sys.stdin], [], [], 0.01)[0]:
-        more = lines[-1].endswith("\\")
-        lines[-1] = lines[-1][:-1] if more else lines[-1]
-        try:
-            lines.append(input_with_ticks("... " if more else ""))
-        except EOFError:
-            break
+    import signal
+    # A no-op SIGALRM 4 times a second: CPython's readline waits in select() and handles signals only when that
+    # returns, so a Ctrl-C or SIGTERM arriving just before it starts waiting would be seen at the next key press.
+    previous = signal.signal(signal.SIGALRM, lambda signum, frame: None)
+    signal.setitimer(signal.ITIMER_REAL, 0.25, 0.25)
+    try:
+        lines = [rest + input(prompt + rest)]     # an unfinished line typed meanwhile leads on
+        while lines[-1].endswith("\\") or select.select([sys.stdin], [], [], 0.01)[0]:
+            more = lines[-1].endswith("\\")
+            lines[-1] = lines[-1][:-1] if more else lines[-1]
+            try:
+                lines.append(input("... " if more else ""))
+            except EOFError:
+                break
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
     text = "\n".join(lines)
     return text.rstrip().lstrip("\n") if "\n" in text else text.strip()
 
 
-def input_with_ticks(prompt):
-    """input(), woken 4 times a second by a no-op SIGALRM. CPython's readline waits in
-    select() and handles signals only when that returns: a Ctrl-C or SIGTERM arriving just
-    before it starts waiting would otherwise be seen only at the next key press."""
-    import signal
-    previous = signal.signal(signal.SIGALRM, lambda signum, frame: None)
-    signal.setitimer(signal.ITIMER_REAL, 0.25, 0.25)
-    try:
-        return input(prompt)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-def repl_command(agent, ui, name, arg, commands, help_text):
-    if name in ("/help", "/?"):
-        ui.write(help_text + "\n")
-    elif name == "/clear":
-        agent.reset([])
-        agent.context_tokens = 0
-        ui.write("conversation cleared\n")
-    elif name == "/model":
-        agent.model = agent.cfg.model = arg or agent.model
-        ui.write("model: %s (known: %s)\n" % (agent.model, ", ".join(sorted(PRICES))))
-    elif name in commands:
-        commands[name](arg)
-    else:
-        ui.notice("unknown command %s (try /help)" % name)
-
-
-def repl_line(agent, ui, line, keys, commands, help_text):
-    """Run one message or command: "exit" to leave the REPL, else its exit code (0: fine). Ctrl-C must
-    not end the REPL wherever it lands: in a command (/compact), or a second one while a turn is
-    being cancelled (run_turn turns the first into Cancelled)."""
+def run_line(agent, ui, line, keys, commands, help_text):
+    """Run one message or command; its exit code (0: fine). Ctrl-C must not end the REPL wherever it lands: in a
+    command (/compact), or a second one while a turn is being cancelled (run_turn turns the first into Cancelled)."""
     name, _, arg = line.partition(" ") if line.startswith("/") else ("", "", "")
-    if name in ("/exit", "/quit", "/q"):
-        return "exit"
-    if not line.strip():
-        return 0
     try:
         with keys:
-            if name:
-                repl_command(agent, ui, name, arg.strip(), commands, help_text)
-            else:
+            if not name:
                 agent.run_turn(line)
+            elif name in ("/help", "/?"):
+                ui.write(help_text + "\n")
+            elif name == "/clear":
+                agent.reset([])
+                agent.context_tokens = 0
+                ui.write("conversation cleared\n")
+            elif name == "/model":
+                agent.model = agent.cfg.model = arg.strip() or agent.model
+                ui.write("model: %s (known: %s)\n" % (agent.model, ", ".join(sorted(PRICES))))
+            elif name in commands:
+                commands[name](arg.strip())
+            else:
+                ui.notice("unknown command %s (try /help)" % name)
     except (KeyboardInterrupt, Cancelled):
         if not name:
             agent.settle_cancelled()        # run_turn settles a cancel too; settling twice is harmless
@@ -2515,21 +2478,6 @@ def repl_line(agent, ui, line, keys, commands, help_text):
     return 0
 
 
-def next_message(ui, interactive, keys, before_prompt):
-    """The next line to run: "" after a Ctrl-C at the prompt, None at the end of the input."""
-    try:
-        if before_prompt:
-            before_prompt()
-        return read_line(interactive, keys)
-    except EOFError:
-        if interactive:
-            ui.write("\n")
-        return None
-    except KeyboardInterrupt:
-        ui.write("\n")
-        return ""
-
-
 def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="grok", first=""):
     """The read-eval-print loop shared by grok and grok-detailed; `first` is sent before the first
     prompt. Piped, the exit code is the last failed turn's (0 if none failed)."""
@@ -2540,13 +2488,21 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="gro
         ui.write("%s %s · %s · /help for commands, Ctrl-D to quit\n" % (prog, __version__, agent.model))
     status, line = 0, first
     try:
-        while line is not None:
-            done = repl_line(agent, ui, line, keys, commands or {}, help_text)
-            if done == "exit":
+        while line.partition(" ")[0] not in ("/exit", "/quit", "/q"):
+            turn = line.strip() and not line.startswith("/")      # piped: no prompt, so before_prompt after each turn
+            if line.strip():
+                status = run_line(agent, ui, line, keys, commands or {}, help_text) or status
+            try:
+                if before_prompt and (interactive or turn):
+                    before_prompt()
+                line = read_line(interactive, keys)
+            except EOFError:
+                if interactive:
+                    ui.write("\n")
                 break
-            status = done or status
-            turn = line.strip() and not line.startswith("/")      # piped: no prompt, so after each turn
-            line = next_message(ui, interactive, keys, before_prompt if interactive or turn else None)
+            except KeyboardInterrupt:      # at the prompt: a new one
+                ui.write("\n")
+                line = ""
     finally:
         save_history(rl, agent.cfg.data_dir)
     return 0 if interactive else status
