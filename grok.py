@@ -1533,10 +1533,8 @@ class Agent:
     """One conversation with the model: messages, cost, tools, session file."""
 
     def __init__(self, cfg, ui=None, contract=MINIMAL, session=None, resume=False):
-        self.cfg, self.ui, self.contract = cfg, ui or UI(), contract
-        self.ui_lock = threading.RLock()
-        self.lock = threading.Lock()    # cost and session writes from tools running in threads
-        self.model = cfg.model
+        self.cfg, self.ui, self.contract, self.model = cfg, ui or UI(), contract, cfg.model
+        self.ui_lock, self.lock = threading.RLock(), threading.Lock()  # lock: cost and session writes from threads
         self.client = Client(cfg.base_url, cfg.api_key, cfg.timeout, cfg.max_retries, cfg.backoff, notice=self.notice)
         self.tool_names = list(TOOLS)   # offered in the schema
         self.withdrawn = {}             # tools the server turned out not to offer: name -> the result calls get
@@ -1547,7 +1545,6 @@ class Agent:
                                            ("reasoning_effort", cfg.reasoning_effort)) if v is not None}
         self.stream = cfg.stream
         self.reserved, self.search_costs = 0.0, []      # USD reserved by requests in flight; web search costs
-        self.turn = dict.fromkeys(TURN_KEYS, 0)         # this turn's usage and cost, for the front ends
         self.said = set()               # one-time notices given
         self.cancel, self.procs = threading.Event(), set()      # procs: bash tools running
         self.request = None             # the running turn's request: compaction keeps it verbatim
@@ -1567,23 +1564,18 @@ class Agent:
         self.context_tokens = estimate_tokens(self.messages) if resume else 0
         self.tool_count = sum(tool_calls_in(m["content"]) for m in messages if m["role"] == "assistant")
         self.step_no, self.last_usage, self.session_always = 0, {}, set()     # session_always: [a]lways answers
-        self.session = session if resume and not session.legacy else self.new_file(session)
-        self.client.conv_id = self.session.id
+        if not resume or session.legacy:    # a new session file, its header first
+            if session.legacy:      # a session of the bash grok is only read: it goes on in a new file
+                session = Session(self.cfg.data_dir, warn=self.notice)
+                self.notice("a session of the bash grok, continued as session %s" % session.id)
+            session.header = {"type": "session", "version": 1, "id": session.id, "created": now_iso(),
+                              "cwd": self.cwd, "model": self.model, "contract": self.contract.name,
+                              "system": self.messages[0]["content"]}
+            if len(self.messages) > 1:
+                session.append({"type": "reset", "messages": self.messages[1:]})
+        self.session, self.client.conv_id = session, session.id
         if resume:      # killed mid-turn (SIGKILL, a crash): close that turn as a cancel would have
             self.close_turn(only_if_open=True, note=INTERRUPTED[1])
-
-    def new_file(self, session):
-        """The session to write from here on, its header first. A session of the bash grok is only read:
-        the conversation goes on in a new session file, from the history read."""
-        if session.legacy:
-            session = Session(self.cfg.data_dir, warn=self.notice)
-            self.notice("a session of the bash grok, continued as session %s" % session.id)
-        session.header = {"type": "session", "version": 1, "id": session.id, "created": now_iso(),
-                          "cwd": self.cwd, "model": self.model, "contract": self.contract.name,
-                          "system": self.messages[0]["content"]}
-        if len(self.messages) > 1:
-            session.append({"type": "reset", "messages": self.messages[1:]})
-        return session
 
     # -- bookkeeping ---------------------------------------------------------
     def notice(self, text):
@@ -1596,20 +1588,17 @@ class Agent:
             self.notice(text)
 
     def add(self, message):
-        """A message the program writes itself has a "kind", stored but not sent: a "note" between turns
-        (/cd, a changed skills dir) or the "summary" that stands for compacted history."""
+        """A message; one the program writes itself has a "kind" ("note", "summary"): stored, not sent."""
         self.messages.append(message)
         self.session.append({"type": "message", "message": message})
 
     def reset(self, messages):
-        """Replace the history after the system prompt (clear, compaction)."""
         self.messages = self.messages[:1] + messages
         self.skills_seen = (None, self.prompt_skills)       # a note about skills may be gone: check again
         self.session.append({"type": "reset", "messages": messages})
 
     def note_skills(self):
-        """The system prompt stays fixed (the provider caches it): a changed skills dir is told in a note.
-        It is rescanned when its names or mtimes change (a skill added, removed or edited, sub-folders too)."""
+        """A changed skills dir (names or mtimes) is told in a note: the system prompt stays fixed (it is cached)."""
         try:
             stamp = sorted((e.name, e.stat().st_mtime_ns) for e in os.scandir(self.cfg.skills_dir))
         except OSError:
@@ -1632,24 +1621,21 @@ class Agent:
         cost, known = usage_cost(model, usage, self.cfg.prices)
         if not known:
             limit = ", so COST_LIMIT cannot apply" if self.cfg.cost_limit > 0 else ""
-            self.once("price", "price unknown for model %s at %s: cost is not tracked%s (GROK_PRICES="
-                      "IN,CACHED,OUT sets prices in USD per million tokens)"
-                      % (model, self.cfg.base_url, limit))
+            self.once("price", "price unknown for model %s at %s: cost is not tracked%s (GROK_PRICES=IN,CACHED,OUT "
+                      "sets prices in USD per million tokens)" % (model, self.cfg.base_url, limit))
         if usage_numbers(usage)["odd"]:
             self.once("odd", "the server's usage has numbers that are not counts (%s): ignored"
                       % json.dumps(usage, default=str)[:200])
         with self.lock:     # web searches in threads add theirs too
             self.cost_usd += cost
-            self.session.append({"type": "usage", "kind": kind, "model": model, "usage": usage or {},
-                                 "cost_usd": cost})
+            self.session.append({"type": "usage", "kind": kind, "model": model, "usage": usage or {}, "cost_usd": cost})
         return cost
 
     def context_pct(self):
         return 100.0 * self.context_tokens / max(1, self.cfg.context_window)
 
     def reserve(self, estimate=0.0):
-        """Before every paid request: LimitReached when COST_LIMIT is reached, or when `estimate` USD more,
-        beside what requests in flight have reserved, would pass it; paid() gives the estimate back."""
+        """Before every paid request: LimitReached if COST_LIMIT is reached or `estimate` USD more would pass it."""
         with self.lock:
             spent, limit = self.cost_usd + self.reserved, self.cfg.cost_limit
             if 0 < limit <= spent or 0 < limit < spent + estimate:
@@ -1669,11 +1655,6 @@ class Agent:
                 self.reserved -= estimate
         self.search_costs.append(self.add_cost(obj.get("usage") if isinstance(obj, dict) else None, kind="web_search"))
         return obj
-
-    def response_format(self):
-        schema = self.contract.schema(self.tool_names)
-        return ({"type": "json_schema", "json_schema": {"name": self.contract.name, "schema": schema}},
-                {"type": "json_object", "schema": schema}, {"type": "json_object"})[self.format_level]
 
     def tool_env(self):
         return {k: v for k, v in os.environ.items() if k not in KEY_VARS}
@@ -1710,7 +1691,10 @@ class Agent:
                    "max_tokens": max_tokens or self.cfg.max_tokens or self.contract.max_tokens}
         payload.update(self.optional)
         if contract:
-            payload["response_format"] = self.response_format()
+            schema = self.contract.schema(self.tool_names)
+            formats = ({"type": "json_schema", "json_schema": {"name": self.contract.name, "schema": schema}},
+                       {"type": "json_object", "schema": schema}, {"type": "json_object"})
+            payload["response_format"] = formats[self.format_level]
         if stream:
             payload.update(stream=True, stream_options={"include_usage": True})
         return payload
@@ -1738,9 +1722,8 @@ class Agent:
                 "plain json_object (the schema is only described in the prompt)"))
             return True
         rejected = [k for k in self.optional if e.status in (400, 422) and e.mentions(k, k.replace("_", ""))]
-        for k in rejected:
-            del self.optional[k]
         if rejected:
+            self.optional = {k: v for k, v in self.optional.items() if k not in rejected}
             self.notice("the server rejected %s: not sent for the rest of the session" % ", ".join(rejected))
             return True
         if self.stream and e.status in (400, 422) and e.mentions("stream") and not e.overflow():
@@ -1785,8 +1768,7 @@ class Agent:
                               % (estimate_tokens(self.messages), e.window or self.cfg.context_window))
 
     def learn_window(self):
-        """The context window a server other than xAI's reports, asked once per session: OpenAI-style
-        /v1/models fields (vLLM), llama.cpp's /props, Ollama's /api/show."""
+        """The context window a server other than xAI's reports (vLLM, llama.cpp, Ollama), asked once per session."""
         if self.window_asked:
             return
         self.window_asked = True
@@ -1798,17 +1780,15 @@ class Agent:
 
     def finish_step(self, result):
         self.ui.step_finish(self.step_no, {"finish_reason": result.finish_reason or "stop", "id": result.id,
-                                           "tokens": result.tokens, "cost": result.cost,
-                                           "duration": result.duration})
+                                           "tokens": result.tokens, "cost": result.cost, "duration": result.duration})
 
     # -- one user turn -------------------------------------------------------
     def run_turn(self, text):
         """Send one user message and loop until the model is done; returns the answer."""
-        self.turn = dict.fromkeys(TURN_KEYS, 0)
+        self.turn, self.rounds, self.strikes = dict.fromkeys(TURN_KEYS, 0), 0, 0    # turn: its usage and cost
         self.note_skills()
         self.request = {"role": "user", "content": clean_text(text)}
         self.add(self.request)
-        self.rounds = self.strikes = 0
         try:
             answer = None
             while answer is None:
@@ -1846,10 +1826,8 @@ class Agent:
             results = self.execute(calls)
         finally:
             self.finish_step(result)
-        note = None
-        if self.rounds == limit:
-            note = ("[Limit] That was the last tool round allowed in this turn (%d). Answer now with what "
-                    "you have and say what is left to do; further tool calls will not run." % limit)
+        note = ("[Limit] That was the last tool round allowed in this turn (%d). Answer now with what you have and "
+                "say what is left to do; further tool calls will not run." % limit if self.rounds == limit else None)
         self.add({"role": "user", "content": tool_results_message(results, note)})
         if reply["done"] and answer.strip():     # done with tool calls: they ran; the response ends the turn
             self.add(final_reply(answer))
@@ -1857,29 +1835,25 @@ class Agent:
         return None
 
     def strike(self, result, e):
-        """A reply that broke the JSON contract: kept, and the model told what was wrong."""
         self.strikes += 1
         content = result.content or ""
         cut = "...[truncated]" if len(content) > 4000 else ""
         self.add({"role": "assistant", "content": content[:4000] + cut})
         self.finish_step(result)
         if self.strikes >= MAX_STRIKES:
-            raise AgentError("the model broke the JSON contract %d times in a row (last: %s)"
-                             % (self.strikes, e))
+            raise AgentError("the model broke the JSON contract %d times in a row (last: %s)" % (self.strikes, e))
         self.notice("invalid reply from the model (%s); asking again" % e)
         self.add({"role": "user", "content": corrective_message(str(e))})
 
     def stop(self):
-        """Cancel the running turn, from any thread: the model call, web searches, running commands, a
-        pending approval; no further tool starts. Every front end stops a turn with this."""
+        """Cancel the running turn from any thread (every front end stops a turn here); no further tool starts."""
         self.cancel.set()
         self.client.abort()
         for proc in list(self.procs):
             kill_group(proc)
 
     def settle_cancelled(self, *notes):
-        """After a cancelled or failed turn: stop what runs, close the turn in the history (idempotent).
-        A stop lasts until then: one that comes before a turn starts cancels that turn."""
+        """After a cancelled or failed turn: stop all, close the turn (idempotent). A stop lasts until then."""
         self.stop()
         self.close_turn(False, *notes)
         self.cancel.clear()
@@ -1889,10 +1863,8 @@ class Agent:
         """End an unfinished turn in the history: `unrun` for tool calls that got no results, and a reply
         `note` with the answer text shown so far. only_if_open: unless the turn had ended (or a note)."""
         last, closed = self.messages[-1], tuple('%s", "done": true}' % n for n in INTERRUPTED)
-        if len(self.messages) < 2 or last["content"].endswith(closed):
-            return
-        if only_if_open and (last.get("kind") == "note" or last["role"] == "assistant"
-                             and not tool_calls_in(last["content"])):
+        ended = last.get("kind") == "note" or last["role"] == "assistant" and not tool_calls_in(last["content"])
+        if len(self.messages) < 2 or last["content"].endswith(closed) or only_if_open and ended:
             return
         if last["role"] == "assistant":
             self.add({"role": "user", "content": unrun})
@@ -1902,16 +1874,14 @@ class Agent:
 
     # -- tools ---------------------------------------------------------------
     def execute(self, calls):
-        """Run a reply's tool calls: approvals and ask_user in call order, then the rest concurrently;
-        UI hooks run on this thread only. Returns [(ToolCall, ToolResult)] in call order."""
+        """[(ToolCall, ToolResult)] in call order: approvals and ask_user in turn, then the rest at once; UI here."""
         items = [ToolCall(i, c["tool"], c["args"], "call_%d_%d" % (self.step_no, i + 1), self.cwd)
                  for i, c in enumerate(calls)]
         results, runnable = [None] * len(items), []
         for item in items:
             if not self.approved(item):
-                results[item.index] = self.finish_tool(item, ToolResult(
-                    "denied: the user did not allow this %s call; do not retry it, ask or take another way"
-                    % item.name, ok=False))
+                denied = "denied: the user did not allow this %s call; do not retry it, ask or take another way"
+                results[item.index] = self.finish_tool(item, ToolResult(denied % item.name, ok=False))
             elif item.name == "ask_user":
                 self.ui.tool_start(item)
                 results[item.index] = self.finish_tool(item, self.call_tool(item))
@@ -2010,8 +1980,7 @@ class Agent:
             self.compact()
 
     def compact(self, keep=6):
-        """Replace older history by a summary, keeping the system prompt, the recent tail (compact_cut())
-        and, mid-turn, the request being worked on verbatim. False when there is too little to compact."""
+        """Summarise older history, keeping the recent tail and, mid-turn, the request verbatim; False: too little."""
         self.learn_window()
         pct = self.cfg.compact_threshold if self.cfg.compact_threshold > 0 else 75.0
         history = self.messages[1:]
@@ -2022,23 +1991,20 @@ class Agent:
         summary, how = self.summarise(old)
         if self.request and not any(m is self.request for m in tail):
             request = self.request["content"]
-            if len(request) > 4000:
-                request = request[:4000] + "\n[... the rest of the request is in the summary]"
-            summary["content"] += "\n\n[The request being worked on, verbatim]\n" + request
+            rest = "\n[... the rest of the request is in the summary]" if len(request) > 4000 else ""
+            summary["content"] += "\n\n[The request being worked on, verbatim]\n" + request[:4000] + rest
         before = estimate_tokens(self.messages)
         self.reset([summary] + tail)
         self.context_tokens = estimate_tokens(self.messages)
         self.notice("%s (about %d -> %d tokens)" % (how, before, self.context_tokens))
         if self.context_pct() >= pct:
-            self.notice("the recent messages alone still fill %.0f%% of the context window"
-                        % self.context_pct())
+            self.notice("the recent messages alone still fill %.0f%% of the context window" % self.context_pct())
         return True
 
     def summarise(self, old):
-        """(the message that stands for `old`, what was done): a summary by GROK_SUMMARY_MODEL; one that
-        was cut off or is not smaller than what it replaces is not taken: the messages are dropped."""
-        window = (self.cfg.context_window if self.cfg.summary_model == self.model
-                  else model_entry(WINDOWS, self.cfg.summary_model, DEFAULT_WINDOW))
+        """(the message standing for `old`, what was done): its summary, unless that was cut off or not smaller."""
+        model = self.cfg.summary_model
+        window = self.cfg.context_window if model == self.model else model_entry(WINDOWS, model, DEFAULT_WINDOW)
         request = [{"role": "system", "content":
                     "You summarise an AI agent's conversation and tool history so the agent can continue. Keep "
                     "the user's goals and requests, decisions, facts learned, files and commands involved, and "
@@ -2047,11 +2013,10 @@ class Agent:
         old_tokens = estimate_tokens(old)
         limit = max(32, min(2000, old_tokens // 2, self.cfg.context_window // 4))
         try:
-            result = self.chat(request, contract=False, model=self.cfg.summary_model, max_tokens=limit)
+            result = self.chat(request, contract=False, model=model, max_tokens=limit)
         except (UserError, TransientError) as e:
-            raise type(e)("compacting the history failed (summary model %s, GROK_SUMMARY_MODEL): %s"
-                          % (self.cfg.summary_model, e))
-        self.add_cost(result.usage, self.cfg.summary_model, kind="compaction")
+            raise type(e)("compacting the history failed (summary model %s, GROK_SUMMARY_MODEL): %s" % (model, e))
+        self.add_cost(result.usage, model, kind="compaction")
         text, cut_off = (result.content or "").strip(), result.finish_reason == "length"
         how = "compacted %d older messages into a summary" % len(old)
         summary = "[Summary of the earlier conversation, compacted]\n" + text
