@@ -133,7 +133,7 @@ class Config:
         self.base_url = (os.environ.get("GROK_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         url = check_base_url(self.base_url)
         self.xai = ("." + url.hostname).endswith(".x.ai")
-        SECRETS.update(s for s in (self.api_key, url.password) if s)
+        SECRETS.update(filter(None, (self.api_key, url.password)))
         self.prices = env_prices(self.xai)
         timeout = env_float("GROK_TIMEOUT", 300.0)
         if timeout < 0:
