@@ -1,13 +1,7 @@
 #!/usr/bin/env python3
-"""grok: a minimal agent harness for xAI's Grok models (or any OpenAI-compatible server), standard
-library only, Python 3.8+. The model answers in a JSON contract and runs local tools.
-
-    grok                      interactive chat (prompt "> ")
-    grok -p "PROMPT"          headless: answer on stdout (--format json: JSONL events)
-    grok --acp                Agent Client Protocol server on stdio
-
-Settings come from the environment (`grok --help` lists them). grok_detailed.py loads this file as its engine.
-"""
+"""grok: a minimal agent harness for xAI's Grok models (or any OpenAI-compatible server): the model answers in a
+JSON contract and runs local tools. Standard library only, Python 3.8+. `grok --help` lists the modes (chat, -p,
+--acp) and settings; grok_detailed.py loads this file as its engine."""
 
 import json
 import os
@@ -16,6 +10,7 @@ import stat
 import sys
 import threading
 import time
+from collections import namedtuple
 from contextlib import suppress
 from urllib.parse import urlsplit
 
@@ -29,8 +24,7 @@ KEY_VARS = ("GROK_API_KEY", "XAI_API_KEY")
 ENV_FILES = ("~/.grok/.env", "~/.claude/.env", "./.env")     # the person's own key before a project's
 
 # USD per 1M tokens: input, cached input, output.
-PRICES = {"grok-4.3": (1.25, 0.20, 2.50), "grok-4.20": (1.25, 0.20, 2.50),
-          "grok-3-mini": (0.30, 0.075, 0.50)}
+PRICES = {"grok-4.3": (1.25, 0.20, 2.50), "grok-4.20": (1.25, 0.20, 2.50), "grok-3-mini": (0.30, 0.075, 0.50)}
 RETIRED_MODELS = ("grok-4-1-fast", "grok-4-fast", "grok-code-fast-1", "grok-3", "grok-4-0709")
 WINDOWS = {"grok-4.3": 1000000, "grok-4.20": 2000000, "grok-3-mini": 131072}
 DEFAULT_WINDOW = 131072
@@ -65,11 +59,6 @@ def env_float(name, default):
         raise UserError("%s must be a number, not %r" % (name, value))
 
 
-def data_dir():
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return os.path.expanduser(os.environ.get("GROK_DATA_DIR") or os.path.join(base, "grok-agent"))
-
-
 def open_to_others(path, owners):
     """Why others could plant files in a directory (owned by someone not in owners, group/world-writable), or None."""
     try:
@@ -82,8 +71,7 @@ def open_to_others(path, owners):
 
 
 def data_dir_problem(path):
-    """Why the data dir must not be used, or None; created 0700 when missing. Someone else who can
-    write there could plant a session to resume or a history symlink to follow."""
+    """Why the data dir (made 0700 if missing) is unsafe, or None: others could plant a session or a history symlink."""
     with suppress(OSError):     # open_to_others says why it is unusable
         os.makedirs(path, mode=0o700, exist_ok=True)
     why = open_to_others(path, (os.getuid(),))
@@ -104,10 +92,9 @@ def read_regular(path, cap):
 def read_env_file(path, names):
     """The first of `names` defined in a .env file (a regular file under 64 KB); nothing else is taken."""
     got = read_regular(path, 65536)
-    if not got or len(got[0]) > 65536:
-        return None
+    data = got[0] if got and len(got[0]) <= 65536 else b""
     found = {}
-    for line in got[0].decode("utf-8", "replace").lstrip("\ufeff").splitlines():
+    for line in data.decode("utf-8", "replace").lstrip("\ufeff").splitlines():
         m = re.match(r"""\s*(?:export\s+)?(\w+)\s*=\s*(?:"([^"]*)"|'([^']*)'|(.*?))\s*(?:\s#.*)?$""", line)
         if m and m.group(1) in names and m.group(1) not in found:
             found[m.group(1)] = next((v for v in m.groups()[1:] if v is not None), "")
@@ -140,32 +127,6 @@ class Config:
     """Everything the engine needs, from flags with an environment fallback."""
 
     def __init__(self, model=None, cwd=None, always_approve=False, require_key=True, effort=None):
-        self._server(require_key)
-        if model == "grok-build" != os.environ.get("GROK_MODEL"):
-            model = None        # the model name of xAI's CLI, which its clients pass: the default model here
-        self.model = model or os.environ.get("GROK_MODEL") or DEFAULT_MODEL
-        self.reasoning_effort = effort
-        self.summary_model = os.environ.get("GROK_SUMMARY_MODEL") or self.model
-        self.cost_limit = env_float("COST_LIMIT", 10.0)
-        self.compact_threshold = env_float("COMPACT_THRESHOLD", 75.0)
-        self.window_set = int(env_float("GROK_CONTEXT_WINDOW", 0))
-        self.context_window = self.window_set or context_window(self.model)
-        self.max_tokens = int(env_float("GROK_MAX_TOKENS", 0)) or None
-        self.max_iterations = int(env_float("GROK_MAX_ITERATIONS", 25))
-        self.bash_timeout = env_float("GROK_BASH_TIMEOUT", BASH_TIMEOUT)
-        temperature = os.environ.get("GROK_TEMPERATURE", "0.5").strip()      # empty: not sent
-        self.temperature = env_float("GROK_TEMPERATURE", 0.5) if temperature else None
-        self.skills_dir = os.path.expanduser(os.environ.get("GROK_SKILLS_DIR")
-                                             or os.path.join(os.path.dirname(os.path.realpath(__file__)), "skills"))
-        self.data_dir = data_dir()
-        self.read_dirs = [self.skills_dir]      # read_file/list_files run there without asking, as in cwd
-        self.always_approve = always_approve or env_flag("GROK_ALWAYS_APPROVE")
-        self.cwd = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
-        if not os.path.isdir(self.cwd):
-            raise UserError("--cwd: no such directory: %s" % self.cwd)
-
-    def _server(self, require_key):
-        """The key, the server and how to talk to it."""
         self.api_key, self.key_source = find_api_key()
         if require_key and not self.api_key:
             raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put GROK_API_KEY=... in "
@@ -173,8 +134,7 @@ class Config:
         self.base_url = (os.environ.get("GROK_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         url = check_base_url(self.base_url)
         self.xai = ("." + url.hostname).endswith(".x.ai")
-        self.secrets = tuple(s for s in (self.api_key, url.password) if s)
-        SECRETS.update(self.secrets)
+        SECRETS.update(filter(None, (self.api_key, url.password)))
         self.prices = env_prices(self.xai)
         timeout = env_float("GROK_TIMEOUT", 300.0)
         if timeout < 0:
@@ -183,6 +143,29 @@ class Config:
         self.max_retries = max(0, int(env_float("GROK_MAX_RETRIES", 4)))
         self.backoff = env_float("GROK_RETRY_BACKOFF", 1.0)
         self.stream = env_flag("GROK_STREAM", True)
+        if model == "grok-build" != os.environ.get("GROK_MODEL"):
+            model = None        # the model name of xAI's CLI, which its clients pass: the default model here
+        self.model = model or os.environ.get("GROK_MODEL") or DEFAULT_MODEL
+        self.reasoning_effort = effort
+        self.summary_model = os.environ.get("GROK_SUMMARY_MODEL") or self.model
+        self.cost_limit = env_float("COST_LIMIT", 10.0)
+        self.compact_threshold = env_float("COMPACT_THRESHOLD", 75.0)
+        self.window_set = int(env_float("GROK_CONTEXT_WINDOW", 0))
+        self.context_window = self.window_set or model_entry(WINDOWS, self.model, DEFAULT_WINDOW)
+        self.max_tokens = int(env_float("GROK_MAX_TOKENS", 0)) or None
+        self.max_iterations = int(env_float("GROK_MAX_ITERATIONS", 25))
+        self.bash_timeout = env_float("GROK_BASH_TIMEOUT", BASH_TIMEOUT)
+        temperature = os.environ.get("GROK_TEMPERATURE", "0.5").strip()      # empty: not sent
+        self.temperature = env_float("GROK_TEMPERATURE", 0.5) if temperature else None
+        self.skills_dir = os.path.expanduser(os.environ.get("GROK_SKILLS_DIR")
+                                             or os.path.join(os.path.dirname(os.path.realpath(__file__)), "skills"))
+        data_home = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+        self.data_dir = os.path.expanduser(os.environ.get("GROK_DATA_DIR") or os.path.join(data_home, "grok-agent"))
+        self.read_dirs = [self.skills_dir]      # read_file/list_files run there without asking, as in cwd
+        self.always_approve = always_approve or env_flag("GROK_ALWAYS_APPROVE")
+        self.cwd = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
+        if not os.path.isdir(self.cwd):
+            raise UserError("--cwd: no such directory: %s" % self.cwd)
 
 
 def check_base_url(url):
@@ -194,18 +177,16 @@ def check_base_url(url):
     try:
         u = urlsplit(url)
         u.port
-        if u.hostname:
-            u.hostname.encode("idna")
+        if not u.hostname:
+            raise UserError("GROK_BASE_URL has no host name: %r" % url)
+        u.hostname.encode("idna")
     except (ValueError, UnicodeError) as e:
         raise UserError("GROK_BASE_URL is not a valid URL (%s): %r" % (e, url))
-    if not u.hostname:
-        raise UserError("GROK_BASE_URL has no host name: %r" % url)
     return u
 
 
 def env_prices(xai):
-    """GROK_PRICES as (input, cached input, output) in USD per 1M tokens; when it is not set, None
-    (xAI's price table) on xAI's API, else () (unknown)."""
+    """GROK_PRICES as (input, cached input, output) in USD per 1M tokens; unset: None (xAI's table) on xAI, else ()."""
     value = os.environ.get("GROK_PRICES", "").strip()
     try:
         prices = tuple(float(p) for p in value.split(",")) if value else (None if xai else ())
@@ -216,17 +197,13 @@ def env_prices(xai):
     return prices
 
 
-def model_key(model, table):
-    """The table entry for a model id, following retired ids and dated variants."""
+def model_entry(table, model, default=None):
+    """A table's entry (PRICES, WINDOWS) for a model id, following dated variants, and retired ids to grok-4.3."""
     m = model.split("/")[-1]
     for name in sorted(table, key=len, reverse=True):       # the longest name that fits
         if m == name or m.startswith(name + "-"):
-            return name
-    return "grok-4.3" if any(m == old or m.startswith(old + "-") for old in RETIRED_MODELS) else None
-
-
-def context_window(model):
-    return WINDOWS.get(model_key(model, WINDOWS), DEFAULT_WINDOW)
+            return table[name]
+    return table["grok-4.3"] if any(m == old or m.startswith(old + "-") for old in RETIRED_MODELS) else default
 
 
 USAGE_FIELDS = (("input", "prompt_tokens", "input_tokens"), ("output", "completion_tokens", "output_tokens"),
@@ -236,20 +213,17 @@ USAGE_FIELDS = (("input", "prompt_tokens", "input_tokens"), ("output", "completi
 
 
 def usage_numbers(usage):
-    """The one reader of a server's usage object: {input, output, reasoning, cached, total, ticks}, each a
-    finite number >= 0 (0, or None for ticks, when absent), and "odd": a value that was not such a number
-    (NaN, negative, a string) and is ignored."""
+    """The one reader of a server's usage object: {input, output, reasoning, cached, total, ticks}, each a number
+    >= 0 (0, or None for ticks, when absent), and "odd": a value that was not (NaN, negative, a string), ignored."""
     numbers = {"odd": False}
     for name, *paths in USAGE_FIELDS:
-        value = None
         for path in paths:
             value = usage
             for key in path.split("."):
                 value = value.get(key) if isinstance(value, dict) else None
             if value is not None:
                 break
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                  or not 0 <= value < 1e15):
+        if value is not None and not (type(value) in (int, float) and 0 <= value < 1e15):     # a bool is odd too
             numbers["odd"], value = True, None
         numbers[name] = value if value is not None or name == "ticks" else 0
     numbers["total"] = numbers["total"] or numbers["input"] + numbers["output"] + numbers["reasoning"]
@@ -257,13 +231,11 @@ def usage_numbers(usage):
 
 
 def usage_cost(model, usage, prices=None):
-    """(USD, price known) for one API call's usage: the server's own figure, else `prices`
-    (input, cached input, output per 1M tokens; None: xAI's table for the model)."""
+    """(USD, price known) for one API call's usage: the server's own figure, else by `prices` (None: xAI's table)."""
     n = usage_numbers(usage)
     if n["ticks"] is not None:
         return n["ticks"] / 1e10, True
-    if prices is None:
-        prices = PRICES.get(model_key(model, PRICES))
+    prices = model_entry(PRICES, model) if prices is None else prices
     if not prices:
         return 0.0, not isinstance(usage, dict)
     p_in, p_cached, p_out = prices
@@ -278,18 +250,15 @@ class GrokError(Exception):
 
 
 class UserError(GrokError):
-    """Something the user has to fix: a flag, the key, the config, a 4xx."""
-    exit_code = 1
+    exit_code = 1           # something the user has to fix: a flag, the key, the config, a 4xx
 
 
 class TransientError(GrokError):
-    """The network or the server failed, even after retries."""
-    exit_code = 2
+    exit_code = 2           # the network or the server failed, even after retries
 
 
 class AgentError(GrokError):
-    """The model broke the contract, a tool was denied, a limit was reached."""
-    exit_code = 3
+    exit_code = 3           # the model broke the contract, a tool was denied, a limit was reached
 
 
 class ContextOverflow(UserError):
@@ -311,13 +280,10 @@ class HTTPStatusError(Exception):
             obj = json.loads(self.text)
         except (ValueError, RecursionError):
             return " ".join(self.text.split())[:300] or "(empty body)"
-        if isinstance(obj, dict):
-            err = obj.get("error", obj.get("message", obj.get("detail")))
-            if isinstance(err, dict):
-                err = err.get("message") or json.dumps(err)
-            if err:
-                return str(err)[:500]
-        return self.text[:300]
+        err = obj.get("error", obj.get("message", obj.get("detail"))) if isinstance(obj, dict) else None
+        if isinstance(err, dict):
+            err = err.get("message") or json.dumps(err)
+        return str(err)[:500] if err else self.text[:300]
 
     def mentions(self, *words):
         return any(w in self.text.lower() for w in words)
@@ -342,19 +308,18 @@ class StreamBroken(Exception):
 # --- Secrets: scrubbed from tool output, arguments shown, and error text ---
 
 SECRETS = set()         # the configured key and URL password: Config adds them
-SECRET_PATTERNS = [
-    (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----.*?(-----END [A-Z ]*PRIVATE KEY( BLOCK)?-----|\Z)",
-                re.S), "[REDACTED_PRIVATE_KEY]"),
-    (re.compile(r"\bxai-[A-Za-z0-9]{20,}"), "[REDACTED_API_KEY]"),
-    (re.compile(r"\bsk-[A-Za-z0-9_\-]{20,}"), "[REDACTED_API_KEY]"),
-    (re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"), "[REDACTED_GH_TOKEN]"),
-    (re.compile(r"\b(xox[abeoprs]|xapp)-[0-9A-Za-z\-]{10,}"), "[REDACTED_SLACK_TOKEN]"),
-    (re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b"), "[REDACTED_AWS_KEY]"),
-    (re.compile(r"(aws_secret_access_key\W{0,4})[A-Za-z0-9/+=]{40}", re.I), r"\1[REDACTED_AWS_SECRET]"),
-    (re.compile(r"(Bearer\s+)[A-Za-z0-9\-_.~+/]{20,}=*", re.I), r"\1[REDACTED_TOKEN]"),
-    (re.compile(r"(Authorization:\s*Basic\s+)[A-Za-z0-9+/]{8,}=*", re.I), r"\1[REDACTED_TOKEN]"),
-    (re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@", re.I), r"\1[REDACTED]@"),
-]
+SECRET_PATTERNS = [(re.compile(pattern), replacement) for pattern, replacement in (
+    (r"(?s)-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----.*?(-----END [A-Z ]*PRIVATE KEY( BLOCK)?-----|\Z)",
+     "[REDACTED_PRIVATE_KEY]"),
+    (r"\bxai-[A-Za-z0-9]{20,}", "[REDACTED_API_KEY]"),
+    (r"\bsk-[A-Za-z0-9_\-]{20,}", "[REDACTED_API_KEY]"),
+    (r"\b(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})", "[REDACTED_GH_TOKEN]"),
+    (r"\b(xox[abeoprs]|xapp)-[0-9A-Za-z\-]{10,}", "[REDACTED_SLACK_TOKEN]"),
+    (r"\b(AKIA|ASIA)[0-9A-Z]{16}\b", "[REDACTED_AWS_KEY]"),
+    (r"(?i)(aws_secret_access_key\W{0,4})[A-Za-z0-9/+=]{40}", r"\1[REDACTED_AWS_SECRET]"),
+    (r"(?i)(Bearer\s+)[A-Za-z0-9\-_.~+/]{20,}=*", r"\1[REDACTED_TOKEN]"),
+    (r"(?i)(Authorization:\s*Basic\s+)[A-Za-z0-9+/]{8,}=*", r"\1[REDACTED_TOKEN]"),
+    (r"(?i)(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@", r"\1[REDACTED]@"))]
 
 
 def scrub(text, extra=()):
@@ -849,12 +814,8 @@ class ContractError(Exception):
     """A reply that breaks the contract; the message goes back to the model."""
 
 
-class Contract:
+class Contract(namedtuple("Contract", "name extra_properties extra_prompt max_tokens", defaults=({}, "", 4000))):
     """What the model is asked to return: the schema, its description, defaults."""
-
-    def __init__(self, name, extra_properties=None, extra_prompt="", max_tokens=4000):
-        self.name, self.extra_prompt, self.max_tokens = name, extra_prompt, max_tokens
-        self.extra_properties = extra_properties or {}
 
     def schema(self, tool_names):
         calls = [{"type": "object", "properties": {"tool": {"type": "string", "enum": [name]},
@@ -868,6 +829,7 @@ class Contract:
 
 
 MINIMAL = Contract("grok_reply")
+REPLY_SHAPE = '{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRING or null, "done": BOOL}'
 
 
 def extract_json_object(text):
@@ -875,15 +837,13 @@ def extract_json_object(text):
     text = text.strip()
     with suppress(ValueError, RecursionError):
         return json.loads(text)
-    decoder, start = json.JSONDecoder(), text.find("{")
-    for _ in range(20):
-        if start == -1:
-            break
+    from itertools import islice
+    decoder = json.JSONDecoder()
+    for brace in islice(re.finditer("{", text), 20):
         with suppress(ValueError, RecursionError):
-            obj = decoder.raw_decode(text, start)[0]
+            obj = decoder.raw_decode(text, brace.start())[0]
             if isinstance(obj, dict):
                 return obj
-        start = text.find("{", start + 1)
     raise ContractError("the reply is not a JSON object")
 
 
@@ -891,13 +851,11 @@ def parse_reply(content, tool_names, finish_reason=None):
     """Validate one assistant message against the contract; returns a clean dict."""
     if content is None or not str(content).strip():
         raise ContractError("the reply was empty")
-    if finish_reason == "length":       # a cut-off reply may still hold an inner object: never take that
-        try:
-            json.loads(content)
-        except (ValueError, RecursionError):
-            raise ContractError("the reply was cut off at max_tokens before its JSON ended: reply shorter, "
-                                "with fewer tool calls")
-    obj = extract_json_object(str(content))
+    try:        # a cut-off reply may still hold an inner object: never take that
+        obj = json.loads(content) if finish_reason == "length" else extract_json_object(str(content))
+    except (ValueError, RecursionError):
+        raise ContractError("the reply was cut off at max_tokens before its JSON ended: reply shorter, "
+                            "with fewer tool calls")
     if not isinstance(obj, dict):
         raise ContractError("the reply must be a JSON object")
     calls = obj.get("tool_calls") or []
@@ -935,8 +893,7 @@ def clean_call(i, call, tool_names):
 
 
 def kept_reply(content, reply):
-    """The reply as the history keeps it: an argument longer than ARG_CAP (a 5 MB command) becomes a
-    note, so it is not stored and resent with every request."""
+    """The reply as the history keeps it: an argument over ARG_CAP becomes a note, not resent in every request."""
     if len(content) <= ARG_CAP:
         return content
     calls = [dict(c, args={k: "[%d characters, not kept]" % len(str(v)) if len(str(v)) > ARG_CAP else v
@@ -945,9 +902,8 @@ def kept_reply(content, reply):
 
 
 def corrective_message(problem):
-    return ("Your last reply broke the JSON contract: %s. Reply again with exactly one JSON object: "
-            '{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRING or null, "done": BOOL}.'
-            % problem)
+    return "Your last reply broke the JSON contract: %s. Reply again with exactly one JSON object: %s." % (
+        problem, REPLY_SHAPE)
 
 
 # --- Tools: one function each, one dict to dispatch ---
@@ -971,7 +927,6 @@ def inside(path, directory):
 
 def path_glob(pattern, path):
     """A glob on a path: `*` and `?` stay within one path component, `**` crosses `/`."""
-    import re
     rx = re.escape(pattern).replace(r"\*\*/", "\0").replace(r"\*\*", ".*").replace(r"\*", "[^/]*")
     return re.fullmatch(rx.replace(r"\?", "[^/]").replace("\0", "(?:.*/)?"), path) is not None
 
@@ -982,7 +937,7 @@ def needs_approval(call, free_dirs=()):
         return True
     path = call.args.get("path") or "."
     return (call.name in ("read_file", "list_files") and isinstance(path, str)
-            and not any(inside(canonical(call.cwd, path), d) for d in [call.cwd] + list(free_dirs)))
+            and not any(inside(canonical(call.cwd, path), d) for d in [call.cwd, *free_dirs]))
 
 
 def approval_text(call, full=False):
@@ -996,7 +951,7 @@ def approval_text(call, full=False):
         import difflib
         body = call.args.get("content", "")
         body = body if isinstance(body, str) else json.dumps(body, indent=2)
-        old = old_text(path) if os.path.isfile(path) else None
+        old = old_text(path)
         state = "a new file" if not os.path.exists(path) else "replaces the file" + ("; the changes" if old else "")
         head = "write_file %s (%d bytes, %s)" % (path, len(body.encode("utf-8", "replace")), state)
         if old is not None:
@@ -1058,10 +1013,9 @@ def tool_bash(args, agent):
     code, waited, limit = None, 0.0, agent.cfg.bash_timeout       # limit 0: none
     try:
         while code is None and not agent.cancel.is_set() and not 0 < limit <= waited:
-            try:
+            with suppress(subprocess.TimeoutExpired):
                 code = proc.wait(0.05)
-            except subprocess.TimeoutExpired:
-                waited += 0.05
+            waited += 0.05
     finally:
         note = "" if code is not None else "\n[cancelled by the user]" if agent.cancel.is_set() else (
             "\n[timed out after %gs: process group killed]" % limit)
@@ -1100,10 +1054,10 @@ def tool_read_file(args, agent):
     return ToolResult(text if text else "(empty file)")
 
 
-def atomic_write(path, data, mode=None):
-    """Bytes written via a temp file and a rename: a crash leaves the old file or the new one."""
+def atomic_write(path, data, private=True):
+    """Bytes written via a temp file and a rename: a crash leaves the old file or the new one. Mode 0600 if
+    private, else as a plain write leaves it (a new file: 0666 less the umask)."""
     import glob
-    import tempfile
     folder, prefix = os.path.dirname(path), ".grok-%s." % os.path.basename(path)[:100]
     for stale in glob.glob(os.path.join(glob.escape(folder), glob.escape(prefix) + "*.*.tmp")):
         try:        # left by a process that was killed while writing this path
@@ -1112,12 +1066,14 @@ def atomic_write(path, data, mode=None):
             os.unlink(stale)
         except (ValueError, OSError):
             pass
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=prefix + "%d." % os.getpid(), suffix=".tmp")
+    tmp = os.path.join(folder, "%s%d.%s.tmp" % (prefix, os.getpid(), os.urandom(4).hex()))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if private else 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        if mode is not None:
-            os.chmod(tmp, mode)
+        if not private:     # an existing file keeps its mode
+            with suppress(FileNotFoundError):
+                os.chmod(tmp, os.stat(path).st_mode & 0o7777)
         os.replace(tmp, path)
     except BaseException:
         with suppress(OSError):
@@ -1133,13 +1089,7 @@ def tool_write_file(args, agent):
         return ToolResult("error: %s is a directory" % path, ok=False)
     try:        # the path is resolved: a symlink is written through, not replaced
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        try:
-            mode = os.stat(path).st_mode & 0o7777
-        except FileNotFoundError:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
-        atomic_write(path, data, mode)
+        atomic_write(path, data, private=False)
     except OSError as e:
         return ToolResult("error: cannot write %s: %s" % (path, e.strerror or e), ok=False)
     return ToolResult("wrote %d bytes to %s" % (len(data), path))
@@ -1159,14 +1109,11 @@ def tool_list_files(args, agent):
     for entry in entries[:LIST_CAP]:
         name = entry.name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
         try:
-            if entry.is_symlink():
-                lines.append("link %s -> %s" % (name, os.readlink(entry.path)))
-            elif entry.is_dir():
-                lines.append("dir  %s/" % name)
-            else:
-                lines.append("file %s %d" % (name, entry.stat().st_size))
+            line = ("link %s -> %s" % (name, os.readlink(entry.path)) if entry.is_symlink()
+                    else "dir  %s/" % name if entry.is_dir() else "file %s %d" % (name, entry.stat().st_size))
         except OSError:
-            lines.append("?    %s" % name)
+            line = "?    %s" % name
+        lines.append(line)
     if len(entries) > LIST_CAP:
         lines.append("[... %d more entries not shown]" % (len(entries) - LIST_CAP))
     return ToolResult("\n".join(lines) if lines else "(empty directory)")
@@ -1195,19 +1142,15 @@ def tool_web_search(args, agent):
         return ToolResult("web search failed: HTTP %d: %s" % (e.status, e.server_message()), ok=False)
     except (TransientError, UserError) as e:
         return ToolResult("web search failed: %s" % e, ok=False)
-    text, urls = responses_answer(obj if isinstance(obj, dict) else {})
-    if not text:
-        return ToolResult("web search returned no answer", ok=False)
-    return ToolResult(text + ("\n\nSources:\n" + "\n".join("- " + u for u in urls[:20]) if urls else ""))
-
-
-def responses_answer(obj):
-    """(text, source URLs) of a Responses API reply."""
+    obj = obj if isinstance(obj, dict) else {}
     parts = [part for item in obj.get("output") or () if isinstance(item, dict)
              for part in item.get("content") or () if isinstance(part, dict)]
     text = "\n".join(str(p.get("text") or "") for p in parts if p.get("type") in ("output_text", "text")).strip()
     urls = [a.get("url") for p in parts for a in p.get("annotations") or () if isinstance(a, dict)]
-    return text, list(dict.fromkeys(u for u in urls + list(obj.get("citations") or ()) if u and isinstance(u, str)))
+    urls = list(dict.fromkeys(u for u in urls + list(obj.get("citations") or ()) if u and isinstance(u, str)))
+    if not text:
+        return ToolResult("web search returned no answer", ok=False)
+    return ToolResult(text + ("\n\nSources:\n" + "\n".join("- " + u for u in urls[:20]) if urls else ""))
 
 
 class Tool:
@@ -1257,10 +1200,9 @@ def key_arg(name, args):
         value = json.dumps(value)
     if len(value) > ARG_CAP:
         value = value[:200] + "... [%d characters]" % len(value)
-    if "\n" not in value and "\r" not in value:
-        return value
-    # one line, but no line of a command hidden in it: each line break is shown as ⏎
-    return " ⏎ ".join(line.strip() for line in value.splitlines() if line.strip())
+    if "\n" in value or "\r" in value:        # one line, but no line of a command hidden in it
+        value = " ⏎ ".join(line.strip() for line in value.splitlines() if line.strip())
+    return value
 
 
 # --- System prompt: contract, tools, runtime info, skills, project rules ---
@@ -1288,22 +1230,18 @@ def find_skills(skills_dir):
     for path in sorted(glob.glob(os.path.join(base, "*.md")) + glob.glob(os.path.join(base, "*", "*.md"))):
         rel = os.path.relpath(path, skills_dir)[:-3]
         folder, stem = os.path.split(rel)
-        if stem.lower() == "readme" or not os.path.isfile(path):
+        got = read_regular(path, 4000)
+        if stem.lower() == "readme" or not got:
             continue
-        try:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                meta = front_matter(f.read(4000))
-        except OSError:
-            continue
+        meta = front_matter(got[0].decode("utf-8", "replace"))
         desc = " ".join((meta.get("description") or meta.get("title") or "").split())[:160]
         skills.append((meta.get("name") or (folder if stem.upper() == "SKILL" else rel), desc, path))
     return skills
 
 
 def find_project_rules(cwd):
-    """[(path, text)]: ~/.grok/AGENTS.md, then AGENTS.md and GROK.md in each directory from the git root
-    down to cwd (outside a repository: cwd only), skipping directories others can write. Regular
-    files only, a symlink only into the same tree; scrubbed, capped per file and in all."""
+    """[(path, text)]: ~/.grok/AGENTS.md, then AGENTS.md and GROK.md from the git root down to cwd (else cwd only),
+    in directories others cannot write; regular files, a symlink only into the tree; scrubbed, capped."""
     found, dirs = [], [cwd]
     while not os.path.exists(os.path.join(dirs[-1], ".git")) and os.path.dirname(dirs[-1]) != dirs[-1]:
         dirs.append(os.path.dirname(dirs[-1]))
@@ -1341,18 +1279,15 @@ def find_project_rules(cwd):
 def build_system_prompt(cfg, contract=MINIMAL, cwd=None):
     cwd = cwd or cfg.cwd
     uname = os.uname()      # not `platform`: it takes 2 ms to import
-    parts = [
-        "You are Grok, an agent working on the user's computer through tools.",
-        "Always reply with exactly one JSON object and nothing else:",
-        '{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRING or null, "done": BOOL}',
-        "- To act: list the tool calls (independent calls run concurrently), response null, done false. "
-        "Their results come back in the next user message.",
-        "- To answer: tool_calls [], response = your answer for the user, done true. done true with tool calls "
-        "runs them and then ends the turn with your response: their results reach you only with the next message.",
-        "- Tools first: use web_search for facts, news and current events (put the year in the query) instead "
-        "of answering from memory; prefer acting over asking; check your work with tools before you say it is done.",
-        "- Answers are plain text for a terminal: concise, no markdown.",
-    ]
+    parts = ["You are Grok, an agent working on the user's computer through tools.",
+             "Always reply with exactly one JSON object and nothing else:", REPLY_SHAPE,
+             "- To act: list the tool calls (independent calls run concurrently), response null, done false. "
+             "Their results come back in the next user message.",
+             "- To answer: tool_calls [], response = your answer for the user, done true. done true with tool calls "
+             "runs them and then ends the turn with your response: their results reach you only with the next message.",
+             "- Tools first: use web_search for facts, news and current events (put the year in the query) instead of "
+             "answering from memory; prefer acting over asking; check your work with tools before you say it is done.",
+             "- Answers are plain text for a terminal: concise, no markdown."]
     if contract.extra_prompt:
         parts.append(contract.extra_prompt)
     parts += ["", "TOOLS:"] + ["- " + tool_line(name, cfg.bash_timeout) for name in TOOLS]
@@ -1361,15 +1296,12 @@ def build_system_prompt(cfg, contract=MINIMAL, cwd=None):
               "- shell: the bash tool runs %s -c; the user's login shell is %s" % (
                   TOOL_SHELL, os.environ.get("SHELL") or "unknown"),
               "- working directory: %s" % cwd]
-    skills = find_skills(cfg.skills_dir)
+    skills = ["- %s: %s (%s)" % skill for skill in find_skills(cfg.skills_dir)]
     if skills:
-        parts += ["", "SKILLS (load one with read_file when it fits the task):"]
-        parts += ["- %s: %s (%s)" % s for s in skills]
-    rules = find_project_rules(cwd)
+        parts += ["", "SKILLS (load one with read_file when it fits the task):"] + skills
+    rules = ["\nFrom %s:\n%s" % rule for rule in find_project_rules(cwd)]
     if rules:
-        parts += ["", "PROJECT RULES (follow them; where they differ, the later, more specific file wins):"]
-    for path, text in rules:
-        parts += ["", "From %s:" % path, text]
+        parts += ["", "PROJECT RULES (follow them; where they differ, the later, more specific file wins):"] + rules
     return "\n".join(parts)
 
 
@@ -2036,7 +1968,7 @@ class Agent:
     def summarise(self, old):
         """(the message standing for `old`, what was done): its summary, unless that was cut off or not smaller."""
         model = self.cfg.summary_model
-        window = self.cfg.context_window if model == self.model else context_window(model)
+        window = self.cfg.context_window if model == self.model else model_entry(WINDOWS, model, DEFAULT_WINDOW)
         request = [{"role": "system", "content":
                     "You summarise an AI agent's conversation and tool history so the agent can continue. Keep "
                     "the user's goals and requests, decisions, facts learned, files and commands involved, and "
@@ -2179,9 +2111,8 @@ def tolerate_unencodable(stream):
 
 def ask_tty(prompt):
     """Read one answer from the controlling terminal; None when there is none, "" on Ctrl-D."""
-    # Raw fd I/O: open("/dev/tty", "r+") fails on every terminal (a tty is not seekable).
-    try:
-        fd = os.open("/dev/tty", os.O_RDWR | getattr(os, "O_NOCTTY", 0))
+    try:        # unbuffered: open("/dev/tty", "r+") fails on every terminal (a tty is not seekable)
+        tty = open(os.open("/dev/tty", os.O_RDWR | getattr(os, "O_NOCTTY", 0)), "r+b", buffering=0)
     except OSError:
         return None
     keys = EscKey.active
@@ -2189,18 +2120,15 @@ def ask_tty(prompt):
         keys.lock.acquire()         # the Esc watcher stops reading; the terminal edits lines again
         keys.mode(watching=False)
     try:
-        os.write(fd, prompt.encode("utf-8", "replace"))
-        line = chunk = os.read(fd, 1024)
-        while chunk and not line.endswith(b"\n"):
-            chunk = os.read(fd, 1024)
-            line += chunk
+        tty.write(prompt.encode("utf-8", "replace"))
+        line = tty.readline()
     except OSError:
         return None
     except KeyboardInterrupt:
-        os.write(fd, b"\n")        # the cancel notice then starts on its own line
+        tty.write(b"\n")        # the cancel notice then starts on its own line
         raise
     finally:
-        os.close(fd)
+        tty.close()
         if keys:
             keys.lock.release()
             keys.mode(watching=True)
@@ -2349,8 +2277,7 @@ class TerminalUI(UI):
 
     def notice(self, text):
         self.pause()
-        sys.stderr.write(self.paint("33", visible(text)) + "\n")
-        sys.stderr.flush()
+        print(self.paint("33", visible(text)), file=sys.stderr, flush=True)
 
     def approve(self, call):
         """Shows exactly what would run; asks again until the answer is y, n (the default), a or s."""
