@@ -1380,22 +1380,20 @@ class Session:
             obj = json.loads(data.decode("utf-8", "replace"))
             records = [{"type": "message", "message": m} for m in obj["messages"]]
             return [json_bytes(r) for r in records + [{"type": "cwd", "cwd": obj.get("working_dir")}]]
-        except FileNotFoundError:
-            raise UserError("no session %r in %s" % (self.id, self.dir))
         except OSError as e:
             raise UserError("cannot read session %s: %s" % (self.path, e.strerror or e))
         except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
             raise UserError("%s is not a session file of the bash grok" % legacy)
 
     def load(self):
-        """(header, messages without the system prompt, cost_usd, cwd); skips torn lines with a warning."""
-        header, messages, cost, cwd, bad = {}, [], 0.0, None, 0
+        """(system prompt or None, the messages after it, cost_usd, cwd); skips torn lines with a warning."""
+        system, messages, cost, cwd, bad = None, [], 0.0, None, 0
         for line in self.read():
             try:
                 rec = json.loads(line.decode("utf-8"))
                 kind = rec["type"]
                 if kind == "session":
-                    header = rec
+                    system = rec.get("system")
                     cwd = rec.get("cwd") if isinstance(rec.get("cwd"), str) else cwd
                 elif kind in ("message", "reset"):
                     new = [rec["message"]] if kind == "message" else list(rec["messages"])
@@ -1416,11 +1414,9 @@ class Session:
                     raise ValueError("unknown record")
             except (ValueError, KeyError, TypeError, UnicodeDecodeError, IndexError, RecursionError):
                 bad += 1 - self.legacy      # the bash grok's system prompt is left out, not damaged
-        if not isinstance(header.get("system"), str):
-            header.pop("system", None)
         if bad:
             self.warn("warning: session %s: skipped %d damaged line(s)" % (self.id, bad))
-        return header, messages, cost, cwd
+        return (system if isinstance(system, str) else None), messages, cost, cwd
 
 
 def list_sessions(directory):
@@ -1447,7 +1443,7 @@ def list_sessions(directory):
 def find_session(directory, key):
     """The saved session `key` names: its whole id, the start of it, or its random suffix."""
     ids = [s[0] for s in list_sessions(directory)]
-    found = [i for i in ids if i == key] or [i for i in ids if key and (i.startswith(key) or i.endswith(key))]
+    found = [i for i in ids if i == key] or [i for i in ids if i.startswith(key) or i.endswith(key)]
     if len(found) != 1:
         raise UserError("%r matches %d sessions; give more of the id" % (key, len(found)) if found
                         else "no session %r in %s" % (key, os.path.join(directory, "sessions")))
@@ -1511,9 +1507,9 @@ class Agent:
         """Go on in `session`: a new one, or a saved one resumed with its history, cost and cwd."""
         if resume and os.path.isfile(session.path):
             session._open()     # the lock first: one process per session, nothing interleaves
-        header, messages, self.cost_usd, cwd = session.load() if resume else ({}, [], 0.0, None)
+        system, messages, self.cost_usd, cwd = session.load() if resume else (None, [], 0.0, None)
         self.cwd = cwd if cwd and os.path.isdir(cwd) else self.cfg.cwd
-        system = header.get("system") or build_system_prompt(self.cfg, self.contract, self.cwd)
+        system = system or build_system_prompt(self.cfg, self.contract, self.cwd)
         self.messages = [{"role": "system", "content": system}] + messages
         self.context_tokens = estimate_tokens(self.messages) if resume else 0
         self.tool_count = sum(tool_calls_in(m["content"]) for m in messages if m["role"] == "assistant")
@@ -1986,9 +1982,8 @@ def compact_cut(history, keep, room):
     """Where the kept tail starts, or None: about `keep` messages from the end, fewer while they pass `room`
     tokens, at an assistant reply: tool results stay with their calls, and the summary keeps roles alternating."""
     cut = None
-    for i, m in enumerate(history):
-        if i >= 2 and m.get("role") == "assistant" and (
-                i <= len(history) - keep or estimate_tokens(history[cut or 0:]) > room):
+    for i, m in enumerate(history[2:], 2):
+        if m.get("role") == "assistant" and (i <= len(history) - keep or estimate_tokens(history[cut or 0:]) > room):
             cut = i
     return cut
 
@@ -2047,7 +2042,6 @@ def failure_reason(output):
 def find_window(obj, depth=0):
     """The context window in a server's self-description: the first positive integer under a known
     key (Ollama's "llama.context_length" too, and num_ctx in its parameters text), a few levels deep."""
-    import re
     keys = ("num_ctx", "n_ctx", "max_model_len", "context_length", "context_window", "max_context_length")
     for key, value in obj.items() if isinstance(obj, dict) else ():
         found = re.search(r"\bnum_ctx\s+(\d+)", value) if key == "parameters" and isinstance(value, str) else None
