@@ -1466,10 +1466,7 @@ class UI:
         return "no"
 
 
-class ToolCall:
-    def __init__(self, index, name, args, call_id, cwd="."):
-        self.index, self.name, self.args, self.id, self.cwd = index, name, args, call_id, cwd
-        self.shown = scrub(key_arg(name, args))
+ToolCall = namedtuple("ToolCall", "index name args id cwd shown")     # shown: its key argument, scrubbed
 
 
 class LimitReached(AgentError):
@@ -1822,8 +1819,8 @@ class Agent:
     # -- tools ---------------------------------------------------------------
     def execute(self, calls):
         """[(ToolCall, ToolResult)] in call order: approvals, ask_user one by one, the rest at once; UI hooks here."""
-        items = [ToolCall(i, c["tool"], c["args"], "call_%d_%d" % (self.step_no, i + 1), self.cwd)
-                 for i, c in enumerate(calls)]
+        items = [ToolCall(i, c["tool"], c["args"], "call_%d_%d" % (self.step_no, i + 1), self.cwd,
+                          scrub(key_arg(c["tool"], c["args"]))) for i, c in enumerate(calls)]
         results, runnable = [None] * len(items), []
         for item in items:
             if not self.approved(item):
