@@ -1454,16 +1454,13 @@ def find_session(directory, key):
 
 class UI:
     """What a front end sees of a turn; every hook is optional. stream_reset(): a reply starts (over), what
-    stream_text showed is void. approve(call): 'yes', 'no' or 'always'; ask_user(): the answer or None."""
+    stream_text showed is void. approve(call): 'yes', 'no' or 'always' (None: no); ask_user(): the answer or None."""
 
     def _skip(self, *args):
         return None
 
     step_start = stream_text = stream_reset = reply = tool_start = tool_end = step_finish = answer = notice = _skip
-    thought = ask_user = _skip          # thought(text): the model's reasoning, in pieces as it arrives
-
-    def approve(self, call):
-        return "no"
+    thought = ask_user = approve = _skip        # thought(text): the model's reasoning, in pieces as it arrives
 
 
 ToolCall = namedtuple("ToolCall", "index name args id cwd shown")     # shown: its key argument, scrubbed
