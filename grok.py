@@ -1142,15 +1142,19 @@ def tool_web_search(args, agent):
         return ToolResult("web search failed: HTTP %d: %s" % (e.status, e.server_message()), ok=False)
     except (TransientError, UserError) as e:
         return ToolResult("web search failed: %s" % e, ok=False)
-    obj = obj if isinstance(obj, dict) else {}
+    text, urls = responses_answer(obj if isinstance(obj, dict) else {})
+    if not text:
+        return ToolResult("web search returned no answer", ok=False)
+    return ToolResult(text + ("\n\nSources:\n" + "\n".join("- " + u for u in urls[:20]) if urls else ""))
+
+
+def responses_answer(obj):
+    """(text, source URLs) of a Responses API reply."""
     parts = [part for item in obj.get("output") or () if isinstance(item, dict)
              for part in item.get("content") or () if isinstance(part, dict)]
     text = "\n".join(str(p.get("text") or "") for p in parts if p.get("type") in ("output_text", "text")).strip()
     urls = [a.get("url") for p in parts for a in p.get("annotations") or () if isinstance(a, dict)]
-    urls = list(dict.fromkeys(u for u in urls + list(obj.get("citations") or ()) if u and isinstance(u, str)))
-    if not text:
-        return ToolResult("web search returned no answer", ok=False)
-    return ToolResult(text + ("\n\nSources:\n" + "\n".join("- " + u for u in urls[:20]) if urls else ""))
+    return text, list(dict.fromkeys(u for u in urls + list(obj.get("citations") or ()) if u and isinstance(u, str)))
 
 
 class Tool:
