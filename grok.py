@@ -1055,8 +1055,7 @@ def tool_read_file(args, agent):
 
 
 def atomic_write(path, data, private=True):
-    """Bytes written via a temp file and a rename: a crash leaves the old file or the new one. Mode 0600 if
-    private, else as a plain write leaves it (a new file: 0666 less the umask)."""
+    """Via a temp file and a rename: a crash leaves the old file or the new one. Mode 0600 if private, else open()'s."""
     import glob
     folder, prefix = os.path.dirname(path), ".grok-%s." % os.path.basename(path)[:100]
     for stale in glob.glob(os.path.join(glob.escape(folder), glob.escape(prefix) + "*.*.tmp")):
@@ -1157,12 +1156,9 @@ def responses_answer(obj):
     return text, list(dict.fromkeys(u for u in urls + list(obj.get("citations") or ()) if u and isinstance(u, str)))
 
 
-class Tool:
+class Tool(namedtuple("Tool", "run doc args")):
     """One tool: its function, what it does, and its arguments as {name: JSON type}, a type ending
     in "?" being optional. The first argument is the one shown in one-line displays."""
-
-    def __init__(self, run, doc, **args):
-        self.run, self.doc, self.args = run, doc, args
 
     def schema(self):
         props = {k: {"type": "array", "items": {"type": "string"}} if t.startswith("array") else {"type": t.rstrip("?")}
@@ -1173,14 +1169,15 @@ class Tool:
 
 TOOLS = {
     "bash": Tool(tool_bash, "run a shell command in the working directory; stdout+stderr, exit code if non-zero "
-                 "(timeout %ds)", command="string"),
-    "web_search": Tool(tool_web_search, "search the web; an answer with source URLs", query="string"),
-    "read_file": Tool(tool_read_file, "read a text file (relative to the working directory)", path="string"),
-    "write_file": Tool(tool_write_file, "create or overwrite a file (parent dirs are created)", path="string",
-                       content="string"),
+                 "(timeout %ds)", {"command": "string"}),
+    "web_search": Tool(tool_web_search, "search the web; an answer with source URLs", {"query": "string"}),
+    "read_file": Tool(tool_read_file, "read a text file (relative to the working directory)", {"path": "string"}),
+    "write_file": Tool(tool_write_file, "create or overwrite a file (parent dirs are created)",
+                       {"path": "string", "content": "string"}),
     "list_files": Tool(tool_list_files, "list a directory (default: the working directory): type, name, size",
-                       path="string?"),
-    "ask_user": Tool(tool_ask_user, "ask the user when only they can decide", question="string", options="array?"),
+                       {"path": "string?"}),
+    "ask_user": Tool(tool_ask_user, "ask the user when only they can decide",
+                     {"question": "string", "options": "array?"}),
 }
 MAX_CALLS = 8               # tool calls in one reply (the schema's bound)
 NEEDS_APPROVAL = ("bash", "write_file")
