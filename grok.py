@@ -998,16 +998,14 @@ def tool_bash(args, agent):
     except OSError as e:
         return ToolResult("error: cannot start %s: %s" % (TOOL_SHELL, e), ok=False)
     agent.procs.add(proc)
-    head, tail, total = bytearray(), bytearray(), [0]       # the first and the last bytes of the output
+    out, total = bytearray(), [0]
 
     def read():         # on a thread, so the tool waits for the process, not in fixed sleeps
         with suppress(OSError, ValueError):
             for chunk in iter(lambda: proc.stdout.read1(65536), b""):
                 total[0] += len(chunk)
-                room = max(0, OUTPUT_HEAD - len(head))
-                head.extend(chunk[:room])
-                tail.extend(chunk[room:])
-                del tail[:-OUTPUT_TAIL]
+                out.extend(chunk)
+                del out[OUTPUT_HEAD:-OUTPUT_TAIL]       # the first and the last bytes are kept
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     code, waited, limit = None, 0.0, agent.cfg.bash_timeout       # limit 0: none
@@ -1024,9 +1022,9 @@ def tool_bash(args, agent):
             code = proc.wait()
         agent.procs.discard(proc)
     reader.join(1 if note else 0.2)     # background children may keep the output open
-    omitted = total[0] - len(head) - len(tail)
-    text = (bytes(head).decode("utf-8", "replace") + ("\n[... %d bytes omitted: output truncated ...]\n" % omitted
-            if omitted > 0 else "") + bytes(tail).decode("utf-8", "replace")).replace("\x00", "\\0")
+    omitted = total[0] - len(out)
+    text = (out[:OUTPUT_HEAD].decode("utf-8", "replace") + ("\n[... %d bytes omitted: output truncated ...]\n" % omitted
+            if omitted > 0 else "") + out[OUTPUT_HEAD:].decode("utf-8", "replace")).replace("\x00", "\\0")
     text = text if text.strip() or note else "(no output)"
     background = "" if note or not reader.is_alive() else (
         "\n[background processes are still running; their output is not captured and they may "
