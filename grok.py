@@ -1207,19 +1207,15 @@ def key_arg(name, args):
 # --- System prompt: contract, tools, runtime info, skills, project rules ---
 
 def front_matter(text):
-    """name/description from a '---' header, else the first heading and line."""
-    meta, lines = {}, [line.strip() for line in text.splitlines()]
+    """name/description from a '---' header, else the first line that is not a heading (or the last heading)."""
+    lines = [line.strip() for line in text.splitlines()]
     if lines[:1] == ["---"]:
         header = lines[1:30] + ["---"]
         fields = [line.partition(":") for line in header[:header.index("---")]]
         return {k.strip().lower(): v.strip().strip("\"'") for k, sep, v in fields if sep}
-    for line in lines[:20]:
-        if line.startswith("#"):
-            meta["title"] = line.lstrip("# ")
-        elif line:
-            meta["description"] = line
-            break
-    return meta
+    texts = [line for line in lines[:20] if line and not line.startswith("#")]
+    headings = [line.lstrip("# ") for line in lines[:20] if line.startswith("#")]
+    return {"description": texts[0] if texts else headings[-1] if headings else ""}
 
 
 def find_skills(skills_dir):
