@@ -1237,32 +1237,30 @@ def find_skills(skills_dir):
 def find_project_rules(cwd):
     """[(path, text)]: ~/.grok/AGENTS.md, then AGENTS.md and GROK.md from the git root down to cwd (else cwd only),
     in directories others cannot write; regular files, a symlink only into the tree; scrubbed, capped."""
-    found, dirs = [], [cwd]
+    dirs = [cwd]
     while not os.path.exists(os.path.join(dirs[-1], ".git")) and os.path.dirname(dirs[-1]) != dirs[-1]:
         dirs.append(os.path.dirname(dirs[-1]))
     if not os.path.exists(os.path.join(dirs[-1], ".git")):
         dirs = [cwd]        # not in a git repository: only the working directory itself
     root = os.path.realpath(dirs[-1])
-    candidates = [os.path.join(os.path.expanduser("~"), ".grok", "AGENTS.md")]
-    candidates += [os.path.join(d, n) for d in reversed(dirs) if not open_to_others(d, (os.getuid(), 0))
-                   for n in ("AGENTS.md", "GROK.md")]
-    seen, budget = set(), RULES_TOTAL_CAP
+    candidates = [os.path.join(os.path.expanduser("~"), ".grok", "AGENTS.md")] + [
+        os.path.join(d, name) for d in reversed(dirs) if not open_to_others(d, (os.getuid(), 0))
+        for name in ("AGENTS.md", "GROK.md")]
+    found, seen, budget = [], set(), RULES_TOTAL_CAP
     for path in candidates:
         real, cap = os.path.realpath(path), min(RULES_CAP, budget)
         if real in seen or (os.path.islink(path) and path != candidates[0] and not inside(real, root)):
             continue
         seen.add(real)
-        got = read_regular(path, cap)
-        if not got:
+        data, size = read_regular(path, cap) or (None, 0)
+        if data is None:
             continue
-        data, size = got
         if not cap:
             text = "[not included: project rules are capped at %d bytes in all]" % RULES_TOTAL_CAP
         elif len(data) > cap:     # cut at a character boundary, and say so
-            text = data[:cap].decode("utf-8", "replace").rstrip("\ufffd").strip()
-            text += "\n[truncated: only the first %d of %d bytes of this file are included%s]" % (
-                cap, size, "" if cap == RULES_CAP else ", the project rules are capped at %d bytes in all"
-                % RULES_TOTAL_CAP)
+            text = "%s\n[truncated: only the first %d of %d bytes of this file are included%s]" % (
+                data[:cap].decode("utf-8", "replace").rstrip("\ufffd").strip(), cap, size,
+                "" if cap == RULES_CAP else ", the project rules are capped at %d bytes in all" % RULES_TOTAL_CAP)
         else:
             text = data.decode("utf-8", "replace").strip()
         if text:
