@@ -838,10 +838,9 @@ def extract_json_object(text):
     with suppress(ValueError, RecursionError):
         return json.loads(text)
     from itertools import islice
-    decoder = json.JSONDecoder()
     for brace in islice(re.finditer("{", text), 20):
         with suppress(ValueError, RecursionError):
-            obj = decoder.raw_decode(text, brace.start())[0]
+            obj = json.JSONDecoder().raw_decode(text, brace.start())[0]
             if isinstance(obj, dict):
                 return obj
     raise ContractError("the reply is not a JSON object")
@@ -1269,8 +1268,7 @@ def find_project_rules(cwd):
     return found
 
 
-def build_system_prompt(cfg, contract=MINIMAL, cwd=None):
-    cwd = cwd or cfg.cwd
+def build_system_prompt(cfg, contract, cwd):
     uname = os.uname()      # not `platform`: it takes 2 ms to import
     parts = ["You are Grok, an agent working on the user's computer through tools.",
              "Always reply with exactly one JSON object and nothing else:", REPLY_SHAPE,
