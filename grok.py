@@ -394,10 +394,10 @@ def json_bytes(obj):
     return json.dumps(obj, ensure_ascii=False).encode("utf-8", "backslashreplace")
 
 
-def parse_retry_after(value, now=None):
-    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date), or None."""
+def parse_retry_after(value, now=None, per_second=1):
+    """Seconds to wait from a Retry-After header (delta-seconds, or units of 1/per_second, or an HTTP date), or None."""
     try:
-        seconds = float(value)
+        seconds = float(value) / per_second
     except (TypeError, ValueError):
         import email.utils
         try:
@@ -430,6 +430,7 @@ class Client:
         # through a plain-http proxy the request line names the whole URL; https goes through a CONNECT tunnel
         self.prefix = ("http://" + u.netloc if self.proxy and not self.https else "") + u.path.rstrip("/")
         self.api_key = api_key
+        self.headers = {"Content-Type": "application/json", "Authorization": "Bearer " + (api_key or "")}
         self.timeout, self.max_retries, self.backoff = timeout, max_retries, backoff
         self.notice = notice or (lambda text: None)
         self.conv_id = None
@@ -492,14 +493,12 @@ class Client:
         for conn in idle:
             conn.close()
 
-    def _send(self, conn, reused, path, body, headers, cancel):
-        import http.client
+    def _send(self, conn, reused, method, path, body, headers, cancel):
         ssl = sys.modules.get("ssl")
-        closed = (http.client.RemoteDisconnected, ConnectionError) + ((ssl.SSLEOFError, ssl.SSLZeroReturnError)
-                                                                      if ssl else ())
+        closed = (ConnectionError,) + ((ssl.SSLEOFError, ssl.SSLZeroReturnError) if ssl else ())
         for again in (reused, False):
             try:
-                conn.request("POST", self.prefix + path, body, headers)
+                conn.request(method, path, body, headers)
                 conn.reading = conn.sock
                 if cancel.is_set():      # abort() may have come before the socket
                     raise Cancelled("cancelled")
@@ -512,28 +511,18 @@ class Client:
 
     def probe(self, path, payload=None):
         """The JSON answer to a GET (a POST with a payload) of `path` on the server's root, or None: one try."""
-        conn, reusable = self._connect()[0], False
-        import http.client
         root = self.prefix[:-3] if self.prefix.endswith("/v1") else self.prefix
         try:
-            conn.request("POST" if payload else "GET", root + path, payload and json_bytes(payload),
-                         {"Authorization": "Bearer " + (self.api_key or ""), "Content-Type": "application/json"})
-            resp = conn.getresponse()
-            data, reusable = resp.read(), not resp.will_close
-            return json.loads(data.decode("utf-8", "replace")) if resp.status == 200 else None
-        except (OSError, http.client.HTTPException, ValueError, RecursionError):
+            return self._attempt("POST" if payload else "GET", root + path, payload and json_bytes(payload),
+                                 self.headers, None, threading.Event(), None, REPLY_CAP)
+        except (GrokError, HTTPStatusError, RetryableFault, ContractError):
             return None
-        finally:
-            self._release(conn, reusable)
 
     def post(self, path, payload, on_stream=None, cancel=None, no_retry=None, cap=REPLY_CAP):
-        """The parsed JSON reply, or on_stream(reader) for an event stream.
-
-        Retries refused/dropped connections, timeouts, 429 and 5xx with backoff;
-        raises HTTPStatusError for other statuses, TransientError when retries run out."""
-        body = payload if isinstance(payload, bytes) else json_bytes(payload)
-        headers = {"Content-Type": "application/json", "Authorization": "Bearer " + (self.api_key or ""),
-                   "User-Agent": "grok.py/" + __version__}
+        """The JSON reply, or on_stream(reader) for an event stream; retries dropped connections, timeouts, 429
+        and 5xx with backoff (TransientError when they run out); other statuses raise HTTPStatusError."""
+        body = json_bytes(payload)
+        headers = {**self.headers, "User-Agent": "grok.py/" + __version__}
         if self.conv_id:
             headers["x-grok-conv-id"] = self.conv_id
         if on_stream:
@@ -542,7 +531,7 @@ class Client:
         attempt = breaks = 0
         while not cancel.is_set():
             try:
-                return self._attempt(path, body, headers, on_stream, cancel, no_retry, cap)
+                return self._attempt("POST", self.prefix + path, body, headers, on_stream, cancel, no_retry, cap)
             except RetryableFault as fault:
                 problem, retry_after = scrub(fault.problem), fault.retry_after
                 breaks += fault.broke
@@ -558,14 +547,14 @@ class Client:
             cancel.wait(delay)
         raise Cancelled("cancelled")
 
-    def _attempt(self, path, body, headers, on_stream, cancel, no_retry, cap):
+    def _attempt(self, method, path, body, headers, on_stream, cancel, no_retry, cap):
         """One request and its whole reply, read within GROK_TIMEOUT and `cap` bytes; RetryableFault
         when another attempt may do better."""
         conn, reused = self._connect()      # (imports http.client, without ssl for plain http)
         import http.client
         reusable, started = False, time.monotonic()
         try:
-            resp = self._send(conn, reused, path, body, headers, cancel)
+            resp = self._send(conn, reused, method, path, body, headers, cancel)
             reader = ReplyReader(resp, conn.reading, self.timeout and started + self.timeout, cap)
             if resp.status >= 300:
                 error = self._refusal(resp, reader, no_retry)
@@ -594,8 +583,11 @@ class Client:
         err = HTTPStatusError(resp.status, reader.read())
         if resp.status not in RETRY_STATUSES or (no_retry and no_retry(err)):
             return err
+        wait = parse_retry_after(resp.getheader("Retry-After"))
+        if wait is None:
+            wait = parse_retry_after(resp.getheader("retry-after-ms"), per_second=1000)     # OpenAI's
         return RetryableFault("%s (HTTP %d): %s" % ("rate limited" if resp.status == 429 else "server error",
-                                                   resp.status, err.server_message()), retry_after_of(resp))
+                                                   resp.status, err.server_message()), wait)
 
     def _json(self, data):
         try:
@@ -645,15 +637,6 @@ class ReplyReader:
         if self.resp.length:        # the connection ended before Content-Length was reached
             raise StreamBroken("%d bytes of the reply missing" % self.resp.length)
         return b"".join(parts)
-
-
-def retry_after_of(resp):
-    """Seconds a 429/5xx reply asks to wait: Retry-After, or OpenAI-style retry-after-ms."""
-    seconds = parse_retry_after(resp.getheader("Retry-After"))
-    try:
-        return seconds if seconds is not None else parse_retry_after(float(resp.getheader("retry-after-ms")) / 1000)
-    except (TypeError, ValueError):
-        return None
 
 
 def find_proxy(scheme, host):
