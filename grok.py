@@ -389,8 +389,7 @@ def visible(text, newlines=True):
 # --- HTTP client: keep-alive, retries with backoff, SSE ---
 
 def json_bytes(obj):
-    """UTF-8 JSON for the wire and the session file. A lone surrogate (from a non-UTF-8 file
-    name) becomes a \\u escape, which is valid JSON, instead of an encoding error."""
+    """UTF-8 JSON; a lone surrogate (from a non-UTF-8 file name) becomes a valid \\u escape, not an encoding error."""
     return json.dumps(obj, ensure_ascii=False).encode("utf-8", "backslashreplace")
 
 
@@ -548,8 +547,7 @@ class Client:
         raise Cancelled("cancelled")
 
     def _attempt(self, method, path, body, headers, on_stream, cancel, no_retry, cap):
-        """One request and its whole reply, read within GROK_TIMEOUT and `cap` bytes; RetryableFault
-        when another attempt may do better."""
+        """One request and its whole reply, within GROK_TIMEOUT and `cap` bytes; RetryableFault if worth repeating."""
         conn, reused = self._connect()      # (imports http.client, without ssl for plain http)
         import http.client
         reusable, started = False, time.monotonic()
@@ -598,8 +596,7 @@ class Client:
 
 
 class RetryableFault(Exception):
-    """A failed attempt worth repeating: what went wrong, the seconds the server asked to wait (or None),
-    and whether it was a reply stream that broke off."""
+    """A failed attempt worth repeating: what went wrong, the wait the server asked for, whether a stream broke."""
 
     def __init__(self, problem, retry_after=None, broke=False):
         Exception.__init__(self, problem)
@@ -615,14 +612,13 @@ class ReplyReader:
         self._count(b"")
 
     def _count(self, data):
-        import socket
         self.size += len(data)
         if self.size > self.cap:
             raise ContractError("the reply passed %d MB and was abandoned; reply much shorter" % (self.cap >> 20))
         if self.deadline:
             left = self.deadline - time.monotonic()
             if left <= 0:
-                raise socket.timeout()
+                raise TimeoutError()
             if self.sock is not None and not self.resp.isclosed():
                 self.sock.settimeout(left)
         return data
@@ -653,27 +649,26 @@ def find_proxy(scheme, host):
 
 def network_fault(e, host):
     """The RetryableFault that says what went wrong talking to host; a UserError when retrying cannot help."""
+    import http.client
     import socket
     ssl = sys.modules.get("ssl")
-    name = type(e).__name__
     if ssl and isinstance(e, ssl.CertificateError):
         return UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL, or point "
                          "SSL_CERT_FILE at your CA bundle" % (host, getattr(e, "verify_message", None) or e))
-    if isinstance(e, socket.gaierror):
-        problem = "cannot resolve host %s (DNS; check GROK_BASE_URL)" % host
-    elif isinstance(e, ConnectionRefusedError):
-        problem = "connection refused by %s (is the server running? check GROK_BASE_URL)" % host
-    elif isinstance(e, (socket.timeout, TimeoutError)):
-        problem = "no complete reply from %s within the timeout (GROK_TIMEOUT, for the whole reply)" % host
-    elif isinstance(e, StreamBroken):
-        problem = "the reply stream from %s broke off: %s" % (host, e)
-    elif name in ("RemoteDisconnected", "IncompleteRead", "ConnectionResetError", "BrokenPipeError"):
-        problem = "connection to %s dropped (%s)" % (host, name)
-    elif isinstance(e, ValueError) or name in ("BadStatusLine", "LineTooLong", "UnknownProtocol"):
-        problem = "garbled reply from %s (%s: %s)" % (host, name, str(e)[:100])
-    else:
-        problem = "network error talking to %s: %s" % (host, e or name)
-    return RetryableFault(problem, broke=isinstance(e, StreamBroken))
+    problems = (        # the first whose exception types e is one of
+        (socket.gaierror, "cannot resolve host {host} (DNS; check GROK_BASE_URL)"),
+        (ConnectionRefusedError, "connection refused by {host} (is the server running? check GROK_BASE_URL)"),
+        ((socket.timeout, TimeoutError),
+         "no complete reply from {host} within the timeout (GROK_TIMEOUT, for the whole reply)"),
+        (StreamBroken, "the reply stream from {host} broke off: {e}"),
+        ((http.client.RemoteDisconnected, http.client.IncompleteRead, ConnectionResetError, BrokenPipeError),
+         "connection to {host} dropped ({name})"),
+        ((ValueError, http.client.BadStatusLine, http.client.LineTooLong, http.client.UnknownProtocol),
+         "garbled reply from {host} ({name}: {short})"),
+        (Exception, "network error talking to {host}: {e}"))
+    problem = next(text for kinds, text in problems if isinstance(e, kinds))
+    return RetryableFault(problem.format(host=host, e=e, name=type(e).__name__, short=str(e)[:100]),
+                          broke=isinstance(e, StreamBroken))
 
 
 class ChatResult:
