@@ -428,7 +428,6 @@ class Client:
         self.proxy = find_proxy(u.scheme, self.host)
         # through a plain-http proxy the request line names the whole URL; https goes through a CONNECT tunnel
         self.prefix = ("http://" + u.netloc if self.proxy and not self.https else "") + u.path.rstrip("/")
-        self.api_key = api_key
         self.headers = {"Content-Type": "application/json", "Authorization": "Bearer " + (api_key or "")}
         self.timeout, self.max_retries, self.backoff = timeout, max_retries, backoff
         self.notice = notice or (lambda text: None)
@@ -475,16 +474,14 @@ class Client:
         conn.close()
 
     def abort(self):
-        """Break every request in flight (called from another thread to cancel). Our own reference to
-        each socket: http.client drops conn.sock while it reads a reply the server will close."""
+        """Break every request in flight (from another thread, to cancel). conn.reading is our own reference to
+        the socket: http.client drops conn.sock while it reads a reply the server will close."""
         import socket
         with self._lock:
             busy = list(self._busy)
         for conn in busy:
-            sock = conn.sock or getattr(conn, "reading", None)
-            if sock is not None:
-                with suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
+            with suppress(OSError, AttributeError):     # (AttributeError: no socket opened yet)
+                (conn.sock or conn.reading).shutdown(socket.SHUT_RDWR)
 
     def close(self):
         with self._lock:
@@ -572,8 +569,7 @@ class Client:
             self._release(conn, reusable)
 
     def _refusal(self, resp, reader, no_retry):
-        """What a reply other than 2xx raises: a redirect a UserError, 429/5xx a RetryableFault (unless
-        no_retry(error)), any other status its HTTPStatusError."""
+        """The error a reply other than 2xx raises: 429/5xx a RetryableFault, unless no_retry(its HTTPStatusError)."""
         if resp.status < 400:
             return UserError("the server at %s answered HTTP %d, a redirect to %s: grok does not follow "
                              "redirects (the API key goes to GROK_BASE_URL only); set GROK_BASE_URL to the "
@@ -592,7 +588,7 @@ class Client:
             return json.loads(data.decode("utf-8", "replace"))
         except (ValueError, RecursionError):
             raise UserError(scrub("the server at %s did not answer with JSON (is GROK_BASE_URL an "
-                                  "OpenAI-compatible API?): %r" % (self.host, data[:120]), (self.api_key,)))
+                                  "OpenAI-compatible API?): %r" % (self.host, data[:120])))
 
 
 class RetryableFault(Exception):
@@ -604,8 +600,7 @@ class RetryableFault(Exception):
 
 
 class ReplyReader:
-    """A response body read within a deadline for the whole reply and a cap on its size: a server
-    trickling or streaming without end cannot hold the turn or fill the memory."""
+    """A reply body read within one deadline and a size cap: a trickling or endless stream cannot hold the turn."""
 
     def __init__(self, resp, sock, deadline, cap):
         self.resp, self.sock, self.deadline, self.cap, self.size = resp, sock, deadline, cap, 0
@@ -717,34 +712,27 @@ def deliver(piece, callback):
 
 
 def sse_chunks(resp):
-    """The JSON objects in an event stream's data lines, then None at "data: [DONE]"."""
+    """The JSON objects in an event stream's data lines, then None at "data: [DONE]". An error sent in the
+    stream raises its HTTPStatusError, with the status it names (else 500)."""
     for line in iter(resp.readline, b""):
-        line = line.strip()
-        if line.startswith(b"error:"):      # llama.cpp's server reports a failure this way
-            raise stream_error(line[6:].strip())
-        data = line[5:].strip() if line.startswith(b"data:") else None
-        if data == b"[DONE]":
+        field, _, data = line.strip().partition(b":")
+        data, chunk = data.strip(), None
+        if field == b"data" and data == b"[DONE]":
             yield None
-        elif data is not None:
+        elif field == b"data":
             try:
                 chunk = json.loads(data.decode("utf-8", "replace"))
             except (ValueError, RecursionError):
                 raise StreamBroken("a stream chunk was not JSON: %r" % data[:80])
-            if isinstance(chunk, dict) and chunk.get("error"):
-                raise stream_error(data)
-            if isinstance(chunk, dict):
-                yield chunk
-
-
-def stream_error(data):
-    """The HTTPStatusError for an error sent in an event stream, with the status it names (else 500)."""
-    code = re.search(rb'"code"\s*:\s*([45]\d\d)\b', data)
-    return HTTPStatusError(int(code.group(1)) if code else 500, data)
+        if field == b"error" or isinstance(chunk, dict) and chunk.get("error"):     # (llama.cpp sends error: lines)
+            code = re.search(rb'"code"\s*:\s*([45]\d\d)\b', data)
+            raise HTTPStatusError(int(code.group(1)) if code else 500, data)
+        if isinstance(chunk, dict):
+            yield chunk
 
 
 def parse_chat_reply(obj, on_thought=None):
-    if not isinstance(obj, dict):
-        return ChatResult(None)
+    obj = obj if isinstance(obj, dict) else {}
     choices = obj.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         if obj.get("error"):
