@@ -449,21 +449,13 @@ class Client:
             if hide_ssl:
                 del sys.modules["ssl"]
         kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
-        conn = kind(*(self.proxy or (self.host, self.port)), timeout=self.timeout)
+        connect_timeout = CONNECT_TIMEOUT if self.timeout is None else min(self.timeout, CONNECT_TIMEOUT)
+        conn = kind(*(self.proxy or (self.host, self.port)), timeout=connect_timeout)
         if self.proxy and self.https:
             conn.set_tunnel(self.host, self.port)
-        conn._create_connection = self._open_socket
         with self._lock:
             self._busy.add(conn)
         return conn, False
-
-    def _open_socket(self, address, timeout=None, source_address=None):
-        """http.client's socket.create_connection, with a shorter timeout for the connect itself."""
-        import socket
-        limit = CONNECT_TIMEOUT if timeout is None else min(timeout, CONNECT_TIMEOUT)
-        sock = socket.create_connection(address, limit, source_address)
-        sock.settimeout(timeout)
-        return sock
 
     def _release(self, conn, reusable):
         with self._lock:
@@ -494,8 +486,9 @@ class Client:
         closed = (ConnectionError,) + ((ssl.SSLEOFError, ssl.SSLZeroReturnError) if ssl else ())
         for again in (reused, False):
             try:
-                conn.request(method, path, body, headers)
+                conn.request(method, path, body, headers)      # (a new connection opens within its connect_timeout)
                 conn.reading = conn.sock
+                conn.sock.settimeout(self.timeout)
                 if cancel.is_set():      # abort() may have come before the socket
                     raise Cancelled("cancelled")
                 return conn.getresponse()
