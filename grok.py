@@ -522,10 +522,10 @@ class Client:
             try:
                 return self._attempt("POST", self.prefix + path, body, headers, on_stream, cancel, no_retry, cap)
             except RetryableFault as fault:
-                problem, retry_after = scrub(fault.problem), fault.retry_after
-                breaks += fault.broke
+                problem, retry_after, broke = fault.args
+                breaks += broke
                 if breaks == 2 and attempt < self.max_retries:  # again: the caller asks unstreamed, to see why
-                    raise StreamBroken(fault.problem)
+                    raise StreamBroken(problem)
             if cancel.is_set():
                 break
             attempt += 1
@@ -573,8 +573,8 @@ class Client:
         wait = parse_retry_after(resp.getheader("Retry-After"))
         if wait is None:
             wait = parse_retry_after(resp.getheader("retry-after-ms"), per_second=1000)     # OpenAI's
-        return RetryableFault("%s (HTTP %d): %s" % ("rate limited" if resp.status == 429 else "server error",
-                                                   resp.status, err.server_message()), wait)
+        return RetryableFault(scrub("%s (HTTP %d): %s" % ("rate limited" if resp.status == 429 else "server error",
+                                                         resp.status, err.server_message())), wait, False)
 
     def _json(self, data):
         try:
@@ -585,11 +585,8 @@ class Client:
 
 
 class RetryableFault(Exception):
-    """A failed attempt worth repeating: what went wrong, the wait the server asked for, whether a stream broke."""
-
-    def __init__(self, problem, retry_after=None, broke=False):
-        Exception.__init__(self, problem)
-        self.problem, self.retry_after, self.broke = problem, retry_after, broke
+    """A failed attempt worth repeating. args: what went wrong (scrubbed), the seconds the server asked to wait
+    (or None), whether a reply stream broke off."""
 
 
 class ReplyReader:
@@ -655,8 +652,8 @@ def network_fault(e, host):
          "garbled reply from {host} ({name}: {short})"),
         (Exception, "network error talking to {host}: {e}"))
     problem = next(text for kinds, text in problems if isinstance(e, kinds))
-    return RetryableFault(problem.format(host=host, e=e, name=type(e).__name__, short=str(e)[:100]),
-                          broke=isinstance(e, StreamBroken))
+    problem = scrub(problem.format(host=host, e=e, name=type(e).__name__, short=str(e)[:100]))
+    return RetryableFault(problem, None, isinstance(e, StreamBroken))
 
 
 class ChatResult:
@@ -737,9 +734,8 @@ def parse_chat_reply(obj, on_thought=None):
 
 
 class ResponseStreamer:
-    """Pulls the decoded text of the top-level "response" string out of a JSON object arriving in
-    pieces, so the answer can be shown as it is generated. tool_calls: whether the reply's
-    tool_calls list is, so far, "unknown", "empty" or "nonempty"."""
+    """Pulls the decoded text of the top-level "response" string out of a JSON object arriving in pieces (to show
+    it as it is generated). tool_calls: whether the tool_calls list is, so far, "unknown", "empty" or "nonempty"."""
 
     # raw JSON string text up to the last whole character: an escape waits for its end, and a high
     # surrogate for what follows it (\uD83D\uDE00 is one character)
@@ -748,8 +744,7 @@ class ResponseStreamer:
     def __init__(self):
         self.depth, self.key, self.colon, self.calls, self.tool_calls = 0, None, False, False, "unknown"
         self.raw = None         # the string being read: its raw characters, kept for a top-level key or the response
-        self.escaped = self.is_key = self.response = False
-        self.cut = 0            # characters of the response returned so far
+        self.escaped, self.is_key, self.response, self.cut = False, False, False, 0     # cut: characters given out
 
     def feed(self, text):
         out = []
@@ -791,8 +786,7 @@ class ResponseStreamer:
         raw = "".join(self.raw[self.cut:])
         raw = raw if whole else self.WHOLE.match(raw).group()
         self.cut += len(raw)
-        # a lone surrogate cannot be printed: it shows as U+FFFD
-        return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in self._decode(raw))
+        return re.sub("[\ud800-\udfff]", "\ufffd", self._decode(raw))     # a lone surrogate cannot be printed
 
     @staticmethod
     def _decode(raw):
