@@ -449,8 +449,8 @@ class Client:
             if hide_ssl:
                 del sys.modules["ssl"]
         kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
-        connect_timeout = CONNECT_TIMEOUT if self.timeout is None else min(self.timeout, CONNECT_TIMEOUT)
-        conn = kind(*(self.proxy or (self.host, self.port)), timeout=connect_timeout)
+        timeout = min(self.timeout or CONNECT_TIMEOUT, CONNECT_TIMEOUT)      # to connect: _send then sets GROK_TIMEOUT
+        conn = kind(*(self.proxy or (self.host, self.port)), timeout=timeout)
         if self.proxy and self.https:
             conn.set_tunnel(self.host, self.port)
         with self._lock:
@@ -486,7 +486,7 @@ class Client:
         closed = (ConnectionError,) + ((ssl.SSLEOFError, ssl.SSLZeroReturnError) if ssl else ())
         for again in (reused, False):
             try:
-                conn.request(method, path, body, headers)      # (a new connection opens within its connect_timeout)
+                conn.request(method, path, body, headers)
                 conn.reading = conn.sock
                 conn.sock.settimeout(self.timeout)
                 if cancel.is_set():      # abort() may have come before the socket
@@ -612,12 +612,10 @@ class ReplyReader:
         return self._count(self.resp.readline(self.cap + 1 - self.size))
 
     def read(self):
-        parts = []
-        while not parts or parts[-1]:
-            parts.append(self._count(self.resp.read(65536)))
+        data = b"".join(iter(lambda: self._count(self.resp.read(65536)), b""))
         if self.resp.length:        # the connection ended before Content-Length was reached
             raise StreamBroken("%d bytes of the reply missing" % self.resp.length)
-        return b"".join(parts)
+        return data
 
 
 def find_proxy(scheme, host):
@@ -658,9 +656,8 @@ def network_fault(e, host):
 
 class ChatResult:
     def __init__(self, content, finish_reason=None, usage=None, response_id=None, problem=None):
-        if content is not None and not isinstance(content, str):
-            content = json.dumps(content)           # a server's list of parts: the contract check says why
-        self.content = content
+        # a server's list of parts becomes JSON text: the contract check says why it is not an answer
+        self.content = content if content is None or isinstance(content, str) else json.dumps(content)
         self.finish_reason = finish_reason if isinstance(finish_reason, str) else None
         self.usage = usage if isinstance(usage, dict) else {}
         self.tokens = usage_numbers(usage)      # what the rest of the program reads of the usage
@@ -683,8 +680,7 @@ def read_chat_stream(resp, on_delta, on_thought=None):
                 continue
             delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
             deliver(delta.get("reasoning_content"), on_thought)
-            if deliver(delta.get("content"), on_delta):
-                parts.append(delta["content"])
+            parts.append(deliver(delta.get("content"), on_delta))
             finish = choice.get("finish_reason") or finish
     else:
         if finish is None:
@@ -693,12 +689,12 @@ def read_chat_stream(resp, on_delta, on_thought=None):
 
 
 def deliver(piece, callback):
-    """Whether piece is text, given to callback (if any)."""
+    """piece if it is text (given to callback, if any), else ""."""
     if not isinstance(piece, str) or not piece:
-        return False
+        return ""
     if callback:
         callback(piece)
-    return True
+    return piece
 
 
 def sse_chunks(resp):
