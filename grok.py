@@ -1,13 +1,7 @@
 #!/usr/bin/env python3
-"""grok: a minimal agent harness for xAI's Grok models (or any OpenAI-compatible server), standard
-library only, Python 3.8+. The model answers in a JSON contract and runs local tools.
-
-    grok                      interactive chat (prompt "> ")
-    grok -p "PROMPT"          headless: answer on stdout (--format json: JSONL events)
-    grok --acp                Agent Client Protocol server on stdio
-
-Settings come from the environment (`grok --help` lists them). grok_detailed.py loads this file as its engine.
-"""
+"""grok: a minimal agent harness for xAI's Grok models (or any OpenAI-compatible server): the model answers in a
+JSON contract and runs local tools. Standard library only, Python 3.8+. `grok --help` lists the modes (chat, -p,
+--acp) and settings; grok_detailed.py loads this file as its engine."""
 
 import json
 import os
@@ -16,6 +10,7 @@ import stat
 import sys
 import threading
 import time
+from collections import namedtuple
 from contextlib import suppress
 from urllib.parse import urlsplit
 
@@ -29,8 +24,7 @@ KEY_VARS = ("GROK_API_KEY", "XAI_API_KEY")
 ENV_FILES = ("~/.grok/.env", "~/.claude/.env", "./.env")     # the person's own key before a project's
 
 # USD per 1M tokens: input, cached input, output.
-PRICES = {"grok-4.3": (1.25, 0.20, 2.50), "grok-4.20": (1.25, 0.20, 2.50),
-          "grok-3-mini": (0.30, 0.075, 0.50)}
+PRICES = {"grok-4.3": (1.25, 0.20, 2.50), "grok-4.20": (1.25, 0.20, 2.50), "grok-3-mini": (0.30, 0.075, 0.50)}
 RETIRED_MODELS = ("grok-4-1-fast", "grok-4-fast", "grok-code-fast-1", "grok-3", "grok-4-0709")
 WINDOWS = {"grok-4.3": 1000000, "grok-4.20": 2000000, "grok-3-mini": 131072}
 DEFAULT_WINDOW = 131072
@@ -65,11 +59,6 @@ def env_float(name, default):
         raise UserError("%s must be a number, not %r" % (name, value))
 
 
-def data_dir():
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return os.path.expanduser(os.environ.get("GROK_DATA_DIR") or os.path.join(base, "grok-agent"))
-
-
 def open_to_others(path, owners):
     """Why others could plant files in a directory (owned by someone not in owners, group/world-writable), or None."""
     try:
@@ -82,8 +71,7 @@ def open_to_others(path, owners):
 
 
 def data_dir_problem(path):
-    """Why the data dir must not be used, or None; created 0700 when missing. Someone else who can
-    write there could plant a session to resume or a history symlink to follow."""
+    """Why the data dir (made 0700 if missing) is unsafe, or None: others could plant a session or a history symlink."""
     with suppress(OSError):     # open_to_others says why it is unusable
         os.makedirs(path, mode=0o700, exist_ok=True)
     why = open_to_others(path, (os.getuid(),))
@@ -104,10 +92,9 @@ def read_regular(path, cap):
 def read_env_file(path, names):
     """The first of `names` defined in a .env file (a regular file under 64 KB); nothing else is taken."""
     got = read_regular(path, 65536)
-    if not got or len(got[0]) > 65536:
-        return None
+    data = got[0] if got and len(got[0]) <= 65536 else b""
     found = {}
-    for line in got[0].decode("utf-8", "replace").lstrip("\ufeff").splitlines():
+    for line in data.decode("utf-8", "replace").lstrip("\ufeff").splitlines():
         m = re.match(r"""\s*(?:export\s+)?(\w+)\s*=\s*(?:"([^"]*)"|'([^']*)'|(.*?))\s*(?:\s#.*)?$""", line)
         if m and m.group(1) in names and m.group(1) not in found:
             found[m.group(1)] = next((v for v in m.groups()[1:] if v is not None), "")
@@ -140,32 +127,6 @@ class Config:
     """Everything the engine needs, from flags with an environment fallback."""
 
     def __init__(self, model=None, cwd=None, always_approve=False, require_key=True, effort=None):
-        self._server(require_key)
-        if model == "grok-build" != os.environ.get("GROK_MODEL"):
-            model = None        # the model name of xAI's CLI, which its clients pass: the default model here
-        self.model = model or os.environ.get("GROK_MODEL") or DEFAULT_MODEL
-        self.reasoning_effort = effort
-        self.summary_model = os.environ.get("GROK_SUMMARY_MODEL") or self.model
-        self.cost_limit = env_float("COST_LIMIT", 10.0)
-        self.compact_threshold = env_float("COMPACT_THRESHOLD", 75.0)
-        self.window_set = int(env_float("GROK_CONTEXT_WINDOW", 0))
-        self.context_window = self.window_set or context_window(self.model)
-        self.max_tokens = int(env_float("GROK_MAX_TOKENS", 0)) or None
-        self.max_iterations = int(env_float("GROK_MAX_ITERATIONS", 25))
-        self.bash_timeout = env_float("GROK_BASH_TIMEOUT", BASH_TIMEOUT)
-        temperature = os.environ.get("GROK_TEMPERATURE", "0.5").strip()      # empty: not sent
-        self.temperature = env_float("GROK_TEMPERATURE", 0.5) if temperature else None
-        self.skills_dir = os.path.expanduser(os.environ.get("GROK_SKILLS_DIR")
-                                             or os.path.join(os.path.dirname(os.path.realpath(__file__)), "skills"))
-        self.data_dir = data_dir()
-        self.read_dirs = [self.skills_dir]      # read_file/list_files run there without asking, as in cwd
-        self.always_approve = always_approve or env_flag("GROK_ALWAYS_APPROVE")
-        self.cwd = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
-        if not os.path.isdir(self.cwd):
-            raise UserError("--cwd: no such directory: %s" % self.cwd)
-
-    def _server(self, require_key):
-        """The key, the server and how to talk to it."""
         self.api_key, self.key_source = find_api_key()
         if require_key and not self.api_key:
             raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put GROK_API_KEY=... in "
@@ -173,8 +134,7 @@ class Config:
         self.base_url = (os.environ.get("GROK_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         url = check_base_url(self.base_url)
         self.xai = ("." + url.hostname).endswith(".x.ai")
-        self.secrets = tuple(s for s in (self.api_key, url.password) if s)
-        SECRETS.update(self.secrets)
+        SECRETS.update(filter(None, (self.api_key, url.password)))
         self.prices = env_prices(self.xai)
         timeout = env_float("GROK_TIMEOUT", 300.0)
         if timeout < 0:
@@ -183,6 +143,29 @@ class Config:
         self.max_retries = max(0, int(env_float("GROK_MAX_RETRIES", 4)))
         self.backoff = env_float("GROK_RETRY_BACKOFF", 1.0)
         self.stream = env_flag("GROK_STREAM", True)
+        if model == "grok-build" != os.environ.get("GROK_MODEL"):
+            model = None        # the model name of xAI's CLI, which its clients pass: the default model here
+        self.model = model or os.environ.get("GROK_MODEL") or DEFAULT_MODEL
+        self.reasoning_effort = effort
+        self.summary_model = os.environ.get("GROK_SUMMARY_MODEL") or self.model
+        self.cost_limit = env_float("COST_LIMIT", 10.0)
+        self.compact_threshold = env_float("COMPACT_THRESHOLD", 75.0)
+        self.window_set = int(env_float("GROK_CONTEXT_WINDOW", 0))
+        self.context_window = self.window_set or model_entry(WINDOWS, self.model, DEFAULT_WINDOW)
+        self.max_tokens = int(env_float("GROK_MAX_TOKENS", 0)) or None
+        self.max_iterations = int(env_float("GROK_MAX_ITERATIONS", 25))
+        self.bash_timeout = env_float("GROK_BASH_TIMEOUT", BASH_TIMEOUT)
+        temperature = os.environ.get("GROK_TEMPERATURE", "0.5").strip()      # empty: not sent
+        self.temperature = env_float("GROK_TEMPERATURE", 0.5) if temperature else None
+        self.skills_dir = os.path.expanduser(os.environ.get("GROK_SKILLS_DIR")
+                                             or os.path.join(os.path.dirname(os.path.realpath(__file__)), "skills"))
+        data_home = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+        self.data_dir = os.path.expanduser(os.environ.get("GROK_DATA_DIR") or os.path.join(data_home, "grok-agent"))
+        self.read_dirs = [self.skills_dir]      # read_file/list_files run there without asking, as in cwd
+        self.always_approve = always_approve or env_flag("GROK_ALWAYS_APPROVE")
+        self.cwd = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
+        if not os.path.isdir(self.cwd):
+            raise UserError("--cwd: no such directory: %s" % self.cwd)
 
 
 def check_base_url(url):
@@ -194,18 +177,16 @@ def check_base_url(url):
     try:
         u = urlsplit(url)
         u.port
-        if u.hostname:
-            u.hostname.encode("idna")
+        if not u.hostname:
+            raise UserError("GROK_BASE_URL has no host name: %r" % url)
+        u.hostname.encode("idna")
     except (ValueError, UnicodeError) as e:
         raise UserError("GROK_BASE_URL is not a valid URL (%s): %r" % (e, url))
-    if not u.hostname:
-        raise UserError("GROK_BASE_URL has no host name: %r" % url)
     return u
 
 
 def env_prices(xai):
-    """GROK_PRICES as (input, cached input, output) in USD per 1M tokens; when it is not set, None
-    (xAI's price table) on xAI's API, else () (unknown)."""
+    """GROK_PRICES as (input, cached input, output) in USD per 1M tokens; unset: None (xAI's table) on xAI, else ()."""
     value = os.environ.get("GROK_PRICES", "").strip()
     try:
         prices = tuple(float(p) for p in value.split(",")) if value else (None if xai else ())
@@ -216,17 +197,13 @@ def env_prices(xai):
     return prices
 
 
-def model_key(model, table):
-    """The table entry for a model id, following retired ids and dated variants."""
+def model_entry(table, model, default=None):
+    """A table's entry (PRICES, WINDOWS) for a model id, following dated variants, and retired ids to grok-4.3."""
     m = model.split("/")[-1]
     for name in sorted(table, key=len, reverse=True):       # the longest name that fits
         if m == name or m.startswith(name + "-"):
-            return name
-    return "grok-4.3" if any(m == old or m.startswith(old + "-") for old in RETIRED_MODELS) else None
-
-
-def context_window(model):
-    return WINDOWS.get(model_key(model, WINDOWS), DEFAULT_WINDOW)
+            return table[name]
+    return table["grok-4.3"] if any(m == old or m.startswith(old + "-") for old in RETIRED_MODELS) else default
 
 
 USAGE_FIELDS = (("input", "prompt_tokens", "input_tokens"), ("output", "completion_tokens", "output_tokens"),
@@ -236,20 +213,17 @@ USAGE_FIELDS = (("input", "prompt_tokens", "input_tokens"), ("output", "completi
 
 
 def usage_numbers(usage):
-    """The one reader of a server's usage object: {input, output, reasoning, cached, total, ticks}, each a
-    finite number >= 0 (0, or None for ticks, when absent), and "odd": a value that was not such a number
-    (NaN, negative, a string) and is ignored."""
+    """The one reader of a server's usage object: {input, output, reasoning, cached, total, ticks}, each a number
+    >= 0 (0, or None for ticks, when absent), and "odd": a value that was not (NaN, negative, a string), ignored."""
     numbers = {"odd": False}
     for name, *paths in USAGE_FIELDS:
-        value = None
         for path in paths:
             value = usage
             for key in path.split("."):
                 value = value.get(key) if isinstance(value, dict) else None
             if value is not None:
                 break
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                  or not 0 <= value < 1e15):
+        if value is not None and not (type(value) in (int, float) and 0 <= value < 1e15):     # a bool is odd too
             numbers["odd"], value = True, None
         numbers[name] = value if value is not None or name == "ticks" else 0
     numbers["total"] = numbers["total"] or numbers["input"] + numbers["output"] + numbers["reasoning"]
@@ -257,13 +231,11 @@ def usage_numbers(usage):
 
 
 def usage_cost(model, usage, prices=None):
-    """(USD, price known) for one API call's usage: the server's own figure, else `prices`
-    (input, cached input, output per 1M tokens; None: xAI's table for the model)."""
+    """(USD, price known) for one API call's usage: the server's own figure, else by `prices` (None: xAI's table)."""
     n = usage_numbers(usage)
     if n["ticks"] is not None:
         return n["ticks"] / 1e10, True
-    if prices is None:
-        prices = PRICES.get(model_key(model, PRICES))
+    prices = model_entry(PRICES, model) if prices is None else prices
     if not prices:
         return 0.0, not isinstance(usage, dict)
     p_in, p_cached, p_out = prices
@@ -278,18 +250,15 @@ class GrokError(Exception):
 
 
 class UserError(GrokError):
-    """Something the user has to fix: a flag, the key, the config, a 4xx."""
-    exit_code = 1
+    exit_code = 1           # something the user has to fix: a flag, the key, the config, a 4xx
 
 
 class TransientError(GrokError):
-    """The network or the server failed, even after retries."""
-    exit_code = 2
+    exit_code = 2           # the network or the server failed, even after retries
 
 
 class AgentError(GrokError):
-    """The model broke the contract, a tool was denied, a limit was reached."""
-    exit_code = 3
+    exit_code = 3           # the model broke the contract, a tool was denied, a limit was reached
 
 
 class ContextOverflow(UserError):
@@ -311,13 +280,10 @@ class HTTPStatusError(Exception):
             obj = json.loads(self.text)
         except (ValueError, RecursionError):
             return " ".join(self.text.split())[:300] or "(empty body)"
-        if isinstance(obj, dict):
-            err = obj.get("error", obj.get("message", obj.get("detail")))
-            if isinstance(err, dict):
-                err = err.get("message") or json.dumps(err)
-            if err:
-                return str(err)[:500]
-        return self.text[:300]
+        err = obj.get("error", obj.get("message", obj.get("detail"))) if isinstance(obj, dict) else None
+        if isinstance(err, dict):
+            err = err.get("message") or json.dumps(err)
+        return str(err)[:500] if err else self.text[:300]
 
     def mentions(self, *words):
         return any(w in self.text.lower() for w in words)
@@ -342,19 +308,18 @@ class StreamBroken(Exception):
 # --- Secrets: scrubbed from tool output, arguments shown, and error text ---
 
 SECRETS = set()         # the configured key and URL password: Config adds them
-SECRET_PATTERNS = [
-    (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----.*?(-----END [A-Z ]*PRIVATE KEY( BLOCK)?-----|\Z)",
-                re.S), "[REDACTED_PRIVATE_KEY]"),
-    (re.compile(r"\bxai-[A-Za-z0-9]{20,}"), "[REDACTED_API_KEY]"),
-    (re.compile(r"\bsk-[A-Za-z0-9_\-]{20,}"), "[REDACTED_API_KEY]"),
-    (re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"), "[REDACTED_GH_TOKEN]"),
-    (re.compile(r"\b(xox[abeoprs]|xapp)-[0-9A-Za-z\-]{10,}"), "[REDACTED_SLACK_TOKEN]"),
-    (re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b"), "[REDACTED_AWS_KEY]"),
-    (re.compile(r"(aws_secret_access_key\W{0,4})[A-Za-z0-9/+=]{40}", re.I), r"\1[REDACTED_AWS_SECRET]"),
-    (re.compile(r"(Bearer\s+)[A-Za-z0-9\-_.~+/]{20,}=*", re.I), r"\1[REDACTED_TOKEN]"),
-    (re.compile(r"(Authorization:\s*Basic\s+)[A-Za-z0-9+/]{8,}=*", re.I), r"\1[REDACTED_TOKEN]"),
-    (re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@", re.I), r"\1[REDACTED]@"),
-]
+SECRET_PATTERNS = [(re.compile(pattern), replacement) for pattern, replacement in (
+    (r"(?s)-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----.*?(-----END [A-Z ]*PRIVATE KEY( BLOCK)?-----|\Z)",
+     "[REDACTED_PRIVATE_KEY]"),
+    (r"\bxai-[A-Za-z0-9]{20,}", "[REDACTED_API_KEY]"),
+    (r"\bsk-[A-Za-z0-9_\-]{20,}", "[REDACTED_API_KEY]"),
+    (r"\b(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})", "[REDACTED_GH_TOKEN]"),
+    (r"\b(xox[abeoprs]|xapp)-[0-9A-Za-z\-]{10,}", "[REDACTED_SLACK_TOKEN]"),
+    (r"\b(AKIA|ASIA)[0-9A-Z]{16}\b", "[REDACTED_AWS_KEY]"),
+    (r"(?i)(aws_secret_access_key\W{0,4})[A-Za-z0-9/+=]{40}", r"\1[REDACTED_AWS_SECRET]"),
+    (r"(?i)(Bearer\s+)[A-Za-z0-9\-_.~+/]{20,}=*", r"\1[REDACTED_TOKEN]"),
+    (r"(?i)(Authorization:\s*Basic\s+)[A-Za-z0-9+/]{8,}=*", r"\1[REDACTED_TOKEN]"),
+    (r"(?i)(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@", r"\1[REDACTED]@"))]
 
 
 def scrub(text, extra=()):
@@ -798,12 +763,8 @@ class ContractError(Exception):
     """A reply that breaks the contract; the message goes back to the model."""
 
 
-class Contract:
+class Contract(namedtuple("Contract", "name extra_properties extra_prompt max_tokens", defaults=({}, "", 4000))):
     """What the model is asked to return: the schema, its description, defaults."""
-
-    def __init__(self, name, extra_properties=None, extra_prompt="", max_tokens=4000):
-        self.name, self.extra_prompt, self.max_tokens = name, extra_prompt, max_tokens
-        self.extra_properties = extra_properties or {}
 
     def schema(self, tool_names):
         calls = [{"type": "object", "properties": {"tool": {"type": "string", "enum": [name]},
@@ -817,6 +778,7 @@ class Contract:
 
 
 MINIMAL = Contract("grok_reply")
+REPLY_SHAPE = '{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRING or null, "done": BOOL}'
 
 
 def extract_json_object(text):
@@ -824,15 +786,13 @@ def extract_json_object(text):
     text = text.strip()
     with suppress(ValueError, RecursionError):
         return json.loads(text)
-    decoder, start = json.JSONDecoder(), text.find("{")
-    for _ in range(20):
-        if start == -1:
-            break
+    from itertools import islice
+    decoder = json.JSONDecoder()
+    for brace in islice(re.finditer("{", text), 20):
         with suppress(ValueError, RecursionError):
-            obj = decoder.raw_decode(text, start)[0]
+            obj = decoder.raw_decode(text, brace.start())[0]
             if isinstance(obj, dict):
                 return obj
-        start = text.find("{", start + 1)
     raise ContractError("the reply is not a JSON object")
 
 
@@ -840,13 +800,11 @@ def parse_reply(content, tool_names, finish_reason=None):
     """Validate one assistant message against the contract; returns a clean dict."""
     if content is None or not str(content).strip():
         raise ContractError("the reply was empty")
-    if finish_reason == "length":       # a cut-off reply may still hold an inner object: never take that
-        try:
-            json.loads(content)
-        except (ValueError, RecursionError):
-            raise ContractError("the reply was cut off at max_tokens before its JSON ended: reply shorter, "
-                                "with fewer tool calls")
-    obj = extract_json_object(str(content))
+    try:        # a cut-off reply may still hold an inner object: never take that
+        obj = json.loads(content) if finish_reason == "length" else extract_json_object(str(content))
+    except (ValueError, RecursionError):
+        raise ContractError("the reply was cut off at max_tokens before its JSON ended: reply shorter, "
+                            "with fewer tool calls")
     if not isinstance(obj, dict):
         raise ContractError("the reply must be a JSON object")
     calls = obj.get("tool_calls") or []
@@ -884,8 +842,7 @@ def clean_call(i, call, tool_names):
 
 
 def kept_reply(content, reply):
-    """The reply as the history keeps it: an argument longer than ARG_CAP (a 5 MB command) becomes a
-    note, so it is not stored and resent with every request."""
+    """The reply as the history keeps it: an argument over ARG_CAP becomes a note, not resent in every request."""
     if len(content) <= ARG_CAP:
         return content
     calls = [dict(c, args={k: "[%d characters, not kept]" % len(str(v)) if len(str(v)) > ARG_CAP else v
@@ -894,9 +851,8 @@ def kept_reply(content, reply):
 
 
 def corrective_message(problem):
-    return ("Your last reply broke the JSON contract: %s. Reply again with exactly one JSON object: "
-            '{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRING or null, "done": BOOL}.'
-            % problem)
+    return "Your last reply broke the JSON contract: %s. Reply again with exactly one JSON object: %s." % (
+        problem, REPLY_SHAPE)
 
 
 # --- Tools: one function each, one dict to dispatch ---
@@ -920,7 +876,6 @@ def inside(path, directory):
 
 def path_glob(pattern, path):
     """A glob on a path: `*` and `?` stay within one path component, `**` crosses `/`."""
-    import re
     rx = re.escape(pattern).replace(r"\*\*/", "\0").replace(r"\*\*", ".*").replace(r"\*", "[^/]*")
     return re.fullmatch(rx.replace(r"\?", "[^/]").replace("\0", "(?:.*/)?"), path) is not None
 
@@ -931,7 +886,7 @@ def needs_approval(call, free_dirs=()):
         return True
     path = call.args.get("path") or "."
     return (call.name in ("read_file", "list_files") and isinstance(path, str)
-            and not any(inside(canonical(call.cwd, path), d) for d in [call.cwd] + list(free_dirs)))
+            and not any(inside(canonical(call.cwd, path), d) for d in [call.cwd, *free_dirs]))
 
 
 def approval_text(call, full=False):
@@ -945,7 +900,7 @@ def approval_text(call, full=False):
         import difflib
         body = call.args.get("content", "")
         body = body if isinstance(body, str) else json.dumps(body, indent=2)
-        old = old_text(path) if os.path.isfile(path) else None
+        old = old_text(path)
         state = "a new file" if not os.path.exists(path) else "replaces the file" + ("; the changes" if old else "")
         head = "write_file %s (%d bytes, %s)" % (path, len(body.encode("utf-8", "replace")), state)
         if old is not None:
@@ -1007,10 +962,9 @@ def tool_bash(args, agent):
     code, waited, limit = None, 0.0, agent.cfg.bash_timeout       # limit 0: none
     try:
         while code is None and not agent.cancel.is_set() and not 0 < limit <= waited:
-            try:
+            with suppress(subprocess.TimeoutExpired):
                 code = proc.wait(0.05)
-            except subprocess.TimeoutExpired:
-                waited += 0.05
+            waited += 0.05
     finally:
         note = "" if code is not None else "\n[cancelled by the user]" if agent.cancel.is_set() else (
             "\n[timed out after %gs: process group killed]" % limit)
@@ -1049,10 +1003,10 @@ def tool_read_file(args, agent):
     return ToolResult(text if text else "(empty file)")
 
 
-def atomic_write(path, data, mode=None):
-    """Bytes written via a temp file and a rename: a crash leaves the old file or the new one."""
+def atomic_write(path, data, private=True):
+    """Bytes written via a temp file and a rename: a crash leaves the old file or the new one. Mode 0600 if
+    private, else as a plain write leaves it (a new file: 0666 less the umask)."""
     import glob
-    import tempfile
     folder, prefix = os.path.dirname(path), ".grok-%s." % os.path.basename(path)[:100]
     for stale in glob.glob(os.path.join(glob.escape(folder), glob.escape(prefix) + "*.*.tmp")):
         try:        # left by a process that was killed while writing this path
@@ -1061,12 +1015,14 @@ def atomic_write(path, data, mode=None):
             os.unlink(stale)
         except (ValueError, OSError):
             pass
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=prefix + "%d." % os.getpid(), suffix=".tmp")
+    tmp = os.path.join(folder, "%s%d.%s.tmp" % (prefix, os.getpid(), os.urandom(4).hex()))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if private else 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        if mode is not None:
-            os.chmod(tmp, mode)
+        if not private:     # an existing file keeps its mode
+            with suppress(FileNotFoundError):
+                os.chmod(tmp, os.stat(path).st_mode & 0o7777)
         os.replace(tmp, path)
     except BaseException:
         with suppress(OSError):
@@ -1082,13 +1038,7 @@ def tool_write_file(args, agent):
         return ToolResult("error: %s is a directory" % path, ok=False)
     try:        # the path is resolved: a symlink is written through, not replaced
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        try:
-            mode = os.stat(path).st_mode & 0o7777
-        except FileNotFoundError:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
-        atomic_write(path, data, mode)
+        atomic_write(path, data, private=False)
     except OSError as e:
         return ToolResult("error: cannot write %s: %s" % (path, e.strerror or e), ok=False)
     return ToolResult("wrote %d bytes to %s" % (len(data), path))
@@ -1108,14 +1058,11 @@ def tool_list_files(args, agent):
     for entry in entries[:LIST_CAP]:
         name = entry.name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
         try:
-            if entry.is_symlink():
-                lines.append("link %s -> %s" % (name, os.readlink(entry.path)))
-            elif entry.is_dir():
-                lines.append("dir  %s/" % name)
-            else:
-                lines.append("file %s %d" % (name, entry.stat().st_size))
+            line = ("link %s -> %s" % (name, os.readlink(entry.path)) if entry.is_symlink()
+                    else "dir  %s/" % name if entry.is_dir() else "file %s %d" % (name, entry.stat().st_size))
         except OSError:
-            lines.append("?    %s" % name)
+            line = "?    %s" % name
+        lines.append(line)
     if len(entries) > LIST_CAP:
         lines.append("[... %d more entries not shown]" % (len(entries) - LIST_CAP))
     return ToolResult("\n".join(lines) if lines else "(empty directory)")
@@ -1144,19 +1091,15 @@ def tool_web_search(args, agent):
         return ToolResult("web search failed: HTTP %d: %s" % (e.status, e.server_message()), ok=False)
     except (TransientError, UserError) as e:
         return ToolResult("web search failed: %s" % e, ok=False)
-    text, urls = responses_answer(obj if isinstance(obj, dict) else {})
-    if not text:
-        return ToolResult("web search returned no answer", ok=False)
-    return ToolResult(text + ("\n\nSources:\n" + "\n".join("- " + u for u in urls[:20]) if urls else ""))
-
-
-def responses_answer(obj):
-    """(text, source URLs) of a Responses API reply."""
+    obj = obj if isinstance(obj, dict) else {}
     parts = [part for item in obj.get("output") or () if isinstance(item, dict)
              for part in item.get("content") or () if isinstance(part, dict)]
     text = "\n".join(str(p.get("text") or "") for p in parts if p.get("type") in ("output_text", "text")).strip()
     urls = [a.get("url") for p in parts for a in p.get("annotations") or () if isinstance(a, dict)]
-    return text, list(dict.fromkeys(u for u in urls + list(obj.get("citations") or ()) if u and isinstance(u, str)))
+    urls = list(dict.fromkeys(u for u in urls + list(obj.get("citations") or ()) if u and isinstance(u, str)))
+    if not text:
+        return ToolResult("web search returned no answer", ok=False)
+    return ToolResult(text + ("\n\nSources:\n" + "\n".join("- " + u for u in urls[:20]) if urls else ""))
 
 
 class Tool:
@@ -1206,10 +1149,9 @@ def key_arg(name, args):
         value = json.dumps(value)
     if len(value) > ARG_CAP:
         value = value[:200] + "... [%d characters]" % len(value)
-    if "\n" not in value and "\r" not in value:
-        return value
-    # one line, but no line of a command hidden in it: each line break is shown as ⏎
-    return " ⏎ ".join(line.strip() for line in value.splitlines() if line.strip())
+    if "\n" in value or "\r" in value:        # one line, but no line of a command hidden in it
+        value = " ⏎ ".join(line.strip() for line in value.splitlines() if line.strip())
+    return value
 
 
 # --- System prompt: contract, tools, runtime info, skills, project rules ---
@@ -1237,22 +1179,18 @@ def find_skills(skills_dir):
     for path in sorted(glob.glob(os.path.join(base, "*.md")) + glob.glob(os.path.join(base, "*", "*.md"))):
         rel = os.path.relpath(path, skills_dir)[:-3]
         folder, stem = os.path.split(rel)
-        if stem.lower() == "readme" or not os.path.isfile(path):
+        got = read_regular(path, 4000)
+        if stem.lower() == "readme" or not got:
             continue
-        try:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                meta = front_matter(f.read(4000))
-        except OSError:
-            continue
+        meta = front_matter(got[0].decode("utf-8", "replace"))
         desc = " ".join((meta.get("description") or meta.get("title") or "").split())[:160]
         skills.append((meta.get("name") or (folder if stem.upper() == "SKILL" else rel), desc, path))
     return skills
 
 
 def find_project_rules(cwd):
-    """[(path, text)]: ~/.grok/AGENTS.md, then AGENTS.md and GROK.md in each directory from the git root
-    down to cwd (outside a repository: cwd only), skipping directories others can write. Regular
-    files only, a symlink only into the same tree; scrubbed, capped per file and in all."""
+    """[(path, text)]: ~/.grok/AGENTS.md, then AGENTS.md and GROK.md from the git root down to cwd (else cwd only),
+    in directories others cannot write; regular files, a symlink only into the tree; scrubbed, capped."""
     found, dirs = [], [cwd]
     while not os.path.exists(os.path.join(dirs[-1], ".git")) and os.path.dirname(dirs[-1]) != dirs[-1]:
         dirs.append(os.path.dirname(dirs[-1]))
@@ -1290,18 +1228,15 @@ def find_project_rules(cwd):
 def build_system_prompt(cfg, contract=MINIMAL, cwd=None):
     cwd = cwd or cfg.cwd
     uname = os.uname()      # not `platform`: it takes 2 ms to import
-    parts = [
-        "You are Grok, an agent working on the user's computer through tools.",
-        "Always reply with exactly one JSON object and nothing else:",
-        '{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRING or null, "done": BOOL}',
-        "- To act: list the tool calls (independent calls run concurrently), response null, done false. "
-        "Their results come back in the next user message.",
-        "- To answer: tool_calls [], response = your answer for the user, done true. done true with tool calls "
-        "runs them and then ends the turn with your response: their results reach you only with the next message.",
-        "- Tools first: use web_search for facts, news and current events (put the year in the query) instead "
-        "of answering from memory; prefer acting over asking; check your work with tools before you say it is done.",
-        "- Answers are plain text for a terminal: concise, no markdown.",
-    ]
+    parts = ["You are Grok, an agent working on the user's computer through tools.",
+             "Always reply with exactly one JSON object and nothing else:", REPLY_SHAPE,
+             "- To act: list the tool calls (independent calls run concurrently), response null, done false. "
+             "Their results come back in the next user message.",
+             "- To answer: tool_calls [], response = your answer for the user, done true. done true with tool calls "
+             "runs them and then ends the turn with your response: their results reach you only with the next message.",
+             "- Tools first: use web_search for facts, news and current events (put the year in the query) instead of "
+             "answering from memory; prefer acting over asking; check your work with tools before you say it is done.",
+             "- Answers are plain text for a terminal: concise, no markdown."]
     if contract.extra_prompt:
         parts.append(contract.extra_prompt)
     parts += ["", "TOOLS:"] + ["- " + tool_line(name, cfg.bash_timeout) for name in TOOLS]
@@ -1310,15 +1245,12 @@ def build_system_prompt(cfg, contract=MINIMAL, cwd=None):
               "- shell: the bash tool runs %s -c; the user's login shell is %s" % (
                   TOOL_SHELL, os.environ.get("SHELL") or "unknown"),
               "- working directory: %s" % cwd]
-    skills = find_skills(cfg.skills_dir)
+    skills = ["- %s: %s (%s)" % skill for skill in find_skills(cfg.skills_dir)]
     if skills:
-        parts += ["", "SKILLS (load one with read_file when it fits the task):"]
-        parts += ["- %s: %s (%s)" % s for s in skills]
-    rules = find_project_rules(cwd)
+        parts += ["", "SKILLS (load one with read_file when it fits the task):"] + skills
+    rules = ["\nFrom %s:\n%s" % rule for rule in find_project_rules(cwd)]
     if rules:
-        parts += ["", "PROJECT RULES (follow them; where they differ, the later, more specific file wins):"]
-    for path, text in rules:
-        parts += ["", "From %s:" % path, text]
+        parts += ["", "PROJECT RULES (follow them; where they differ, the later, more specific file wins):"] + rules
     return "\n".join(parts)
 
 
@@ -1336,8 +1268,7 @@ class Session:
         self.id = session_id or time.strftime("%Y%m%d-%H%M%S-") + os.urandom(3).hex()
         self.path = os.path.join(self.dir, self.id + ".jsonl")
         self.warn = warn or (lambda text: None)
-        self.fd, self.disabled, self.legacy = None, False, False
-        self.header = None      # a new session's first record: the file is made with the first real one
+        self.fd, self.disabled, self.legacy, self.header = None, False, False, None
 
     def _open(self):
         problem = data_dir_problem(os.path.dirname(self.dir))
@@ -1367,9 +1298,9 @@ class Session:
             self._open()
         if self.disabled:
             return
-        data = json_bytes(scrub_all(record)) + b"\n"
-        if self.header:
-            data, self.header = json_bytes(scrub_all(self.header)) + b"\n" + data, None
+        # a new session's header goes out with its first real record: only then is the file made
+        data = b"".join(json_bytes(scrub_all(r)) + b"\n" for r in (self.header, record) if r)
+        self.header = None
         try:
             while data:
                 data = data[os.write(self.fd, data):]
@@ -1383,7 +1314,7 @@ class Session:
             self.fd = None
 
     def read(self):
-        """The records (JSONL); a session of the bash grok (ID.json: `legacy`) as the records it makes."""
+        """The non-blank lines (JSONL); a session of the bash grok (ID.json: `legacy`) as the records it makes."""
         problem = data_dir_problem(os.path.dirname(self.dir))
         if problem:
             raise UserError(problem)
@@ -1394,10 +1325,10 @@ class Session:
             with open(self.source, "rb", opener=lambda path, flags: os.open(path, flags | NOFOLLOW)) as f:
                 data = f.read()
             if not self.legacy:
-                return data
+                return [line for line in data.splitlines() if line.strip()]
             obj = json.loads(data.decode("utf-8", "replace"))
-            return b"\n".join([json_bytes({"type": "message", "message": m}) for m in obj["messages"]]
-                              + [json_bytes({"type": "cwd", "cwd": obj.get("working_dir")})])
+            records = [{"type": "message", "message": m} for m in obj["messages"]]
+            return [json_bytes(r) for r in records + [{"type": "cwd", "cwd": obj.get("working_dir")}]]
         except FileNotFoundError:
             raise UserError("no session %r in %s" % (self.id, self.dir))
         except OSError as e:
@@ -1408,17 +1339,21 @@ class Session:
     def load(self):
         """(header, messages without the system prompt, cost_usd, cwd); skips torn lines with a warning."""
         header, messages, cost, cwd, bad = {}, [], 0.0, None, 0
-        for line in self.read().splitlines():
-            if not line.strip():
-                continue
+        for line in self.read():
             try:
                 rec = json.loads(line.decode("utf-8"))
                 kind = rec["type"]
-                if kind == "session" and isinstance(rec, dict):
+                if kind == "session":
                     header = rec
                     cwd = rec.get("cwd") if isinstance(rec.get("cwd"), str) else cwd
-                elif kind == "message":
-                    messages.append(valid_message(rec["message"]))
+                elif kind in ("message", "reset"):
+                    new = [rec["message"]] if kind == "message" else list(rec["messages"])
+                    if not all(isinstance(m, dict) and m.get("role") in ("user", "assistant")
+                               and isinstance(m.get("content"), str) for m in new):
+                        raise ValueError("not a message as the API takes it")
+                    if kind == "reset":
+                        messages = []
+                    messages += new
                 elif kind == "usage":
                     usd = float(rec.get("cost_usd") or 0)
                     if not 0 <= usd < 1e6:
@@ -1426,26 +1361,15 @@ class Session:
                     cost += usd
                 elif kind == "cwd":
                     cwd = rec["cwd"] if isinstance(rec["cwd"], str) else cwd
-                elif kind == "reset":
-                    messages = [valid_message(m) for m in rec["messages"]]
                 else:
                     raise ValueError("unknown record")
             except (ValueError, KeyError, TypeError, UnicodeDecodeError, IndexError, RecursionError):
                 bad += 1 - self.legacy      # the bash grok's system prompt is left out, not damaged
-                continue
         if not isinstance(header.get("system"), str):
             header.pop("system", None)
         if bad:
             self.warn("warning: session %s: skipped %d damaged line(s)" % (self.id, bad))
         return header, messages, cost, cwd
-
-
-def valid_message(message):
-    """A message as the API takes it, or ValueError (a damaged session line)."""
-    if (not isinstance(message, dict) or message.get("role") not in ("user", "assistant")
-            or not isinstance(message.get("content"), str)):
-        raise ValueError("not a message")
-    return message
 
 
 def list_sessions(directory):
@@ -1477,11 +1401,6 @@ def find_session(directory, key):
         raise UserError("%r matches %d sessions; give more of the id" % (key, len(found)) if found
                         else "no session %r in %s" % (key, os.path.join(directory, "sessions")))
     return found[0]
-
-
-def latest_session_id(directory):
-    """The newest session anybody typed into."""
-    return next((s[0] for s in list_sessions(directory) if s[2]), None)
 
 
 # --- The loop: run_turn() -> query() + execute() ---
@@ -1518,21 +1437,17 @@ class Agent:
     """One conversation with the model: messages, cost, tools, session file."""
 
     def __init__(self, cfg, ui=None, contract=MINIMAL, session=None, resume=False):
-        self.cfg, self.ui, self.contract = cfg, ui or UI(), contract
-        self.ui_lock = threading.RLock()
-        self.lock = threading.Lock()    # cost and session writes from tools running in threads
-        self.model = cfg.model
+        self.cfg, self.ui, self.contract, self.model = cfg, ui or UI(), contract, cfg.model
+        self.ui_lock, self.lock = threading.RLock(), threading.Lock()  # lock: cost and session writes from threads
         self.client = Client(cfg.base_url, cfg.api_key, cfg.timeout, cfg.max_retries, cfg.backoff, notice=self.notice)
         self.tool_names = list(TOOLS)   # offered in the schema
         self.withdrawn = {}             # tools the server turned out not to offer: name -> the result calls get
         self.window_asked = cfg.window_set or cfg.xai     # xAI's windows are in the table
         self.format_level = 0           # 0 json_schema, 1 json_object + schema, 2 plain json_object
         # Request fields a server may reject: each is dropped for the session, with one notice.
-        self.optional = {k: v for k, v in (("temperature", cfg.temperature),
-                                           ("reasoning_effort", cfg.reasoning_effort)) if v is not None}
+        self.optional = {k: getattr(cfg, k) for k in ("temperature", "reasoning_effort") if getattr(cfg, k) is not None}
         self.stream = cfg.stream
         self.reserved, self.search_costs = 0.0, []      # USD reserved by requests in flight; web search costs
-        self.turn = dict.fromkeys(TURN_KEYS, 0)         # this turn's usage and cost, for the front ends
         self.said = set()               # one-time notices given
         self.cancel, self.procs = threading.Event(), set()      # procs: bash tools running
         self.request = None             # the running turn's request: compaction keeps it verbatim
@@ -1552,23 +1467,18 @@ class Agent:
         self.context_tokens = estimate_tokens(self.messages) if resume else 0
         self.tool_count = sum(tool_calls_in(m["content"]) for m in messages if m["role"] == "assistant")
         self.step_no, self.last_usage, self.session_always = 0, {}, set()     # session_always: [a]lways answers
-        self.session = session if resume and not session.legacy else self.new_file(session)
-        self.client.conv_id = self.session.id
+        if not resume or session.legacy:    # a new session file, its header first
+            if session.legacy:      # a session of the bash grok is only read: it goes on in a new file
+                session = Session(self.cfg.data_dir, warn=self.notice)
+                self.notice("a session of the bash grok, continued as session %s" % session.id)
+            session.header = {"type": "session", "version": 1, "id": session.id, "created": now_iso(),
+                              "cwd": self.cwd, "model": self.model, "contract": self.contract.name,
+                              "system": self.messages[0]["content"]}
+            if len(self.messages) > 1:
+                session.append({"type": "reset", "messages": self.messages[1:]})
+        self.session, self.client.conv_id = session, session.id
         if resume:      # killed mid-turn (SIGKILL, a crash): close that turn as a cancel would have
             self.close_turn(only_if_open=True, note=INTERRUPTED[1])
-
-    def new_file(self, session):
-        """The session to write from here on, its header first. A session of the bash grok is only read:
-        the conversation goes on in a new session file, from the history read."""
-        if session.legacy:
-            session = Session(self.cfg.data_dir, warn=self.notice)
-            self.notice("a session of the bash grok, continued as session %s" % session.id)
-        session.header = {"type": "session", "version": 1, "id": session.id, "created": now_iso(),
-                          "cwd": self.cwd, "model": self.model, "contract": self.contract.name,
-                          "system": self.messages[0]["content"]}
-        if len(self.messages) > 1:
-            session.append({"type": "reset", "messages": self.messages[1:]})
-        return session
 
     # -- bookkeeping ---------------------------------------------------------
     def notice(self, text):
@@ -1581,20 +1491,17 @@ class Agent:
             self.notice(text)
 
     def add(self, message):
-        """A message the program writes itself has a "kind", stored but not sent: a "note" between turns
-        (/cd, a changed skills dir) or the "summary" that stands for compacted history."""
+        """A message; one the program writes itself has a "kind" ("note", "summary"): stored, not sent."""
         self.messages.append(message)
         self.session.append({"type": "message", "message": message})
 
     def reset(self, messages):
-        """Replace the history after the system prompt (clear, compaction)."""
         self.messages = self.messages[:1] + messages
         self.skills_seen = (None, self.prompt_skills)       # a note about skills may be gone: check again
         self.session.append({"type": "reset", "messages": messages})
 
     def note_skills(self):
-        """The system prompt stays fixed (the provider caches it): a changed skills dir is told in a note.
-        It is rescanned when its names or mtimes change (a skill added, removed or edited, sub-folders too)."""
+        """A changed skills dir (names or mtimes) is told in a note: the system prompt stays fixed (it is cached)."""
         try:
             stamp = sorted((e.name, e.stat().st_mtime_ns) for e in os.scandir(self.cfg.skills_dir))
         except OSError:
@@ -1617,24 +1524,21 @@ class Agent:
         cost, known = usage_cost(model, usage, self.cfg.prices)
         if not known:
             limit = ", so COST_LIMIT cannot apply" if self.cfg.cost_limit > 0 else ""
-            self.once("price", "price unknown for model %s at %s: cost is not tracked%s (GROK_PRICES="
-                      "IN,CACHED,OUT sets prices in USD per million tokens)"
-                      % (model, self.cfg.base_url, limit))
+            self.once("price", "price unknown for model %s at %s: cost is not tracked%s (GROK_PRICES=IN,CACHED,OUT "
+                      "sets prices in USD per million tokens)" % (model, self.cfg.base_url, limit))
         if usage_numbers(usage)["odd"]:
             self.once("odd", "the server's usage has numbers that are not counts (%s): ignored"
                       % json.dumps(usage, default=str)[:200])
         with self.lock:     # web searches in threads add theirs too
             self.cost_usd += cost
-            self.session.append({"type": "usage", "kind": kind, "model": model, "usage": usage or {},
-                                 "cost_usd": cost})
+            self.session.append({"type": "usage", "kind": kind, "model": model, "usage": usage or {}, "cost_usd": cost})
         return cost
 
     def context_pct(self):
         return 100.0 * self.context_tokens / max(1, self.cfg.context_window)
 
     def reserve(self, estimate=0.0):
-        """Before every paid request: LimitReached when COST_LIMIT is reached, or when `estimate` USD more,
-        beside what requests in flight have reserved, would pass it; paid() gives the estimate back."""
+        """Before every paid request: LimitReached if COST_LIMIT is reached or `estimate` USD more would pass it."""
         with self.lock:
             spent, limit = self.cost_usd + self.reserved, self.cfg.cost_limit
             if 0 < limit <= spent or 0 < limit < spent + estimate:
@@ -1654,11 +1558,6 @@ class Agent:
                 self.reserved -= estimate
         self.search_costs.append(self.add_cost(obj.get("usage") if isinstance(obj, dict) else None, kind="web_search"))
         return obj
-
-    def response_format(self):
-        schema = self.contract.schema(self.tool_names)
-        return ({"type": "json_schema", "json_schema": {"name": self.contract.name, "schema": schema}},
-                {"type": "json_object", "schema": schema}, {"type": "json_object"})[self.format_level]
 
     def tool_env(self):
         return {k: v for k, v in os.environ.items() if k not in KEY_VARS}
@@ -1695,7 +1594,10 @@ class Agent:
                    "max_tokens": max_tokens or self.cfg.max_tokens or self.contract.max_tokens}
         payload.update(self.optional)
         if contract:
-            payload["response_format"] = self.response_format()
+            schema = self.contract.schema(self.tool_names)
+            formats = ({"type": "json_schema", "json_schema": {"name": self.contract.name, "schema": schema}},
+                       {"type": "json_object", "schema": schema}, {"type": "json_object"})
+            payload["response_format"] = formats[self.format_level]
         if stream:
             payload.update(stream=True, stream_options={"include_usage": True})
         return payload
@@ -1723,9 +1625,8 @@ class Agent:
                 "plain json_object (the schema is only described in the prompt)"))
             return True
         rejected = [k for k in self.optional if e.status in (400, 422) and e.mentions(k, k.replace("_", ""))]
-        for k in rejected:
-            del self.optional[k]
         if rejected:
+            self.optional = {k: v for k, v in self.optional.items() if k not in rejected}
             self.notice("the server rejected %s: not sent for the rest of the session" % ", ".join(rejected))
             return True
         if self.stream and e.status in (400, 422) and e.mentions("stream") and not e.overflow():
@@ -1760,18 +1661,15 @@ class Agent:
         if e.window and not self.cfg.window_set:
             self.cfg.context_window = e.window
         self.notice("%s; compacting and asking once more" % e)
-        try:
+        with suppress(ContextOverflow):
             if self.compact():
                 return self.chat(self.messages, on_text=self.ui.stream_text, on_thought=self.ui.thought)
-        except ContextOverflow:
-            pass
         raise ContextOverflow("about %d tokens do not fit the server's context window (%d tokens), even compacted as "
                               "far as it goes: shorten the request, or give the server a larger window"
                               % (estimate_tokens(self.messages), e.window or self.cfg.context_window))
 
     def learn_window(self):
-        """The context window a server other than xAI's reports, asked once per session: OpenAI-style
-        /v1/models fields (vLLM), llama.cpp's /props, Ollama's /api/show."""
+        """The context window a server other than xAI's reports (vLLM, llama.cpp, Ollama), asked once per session."""
         if self.window_asked:
             return
         self.window_asked = True
@@ -1783,17 +1681,15 @@ class Agent:
 
     def finish_step(self, result):
         self.ui.step_finish(self.step_no, {"finish_reason": result.finish_reason or "stop", "id": result.id,
-                                           "tokens": result.tokens, "cost": result.cost,
-                                           "duration": result.duration})
+                                           "tokens": result.tokens, "cost": result.cost, "duration": result.duration})
 
     # -- one user turn -------------------------------------------------------
     def run_turn(self, text):
         """Send one user message and loop until the model is done; returns the answer."""
-        self.turn = dict.fromkeys(TURN_KEYS, 0)
+        self.turn, self.rounds, self.strikes = dict.fromkeys(TURN_KEYS, 0), 0, 0    # turn: its usage and cost
         self.note_skills()
         self.request = {"role": "user", "content": clean_text(text)}
         self.add(self.request)
-        self.rounds = self.strikes = 0
         try:
             answer = None
             while answer is None:
@@ -1831,10 +1727,8 @@ class Agent:
             results = self.execute(calls)
         finally:
             self.finish_step(result)
-        note = None
-        if self.rounds == limit:
-            note = ("[Limit] That was the last tool round allowed in this turn (%d). Answer now with what "
-                    "you have and say what is left to do; further tool calls will not run." % limit)
+        note = ("[Limit] That was the last tool round allowed in this turn (%d). Answer now with what you have and "
+                "say what is left to do; further tool calls will not run." % limit if self.rounds == limit else None)
         self.add({"role": "user", "content": tool_results_message(results, note)})
         if reply["done"] and answer.strip():     # done with tool calls: they ran; the response ends the turn
             self.add(final_reply(answer))
@@ -1842,29 +1736,24 @@ class Agent:
         return None
 
     def strike(self, result, e):
-        """A reply that broke the JSON contract: kept, and the model told what was wrong."""
         self.strikes += 1
         content = result.content or ""
-        cut = "...[truncated]" if len(content) > 4000 else ""
-        self.add({"role": "assistant", "content": content[:4000] + cut})
+        self.add({"role": "assistant", "content": content[:4000] + ("...[truncated]" if len(content) > 4000 else "")})
         self.finish_step(result)
         if self.strikes >= MAX_STRIKES:
-            raise AgentError("the model broke the JSON contract %d times in a row (last: %s)"
-                             % (self.strikes, e))
+            raise AgentError("the model broke the JSON contract %d times in a row (last: %s)" % (self.strikes, e))
         self.notice("invalid reply from the model (%s); asking again" % e)
         self.add({"role": "user", "content": corrective_message(str(e))})
 
     def stop(self):
-        """Cancel the running turn, from any thread: the model call, web searches, running commands, a
-        pending approval; no further tool starts. Every front end stops a turn with this."""
+        """Cancel the running turn from any thread (every front end stops a turn here); no further tool starts."""
         self.cancel.set()
         self.client.abort()
         for proc in list(self.procs):
             kill_group(proc)
 
     def settle_cancelled(self, *notes):
-        """After a cancelled or failed turn: stop what runs, close the turn in the history (idempotent).
-        A stop lasts until then: one that comes before a turn starts cancels that turn."""
+        """After a cancelled or failed turn: stop all, close the turn (idempotent). A stop lasts until then."""
         self.stop()
         self.close_turn(False, *notes)
         self.cancel.clear()
@@ -1874,10 +1763,8 @@ class Agent:
         """End an unfinished turn in the history: `unrun` for tool calls that got no results, and a reply
         `note` with the answer text shown so far. only_if_open: unless the turn had ended (or a note)."""
         last, closed = self.messages[-1], tuple('%s", "done": true}' % n for n in INTERRUPTED)
-        if len(self.messages) < 2 or last["content"].endswith(closed):
-            return
-        if only_if_open and (last.get("kind") == "note" or last["role"] == "assistant"
-                             and not tool_calls_in(last["content"])):
+        ended = last.get("kind") == "note" or last["role"] == "assistant" and not tool_calls_in(last["content"])
+        if len(self.messages) < 2 or last["content"].endswith(closed) or only_if_open and ended:
             return
         if last["role"] == "assistant":
             self.add({"role": "user", "content": unrun})
@@ -1887,16 +1774,14 @@ class Agent:
 
     # -- tools ---------------------------------------------------------------
     def execute(self, calls):
-        """Run a reply's tool calls: approvals and ask_user in call order, then the rest concurrently;
-        UI hooks run on this thread only. Returns [(ToolCall, ToolResult)] in call order."""
+        """[(ToolCall, ToolResult)] in call order: approvals, ask_user one by one, the rest at once; UI hooks here."""
         items = [ToolCall(i, c["tool"], c["args"], "call_%d_%d" % (self.step_no, i + 1), self.cwd)
                  for i, c in enumerate(calls)]
         results, runnable = [None] * len(items), []
         for item in items:
             if not self.approved(item):
-                results[item.index] = self.finish_tool(item, ToolResult(
-                    "denied: the user did not allow this %s call; do not retry it, ask or take another way"
-                    % item.name, ok=False))
+                denied = "denied: the user did not allow this %s call; do not retry it, ask or take another way"
+                results[item.index] = self.finish_tool(item, ToolResult(denied % item.name, ok=False))
             elif item.name == "ask_user":
                 self.ui.tool_start(item)
                 results[item.index] = self.finish_tool(item, self.call_tool(item))
@@ -1995,8 +1880,7 @@ class Agent:
             self.compact()
 
     def compact(self, keep=6):
-        """Replace older history by a summary, keeping the system prompt, the recent tail (compact_cut())
-        and, mid-turn, the request being worked on verbatim. False when there is too little to compact."""
+        """Summarise older history, keeping the recent tail and, mid-turn, the request verbatim; False: too little."""
         self.learn_window()
         pct = self.cfg.compact_threshold if self.cfg.compact_threshold > 0 else 75.0
         history = self.messages[1:]
@@ -2007,23 +1891,20 @@ class Agent:
         summary, how = self.summarise(old)
         if self.request and not any(m is self.request for m in tail):
             request = self.request["content"]
-            if len(request) > 4000:
-                request = request[:4000] + "\n[... the rest of the request is in the summary]"
-            summary["content"] += "\n\n[The request being worked on, verbatim]\n" + request
+            rest = "\n[... the rest of the request is in the summary]" if len(request) > 4000 else ""
+            summary["content"] += "\n\n[The request being worked on, verbatim]\n" + request[:4000] + rest
         before = estimate_tokens(self.messages)
         self.reset([summary] + tail)
         self.context_tokens = estimate_tokens(self.messages)
         self.notice("%s (about %d -> %d tokens)" % (how, before, self.context_tokens))
         if self.context_pct() >= pct:
-            self.notice("the recent messages alone still fill %.0f%% of the context window"
-                        % self.context_pct())
+            self.notice("the recent messages alone still fill %.0f%% of the context window" % self.context_pct())
         return True
 
     def summarise(self, old):
-        """(the message that stands for `old`, what was done): a summary by GROK_SUMMARY_MODEL; one that
-        was cut off or is not smaller than what it replaces is not taken: the messages are dropped."""
-        window = (self.cfg.context_window if self.cfg.summary_model == self.model
-                  else context_window(self.cfg.summary_model))
+        """(the message standing for `old`, what was done): its summary, unless that was cut off or not smaller."""
+        model = self.cfg.summary_model
+        window = self.cfg.context_window if model == self.model else model_entry(WINDOWS, model, DEFAULT_WINDOW)
         request = [{"role": "system", "content":
                     "You summarise an AI agent's conversation and tool history so the agent can continue. Keep "
                     "the user's goals and requests, decisions, facts learned, files and commands involved, and "
@@ -2032,11 +1913,10 @@ class Agent:
         old_tokens = estimate_tokens(old)
         limit = max(32, min(2000, old_tokens // 2, self.cfg.context_window // 4))
         try:
-            result = self.chat(request, contract=False, model=self.cfg.summary_model, max_tokens=limit)
+            result = self.chat(request, contract=False, model=model, max_tokens=limit)
         except (UserError, TransientError) as e:
-            raise type(e)("compacting the history failed (summary model %s, GROK_SUMMARY_MODEL): %s"
-                          % (self.cfg.summary_model, e))
-        self.add_cost(result.usage, self.cfg.summary_model, kind="compaction")
+            raise type(e)("compacting the history failed (summary model %s, GROK_SUMMARY_MODEL): %s" % (model, e))
+        self.add_cost(result.usage, model, kind="compaction")
         text, cut_off = (result.content or "").strip(), result.finish_reason == "length"
         how = "compacted %d older messages into a summary" % len(old)
         summary = "[Summary of the earlier conversation, compacted]\n" + text
@@ -2052,9 +1932,8 @@ class Agent:
 
 
 def compact_cut(history, keep, room):
-    """Where the kept tail starts, or None: about `keep` messages from the end, fewer while they pass
-    `room` tokens, at an assistant reply, so tool results stay with their calls and the summary (a
-    user message) keeps the roles alternating."""
+    """Where the kept tail starts, or None: about `keep` messages from the end, fewer while they pass `room`
+    tokens, at an assistant reply: tool results stay with their calls, and the summary keeps roles alternating."""
     cut = None
     for i, m in enumerate(history):
         if i >= 2 and m.get("role") == "assistant" and (
@@ -2070,8 +1949,7 @@ def transcript(messages, window):
     if len(text) <= limit:
         return text
     head = limit // 3
-    return "%s\n[... %d characters omitted ...]\n%s" % (text[:head], len(text) - limit,
-                                                       text[-(limit - head):])
+    return "%s\n[... %d characters omitted ...]\n%s" % (text[:head], len(text) - limit, text[-(limit - head):])
 
 
 def final_reply(text):
@@ -2097,14 +1975,11 @@ def tool_results_message(results, note=None):
     if failed:
         text += ("\n\n[Self-correction] These tool calls failed: %s. Before you go on, work out what went wrong "
                  "and adjust: wrong arguments, a missing prerequisite, or another tool." % "; ".join(failed))
-    if note:
-        text += "\n\n" + note
-    return text
+    return text + "\n\n" + note if note else text
 
 
 def clean_text(text):
-    """Text with undecodable input bytes (surrogate escapes from stdin or argv) replaced by U+FFFD,
-    so it can be encoded as UTF-8 for the request and the session file."""
+    """Undecodable input bytes (surrogate escapes from stdin or argv) as U+FFFD, so the text encodes as UTF-8."""
     try:
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     except UnicodeEncodeError:
@@ -2118,16 +1993,14 @@ def failure_reason(output):
     return reason if len(reason) <= 100 else reason[:97] + "..."
 
 
-WINDOW_KEYS = ("num_ctx", "n_ctx", "max_model_len", "context_length", "context_window", "max_context_length")
-
-
 def find_window(obj, depth=0):
     """The context window in a server's self-description: the first positive integer under a known
     key (Ollama's "llama.context_length" too, and num_ctx in its parameters text), a few levels deep."""
     import re
+    keys = ("num_ctx", "n_ctx", "max_model_len", "context_length", "context_window", "max_context_length")
     for key, value in obj.items() if isinstance(obj, dict) else ():
         found = re.search(r"\bnum_ctx\s+(\d+)", value) if key == "parameters" and isinstance(value, str) else None
-        if found or (str(key).split(".")[-1] in WINDOW_KEYS and type(value) is int and value > 0):
+        if found or (str(key).split(".")[-1] in keys and type(value) is int and value > 0):
             return int(found.group(1)) if found else value
     children = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, list) else ()
     return next(filter(None, (find_window(c, depth + 1) for c in children)), None) if depth < 3 else None
@@ -2146,11 +2019,9 @@ def api_error(e, cfg):
     msg = scrub(e.server_message())
     if e.status in RETRY_STATUSES:
         return TransientError("the server failed (HTTP %d): %s" % (e.status, msg))
-    what = {401: "the API key was rejected (HTTP 401, key from %s; set a valid GROK_API_KEY)"
-                 % cfg.key_source,
+    what = {401: "the API key was rejected (HTTP 401, key from %s; set a valid GROK_API_KEY)" % cfg.key_source,
             403: "access denied (HTTP 403): the key lacks permission or credits",
-            404: "not found (HTTP 404) at %s: check GROK_BASE_URL and the model %r" % (cfg.base_url,
-                                                                                       cfg.model)}
+            404: "not found (HTTP 404) at %s: check GROK_BASE_URL and the model %r" % (cfg.base_url, cfg.model)}
     if e.status in what:
         return UserError("%s: %s" % (what[e.status], msg))
     hint = " (check the model name: -m/GROK_MODEL)" if "model" in msg.lower() else ""
@@ -2161,17 +2032,14 @@ def api_error(e, cfg):
 
 def tolerate_unencodable(stream):
     """Print "?" for what the stream cannot encode (a lone surrogate, non-ASCII text on an ASCII terminal)."""
-    try:
+    with suppress(AttributeError, ValueError, OSError):
         stream.reconfigure(errors="replace")
-    except (AttributeError, ValueError, OSError):
-        pass
 
 
 def ask_tty(prompt):
     """Read one answer from the controlling terminal; None when there is none, "" on Ctrl-D."""
-    # Raw fd I/O: open("/dev/tty", "r+") fails on every terminal (a tty is not seekable).
-    try:
-        fd = os.open("/dev/tty", os.O_RDWR | getattr(os, "O_NOCTTY", 0))
+    try:        # unbuffered: open("/dev/tty", "r+") fails on every terminal (a tty is not seekable)
+        tty = open(os.open("/dev/tty", os.O_RDWR | getattr(os, "O_NOCTTY", 0)), "r+b", buffering=0)
     except OSError:
         return None
     keys = EscKey.active
@@ -2179,18 +2047,15 @@ def ask_tty(prompt):
         keys.lock.acquire()         # the Esc watcher stops reading; the terminal edits lines again
         keys.mode(watching=False)
     try:
-        os.write(fd, prompt.encode("utf-8", "replace"))
-        line = chunk = os.read(fd, 1024)
-        while chunk and not line.endswith(b"\n"):
-            chunk = os.read(fd, 1024)
-            line += chunk
+        tty.write(prompt.encode("utf-8", "replace"))
+        line = tty.readline()
     except OSError:
         return None
     except KeyboardInterrupt:
-        os.write(fd, b"\n")        # the cancel notice then starts on its own line
+        tty.write(b"\n")        # the cancel notice then starts on its own line
         raise
     finally:
-        os.close(fd)
+        tty.close()
         if keys:
             keys.lock.release()
             keys.mode(watching=True)
@@ -2198,25 +2063,21 @@ def ask_tty(prompt):
 
 
 class EscKey:
-    """`with keys:` around a turn on a terminal: a lone Esc cancels it as Ctrl-C does (SIGINT to the
-    main thread). Meanwhile the terminal is non-canonical without echo; what is typed is kept for
-    the next prompts (take()). ask_tty() pauses the watcher to ask the person."""
+    """`with keys:` around a turn on a terminal: a lone Esc cancels it as Ctrl-C does (SIGINT to the main thread).
+    Meanwhile the terminal is non-canonical without echo; what is typed is kept for the next prompts (take())."""
     active = None
 
     def __init__(self, fd):
         import termios
-        try:
-            self.saved = termios.tcgetattr(fd) if fd is not None else None    # the terminal as it is restored
-        except termios.error:
-            self.saved = None
-        self.fd, self.typed, self.lock = fd, b"", threading.Lock()     # lock: held by the watcher while it reads
+        self.fd, self.typed, self.lock, self.saved = fd, b"", threading.Lock(), None    # lock: held while watch() reads
+        with suppress(termios.error):
+            self.saved = fd is not None and termios.tcgetattr(fd)      # the terminal as it is restored
 
     def __enter__(self):
         if self.saved:
             self.mode(watching=True)
             EscKey.active = self
             threading.Thread(target=self.watch, daemon=True).start()
-        return self
 
     def __exit__(self, *exc):
         if EscKey.active is self:
@@ -2231,10 +2092,8 @@ class EscKey:
         if watching:
             attrs[3] &= ~(termios.ICANON | termios.ECHO)
             attrs[6][termios.VMIN], attrs[6][termios.VTIME] = 1, 0
-        try:
+        with suppress(termios.error):      # the terminal is gone (SIGHUP follows)
             termios.tcsetattr(self.fd, termios.TCSANOW, attrs)
-        except termios.error:
-            pass        # the terminal is gone (SIGHUP follows)
 
     def watch(self):
         import select
@@ -2253,9 +2112,7 @@ class EscKey:
                 self.typed += data
 
     def take(self):
-        """(the first whole line typed meanwhile or None, the unfinished rest), edited as the
-        terminal would have: escape sequences dropped, backspaces applied."""
-        import re
+        """(the first whole line typed meanwhile or None, the unfinished rest), edited as the terminal would."""
         text = self.typed.decode("utf-8", "replace")
         text, n = re.sub(r"\x1b(\[[0-?]*[ -/]*[@-~]|O.)?|[^\n\t\x7f\b -\U0010ffff]", "", text), 1
         while n:        # a backspace deletes the character before it, never a line already entered
@@ -2274,8 +2131,7 @@ class TerminalUI(UI):
             tolerate_unencodable(stream)
         self.color = not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb" and self.out.isatty()
         self.streamed = self.open_line = False
-        self.lock = threading.RLock()       # the waiting line is redrawn from its own thread
-        self.waiter = None
+        self.lock, self.waiter = threading.RLock(), None      # the waiting line is redrawn from its own thread
 
     def paint(self, code, text):
         return "\033[%sm%s\033[0m" % (code, text) if self.color else text
@@ -2292,25 +2148,23 @@ class TerminalUI(UI):
     def waiting(self, text_of):
         """On a terminal: text_of(seconds waited) now and every second, until the next output."""
         self.wait_stop()
-        if not self.out.isatty() or os.environ.get("TERM") == "dumb":     # no cursor movement there
-            return
-        stop, started = threading.Event(), time.time()
-        self.waiter = stop
+        if self.out.isatty() and os.environ.get("TERM") != "dumb":     # it moves the cursor
+            self.waiter = threading.Event()
+            threading.Thread(target=self.tick, args=(self.waiter, text_of, time.time()), daemon=True).start()
 
-        def tick():
-            while not stop.is_set():
-                with self.lock:
-                    if not stop.is_set():
-                        self.show_wait(text_of(int(time.time() - started)))
-                stop.wait(1)
-        threading.Thread(target=tick, daemon=True).start()
+    def tick(self, stop, text_of, started):
+        while not stop.is_set():
+            with self.lock:
+                if not stop.is_set():
+                    self.show_wait(text_of(int(time.time() - started)))
+            stop.wait(1)
 
     def wait_stop(self):
         with self.lock:
             if self.waiter:
                 self.waiter.set()
                 self.waiter = None
-                self.hide_wait()
+                self.show_wait("")
 
     def pause(self):
         """Before a notice or a question: the waiting line goes, a streamed line is ended."""
@@ -2320,10 +2174,8 @@ class TerminalUI(UI):
             self.open_line = False
 
     def show_wait(self, text):
-        self.raw("\r\033[K" + self.paint("90", text))
-
-    def hide_wait(self):
-        self.raw("\r\033[K")
+        """The waiting line shows text; "" erases it."""
+        self.raw("\r\033[K" + (text and self.paint("90", text)))
 
     def step_start(self, step):
         self.streamed = self.open_line = False
@@ -2352,8 +2204,7 @@ class TerminalUI(UI):
 
     def notice(self, text):
         self.pause()
-        sys.stderr.write(self.paint("33", visible(text)) + "\n")
-        sys.stderr.flush()
+        print(self.paint("33", visible(text)), file=sys.stderr, flush=True)
 
     def approve(self, call):
         """Shows exactly what would run; asks again until the answer is y, n (the default), a or s."""
@@ -2396,10 +2247,8 @@ def setup_readline(data_dir):
         import readline
     except ImportError:
         return None
-    try:
+    with suppress(OSError):
         readline.read_history_file(os.path.join(data_dir, "history"))
-    except OSError:
-        pass
     readline.set_history_length(1000)
     return readline
 
@@ -2409,85 +2258,65 @@ def save_history(readline, data_dir):
     if readline is None or data_dir_problem(data_dir):
         return
     import tempfile
-    try:
+    with suppress(OSError):
         fd, tmp = tempfile.mkstemp(dir=data_dir, prefix=".history-")
         os.close(fd)
         readline.write_history_file(tmp)
         os.replace(tmp, os.path.join(data_dir, "history"))
-    except OSError:
-        pass
 
 
 def read_line(interactive, keys, prompt="> "):
     """One message, stripped. Piped: one line. On a terminal, a line typed during the last turn, else several
     when a line ends in \\ (typed on after "... ") or when more lines are already waiting (a paste)."""
     if not interactive:
-        line = sys.stdin.readline()
-        if not line:
-            raise EOFError
-        return line.strip()
+        return input().strip()      # EOFError at the end
     line, rest = keys.take()
     if line is not None:
         sys.stdout.write(prompt + line + "\n")
         return line.strip()
     import select
-    lines = [rest + input_with_ticks(prompt + rest)]     # an unfinished line typed meanwhile leads on
-    while lines[-1].endswith("\\") or select.select([sys.stdin], [], [], 0.01)[0]:
-        more = lines[-1].endswith("\\")
-        lines[-1] = lines[-1][:-1] if more else lines[-1]
-        try:
-            lines.append(input_with_ticks("... " if more else ""))
-        except EOFError:
-            break
+    import signal
+    # A no-op SIGALRM 4 times a second: CPython's readline waits in select() and handles signals only when that
+    # returns, so a Ctrl-C or SIGTERM arriving just before it starts waiting would be seen at the next key press.
+    previous = signal.signal(signal.SIGALRM, lambda signum, frame: None)
+    signal.setitimer(signal.ITIMER_REAL, 0.25, 0.25)
+    try:
+        lines = [rest + input(prompt + rest)]     # an unfinished line typed meanwhile leads on
+        while lines[-1].endswith("\\") or select.select([sys.stdin], [], [], 0.01)[0]:
+            more = lines[-1].endswith("\\")
+            lines[-1] = lines[-1][:-1] if more else lines[-1]
+            try:
+                lines.append(input("... " if more else ""))
+            except EOFError:
+                break
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
     text = "\n".join(lines)
     return text.rstrip().lstrip("\n") if "\n" in text else text.strip()
 
 
-def input_with_ticks(prompt):
-    """input(), woken 4 times a second by a no-op SIGALRM. CPython's readline waits in
-    select() and handles signals only when that returns: a Ctrl-C or SIGTERM arriving just
-    before it starts waiting would otherwise be seen only at the next key press."""
-    import signal
-    previous = signal.signal(signal.SIGALRM, lambda signum, frame: None)
-    signal.setitimer(signal.ITIMER_REAL, 0.25, 0.25)
-    try:
-        return input(prompt)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-def repl_command(agent, ui, name, arg, commands, help_text):
-    if name in ("/help", "/?"):
-        ui.write(help_text + "\n")
-    elif name == "/clear":
-        agent.reset([])
-        agent.context_tokens = 0
-        ui.write("conversation cleared\n")
-    elif name == "/model":
-        agent.model = agent.cfg.model = arg or agent.model
-        ui.write("model: %s (known: %s)\n" % (agent.model, ", ".join(sorted(PRICES))))
-    elif name in commands:
-        commands[name](arg)
-    else:
-        ui.notice("unknown command %s (try /help)" % name)
-
-
-def repl_line(agent, ui, line, keys, commands, help_text):
-    """Run one message or command: "exit" to leave the REPL, else its exit code (0: fine). Ctrl-C must
-    not end the REPL wherever it lands: in a command (/compact), or a second one while a turn is
-    being cancelled (run_turn turns the first into Cancelled)."""
+def run_line(agent, ui, line, keys, commands, help_text):
+    """Run one message or command; its exit code (0: fine). Ctrl-C must not end the REPL wherever it lands: in a
+    command (/compact), or a second one while a turn is being cancelled (run_turn turns the first into Cancelled)."""
     name, _, arg = line.partition(" ") if line.startswith("/") else ("", "", "")
-    if name in ("/exit", "/quit", "/q"):
-        return "exit"
-    if not line.strip():
-        return 0
     try:
         with keys:
-            if name:
-                repl_command(agent, ui, name, arg.strip(), commands, help_text)
-            else:
+            if not name:
                 agent.run_turn(line)
+            elif name in ("/help", "/?"):
+                ui.write(help_text + "\n")
+            elif name == "/clear":
+                agent.reset([])
+                agent.context_tokens = 0
+                ui.write("conversation cleared\n")
+            elif name == "/model":
+                agent.model = agent.cfg.model = arg.strip() or agent.model
+                ui.write("model: %s (known: %s)\n" % (agent.model, ", ".join(sorted(PRICES))))
+            elif name in commands:
+                commands[name](arg.strip())
+            else:
+                ui.notice("unknown command %s (try /help)" % name)
     except (KeyboardInterrupt, Cancelled):
         if not name:
             agent.settle_cancelled()        # run_turn settles a cancel too; settling twice is harmless
@@ -2500,21 +2329,6 @@ def repl_line(agent, ui, line, keys, commands, help_text):
     return 0
 
 
-def next_message(ui, interactive, keys, before_prompt):
-    """The next line to run: "" after a Ctrl-C at the prompt, None at the end of the input."""
-    try:
-        if before_prompt:
-            before_prompt()
-        return read_line(interactive, keys)
-    except EOFError:
-        if interactive:
-            ui.write("\n")
-        return None
-    except KeyboardInterrupt:
-        ui.write("\n")
-        return ""
-
-
 def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="grok", first=""):
     """The read-eval-print loop shared by grok and grok-detailed; `first` is sent before the first
     prompt. Piped, the exit code is the last failed turn's (0 if none failed)."""
@@ -2525,24 +2339,27 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="gro
         ui.write("%s %s · %s · /help for commands, Ctrl-D to quit\n" % (prog, __version__, agent.model))
     status, line = 0, first
     try:
-        while line is not None:
-            done = repl_line(agent, ui, line, keys, commands or {}, help_text)
-            if done == "exit":
+        while line.partition(" ")[0] not in ("/exit", "/quit", "/q"):
+            turn = line.strip() and not line.startswith("/")      # piped: no prompt, so before_prompt after each turn
+            if line.strip():
+                status = run_line(agent, ui, line, keys, commands or {}, help_text) or status
+            try:
+                if before_prompt and (interactive or turn):
+                    before_prompt()
+                line = read_line(interactive, keys)
+            except EOFError:
+                if interactive:
+                    ui.write("\n")
                 break
-            status = done or status
-            turn = line.strip() and not line.startswith("/")      # piped: no prompt, so after each turn
-            line = next_message(ui, interactive, keys, before_prompt if interactive or turn else None)
+            except KeyboardInterrupt:      # at the prompt: a new one
+                ui.write("\n")
+                line = ""
     finally:
         save_history(rl, agent.cfg.data_dir)
     return 0 if interactive else status
 
 
 # --- Front end: headless ---
-
-def event_line(event):
-    # ASCII-only JSON: any stdout encoding works, and lone surrogates from the model cannot crash a write.
-    return json.dumps(event, ensure_ascii=True, separators=(",", ":")) + "\n"
-
 
 def silence(fd=1):
     """The reader of stdout (fd 1) or stderr went away, or it was closed from the start: what is still
@@ -2585,10 +2402,9 @@ class OutputClosed(GrokError):
 
 
 def allow_matches(call, patterns):
-    """--allow: a shell glob on the bash command, a path glob on the other tools' path. In a command,
-    `*` does not stand for shell operators: `git *` allows `git log`, not `git log; rm -rf ~` (every
-    operator in the command is in the pattern, or the pattern is `*`). A path is matched resolved
-    (`..` and symlinks followed): a relative pattern only inside the working directory."""
+    """--allow: a shell glob on the bash command, a path glob on the other tools' path. In a command, `*` stands
+    for no shell operator: `git *` allows `git log`, not `git log; rm -rf ~` (every operator in the command is in
+    the pattern, or it is `*`). A path is matched resolved (`..`, symlinks): a relative pattern only inside cwd."""
     import fnmatch
     value = call.args.get("command" if call.name == "bash" else "path") or ("." if call.name == "list_files" else "")
     if not isinstance(value, str) or not value:
@@ -2603,30 +2419,24 @@ def allow_matches(call, patterns):
 
 
 class HeadlessUI(UI):
-    """`grok -p`: the JSONL event stream on stdout (--format json), the answer alone with progress on
-    stderr (--format text), or xAI's CLI's thought/text/end/error events (--output-format streaming-json).
-    Every hook runs on the main thread, so events never interleave."""
+    """`grok -p`: JSONL events (--format json), the answer alone with progress on stderr (text), or xAI's CLI's
+    thought/text/end/error events (streaming-json). Every hook runs on the main thread: events never interleave."""
 
-    def __init__(self, fmt, allow, always_approve):
+    def __init__(self, fmt, allow=(), always_approve=False):
         self.json, self.events = fmt == "json", fmt == "streaming-json"
-        self.allow, self.always_approve = allow or [], always_approve
+        self.allow, self.always_approve = allow, always_approve
         self.session_id, self.step, self.last = None, 0, {}
-        self.pipe_gone = False      # the reader of stdout went away
-        self.partial = False        # a write was cut off mid-line (an interrupt)
-        self.printed = ""           # text mode: the answer text already on stdout
-        self.attempt = ""           # text mode: the answer text of the stream in progress
+        self.partial = False                    # a write was cut off mid-line (an interrupt)
+        self.printed = self.attempt = ""        # text mode: the answer text on stdout; that of the stream going on
         tolerate_unencodable(sys.stdout)
         self.shown = visible if not self.json and sys.stdout.isatty() else str     # the answer on a terminal
 
     def write(self, text):
-        if self.pipe_gone:
-            raise OutputClosed("stdout was closed")
         text, self.partial = "\n" + text if self.partial else text, True
         try:
             sys.stdout.write(text)
             sys.stdout.flush()
         except BrokenPipeError:
-            self.pipe_gone = True
             silence()
             raise OutputClosed("stdout was closed")
         self.partial = False
@@ -2640,7 +2450,8 @@ class HeadlessUI(UI):
             if kind != "error":
                 event["stepNumber"] = self.step
         event.update(fields)
-        self.write(event_line(scrub_all(event)))
+        # ASCII-only JSON: any stdout encoding works, and lone surrogates from the model cannot crash a write.
+        self.write(json.dumps(scrub_all(event), ensure_ascii=True, separators=(",", ":")) + "\n")
 
     def out(self, text):
         """Answer text: on stdout (escapes made visible on a terminal), or as a `text` event."""
@@ -2649,7 +2460,12 @@ class HeadlessUI(UI):
     def end(self, turn):
         reason = {"length": "MaxTokens", "content_filter": "Refusal"}.get(self.last.get("finish_reason"), "EndTurn")
         self.emit("end", stopReason=reason, num_turns=self.step, sessionId=self.session_id,
-                  requestId=self.last.get("id"), usage=event_usage(turn, turn["cost"]))
+                  requestId=self.last.get("id"), usage=self.usage(turn, turn["cost"]))
+
+    def usage(self, n, cost_usd):
+        """usage_numbers() for events; reasoning is billed as output; costUsdTicks is in 1e-6 USD."""
+        return {"inputTokens": int(n["input"]), "outputTokens": int(n["output"] + n["reasoning"]),
+                "totalTokens": int(n["total"]), "costUsdTicks": int(round(cost_usd * 1e6))}
 
     def thought(self, text):
         if self.events:
@@ -2666,7 +2482,7 @@ class HeadlessUI(UI):
         return code
 
     def step_start(self, step):
-        self.step, self.attempt = step, ""
+        self.step = step
         if self.json:
             self.emit("step_start")
 
@@ -2705,7 +2521,7 @@ class HeadlessUI(UI):
     def step_finish(self, step, info):
         self.last = info
         if self.json:
-            self.emit("step_finish", finishReason=info["finish_reason"], usage=event_usage(info["tokens"], info["cost"]))
+            self.emit("step_finish", finishReason=info["finish_reason"], usage=self.usage(info["tokens"], info["cost"]))
 
     def answer(self, text):
         if self.json:
@@ -2727,12 +2543,6 @@ class HeadlessUI(UI):
         raise AgentError("Tool `%s` denied: %s not in allowlist: %s%s (allow it with --allow PATTERN or "
                          "--always-approve)" % (call.name, "command" if call.name == "bash" else "path",
                                                 call.shown[:200], "..." if len(call.shown) > 200 else ""))
-
-
-def event_usage(n, cost_usd):
-    """usage_numbers() for events; reasoning is billed as output; costUsdTicks is in 1e-6 USD."""
-    return {"inputTokens": int(n["input"]), "outputTokens": int(n["output"] + n["reasoning"]),
-            "totalTokens": int(n["total"]), "costUsdTicks": int(round(cost_usd * 1e6))}
 
 
 def read_prompt(prompt, notice):
@@ -2765,25 +2575,22 @@ def headless(args, cfg):
     ui.session_id = agent.session.id
 
     def close_failed_turn(reason):      # a history that --resume can continue
-        agent.settle_cancelled("[the turn failed: %s]" % reason, "[the turn stopped before these tool calls ran: %s]"
-                               % reason)
+        agent.settle_cancelled("[the turn failed: %s]" % reason,
+                               "[the turn stopped before these tool calls ran: %s]" % reason)
     try:
         agent.run_turn(prompt)
         if ui.events:
             ui.end(agent.turn)
         return 0
-    except OutputClosed:
-        close_failed_turn("stdout was closed")
-        return 0
-    except (Cancelled, KeyboardInterrupt, Terminated) as e:     # run_turn settled these; again is harmless
+    except (Cancelled, KeyboardInterrupt):      # run_turn settled these; again is harmless
         agent.settle_cancelled()
-        if isinstance(e, Terminated):
-            signum = e.args[0] if e.args else 15
-            return ui.fail("terminated by signal %d" % signum, 128 + signum)
         return ui.fail("interrupted: the turn was cancelled", 130)
+    except Terminated as e:
+        agent.settle_cancelled()
+        return ui.fail("terminated by signal %d" % e.args[0], 128 + e.args[0])
     except GrokError as e:
         close_failed_turn(str(e))
-        return ui.fail(str(e), e.exit_code)
+        return 0 if isinstance(e, OutputClosed) else ui.fail(str(e), e.exit_code)     # the reader went away
     except Exception as e:
         if os.environ.get("GROK_DEBUG"):
             raise
@@ -2794,11 +2601,10 @@ def headless(args, cfg):
 
 
 def open_agent(cfg, ui, contract, args, new_if_busy=False):
-    """A new agent, or one resuming --resume ID / -c (latest); a new one, with a notice, if
-    another process has that session and new_if_busy (the REPL)."""
+    """A new agent, or one resuming --resume ID / -c (latest); if that one is busy and new_if_busy, a new one."""
     session_id = args.resume and find_session(cfg.data_dir, args.resume)
     if args.cont and not session_id:
-        session_id = latest_session_id(cfg.data_dir)
+        session_id = next((s[0] for s in list_sessions(cfg.data_dir) if s[2]), None)     # the newest typed into
         if not session_id:
             raise UserError("no session to continue in %s" % os.path.join(cfg.data_dir, "sessions"))
         ui.notice("continuing session %s" % session_id)
@@ -3359,12 +3165,9 @@ def arg_parser(prog="grok", description=None):
             self.print_usage(sys.stderr)
             raise UserError(message)
 
-    def formatter(prog):
-        # An explicit width, or argparse imports shutil (with bz2, lzma, zlib: 2.5 ms) on every start.
-        return argparse.RawDescriptionHelpFormatter(prog, width=terminal_width() - 2)
-
-    p = Parser(prog=prog, description=description or "A minimal agent harness for xAI's Grok models.",
-               formatter_class=formatter, epilog=ENV_HELP)
+    # An explicit width, or argparse imports shutil (with bz2, lzma, zlib: 2.5 ms) on every start.
+    p = Parser(prog=prog, description=description or "A minimal agent harness for xAI's Grok models.", epilog=ENV_HELP,
+               formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(prog, width=terminal_width() - 2))
     p.add_argument("--version", action="version", version="%(prog)s " + __version__)
     p.add_argument("-m", "--model", help="model id (default $GROK_MODEL or %s)" % DEFAULT_MODEL)
     p.add_argument("--reasoning-effort", "--effort", dest="effort", choices=("low", "medium", "high"),
@@ -3410,8 +3213,7 @@ exit codes: 0 ok, 1 user error, 2 network/server, 3 agent or tool error, 4 inter
 
 
 def xai_cli_argv(argv):
-    """xAI's CLI's command line in ours: `grok agent [--no-leader] [...] stdio` is --acp, and its
-    --no-subagents and --no-plan have nothing to turn off."""
+    """xAI's CLI's command line in ours: `grok agent [...] stdio` is --acp; its other flags here turn nothing off."""
     if argv[:1] == ["agent"]:
         if "stdio" not in argv[1:]:
             sys.stderr.write("grok: usage: grok agent [--always-approve] [--model M] stdio\n")
@@ -3459,46 +3261,37 @@ def on_signal(signum, frame):
     raise Terminated(signum)
 
 
-def reopen_closed_stdio():
-    """A standard stream closed from the start (`grok -p hi >&-`) becomes /dev/null."""
-    for fd, name in enumerate(("stdin", "stdout", "stderr")):
+def guarded(prog, body, on_error=None):
+    """body(), every failure a message on stderr and an exit code; on_error(message) reports it elsewhere too."""
+    for fd, name in enumerate(("stdin", "stdout", "stderr")):      # closed from the start (`grok -p hi >&-`)
         try:
             os.fstat(fd)
         except OSError:
             silence(fd)
             setattr(sys, name, open(fd, "w" if fd else "r", closefd=False))
-
-
-def guarded(prog, body, on_error=None):
-    """Run body() and turn every failure into a message on stderr and an exit code;
-    on_error(message) also reports it elsewhere (headless JSON: an `error` event)."""
-    report = on_error or (lambda message: None)
-    reopen_closed_stdio()
     sys.stderr = QuietStderr(sys.stderr)
     try:
         catch_signals(on_signal)
         return body()
     except GrokError as e:
-        sys.stderr.write("%s: %s\n" % (prog, visible(scrub(str(e)))))
-        report(str(e))
-        return e.exit_code
+        message, code = str(e), e.exit_code
+        sys.stderr.write("%s: %s\n" % (prog, visible(scrub(message))))
     except KeyboardInterrupt:
+        message, code = "interrupted", 130
         sys.stderr.write("\n")
-        report("interrupted")
-        return 130
     except Terminated as t:
-        report("terminated by signal %d" % t.args[0])
-        return 128 + t.args[0]
+        message, code = "terminated by signal %d" % t.args[0], 128 + t.args[0]
     except BrokenPipeError:
         silence()
         return 0
     except Exception as e:
         if os.environ.get("GROK_DEBUG"):
             raise
-        message = scrub("internal error: %s: %s" % (type(e).__name__, e))
+        message, code = scrub("internal error: %s: %s" % (type(e).__name__, e)), 4
         sys.stderr.write("%s: %s (set GROK_DEBUG=1 for a traceback)\n" % (prog, visible(message)))
-        report(message)
-        return 4
+    if on_error:
+        on_error(message)
+    return code
 
 
 def json_requested(argv):
@@ -3518,23 +3311,19 @@ def list_models(argv):
     if set(argv) - {"--json"}:
         raise UserError("usage: grok models [--json]")
     cfg = Config(require_key=False)
-    ids = server_models(cfg) or list(WINDOWS)
-    rows = [{"id": i, "default": i == cfg.model} for i in (ids if cfg.model in ids else [cfg.model] + ids)]
-    print(json.dumps({"models": rows}) if "--json" in argv else
-          "\n".join(("* %s (default)" if row["default"] else "- %s") % row["id"] for row in rows))
-    return 0
-
-
-def server_models(cfg):
-    """The model ids {base}/models lists; None, with a note on stderr, if it cannot be read."""
     try:
         from urllib.request import Request, urlopen
         request = Request(cfg.base_url + "/models", headers={"Authorization": "Bearer " + (cfg.api_key or "")})
         data = json.loads(urlopen(request, timeout=min(cfg.timeout or 15, 15)).read())["data"]
-        return [m["id"] for m in data if m["id"].isprintable() and " " not in m["id"]]
+        ids = [m["id"] for m in data if m["id"].isprintable() and " " not in m["id"]] or list(WINDOWS)
     except Exception as e:          # unreachable, refused, not a model list: the built-in table
         sys.stderr.write(visible(scrub("grok: cannot list the models of %s (%s); the built-in list follows"
                                        % (cfg.base_url, (str(e) or type(e).__name__)[:200]))) + "\n")
+        ids = list(WINDOWS)
+    rows = [{"id": i, "default": i == cfg.model} for i in (ids if cfg.model in ids else [cfg.model] + ids)]
+    print(json.dumps({"models": rows}) if "--json" in argv else
+          "\n".join(("* %s (default)" if row["default"] else "- %s") % row["id"] for row in rows))
+    return 0
 
 
 def main(argv=None):
@@ -3547,10 +3336,8 @@ def main(argv=None):
     def on_error(message):
         if json_errors[0]:
             try:
-                sys.stdout.write(event_line({"type": "error", "timestamp": int(time.time() * 1000),
-                                             "message": scrub(message)}))
-                sys.stdout.flush()
-            except OSError:
+                HeadlessUI("json").emit("error", message=message)
+            except (OutputClosed, OSError):
                 silence()
 
     def body():
