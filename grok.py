@@ -354,15 +354,14 @@ def visible(text, newlines=True):
 # --- HTTP client: keep-alive, retries with backoff, SSE ---
 
 def json_bytes(obj):
-    """UTF-8 JSON for the wire and the session file. A lone surrogate (from a non-UTF-8 file
-    name) becomes a \\u escape, which is valid JSON, instead of an encoding error."""
+    """UTF-8 JSON; a lone surrogate (from a non-UTF-8 file name) becomes a valid \\u escape, not an encoding error."""
     return json.dumps(obj, ensure_ascii=False).encode("utf-8", "backslashreplace")
 
 
-def parse_retry_after(value, now=None):
-    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date), or None."""
+def parse_retry_after(value, now=None, per_second=1):
+    """Seconds to wait from a Retry-After header (delta-seconds, or units of 1/per_second, or an HTTP date), or None."""
     try:
-        seconds = float(value)
+        seconds = float(value) / per_second
     except (TypeError, ValueError):
         import email.utils
         try:
@@ -394,7 +393,7 @@ class Client:
         self.proxy = find_proxy(u.scheme, self.host)
         # through a plain-http proxy the request line names the whole URL; https goes through a CONNECT tunnel
         self.prefix = ("http://" + u.netloc if self.proxy and not self.https else "") + u.path.rstrip("/")
-        self.api_key = api_key
+        self.headers = {"Content-Type": "application/json", "Authorization": "Bearer " + (api_key or "")}
         self.timeout, self.max_retries, self.backoff = timeout, max_retries, backoff
         self.notice = notice or (lambda text: None)
         self.conv_id = None
@@ -415,21 +414,13 @@ class Client:
             if hide_ssl:
                 del sys.modules["ssl"]
         kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
-        conn = kind(*(self.proxy or (self.host, self.port)), timeout=self.timeout)
+        timeout = min(self.timeout or CONNECT_TIMEOUT, CONNECT_TIMEOUT)      # to connect: _send then sets GROK_TIMEOUT
+        conn = kind(*(self.proxy or (self.host, self.port)), timeout=timeout)
         if self.proxy and self.https:
             conn.set_tunnel(self.host, self.port)
-        conn._create_connection = self._open_socket
         with self._lock:
             self._busy.add(conn)
         return conn, False
-
-    def _open_socket(self, address, timeout=None, source_address=None):
-        """http.client's socket.create_connection, with a shorter timeout for the connect itself."""
-        import socket
-        limit = CONNECT_TIMEOUT if timeout is None else min(timeout, CONNECT_TIMEOUT)
-        sock = socket.create_connection(address, limit, source_address)
-        sock.settimeout(timeout)
-        return sock
 
     def _release(self, conn, reusable):
         with self._lock:
@@ -440,16 +431,14 @@ class Client:
         conn.close()
 
     def abort(self):
-        """Break every request in flight (called from another thread to cancel). Our own reference to
-        each socket: http.client drops conn.sock while it reads a reply the server will close."""
+        """Break every request in flight (from another thread, to cancel). conn.reading is our own reference to
+        the socket: http.client drops conn.sock while it reads a reply the server will close."""
         import socket
         with self._lock:
             busy = list(self._busy)
         for conn in busy:
-            sock = conn.sock or getattr(conn, "reading", None)
-            if sock is not None:
-                with suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
+            with suppress(OSError, AttributeError):     # (AttributeError: no socket opened yet)
+                (conn.sock or conn.reading).shutdown(socket.SHUT_RDWR)
 
     def close(self):
         with self._lock:
@@ -457,15 +446,14 @@ class Client:
         for conn in idle:
             conn.close()
 
-    def _send(self, conn, reused, path, body, headers, cancel):
-        import http.client
+    def _send(self, conn, reused, method, path, body, headers, cancel):
         ssl = sys.modules.get("ssl")
-        closed = (http.client.RemoteDisconnected, ConnectionError) + ((ssl.SSLEOFError, ssl.SSLZeroReturnError)
-                                                                      if ssl else ())
+        closed = (ConnectionError,) + ((ssl.SSLEOFError, ssl.SSLZeroReturnError) if ssl else ())
         for again in (reused, False):
             try:
-                conn.request("POST", self.prefix + path, body, headers)
+                conn.request(method, path, body, headers)
                 conn.reading = conn.sock
+                conn.sock.settimeout(self.timeout)
                 if cancel.is_set():      # abort() may have come before the socket
                     raise Cancelled("cancelled")
                 return conn.getresponse()
@@ -477,28 +465,18 @@ class Client:
 
     def probe(self, path, payload=None):
         """The JSON answer to a GET (a POST with a payload) of `path` on the server's root, or None: one try."""
-        conn, reusable = self._connect()[0], False
-        import http.client
         root = self.prefix[:-3] if self.prefix.endswith("/v1") else self.prefix
         try:
-            conn.request("POST" if payload else "GET", root + path, payload and json_bytes(payload),
-                         {"Authorization": "Bearer " + (self.api_key or ""), "Content-Type": "application/json"})
-            resp = conn.getresponse()
-            data, reusable = resp.read(), not resp.will_close
-            return json.loads(data.decode("utf-8", "replace")) if resp.status == 200 else None
-        except (OSError, http.client.HTTPException, ValueError, RecursionError):
+            return self._attempt("POST" if payload else "GET", root + path, payload and json_bytes(payload),
+                                 self.headers, None, threading.Event(), None, REPLY_CAP)
+        except (GrokError, HTTPStatusError, RetryableFault, ContractError):
             return None
-        finally:
-            self._release(conn, reusable)
 
     def post(self, path, payload, on_stream=None, cancel=None, no_retry=None, cap=REPLY_CAP):
-        """The parsed JSON reply, or on_stream(reader) for an event stream.
-
-        Retries refused/dropped connections, timeouts, 429 and 5xx with backoff;
-        raises HTTPStatusError for other statuses, TransientError when retries run out."""
-        body = payload if isinstance(payload, bytes) else json_bytes(payload)
-        headers = {"Content-Type": "application/json", "Authorization": "Bearer " + (self.api_key or ""),
-                   "User-Agent": "grok.py/" + __version__}
+        """The JSON reply, or on_stream(reader) for an event stream; retries dropped connections, timeouts, 429
+        and 5xx with backoff (TransientError when they run out); other statuses raise HTTPStatusError."""
+        body = json_bytes(payload)
+        headers = {**self.headers, "User-Agent": "grok.py/" + __version__}
         if self.conv_id:
             headers["x-grok-conv-id"] = self.conv_id
         if on_stream:
@@ -507,12 +485,12 @@ class Client:
         attempt = breaks = 0
         while not cancel.is_set():
             try:
-                return self._attempt(path, body, headers, on_stream, cancel, no_retry, cap)
+                return self._attempt("POST", self.prefix + path, body, headers, on_stream, cancel, no_retry, cap)
             except RetryableFault as fault:
-                problem, retry_after = scrub(fault.problem), fault.retry_after
-                breaks += fault.broke
+                problem, retry_after, broke = fault.args
+                breaks += broke
                 if breaks == 2 and attempt < self.max_retries:  # again: the caller asks unstreamed, to see why
-                    raise StreamBroken(fault.problem)
+                    raise StreamBroken(problem)
             if cancel.is_set():
                 break
             attempt += 1
@@ -523,14 +501,13 @@ class Client:
             cancel.wait(delay)
         raise Cancelled("cancelled")
 
-    def _attempt(self, path, body, headers, on_stream, cancel, no_retry, cap):
-        """One request and its whole reply, read within GROK_TIMEOUT and `cap` bytes; RetryableFault
-        when another attempt may do better."""
+    def _attempt(self, method, path, body, headers, on_stream, cancel, no_retry, cap):
+        """One request and its whole reply, within GROK_TIMEOUT and `cap` bytes; RetryableFault if worth repeating."""
         conn, reused = self._connect()      # (imports http.client, without ssl for plain http)
         import http.client
         reusable, started = False, time.monotonic()
         try:
-            resp = self._send(conn, reused, path, body, headers, cancel)
+            resp = self._send(conn, reused, method, path, body, headers, cancel)
             reader = ReplyReader(resp, conn.reading, self.timeout and started + self.timeout, cap)
             if resp.status >= 300:
                 error = self._refusal(resp, reader, no_retry)
@@ -550,8 +527,7 @@ class Client:
             self._release(conn, reusable)
 
     def _refusal(self, resp, reader, no_retry):
-        """What a reply other than 2xx raises: a redirect a UserError, 429/5xx a RetryableFault (unless
-        no_retry(error)), any other status its HTTPStatusError."""
+        """The error a reply other than 2xx raises: 429/5xx a RetryableFault, unless no_retry(its HTTPStatusError)."""
         if resp.status < 400:
             return UserError("the server at %s answered HTTP %d, a redirect to %s: grok does not follow "
                              "redirects (the API key goes to GROK_BASE_URL only); set GROK_BASE_URL to the "
@@ -559,43 +535,40 @@ class Client:
         err = HTTPStatusError(resp.status, reader.read())
         if resp.status not in RETRY_STATUSES or (no_retry and no_retry(err)):
             return err
-        return RetryableFault("%s (HTTP %d): %s" % ("rate limited" if resp.status == 429 else "server error",
-                                                   resp.status, err.server_message()), retry_after_of(resp))
+        wait = parse_retry_after(resp.getheader("Retry-After"))
+        if wait is None:
+            wait = parse_retry_after(resp.getheader("retry-after-ms"), per_second=1000)     # OpenAI's
+        return RetryableFault(scrub("%s (HTTP %d): %s" % ("rate limited" if resp.status == 429 else "server error",
+                                                         resp.status, err.server_message())), wait, False)
 
     def _json(self, data):
         try:
             return json.loads(data.decode("utf-8", "replace"))
         except (ValueError, RecursionError):
             raise UserError(scrub("the server at %s did not answer with JSON (is GROK_BASE_URL an "
-                                  "OpenAI-compatible API?): %r" % (self.host, data[:120]), (self.api_key,)))
+                                  "OpenAI-compatible API?): %r" % (self.host, data[:120])))
 
 
 class RetryableFault(Exception):
-    """A failed attempt worth repeating: what went wrong, the seconds the server asked to wait (or None),
-    and whether it was a reply stream that broke off."""
-
-    def __init__(self, problem, retry_after=None, broke=False):
-        Exception.__init__(self, problem)
-        self.problem, self.retry_after, self.broke = problem, retry_after, broke
+    """A failed attempt worth repeating. args: what went wrong (scrubbed), the seconds the server asked to wait
+    (or None), whether a reply stream broke off."""
 
 
 class ReplyReader:
-    """A response body read within a deadline for the whole reply and a cap on its size: a server
-    trickling or streaming without end cannot hold the turn or fill the memory."""
+    """A reply body read within one deadline and a size cap: a trickling or endless stream cannot hold the turn."""
 
     def __init__(self, resp, sock, deadline, cap):
         self.resp, self.sock, self.deadline, self.cap, self.size = resp, sock, deadline, cap, 0
         self._count(b"")
 
     def _count(self, data):
-        import socket
         self.size += len(data)
         if self.size > self.cap:
             raise ContractError("the reply passed %d MB and was abandoned; reply much shorter" % (self.cap >> 20))
         if self.deadline:
             left = self.deadline - time.monotonic()
             if left <= 0:
-                raise socket.timeout()
+                raise TimeoutError()
             if self.sock is not None and not self.resp.isclosed():
                 self.sock.settimeout(left)
         return data
@@ -604,21 +577,10 @@ class ReplyReader:
         return self._count(self.resp.readline(self.cap + 1 - self.size))
 
     def read(self):
-        parts = []
-        while not parts or parts[-1]:
-            parts.append(self._count(self.resp.read(65536)))
+        data = b"".join(iter(lambda: self._count(self.resp.read(65536)), b""))
         if self.resp.length:        # the connection ended before Content-Length was reached
             raise StreamBroken("%d bytes of the reply missing" % self.resp.length)
-        return b"".join(parts)
-
-
-def retry_after_of(resp):
-    """Seconds a 429/5xx reply asks to wait: Retry-After, or OpenAI-style retry-after-ms."""
-    seconds = parse_retry_after(resp.getheader("Retry-After"))
-    try:
-        return seconds if seconds is not None else parse_retry_after(float(resp.getheader("retry-after-ms")) / 1000)
-    except (TypeError, ValueError):
-        return None
+        return data
 
 
 def find_proxy(scheme, host):
@@ -635,34 +597,32 @@ def find_proxy(scheme, host):
 
 def network_fault(e, host):
     """The RetryableFault that says what went wrong talking to host; a UserError when retrying cannot help."""
+    import http.client
     import socket
     ssl = sys.modules.get("ssl")
-    name = type(e).__name__
     if ssl and isinstance(e, ssl.CertificateError):
         return UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL, or point "
                          "SSL_CERT_FILE at your CA bundle" % (host, getattr(e, "verify_message", None) or e))
-    if isinstance(e, socket.gaierror):
-        problem = "cannot resolve host %s (DNS; check GROK_BASE_URL)" % host
-    elif isinstance(e, ConnectionRefusedError):
-        problem = "connection refused by %s (is the server running? check GROK_BASE_URL)" % host
-    elif isinstance(e, (socket.timeout, TimeoutError)):
-        problem = "no complete reply from %s within the timeout (GROK_TIMEOUT, for the whole reply)" % host
-    elif isinstance(e, StreamBroken):
-        problem = "the reply stream from %s broke off: %s" % (host, e)
-    elif name in ("RemoteDisconnected", "IncompleteRead", "ConnectionResetError", "BrokenPipeError"):
-        problem = "connection to %s dropped (%s)" % (host, name)
-    elif isinstance(e, ValueError) or name in ("BadStatusLine", "LineTooLong", "UnknownProtocol"):
-        problem = "garbled reply from %s (%s: %s)" % (host, name, str(e)[:100])
-    else:
-        problem = "network error talking to %s: %s" % (host, e or name)
-    return RetryableFault(problem, broke=isinstance(e, StreamBroken))
+    problems = (        # the first whose exception types e is one of
+        (socket.gaierror, "cannot resolve host {host} (DNS; check GROK_BASE_URL)"),
+        (ConnectionRefusedError, "connection refused by {host} (is the server running? check GROK_BASE_URL)"),
+        ((socket.timeout, TimeoutError),
+         "no complete reply from {host} within the timeout (GROK_TIMEOUT, for the whole reply)"),
+        (StreamBroken, "the reply stream from {host} broke off: {e}"),
+        ((http.client.RemoteDisconnected, http.client.IncompleteRead, ConnectionResetError, BrokenPipeError),
+         "connection to {host} dropped ({name})"),
+        ((ValueError, http.client.BadStatusLine, http.client.LineTooLong, http.client.UnknownProtocol),
+         "garbled reply from {host} ({name}: {short})"),
+        (Exception, "network error talking to {host}: {e}"))
+    problem = next(text for kinds, text in problems if isinstance(e, kinds))
+    problem = scrub(problem.format(host=host, e=e, name=type(e).__name__, short=str(e)[:100]))
+    return RetryableFault(problem, None, isinstance(e, StreamBroken))
 
 
 class ChatResult:
     def __init__(self, content, finish_reason=None, usage=None, response_id=None, problem=None):
-        if content is not None and not isinstance(content, str):
-            content = json.dumps(content)           # a server's list of parts: the contract check says why
-        self.content = content
+        # a server's list of parts becomes JSON text: the contract check says why it is not an answer
+        self.content = content if content is None or isinstance(content, str) else json.dumps(content)
         self.finish_reason = finish_reason if isinstance(finish_reason, str) else None
         self.usage = usage if isinstance(usage, dict) else {}
         self.tokens = usage_numbers(usage)      # what the rest of the program reads of the usage
@@ -685,8 +645,7 @@ def read_chat_stream(resp, on_delta, on_thought=None):
                 continue
             delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
             deliver(delta.get("reasoning_content"), on_thought)
-            if deliver(delta.get("content"), on_delta):
-                parts.append(delta["content"])
+            parts.append(deliver(delta.get("content"), on_delta))
             finish = choice.get("finish_reason") or finish
     else:
         if finish is None:
@@ -695,43 +654,36 @@ def read_chat_stream(resp, on_delta, on_thought=None):
 
 
 def deliver(piece, callback):
-    """Whether piece is text, given to callback (if any)."""
+    """piece if it is text (given to callback, if any), else ""."""
     if not isinstance(piece, str) or not piece:
-        return False
+        return ""
     if callback:
         callback(piece)
-    return True
+    return piece
 
 
 def sse_chunks(resp):
-    """The JSON objects in an event stream's data lines, then None at "data: [DONE]"."""
+    """The JSON objects in an event stream's data lines, then None at "data: [DONE]". An error sent in the
+    stream raises its HTTPStatusError, with the status it names (else 500)."""
     for line in iter(resp.readline, b""):
-        line = line.strip()
-        if line.startswith(b"error:"):      # llama.cpp's server reports a failure this way
-            raise stream_error(line[6:].strip())
-        data = line[5:].strip() if line.startswith(b"data:") else None
-        if data == b"[DONE]":
+        field, _, data = line.strip().partition(b":")
+        data, chunk = data.strip(), None
+        if field == b"data" and data == b"[DONE]":
             yield None
-        elif data is not None:
+        elif field == b"data":
             try:
                 chunk = json.loads(data.decode("utf-8", "replace"))
             except (ValueError, RecursionError):
                 raise StreamBroken("a stream chunk was not JSON: %r" % data[:80])
-            if isinstance(chunk, dict) and chunk.get("error"):
-                raise stream_error(data)
-            if isinstance(chunk, dict):
-                yield chunk
-
-
-def stream_error(data):
-    """The HTTPStatusError for an error sent in an event stream, with the status it names (else 500)."""
-    code = re.search(rb'"code"\s*:\s*([45]\d\d)\b', data)
-    return HTTPStatusError(int(code.group(1)) if code else 500, data)
+        if field == b"error" or isinstance(chunk, dict) and chunk.get("error"):     # (llama.cpp sends error: lines)
+            code = re.search(rb'"code"\s*:\s*([45]\d\d)\b', data)
+            raise HTTPStatusError(int(code.group(1)) if code else 500, data)
+        if isinstance(chunk, dict):
+            yield chunk
 
 
 def parse_chat_reply(obj, on_thought=None):
-    if not isinstance(obj, dict):
-        return ChatResult(None)
+    obj = obj if isinstance(obj, dict) else {}
     choices = obj.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         if obj.get("error"):
@@ -743,9 +695,8 @@ def parse_chat_reply(obj, on_thought=None):
 
 
 class ResponseStreamer:
-    """Pulls the decoded text of the top-level "response" string out of a JSON object arriving in
-    pieces, so the answer can be shown as it is generated. tool_calls: whether the reply's
-    tool_calls list is, so far, "unknown", "empty" or "nonempty"."""
+    """Pulls the decoded text of the top-level "response" string out of a JSON object arriving in pieces (to show
+    it as it is generated). tool_calls: whether the tool_calls list is, so far, "unknown", "empty" or "nonempty"."""
 
     # raw JSON string text up to the last whole character: an escape waits for its end, and a high
     # surrogate for what follows it (\uD83D\uDE00 is one character)
@@ -754,8 +705,7 @@ class ResponseStreamer:
     def __init__(self):
         self.depth, self.key, self.colon, self.calls, self.tool_calls = 0, None, False, False, "unknown"
         self.raw = None         # the string being read: its raw characters, kept for a top-level key or the response
-        self.escaped = self.is_key = self.response = False
-        self.cut = 0            # characters of the response returned so far
+        self.escaped, self.is_key, self.response, self.cut = False, False, False, 0     # cut: characters given out
 
     def feed(self, text):
         out = []
@@ -797,8 +747,7 @@ class ResponseStreamer:
         raw = "".join(self.raw[self.cut:])
         raw = raw if whole else self.WHOLE.match(raw).group()
         self.cut += len(raw)
-        # a lone surrogate cannot be printed: it shows as U+FFFD
-        return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in self._decode(raw))
+        return re.sub("[\ud800-\udfff]", "\ufffd", self._decode(raw))     # a lone surrogate cannot be printed
 
     @staticmethod
     def _decode(raw):
@@ -1310,8 +1259,7 @@ class Session:
         self.id = session_id or time.strftime("%Y%m%d-%H%M%S-") + os.urandom(3).hex()
         self.path = os.path.join(self.dir, self.id + ".jsonl")
         self.warn = warn or (lambda text: None)
-        self.fd, self.disabled, self.legacy = None, False, False
-        self.header = None      # a new session's first record: the file is made with the first real one
+        self.fd, self.disabled, self.legacy, self.header = None, False, False, None
 
     def _open(self):
         problem = data_dir_problem(os.path.dirname(self.dir))
@@ -1341,9 +1289,9 @@ class Session:
             self._open()
         if self.disabled:
             return
-        data = json_bytes(scrub_all(record)) + b"\n"
-        if self.header:
-            data, self.header = json_bytes(scrub_all(self.header)) + b"\n" + data, None
+        # a new session's header goes out with its first real record: only then is the file made
+        data = b"".join(json_bytes(scrub_all(r)) + b"\n" for r in (self.header, record) if r)
+        self.header = None
         try:
             while data:
                 data = data[os.write(self.fd, data):]
@@ -1357,7 +1305,7 @@ class Session:
             self.fd = None
 
     def read(self):
-        """The records (JSONL); a session of the bash grok (ID.json: `legacy`) as the records it makes."""
+        """The non-blank lines (JSONL); a session of the bash grok (ID.json: `legacy`) as the records it makes."""
         problem = data_dir_problem(os.path.dirname(self.dir))
         if problem:
             raise UserError(problem)
@@ -1368,10 +1316,10 @@ class Session:
             with open(self.source, "rb", opener=lambda path, flags: os.open(path, flags | NOFOLLOW)) as f:
                 data = f.read()
             if not self.legacy:
-                return data
+                return [line for line in data.splitlines() if line.strip()]
             obj = json.loads(data.decode("utf-8", "replace"))
-            return b"\n".join([json_bytes({"type": "message", "message": m}) for m in obj["messages"]]
-                              + [json_bytes({"type": "cwd", "cwd": obj.get("working_dir")})])
+            records = [{"type": "message", "message": m} for m in obj["messages"]]
+            return [json_bytes(r) for r in records + [{"type": "cwd", "cwd": obj.get("working_dir")}]]
         except FileNotFoundError:
             raise UserError("no session %r in %s" % (self.id, self.dir))
         except OSError as e:
@@ -1382,17 +1330,21 @@ class Session:
     def load(self):
         """(header, messages without the system prompt, cost_usd, cwd); skips torn lines with a warning."""
         header, messages, cost, cwd, bad = {}, [], 0.0, None, 0
-        for line in self.read().splitlines():
-            if not line.strip():
-                continue
+        for line in self.read():
             try:
                 rec = json.loads(line.decode("utf-8"))
                 kind = rec["type"]
-                if kind == "session" and isinstance(rec, dict):
+                if kind == "session":
                     header = rec
                     cwd = rec.get("cwd") if isinstance(rec.get("cwd"), str) else cwd
-                elif kind == "message":
-                    messages.append(valid_message(rec["message"]))
+                elif kind in ("message", "reset"):
+                    new = [rec["message"]] if kind == "message" else list(rec["messages"])
+                    if not all(isinstance(m, dict) and m.get("role") in ("user", "assistant")
+                               and isinstance(m.get("content"), str) for m in new):
+                        raise ValueError("not a message as the API takes it")
+                    if kind == "reset":
+                        messages = []
+                    messages += new
                 elif kind == "usage":
                     usd = float(rec.get("cost_usd") or 0)
                     if not 0 <= usd < 1e6:
@@ -1400,26 +1352,15 @@ class Session:
                     cost += usd
                 elif kind == "cwd":
                     cwd = rec["cwd"] if isinstance(rec["cwd"], str) else cwd
-                elif kind == "reset":
-                    messages = [valid_message(m) for m in rec["messages"]]
                 else:
                     raise ValueError("unknown record")
             except (ValueError, KeyError, TypeError, UnicodeDecodeError, IndexError, RecursionError):
                 bad += 1 - self.legacy      # the bash grok's system prompt is left out, not damaged
-                continue
         if not isinstance(header.get("system"), str):
             header.pop("system", None)
         if bad:
             self.warn("warning: session %s: skipped %d damaged line(s)" % (self.id, bad))
         return header, messages, cost, cwd
-
-
-def valid_message(message):
-    """A message as the API takes it, or ValueError (a damaged session line)."""
-    if (not isinstance(message, dict) or message.get("role") not in ("user", "assistant")
-            or not isinstance(message.get("content"), str)):
-        raise ValueError("not a message")
-    return message
 
 
 def list_sessions(directory):
@@ -1451,11 +1392,6 @@ def find_session(directory, key):
         raise UserError("%r matches %d sessions; give more of the id" % (key, len(found)) if found
                         else "no session %r in %s" % (key, os.path.join(directory, "sessions")))
     return found[0]
-
-
-def latest_session_id(directory):
-    """The newest session anybody typed into."""
-    return next((s[0] for s in list_sessions(directory) if s[2]), None)
 
 
 # --- The loop: run_turn() -> query() + execute() ---
@@ -1500,8 +1436,7 @@ class Agent:
         self.window_asked = cfg.window_set or cfg.xai     # xAI's windows are in the table
         self.format_level = 0           # 0 json_schema, 1 json_object + schema, 2 plain json_object
         # Request fields a server may reject: each is dropped for the session, with one notice.
-        self.optional = {k: v for k, v in (("temperature", cfg.temperature),
-                                           ("reasoning_effort", cfg.reasoning_effort)) if v is not None}
+        self.optional = {k: getattr(cfg, k) for k in ("temperature", "reasoning_effort") if getattr(cfg, k) is not None}
         self.stream = cfg.stream
         self.reserved, self.search_costs = 0.0, []      # USD reserved by requests in flight; web search costs
         self.said = set()               # one-time notices given
@@ -1717,11 +1652,9 @@ class Agent:
         if e.window and not self.cfg.window_set:
             self.cfg.context_window = e.window
         self.notice("%s; compacting and asking once more" % e)
-        try:
+        with suppress(ContextOverflow):
             if self.compact():
                 return self.chat(self.messages, on_text=self.ui.stream_text, on_thought=self.ui.thought)
-        except ContextOverflow:
-            pass
         raise ContextOverflow("about %d tokens do not fit the server's context window (%d tokens), even compacted as "
                               "far as it goes: shorten the request, or give the server a larger window"
                               % (estimate_tokens(self.messages), e.window or self.cfg.context_window))
@@ -1796,8 +1729,7 @@ class Agent:
     def strike(self, result, e):
         self.strikes += 1
         content = result.content or ""
-        cut = "...[truncated]" if len(content) > 4000 else ""
-        self.add({"role": "assistant", "content": content[:4000] + cut})
+        self.add({"role": "assistant", "content": content[:4000] + ("...[truncated]" if len(content) > 4000 else "")})
         self.finish_step(result)
         if self.strikes >= MAX_STRIKES:
             raise AgentError("the model broke the JSON contract %d times in a row (last: %s)" % (self.strikes, e))
@@ -1833,7 +1765,7 @@ class Agent:
 
     # -- tools ---------------------------------------------------------------
     def execute(self, calls):
-        """[(ToolCall, ToolResult)] in call order: approvals and ask_user in turn, then the rest at once; UI here."""
+        """[(ToolCall, ToolResult)] in call order: approvals, ask_user one by one, the rest at once; UI hooks here."""
         items = [ToolCall(i, c["tool"], c["args"], "call_%d_%d" % (self.step_no, i + 1), self.cwd)
                  for i, c in enumerate(calls)]
         results, runnable = [None] * len(items), []
@@ -1991,9 +1923,8 @@ class Agent:
 
 
 def compact_cut(history, keep, room):
-    """Where the kept tail starts, or None: about `keep` messages from the end, fewer while they pass
-    `room` tokens, at an assistant reply, so tool results stay with their calls and the summary (a
-    user message) keeps the roles alternating."""
+    """Where the kept tail starts, or None: about `keep` messages from the end, fewer while they pass `room`
+    tokens, at an assistant reply: tool results stay with their calls, and the summary keeps roles alternating."""
     cut = None
     for i, m in enumerate(history):
         if i >= 2 and m.get("role") == "assistant" and (
@@ -2009,8 +1940,7 @@ def transcript(messages, window):
     if len(text) <= limit:
         return text
     head = limit // 3
-    return "%s\n[... %d characters omitted ...]\n%s" % (text[:head], len(text) - limit,
-                                                       text[-(limit - head):])
+    return "%s\n[... %d characters omitted ...]\n%s" % (text[:head], len(text) - limit, text[-(limit - head):])
 
 
 def final_reply(text):
@@ -2036,14 +1966,11 @@ def tool_results_message(results, note=None):
     if failed:
         text += ("\n\n[Self-correction] These tool calls failed: %s. Before you go on, work out what went wrong "
                  "and adjust: wrong arguments, a missing prerequisite, or another tool." % "; ".join(failed))
-    if note:
-        text += "\n\n" + note
-    return text
+    return text + "\n\n" + note if note else text
 
 
 def clean_text(text):
-    """Text with undecodable input bytes (surrogate escapes from stdin or argv) replaced by U+FFFD,
-    so it can be encoded as UTF-8 for the request and the session file."""
+    """Undecodable input bytes (surrogate escapes from stdin or argv) as U+FFFD, so the text encodes as UTF-8."""
     try:
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     except UnicodeEncodeError:
@@ -2057,16 +1984,14 @@ def failure_reason(output):
     return reason if len(reason) <= 100 else reason[:97] + "..."
 
 
-WINDOW_KEYS = ("num_ctx", "n_ctx", "max_model_len", "context_length", "context_window", "max_context_length")
-
-
 def find_window(obj, depth=0):
     """The context window in a server's self-description: the first positive integer under a known
     key (Ollama's "llama.context_length" too, and num_ctx in its parameters text), a few levels deep."""
     import re
+    keys = ("num_ctx", "n_ctx", "max_model_len", "context_length", "context_window", "max_context_length")
     for key, value in obj.items() if isinstance(obj, dict) else ():
         found = re.search(r"\bnum_ctx\s+(\d+)", value) if key == "parameters" and isinstance(value, str) else None
-        if found or (str(key).split(".")[-1] in WINDOW_KEYS and type(value) is int and value > 0):
+        if found or (str(key).split(".")[-1] in keys and type(value) is int and value > 0):
             return int(found.group(1)) if found else value
     children = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, list) else ()
     return next(filter(None, (find_window(c, depth + 1) for c in children)), None) if depth < 3 else None
@@ -2085,11 +2010,9 @@ def api_error(e, cfg):
     msg = scrub(e.server_message())
     if e.status in RETRY_STATUSES:
         return TransientError("the server failed (HTTP %d): %s" % (e.status, msg))
-    what = {401: "the API key was rejected (HTTP 401, key from %s; set a valid GROK_API_KEY)"
-                 % cfg.key_source,
+    what = {401: "the API key was rejected (HTTP 401, key from %s; set a valid GROK_API_KEY)" % cfg.key_source,
             403: "access denied (HTTP 403): the key lacks permission or credits",
-            404: "not found (HTTP 404) at %s: check GROK_BASE_URL and the model %r" % (cfg.base_url,
-                                                                                       cfg.model)}
+            404: "not found (HTTP 404) at %s: check GROK_BASE_URL and the model %r" % (cfg.base_url, cfg.model)}
     if e.status in what:
         return UserError("%s: %s" % (what[e.status], msg))
     hint = " (check the model name: -m/GROK_MODEL)" if "model" in msg.lower() else ""
@@ -2106,9 +2029,8 @@ def tolerate_unencodable(stream):
 
 def ask_tty(prompt):
     """Read one answer from the controlling terminal; None when there is none, "" on Ctrl-D."""
-    # Raw fd I/O: open("/dev/tty", "r+") fails on every terminal (a tty is not seekable).
-    try:
-        fd = os.open("/dev/tty", os.O_RDWR | getattr(os, "O_NOCTTY", 0))
+    try:        # unbuffered: open("/dev/tty", "r+") fails on every terminal (a tty is not seekable)
+        tty = open(os.open("/dev/tty", os.O_RDWR | getattr(os, "O_NOCTTY", 0)), "r+b", buffering=0)
     except OSError:
         return None
     keys = EscKey.active
@@ -2116,18 +2038,15 @@ def ask_tty(prompt):
         keys.lock.acquire()         # the Esc watcher stops reading; the terminal edits lines again
         keys.mode(watching=False)
     try:
-        os.write(fd, prompt.encode("utf-8", "replace"))
-        line = chunk = os.read(fd, 1024)
-        while chunk and not line.endswith(b"\n"):
-            chunk = os.read(fd, 1024)
-            line += chunk
+        tty.write(prompt.encode("utf-8", "replace"))
+        line = tty.readline()
     except OSError:
         return None
     except KeyboardInterrupt:
-        os.write(fd, b"\n")        # the cancel notice then starts on its own line
+        tty.write(b"\n")        # the cancel notice then starts on its own line
         raise
     finally:
-        os.close(fd)
+        tty.close()
         if keys:
             keys.lock.release()
             keys.mode(watching=True)
@@ -2276,8 +2195,7 @@ class TerminalUI(UI):
 
     def notice(self, text):
         self.pause()
-        sys.stderr.write(self.paint("33", visible(text)) + "\n")
-        sys.stderr.flush()
+        print(self.paint("33", visible(text)), file=sys.stderr, flush=True)
 
     def approve(self, call):
         """Shows exactly what would run; asks again until the answer is y, n (the default), a or s."""
@@ -2434,11 +2352,6 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="gro
 
 # --- Front end: headless ---
 
-def event_line(event):
-    # ASCII-only JSON: any stdout encoding works, and lone surrogates from the model cannot crash a write.
-    return json.dumps(event, ensure_ascii=True, separators=(",", ":")) + "\n"
-
-
 def silence(fd=1):
     """The reader of stdout (fd 1) or stderr went away, or it was closed from the start: what is still
     written, and the final flush at exit, goes to /dev/null, and no file opened later takes its number."""
@@ -2480,10 +2393,9 @@ class OutputClosed(GrokError):
 
 
 def allow_matches(call, patterns):
-    """--allow: a shell glob on the bash command, a path glob on the other tools' path. In a command,
-    `*` does not stand for shell operators: `git *` allows `git log`, not `git log; rm -rf ~` (every
-    operator in the command is in the pattern, or the pattern is `*`). A path is matched resolved
-    (`..` and symlinks followed): a relative pattern only inside the working directory."""
+    """--allow: a shell glob on the bash command, a path glob on the other tools' path. In a command, `*` stands
+    for no shell operator: `git *` allows `git log`, not `git log; rm -rf ~` (every operator in the command is in
+    the pattern, or it is `*`). A path is matched resolved (`..`, symlinks): a relative pattern only inside cwd."""
     import fnmatch
     value = call.args.get("command" if call.name == "bash" else "path") or ("." if call.name == "list_files" else "")
     if not isinstance(value, str) or not value:
@@ -2498,30 +2410,24 @@ def allow_matches(call, patterns):
 
 
 class HeadlessUI(UI):
-    """`grok -p`: the JSONL event stream on stdout (--format json), the answer alone with progress on
-    stderr (--format text), or xAI's CLI's thought/text/end/error events (--output-format streaming-json).
-    Every hook runs on the main thread, so events never interleave."""
+    """`grok -p`: JSONL events (--format json), the answer alone with progress on stderr (text), or xAI's CLI's
+    thought/text/end/error events (streaming-json). Every hook runs on the main thread: events never interleave."""
 
-    def __init__(self, fmt, allow, always_approve):
+    def __init__(self, fmt, allow=(), always_approve=False):
         self.json, self.events = fmt == "json", fmt == "streaming-json"
-        self.allow, self.always_approve = allow or [], always_approve
+        self.allow, self.always_approve = allow, always_approve
         self.session_id, self.step, self.last = None, 0, {}
-        self.pipe_gone = False      # the reader of stdout went away
-        self.partial = False        # a write was cut off mid-line (an interrupt)
-        self.printed = ""           # text mode: the answer text already on stdout
-        self.attempt = ""           # text mode: the answer text of the stream in progress
+        self.partial = False                    # a write was cut off mid-line (an interrupt)
+        self.printed = self.attempt = ""        # text mode: the answer text on stdout; that of the stream going on
         tolerate_unencodable(sys.stdout)
         self.shown = visible if not self.json and sys.stdout.isatty() else str     # the answer on a terminal
 
     def write(self, text):
-        if self.pipe_gone:
-            raise OutputClosed("stdout was closed")
         text, self.partial = "\n" + text if self.partial else text, True
         try:
             sys.stdout.write(text)
             sys.stdout.flush()
         except BrokenPipeError:
-            self.pipe_gone = True
             silence()
             raise OutputClosed("stdout was closed")
         self.partial = False
@@ -2535,7 +2441,8 @@ class HeadlessUI(UI):
             if kind != "error":
                 event["stepNumber"] = self.step
         event.update(fields)
-        self.write(event_line(scrub_all(event)))
+        # ASCII-only JSON: any stdout encoding works, and lone surrogates from the model cannot crash a write.
+        self.write(json.dumps(scrub_all(event), ensure_ascii=True, separators=(",", ":")) + "\n")
 
     def out(self, text):
         """Answer text: on stdout (escapes made visible on a terminal), or as a `text` event."""
@@ -2544,7 +2451,12 @@ class HeadlessUI(UI):
     def end(self, turn):
         reason = {"length": "MaxTokens", "content_filter": "Refusal"}.get(self.last.get("finish_reason"), "EndTurn")
         self.emit("end", stopReason=reason, num_turns=self.step, sessionId=self.session_id,
-                  requestId=self.last.get("id"), usage=event_usage(turn, turn["cost"]))
+                  requestId=self.last.get("id"), usage=self.usage(turn, turn["cost"]))
+
+    def usage(self, n, cost_usd):
+        """usage_numbers() for events; reasoning is billed as output; costUsdTicks is in 1e-6 USD."""
+        return {"inputTokens": int(n["input"]), "outputTokens": int(n["output"] + n["reasoning"]),
+                "totalTokens": int(n["total"]), "costUsdTicks": int(round(cost_usd * 1e6))}
 
     def thought(self, text):
         if self.events:
@@ -2561,7 +2473,7 @@ class HeadlessUI(UI):
         return code
 
     def step_start(self, step):
-        self.step, self.attempt = step, ""
+        self.step = step
         if self.json:
             self.emit("step_start")
 
@@ -2600,7 +2512,7 @@ class HeadlessUI(UI):
     def step_finish(self, step, info):
         self.last = info
         if self.json:
-            self.emit("step_finish", finishReason=info["finish_reason"], usage=event_usage(info["tokens"], info["cost"]))
+            self.emit("step_finish", finishReason=info["finish_reason"], usage=self.usage(info["tokens"], info["cost"]))
 
     def answer(self, text):
         if self.json:
@@ -2622,12 +2534,6 @@ class HeadlessUI(UI):
         raise AgentError("Tool `%s` denied: %s not in allowlist: %s%s (allow it with --allow PATTERN or "
                          "--always-approve)" % (call.name, "command" if call.name == "bash" else "path",
                                                 call.shown[:200], "..." if len(call.shown) > 200 else ""))
-
-
-def event_usage(n, cost_usd):
-    """usage_numbers() for events; reasoning is billed as output; costUsdTicks is in 1e-6 USD."""
-    return {"inputTokens": int(n["input"]), "outputTokens": int(n["output"] + n["reasoning"]),
-            "totalTokens": int(n["total"]), "costUsdTicks": int(round(cost_usd * 1e6))}
 
 
 def read_prompt(prompt, notice):
@@ -2660,25 +2566,22 @@ def headless(args, cfg):
     ui.session_id = agent.session.id
 
     def close_failed_turn(reason):      # a history that --resume can continue
-        agent.settle_cancelled("[the turn failed: %s]" % reason, "[the turn stopped before these tool calls ran: %s]"
-                               % reason)
+        agent.settle_cancelled("[the turn failed: %s]" % reason,
+                               "[the turn stopped before these tool calls ran: %s]" % reason)
     try:
         agent.run_turn(prompt)
         if ui.events:
             ui.end(agent.turn)
         return 0
-    except OutputClosed:
-        close_failed_turn("stdout was closed")
-        return 0
-    except (Cancelled, KeyboardInterrupt, Terminated) as e:     # run_turn settled these; again is harmless
+    except (Cancelled, KeyboardInterrupt):      # run_turn settled these; again is harmless
         agent.settle_cancelled()
-        if isinstance(e, Terminated):
-            signum = e.args[0] if e.args else 15
-            return ui.fail("terminated by signal %d" % signum, 128 + signum)
         return ui.fail("interrupted: the turn was cancelled", 130)
+    except Terminated as e:
+        agent.settle_cancelled()
+        return ui.fail("terminated by signal %d" % e.args[0], 128 + e.args[0])
     except GrokError as e:
         close_failed_turn(str(e))
-        return ui.fail(str(e), e.exit_code)
+        return 0 if isinstance(e, OutputClosed) else ui.fail(str(e), e.exit_code)     # the reader went away
     except Exception as e:
         if os.environ.get("GROK_DEBUG"):
             raise
@@ -2689,11 +2592,10 @@ def headless(args, cfg):
 
 
 def open_agent(cfg, ui, contract, args, new_if_busy=False):
-    """A new agent, or one resuming --resume ID / -c (latest); a new one, with a notice, if
-    another process has that session and new_if_busy (the REPL)."""
+    """A new agent, or one resuming --resume ID / -c (latest); if that one is busy and new_if_busy, a new one."""
     session_id = args.resume and find_session(cfg.data_dir, args.resume)
     if args.cont and not session_id:
-        session_id = latest_session_id(cfg.data_dir)
+        session_id = next((s[0] for s in list_sessions(cfg.data_dir) if s[2]), None)     # the newest typed into
         if not session_id:
             raise UserError("no session to continue in %s" % os.path.join(cfg.data_dir, "sessions"))
         ui.notice("continuing session %s" % session_id)
@@ -3254,12 +3156,9 @@ def arg_parser(prog="grok", description=None):
             self.print_usage(sys.stderr)
             raise UserError(message)
 
-    def formatter(prog):
-        # An explicit width, or argparse imports shutil (with bz2, lzma, zlib: 2.5 ms) on every start.
-        return argparse.RawDescriptionHelpFormatter(prog, width=terminal_width() - 2)
-
-    p = Parser(prog=prog, description=description or "A minimal agent harness for xAI's Grok models.",
-               formatter_class=formatter, epilog=ENV_HELP)
+    # An explicit width, or argparse imports shutil (with bz2, lzma, zlib: 2.5 ms) on every start.
+    p = Parser(prog=prog, description=description or "A minimal agent harness for xAI's Grok models.", epilog=ENV_HELP,
+               formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(prog, width=terminal_width() - 2))
     p.add_argument("--version", action="version", version="%(prog)s " + __version__)
     p.add_argument("-m", "--model", help="model id (default $GROK_MODEL or %s)" % DEFAULT_MODEL)
     p.add_argument("--reasoning-effort", "--effort", dest="effort", choices=("low", "medium", "high"),
@@ -3305,8 +3204,7 @@ exit codes: 0 ok, 1 user error, 2 network/server, 3 agent or tool error, 4 inter
 
 
 def xai_cli_argv(argv):
-    """xAI's CLI's command line in ours: `grok agent [--no-leader] [...] stdio` is --acp, and its
-    --no-subagents and --no-plan have nothing to turn off."""
+    """xAI's CLI's command line in ours: `grok agent [...] stdio` is --acp; its other flags here turn nothing off."""
     if argv[:1] == ["agent"]:
         if "stdio" not in argv[1:]:
             sys.stderr.write("grok: usage: grok agent [--always-approve] [--model M] stdio\n")
@@ -3354,46 +3252,37 @@ def on_signal(signum, frame):
     raise Terminated(signum)
 
 
-def reopen_closed_stdio():
-    """A standard stream closed from the start (`grok -p hi >&-`) becomes /dev/null."""
-    for fd, name in enumerate(("stdin", "stdout", "stderr")):
+def guarded(prog, body, on_error=None):
+    """body(), every failure a message on stderr and an exit code; on_error(message) reports it elsewhere too."""
+    for fd, name in enumerate(("stdin", "stdout", "stderr")):      # closed from the start (`grok -p hi >&-`)
         try:
             os.fstat(fd)
         except OSError:
             silence(fd)
             setattr(sys, name, open(fd, "w" if fd else "r", closefd=False))
-
-
-def guarded(prog, body, on_error=None):
-    """Run body() and turn every failure into a message on stderr and an exit code;
-    on_error(message) also reports it elsewhere (headless JSON: an `error` event)."""
-    report = on_error or (lambda message: None)
-    reopen_closed_stdio()
     sys.stderr = QuietStderr(sys.stderr)
     try:
         catch_signals(on_signal)
         return body()
     except GrokError as e:
-        sys.stderr.write("%s: %s\n" % (prog, visible(scrub(str(e)))))
-        report(str(e))
-        return e.exit_code
+        message, code = str(e), e.exit_code
+        sys.stderr.write("%s: %s\n" % (prog, visible(scrub(message))))
     except KeyboardInterrupt:
+        message, code = "interrupted", 130
         sys.stderr.write("\n")
-        report("interrupted")
-        return 130
     except Terminated as t:
-        report("terminated by signal %d" % t.args[0])
-        return 128 + t.args[0]
+        message, code = "terminated by signal %d" % t.args[0], 128 + t.args[0]
     except BrokenPipeError:
         silence()
         return 0
     except Exception as e:
         if os.environ.get("GROK_DEBUG"):
             raise
-        message = scrub("internal error: %s: %s" % (type(e).__name__, e))
+        message, code = scrub("internal error: %s: %s" % (type(e).__name__, e)), 4
         sys.stderr.write("%s: %s (set GROK_DEBUG=1 for a traceback)\n" % (prog, visible(message)))
-        report(message)
-        return 4
+    if on_error:
+        on_error(message)
+    return code
 
 
 def json_requested(argv):
@@ -3413,23 +3302,19 @@ def list_models(argv):
     if set(argv) - {"--json"}:
         raise UserError("usage: grok models [--json]")
     cfg = Config(require_key=False)
-    ids = server_models(cfg) or list(WINDOWS)
-    rows = [{"id": i, "default": i == cfg.model} for i in (ids if cfg.model in ids else [cfg.model] + ids)]
-    print(json.dumps({"models": rows}) if "--json" in argv else
-          "\n".join(("* %s (default)" if row["default"] else "- %s") % row["id"] for row in rows))
-    return 0
-
-
-def server_models(cfg):
-    """The model ids {base}/models lists; None, with a note on stderr, if it cannot be read."""
     try:
         from urllib.request import Request, urlopen
         request = Request(cfg.base_url + "/models", headers={"Authorization": "Bearer " + (cfg.api_key or "")})
         data = json.loads(urlopen(request, timeout=min(cfg.timeout or 15, 15)).read())["data"]
-        return [m["id"] for m in data if m["id"].isprintable() and " " not in m["id"]]
+        ids = [m["id"] for m in data if m["id"].isprintable() and " " not in m["id"]] or list(WINDOWS)
     except Exception as e:          # unreachable, refused, not a model list: the built-in table
         sys.stderr.write(visible(scrub("grok: cannot list the models of %s (%s); the built-in list follows"
                                        % (cfg.base_url, (str(e) or type(e).__name__)[:200]))) + "\n")
+        ids = list(WINDOWS)
+    rows = [{"id": i, "default": i == cfg.model} for i in (ids if cfg.model in ids else [cfg.model] + ids)]
+    print(json.dumps({"models": rows}) if "--json" in argv else
+          "\n".join(("* %s (default)" if row["default"] else "- %s") % row["id"] for row in rows))
+    return 0
 
 
 def main(argv=None):
@@ -3442,10 +3327,8 @@ def main(argv=None):
     def on_error(message):
         if json_errors[0]:
             try:
-                sys.stdout.write(event_line({"type": "error", "timestamp": int(time.time() * 1000),
-                                             "message": scrub(message)}))
-                sys.stdout.flush()
-            except OSError:
+                HeadlessUI("json").emit("error", message=message)
+            except (OutputClosed, OSError):
                 silence()
 
     def body():
