@@ -1,13 +1,7 @@
 #!/usr/bin/env python3
-"""grok: a minimal agent harness for xAI's Grok models (or any OpenAI-compatible server), standard
-library only, Python 3.8+. The model answers in a JSON contract and runs local tools.
-
-    grok                      interactive chat (prompt "> ")
-    grok -p "PROMPT"          headless: answer on stdout (--format json: JSONL events)
-    grok --acp                Agent Client Protocol server on stdio
-
-Settings come from the environment (`grok --help` lists them). grok_detailed.py loads this file as its engine.
-"""
+"""grok: a minimal agent harness for xAI's Grok models (or any OpenAI-compatible server): the model answers in a
+JSON contract and runs local tools. Standard library only, Python 3.8+. `grok --help` lists the modes (chat, -p,
+--acp) and settings; grok_detailed.py loads this file as its engine."""
 
 import json
 import os
@@ -16,6 +10,7 @@ import stat
 import sys
 import threading
 import time
+from collections import namedtuple
 from contextlib import suppress
 from urllib.parse import urlsplit
 
@@ -29,8 +24,7 @@ KEY_VARS = ("GROK_API_KEY", "XAI_API_KEY")
 ENV_FILES = ("~/.grok/.env", "~/.claude/.env", "./.env")     # the person's own key before a project's
 
 # USD per 1M tokens: input, cached input, output.
-PRICES = {"grok-4.3": (1.25, 0.20, 2.50), "grok-4.20": (1.25, 0.20, 2.50),
-          "grok-3-mini": (0.30, 0.075, 0.50)}
+PRICES = {"grok-4.3": (1.25, 0.20, 2.50), "grok-4.20": (1.25, 0.20, 2.50), "grok-3-mini": (0.30, 0.075, 0.50)}
 RETIRED_MODELS = ("grok-4-1-fast", "grok-4-fast", "grok-code-fast-1", "grok-3", "grok-4-0709")
 WINDOWS = {"grok-4.3": 1000000, "grok-4.20": 2000000, "grok-3-mini": 131072}
 DEFAULT_WINDOW = 131072
@@ -65,11 +59,6 @@ def env_float(name, default):
         raise UserError("%s must be a number, not %r" % (name, value))
 
 
-def data_dir():
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return os.path.expanduser(os.environ.get("GROK_DATA_DIR") or os.path.join(base, "grok-agent"))
-
-
 def open_to_others(path, owners):
     """Why others could plant files in a directory (owned by someone not in owners, group/world-writable), or None."""
     try:
@@ -82,8 +71,7 @@ def open_to_others(path, owners):
 
 
 def data_dir_problem(path):
-    """Why the data dir must not be used, or None; created 0700 when missing. Someone else who can
-    write there could plant a session to resume or a history symlink to follow."""
+    """Why the data dir (made 0700 if missing) is unsafe, or None: others could plant a session or a history symlink."""
     with suppress(OSError):     # open_to_others says why it is unusable
         os.makedirs(path, mode=0o700, exist_ok=True)
     why = open_to_others(path, (os.getuid(),))
@@ -104,10 +92,9 @@ def read_regular(path, cap):
 def read_env_file(path, names):
     """The first of `names` defined in a .env file (a regular file under 64 KB); nothing else is taken."""
     got = read_regular(path, 65536)
-    if not got or len(got[0]) > 65536:
-        return None
+    data = got[0] if got and len(got[0]) <= 65536 else b""
     found = {}
-    for line in got[0].decode("utf-8", "replace").lstrip("\ufeff").splitlines():
+    for line in data.decode("utf-8", "replace").lstrip("\ufeff").splitlines():
         m = re.match(r"""\s*(?:export\s+)?(\w+)\s*=\s*(?:"([^"]*)"|'([^']*)'|(.*?))\s*(?:\s#.*)?$""", line)
         if m and m.group(1) in names and m.group(1) not in found:
             found[m.group(1)] = next((v for v in m.groups()[1:] if v is not None), "")
@@ -140,32 +127,6 @@ class Config:
     """Everything the engine needs, from flags with an environment fallback."""
 
     def __init__(self, model=None, cwd=None, always_approve=False, require_key=True, effort=None):
-        self._server(require_key)
-        if model == "grok-build" != os.environ.get("GROK_MODEL"):
-            model = None        # the model name of xAI's CLI, which its clients pass: the default model here
-        self.model = model or os.environ.get("GROK_MODEL") or DEFAULT_MODEL
-        self.reasoning_effort = effort
-        self.summary_model = os.environ.get("GROK_SUMMARY_MODEL") or self.model
-        self.cost_limit = env_float("COST_LIMIT", 10.0)
-        self.compact_threshold = env_float("COMPACT_THRESHOLD", 75.0)
-        self.window_set = int(env_float("GROK_CONTEXT_WINDOW", 0))
-        self.context_window = self.window_set or context_window(self.model)
-        self.max_tokens = int(env_float("GROK_MAX_TOKENS", 0)) or None
-        self.max_iterations = int(env_float("GROK_MAX_ITERATIONS", 25))
-        self.bash_timeout = env_float("GROK_BASH_TIMEOUT", BASH_TIMEOUT)
-        temperature = os.environ.get("GROK_TEMPERATURE", "0.5").strip()      # empty: not sent
-        self.temperature = env_float("GROK_TEMPERATURE", 0.5) if temperature else None
-        self.skills_dir = os.path.expanduser(os.environ.get("GROK_SKILLS_DIR")
-                                             or os.path.join(os.path.dirname(os.path.realpath(__file__)), "skills"))
-        self.data_dir = data_dir()
-        self.read_dirs = [self.skills_dir]      # read_file/list_files run there without asking, as in cwd
-        self.always_approve = always_approve or env_flag("GROK_ALWAYS_APPROVE")
-        self.cwd = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
-        if not os.path.isdir(self.cwd):
-            raise UserError("--cwd: no such directory: %s" % self.cwd)
-
-    def _server(self, require_key):
-        """The key, the server and how to talk to it."""
         self.api_key, self.key_source = find_api_key()
         if require_key and not self.api_key:
             raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put GROK_API_KEY=... in "
@@ -173,8 +134,7 @@ class Config:
         self.base_url = (os.environ.get("GROK_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         url = check_base_url(self.base_url)
         self.xai = ("." + url.hostname).endswith(".x.ai")
-        self.secrets = tuple(s for s in (self.api_key, url.password) if s)
-        SECRETS.update(self.secrets)
+        SECRETS.update(filter(None, (self.api_key, url.password)))
         self.prices = env_prices(self.xai)
         timeout = env_float("GROK_TIMEOUT", 300.0)
         if timeout < 0:
@@ -183,6 +143,29 @@ class Config:
         self.max_retries = max(0, int(env_float("GROK_MAX_RETRIES", 4)))
         self.backoff = env_float("GROK_RETRY_BACKOFF", 1.0)
         self.stream = env_flag("GROK_STREAM", True)
+        if model == "grok-build" != os.environ.get("GROK_MODEL"):
+            model = None        # the model name of xAI's CLI, which its clients pass: the default model here
+        self.model = model or os.environ.get("GROK_MODEL") or DEFAULT_MODEL
+        self.reasoning_effort = effort
+        self.summary_model = os.environ.get("GROK_SUMMARY_MODEL") or self.model
+        self.cost_limit = env_float("COST_LIMIT", 10.0)
+        self.compact_threshold = env_float("COMPACT_THRESHOLD", 75.0)
+        self.window_set = int(env_float("GROK_CONTEXT_WINDOW", 0))
+        self.context_window = self.window_set or model_entry(WINDOWS, self.model, DEFAULT_WINDOW)
+        self.max_tokens = int(env_float("GROK_MAX_TOKENS", 0)) or None
+        self.max_iterations = int(env_float("GROK_MAX_ITERATIONS", 25))
+        self.bash_timeout = env_float("GROK_BASH_TIMEOUT", BASH_TIMEOUT)
+        temperature = os.environ.get("GROK_TEMPERATURE", "0.5").strip()      # empty: not sent
+        self.temperature = env_float("GROK_TEMPERATURE", 0.5) if temperature else None
+        self.skills_dir = os.path.expanduser(os.environ.get("GROK_SKILLS_DIR")
+                                             or os.path.join(os.path.dirname(os.path.realpath(__file__)), "skills"))
+        data_home = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+        self.data_dir = os.path.expanduser(os.environ.get("GROK_DATA_DIR") or os.path.join(data_home, "grok-agent"))
+        self.read_dirs = [self.skills_dir]      # read_file/list_files run there without asking, as in cwd
+        self.always_approve = always_approve or env_flag("GROK_ALWAYS_APPROVE")
+        self.cwd = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
+        if not os.path.isdir(self.cwd):
+            raise UserError("--cwd: no such directory: %s" % self.cwd)
 
 
 def check_base_url(url):
@@ -194,18 +177,16 @@ def check_base_url(url):
     try:
         u = urlsplit(url)
         u.port
-        if u.hostname:
-            u.hostname.encode("idna")
+        if not u.hostname:
+            raise UserError("GROK_BASE_URL has no host name: %r" % url)
+        u.hostname.encode("idna")
     except (ValueError, UnicodeError) as e:
         raise UserError("GROK_BASE_URL is not a valid URL (%s): %r" % (e, url))
-    if not u.hostname:
-        raise UserError("GROK_BASE_URL has no host name: %r" % url)
     return u
 
 
 def env_prices(xai):
-    """GROK_PRICES as (input, cached input, output) in USD per 1M tokens; when it is not set, None
-    (xAI's price table) on xAI's API, else () (unknown)."""
+    """GROK_PRICES as (input, cached input, output) in USD per 1M tokens; unset: None (xAI's table) on xAI, else ()."""
     value = os.environ.get("GROK_PRICES", "").strip()
     try:
         prices = tuple(float(p) for p in value.split(",")) if value else (None if xai else ())
@@ -216,17 +197,13 @@ def env_prices(xai):
     return prices
 
 
-def model_key(model, table):
-    """The table entry for a model id, following retired ids and dated variants."""
+def model_entry(table, model, default=None):
+    """A table's entry (PRICES, WINDOWS) for a model id, following dated variants, and retired ids to grok-4.3."""
     m = model.split("/")[-1]
     for name in sorted(table, key=len, reverse=True):       # the longest name that fits
         if m == name or m.startswith(name + "-"):
-            return name
-    return "grok-4.3" if any(m == old or m.startswith(old + "-") for old in RETIRED_MODELS) else None
-
-
-def context_window(model):
-    return WINDOWS.get(model_key(model, WINDOWS), DEFAULT_WINDOW)
+            return table[name]
+    return table["grok-4.3"] if any(m == old or m.startswith(old + "-") for old in RETIRED_MODELS) else default
 
 
 USAGE_FIELDS = (("input", "prompt_tokens", "input_tokens"), ("output", "completion_tokens", "output_tokens"),
@@ -236,20 +213,17 @@ USAGE_FIELDS = (("input", "prompt_tokens", "input_tokens"), ("output", "completi
 
 
 def usage_numbers(usage):
-    """The one reader of a server's usage object: {input, output, reasoning, cached, total, ticks}, each a
-    finite number >= 0 (0, or None for ticks, when absent), and "odd": a value that was not such a number
-    (NaN, negative, a string) and is ignored."""
+    """The one reader of a server's usage object: {input, output, reasoning, cached, total, ticks}, each a number
+    >= 0 (0, or None for ticks, when absent), and "odd": a value that was not (NaN, negative, a string), ignored."""
     numbers = {"odd": False}
     for name, *paths in USAGE_FIELDS:
-        value = None
         for path in paths:
             value = usage
             for key in path.split("."):
                 value = value.get(key) if isinstance(value, dict) else None
             if value is not None:
                 break
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                  or not 0 <= value < 1e15):
+        if value is not None and not (type(value) in (int, float) and 0 <= value < 1e15):     # a bool is odd too
             numbers["odd"], value = True, None
         numbers[name] = value if value is not None or name == "ticks" else 0
     numbers["total"] = numbers["total"] or numbers["input"] + numbers["output"] + numbers["reasoning"]
@@ -257,13 +231,11 @@ def usage_numbers(usage):
 
 
 def usage_cost(model, usage, prices=None):
-    """(USD, price known) for one API call's usage: the server's own figure, else `prices`
-    (input, cached input, output per 1M tokens; None: xAI's table for the model)."""
+    """(USD, price known) for one API call's usage: the server's own figure, else by `prices` (None: xAI's table)."""
     n = usage_numbers(usage)
     if n["ticks"] is not None:
         return n["ticks"] / 1e10, True
-    if prices is None:
-        prices = PRICES.get(model_key(model, PRICES))
+    prices = model_entry(PRICES, model) if prices is None else prices
     if not prices:
         return 0.0, not isinstance(usage, dict)
     p_in, p_cached, p_out = prices
@@ -278,18 +250,15 @@ class GrokError(Exception):
 
 
 class UserError(GrokError):
-    """Something the user has to fix: a flag, the key, the config, a 4xx."""
-    exit_code = 1
+    exit_code = 1           # something the user has to fix: a flag, the key, the config, a 4xx
 
 
 class TransientError(GrokError):
-    """The network or the server failed, even after retries."""
-    exit_code = 2
+    exit_code = 2           # the network or the server failed, even after retries
 
 
 class AgentError(GrokError):
-    """The model broke the contract, a tool was denied, a limit was reached."""
-    exit_code = 3
+    exit_code = 3           # the model broke the contract, a tool was denied, a limit was reached
 
 
 class ContextOverflow(UserError):
@@ -311,13 +280,10 @@ class HTTPStatusError(Exception):
             obj = json.loads(self.text)
         except (ValueError, RecursionError):
             return " ".join(self.text.split())[:300] or "(empty body)"
-        if isinstance(obj, dict):
-            err = obj.get("error", obj.get("message", obj.get("detail")))
-            if isinstance(err, dict):
-                err = err.get("message") or json.dumps(err)
-            if err:
-                return str(err)[:500]
-        return self.text[:300]
+        err = obj.get("error", obj.get("message", obj.get("detail"))) if isinstance(obj, dict) else None
+        if isinstance(err, dict):
+            err = err.get("message") or json.dumps(err)
+        return str(err)[:500] if err else self.text[:300]
 
     def mentions(self, *words):
         return any(w in self.text.lower() for w in words)
@@ -342,19 +308,18 @@ class StreamBroken(Exception):
 # --- Secrets: scrubbed from tool output, arguments shown, and error text ---
 
 SECRETS = set()         # the configured key and URL password: Config adds them
-SECRET_PATTERNS = [
-    (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----.*?(-----END [A-Z ]*PRIVATE KEY( BLOCK)?-----|\Z)",
-                re.S), "[REDACTED_PRIVATE_KEY]"),
-    (re.compile(r"\bxai-[A-Za-z0-9]{20,}"), "[REDACTED_API_KEY]"),
-    (re.compile(r"\bsk-[A-Za-z0-9_\-]{20,}"), "[REDACTED_API_KEY]"),
-    (re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"), "[REDACTED_GH_TOKEN]"),
-    (re.compile(r"\b(xox[abeoprs]|xapp)-[0-9A-Za-z\-]{10,}"), "[REDACTED_SLACK_TOKEN]"),
-    (re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b"), "[REDACTED_AWS_KEY]"),
-    (re.compile(r"(aws_secret_access_key\W{0,4})[A-Za-z0-9/+=]{40}", re.I), r"\1[REDACTED_AWS_SECRET]"),
-    (re.compile(r"(Bearer\s+)[A-Za-z0-9\-_.~+/]{20,}=*", re.I), r"\1[REDACTED_TOKEN]"),
-    (re.compile(r"(Authorization:\s*Basic\s+)[A-Za-z0-9+/]{8,}=*", re.I), r"\1[REDACTED_TOKEN]"),
-    (re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@", re.I), r"\1[REDACTED]@"),
-]
+SECRET_PATTERNS = [(re.compile(pattern), replacement) for pattern, replacement in (
+    (r"(?s)-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----.*?(-----END [A-Z ]*PRIVATE KEY( BLOCK)?-----|\Z)",
+     "[REDACTED_PRIVATE_KEY]"),
+    (r"\bxai-[A-Za-z0-9]{20,}", "[REDACTED_API_KEY]"),
+    (r"\bsk-[A-Za-z0-9_\-]{20,}", "[REDACTED_API_KEY]"),
+    (r"\b(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})", "[REDACTED_GH_TOKEN]"),
+    (r"\b(xox[abeoprs]|xapp)-[0-9A-Za-z\-]{10,}", "[REDACTED_SLACK_TOKEN]"),
+    (r"\b(AKIA|ASIA)[0-9A-Z]{16}\b", "[REDACTED_AWS_KEY]"),
+    (r"(?i)(aws_secret_access_key\W{0,4})[A-Za-z0-9/+=]{40}", r"\1[REDACTED_AWS_SECRET]"),
+    (r"(?i)(Bearer\s+)[A-Za-z0-9\-_.~+/]{20,}=*", r"\1[REDACTED_TOKEN]"),
+    (r"(?i)(Authorization:\s*Basic\s+)[A-Za-z0-9+/]{8,}=*", r"\1[REDACTED_TOKEN]"),
+    (r"(?i)(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@", r"\1[REDACTED]@"))]
 
 
 def scrub(text, extra=()):
@@ -389,15 +354,14 @@ def visible(text, newlines=True):
 # --- HTTP client: keep-alive, retries with backoff, SSE ---
 
 def json_bytes(obj):
-    """UTF-8 JSON for the wire and the session file. A lone surrogate (from a non-UTF-8 file
-    name) becomes a \\u escape, which is valid JSON, instead of an encoding error."""
+    """UTF-8 JSON; a lone surrogate (from a non-UTF-8 file name) becomes a valid \\u escape, not an encoding error."""
     return json.dumps(obj, ensure_ascii=False).encode("utf-8", "backslashreplace")
 
 
-def parse_retry_after(value, now=None):
-    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date), or None."""
+def parse_retry_after(value, now=None, per_second=1):
+    """Seconds to wait from a Retry-After header (delta-seconds, or units of 1/per_second, or an HTTP date), or None."""
     try:
-        seconds = float(value)
+        seconds = float(value) / per_second
     except (TypeError, ValueError):
         import email.utils
         try:
@@ -429,7 +393,7 @@ class Client:
         self.proxy = find_proxy(u.scheme, self.host)
         # through a plain-http proxy the request line names the whole URL; https goes through a CONNECT tunnel
         self.prefix = ("http://" + u.netloc if self.proxy and not self.https else "") + u.path.rstrip("/")
-        self.api_key = api_key
+        self.headers = {"Content-Type": "application/json", "Authorization": "Bearer " + (api_key or "")}
         self.timeout, self.max_retries, self.backoff = timeout, max_retries, backoff
         self.notice = notice or (lambda text: None)
         self.conv_id = None
@@ -450,21 +414,13 @@ class Client:
             if hide_ssl:
                 del sys.modules["ssl"]
         kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
-        conn = kind(*(self.proxy or (self.host, self.port)), timeout=self.timeout)
+        timeout = min(self.timeout or CONNECT_TIMEOUT, CONNECT_TIMEOUT)      # to connect: _send then sets GROK_TIMEOUT
+        conn = kind(*(self.proxy or (self.host, self.port)), timeout=timeout)
         if self.proxy and self.https:
             conn.set_tunnel(self.host, self.port)
-        conn._create_connection = self._open_socket
         with self._lock:
             self._busy.add(conn)
         return conn, False
-
-    def _open_socket(self, address, timeout=None, source_address=None):
-        """http.client's socket.create_connection, with a shorter timeout for the connect itself."""
-        import socket
-        limit = CONNECT_TIMEOUT if timeout is None else min(timeout, CONNECT_TIMEOUT)
-        sock = socket.create_connection(address, limit, source_address)
-        sock.settimeout(timeout)
-        return sock
 
     def _release(self, conn, reusable):
         with self._lock:
@@ -475,16 +431,14 @@ class Client:
         conn.close()
 
     def abort(self):
-        """Break every request in flight (called from another thread to cancel). Our own reference to
-        each socket: http.client drops conn.sock while it reads a reply the server will close."""
+        """Break every request in flight (from another thread, to cancel). conn.reading is our own reference to
+        the socket: http.client drops conn.sock while it reads a reply the server will close."""
         import socket
         with self._lock:
             busy = list(self._busy)
         for conn in busy:
-            sock = conn.sock or getattr(conn, "reading", None)
-            if sock is not None:
-                with suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
+            with suppress(OSError, AttributeError):     # (AttributeError: no socket opened yet)
+                (conn.sock or conn.reading).shutdown(socket.SHUT_RDWR)
 
     def close(self):
         with self._lock:
@@ -492,15 +446,14 @@ class Client:
         for conn in idle:
             conn.close()
 
-    def _send(self, conn, reused, path, body, headers, cancel):
-        import http.client
+    def _send(self, conn, reused, method, path, body, headers, cancel):
         ssl = sys.modules.get("ssl")
-        closed = (http.client.RemoteDisconnected, ConnectionError) + ((ssl.SSLEOFError, ssl.SSLZeroReturnError)
-                                                                      if ssl else ())
+        closed = (ConnectionError,) + ((ssl.SSLEOFError, ssl.SSLZeroReturnError) if ssl else ())
         for again in (reused, False):
             try:
-                conn.request("POST", self.prefix + path, body, headers)
+                conn.request(method, path, body, headers)
                 conn.reading = conn.sock
+                conn.sock.settimeout(self.timeout)
                 if cancel.is_set():      # abort() may have come before the socket
                     raise Cancelled("cancelled")
                 return conn.getresponse()
@@ -512,28 +465,18 @@ class Client:
 
     def probe(self, path, payload=None):
         """The JSON answer to a GET (a POST with a payload) of `path` on the server's root, or None: one try."""
-        conn, reusable = self._connect()[0], False
-        import http.client
         root = self.prefix[:-3] if self.prefix.endswith("/v1") else self.prefix
         try:
-            conn.request("POST" if payload else "GET", root + path, payload and json_bytes(payload),
-                         {"Authorization": "Bearer " + (self.api_key or ""), "Content-Type": "application/json"})
-            resp = conn.getresponse()
-            data, reusable = resp.read(), not resp.will_close
-            return json.loads(data.decode("utf-8", "replace")) if resp.status == 200 else None
-        except (OSError, http.client.HTTPException, ValueError, RecursionError):
+            return self._attempt("POST" if payload else "GET", root + path, payload and json_bytes(payload),
+                                 self.headers, None, threading.Event(), None, REPLY_CAP)
+        except (GrokError, HTTPStatusError, RetryableFault, ContractError):
             return None
-        finally:
-            self._release(conn, reusable)
 
     def post(self, path, payload, on_stream=None, cancel=None, no_retry=None, cap=REPLY_CAP):
-        """The parsed JSON reply, or on_stream(reader) for an event stream.
-
-        Retries refused/dropped connections, timeouts, 429 and 5xx with backoff;
-        raises HTTPStatusError for other statuses, TransientError when retries run out."""
-        body = payload if isinstance(payload, bytes) else json_bytes(payload)
-        headers = {"Content-Type": "application/json", "Authorization": "Bearer " + (self.api_key or ""),
-                   "User-Agent": "grok.py/" + __version__}
+        """The JSON reply, or on_stream(reader) for an event stream; retries dropped connections, timeouts, 429
+        and 5xx with backoff (TransientError when they run out); other statuses raise HTTPStatusError."""
+        body = json_bytes(payload)
+        headers = {**self.headers, "User-Agent": "grok.py/" + __version__}
         if self.conv_id:
             headers["x-grok-conv-id"] = self.conv_id
         if on_stream:
@@ -542,12 +485,12 @@ class Client:
         attempt = breaks = 0
         while not cancel.is_set():
             try:
-                return self._attempt(path, body, headers, on_stream, cancel, no_retry, cap)
+                return self._attempt("POST", self.prefix + path, body, headers, on_stream, cancel, no_retry, cap)
             except RetryableFault as fault:
-                problem, retry_after = scrub(fault.problem), fault.retry_after
-                breaks += fault.broke
+                problem, retry_after, broke = fault.args
+                breaks += broke
                 if breaks == 2 and attempt < self.max_retries:  # again: the caller asks unstreamed, to see why
-                    raise StreamBroken(fault.problem)
+                    raise StreamBroken(problem)
             if cancel.is_set():
                 break
             attempt += 1
@@ -558,14 +501,13 @@ class Client:
             cancel.wait(delay)
         raise Cancelled("cancelled")
 
-    def _attempt(self, path, body, headers, on_stream, cancel, no_retry, cap):
-        """One request and its whole reply, read within GROK_TIMEOUT and `cap` bytes; RetryableFault
-        when another attempt may do better."""
+    def _attempt(self, method, path, body, headers, on_stream, cancel, no_retry, cap):
+        """One request and its whole reply, within GROK_TIMEOUT and `cap` bytes; RetryableFault if worth repeating."""
         conn, reused = self._connect()      # (imports http.client, without ssl for plain http)
         import http.client
         reusable, started = False, time.monotonic()
         try:
-            resp = self._send(conn, reused, path, body, headers, cancel)
+            resp = self._send(conn, reused, method, path, body, headers, cancel)
             reader = ReplyReader(resp, conn.reading, self.timeout and started + self.timeout, cap)
             if resp.status >= 300:
                 error = self._refusal(resp, reader, no_retry)
@@ -585,8 +527,7 @@ class Client:
             self._release(conn, reusable)
 
     def _refusal(self, resp, reader, no_retry):
-        """What a reply other than 2xx raises: a redirect a UserError, 429/5xx a RetryableFault (unless
-        no_retry(error)), any other status its HTTPStatusError."""
+        """The error a reply other than 2xx raises: 429/5xx a RetryableFault, unless no_retry(its HTTPStatusError)."""
         if resp.status < 400:
             return UserError("the server at %s answered HTTP %d, a redirect to %s: grok does not follow "
                              "redirects (the API key goes to GROK_BASE_URL only); set GROK_BASE_URL to the "
@@ -594,43 +535,40 @@ class Client:
         err = HTTPStatusError(resp.status, reader.read())
         if resp.status not in RETRY_STATUSES or (no_retry and no_retry(err)):
             return err
-        return RetryableFault("%s (HTTP %d): %s" % ("rate limited" if resp.status == 429 else "server error",
-                                                   resp.status, err.server_message()), retry_after_of(resp))
+        wait = parse_retry_after(resp.getheader("Retry-After"))
+        if wait is None:
+            wait = parse_retry_after(resp.getheader("retry-after-ms"), per_second=1000)     # OpenAI's
+        return RetryableFault(scrub("%s (HTTP %d): %s" % ("rate limited" if resp.status == 429 else "server error",
+                                                         resp.status, err.server_message())), wait, False)
 
     def _json(self, data):
         try:
             return json.loads(data.decode("utf-8", "replace"))
         except (ValueError, RecursionError):
             raise UserError(scrub("the server at %s did not answer with JSON (is GROK_BASE_URL an "
-                                  "OpenAI-compatible API?): %r" % (self.host, data[:120]), (self.api_key,)))
+                                  "OpenAI-compatible API?): %r" % (self.host, data[:120])))
 
 
 class RetryableFault(Exception):
-    """A failed attempt worth repeating: what went wrong, the seconds the server asked to wait (or None),
-    and whether it was a reply stream that broke off."""
-
-    def __init__(self, problem, retry_after=None, broke=False):
-        Exception.__init__(self, problem)
-        self.problem, self.retry_after, self.broke = problem, retry_after, broke
+    """A failed attempt worth repeating. args: what went wrong (scrubbed), the seconds the server asked to wait
+    (or None), whether a reply stream broke off."""
 
 
 class ReplyReader:
-    """A response body read within a deadline for the whole reply and a cap on its size: a server
-    trickling or streaming without end cannot hold the turn or fill the memory."""
+    """A reply body read within one deadline and a size cap: a trickling or endless stream cannot hold the turn."""
 
     def __init__(self, resp, sock, deadline, cap):
         self.resp, self.sock, self.deadline, self.cap, self.size = resp, sock, deadline, cap, 0
         self._count(b"")
 
     def _count(self, data):
-        import socket
         self.size += len(data)
         if self.size > self.cap:
             raise ContractError("the reply passed %d MB and was abandoned; reply much shorter" % (self.cap >> 20))
         if self.deadline:
             left = self.deadline - time.monotonic()
             if left <= 0:
-                raise socket.timeout()
+                raise TimeoutError()
             if self.sock is not None and not self.resp.isclosed():
                 self.sock.settimeout(left)
         return data
@@ -639,21 +577,10 @@ class ReplyReader:
         return self._count(self.resp.readline(self.cap + 1 - self.size))
 
     def read(self):
-        parts = []
-        while not parts or parts[-1]:
-            parts.append(self._count(self.resp.read(65536)))
+        data = b"".join(iter(lambda: self._count(self.resp.read(65536)), b""))
         if self.resp.length:        # the connection ended before Content-Length was reached
             raise StreamBroken("%d bytes of the reply missing" % self.resp.length)
-        return b"".join(parts)
-
-
-def retry_after_of(resp):
-    """Seconds a 429/5xx reply asks to wait: Retry-After, or OpenAI-style retry-after-ms."""
-    seconds = parse_retry_after(resp.getheader("Retry-After"))
-    try:
-        return seconds if seconds is not None else parse_retry_after(float(resp.getheader("retry-after-ms")) / 1000)
-    except (TypeError, ValueError):
-        return None
+        return data
 
 
 def find_proxy(scheme, host):
@@ -670,34 +597,32 @@ def find_proxy(scheme, host):
 
 def network_fault(e, host):
     """The RetryableFault that says what went wrong talking to host; a UserError when retrying cannot help."""
+    import http.client
     import socket
     ssl = sys.modules.get("ssl")
-    name = type(e).__name__
     if ssl and isinstance(e, ssl.CertificateError):
         return UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL, or point "
                          "SSL_CERT_FILE at your CA bundle" % (host, getattr(e, "verify_message", None) or e))
-    if isinstance(e, socket.gaierror):
-        problem = "cannot resolve host %s (DNS; check GROK_BASE_URL)" % host
-    elif isinstance(e, ConnectionRefusedError):
-        problem = "connection refused by %s (is the server running? check GROK_BASE_URL)" % host
-    elif isinstance(e, (socket.timeout, TimeoutError)):
-        problem = "no complete reply from %s within the timeout (GROK_TIMEOUT, for the whole reply)" % host
-    elif isinstance(e, StreamBroken):
-        problem = "the reply stream from %s broke off: %s" % (host, e)
-    elif name in ("RemoteDisconnected", "IncompleteRead", "ConnectionResetError", "BrokenPipeError"):
-        problem = "connection to %s dropped (%s)" % (host, name)
-    elif isinstance(e, ValueError) or name in ("BadStatusLine", "LineTooLong", "UnknownProtocol"):
-        problem = "garbled reply from %s (%s: %s)" % (host, name, str(e)[:100])
-    else:
-        problem = "network error talking to %s: %s" % (host, e or name)
-    return RetryableFault(problem, broke=isinstance(e, StreamBroken))
+    problems = (        # the first whose exception types e is one of
+        (socket.gaierror, "cannot resolve host {host} (DNS; check GROK_BASE_URL)"),
+        (ConnectionRefusedError, "connection refused by {host} (is the server running? check GROK_BASE_URL)"),
+        ((socket.timeout, TimeoutError),
+         "no complete reply from {host} within the timeout (GROK_TIMEOUT, for the whole reply)"),
+        (StreamBroken, "the reply stream from {host} broke off: {e}"),
+        ((http.client.RemoteDisconnected, http.client.IncompleteRead, ConnectionResetError, BrokenPipeError),
+         "connection to {host} dropped ({name})"),
+        ((ValueError, http.client.BadStatusLine, http.client.LineTooLong, http.client.UnknownProtocol),
+         "garbled reply from {host} ({name}: {short})"),
+        (Exception, "network error talking to {host}: {e}"))
+    problem = next(text for kinds, text in problems if isinstance(e, kinds))
+    problem = scrub(problem.format(host=host, e=e, name=type(e).__name__, short=str(e)[:100]))
+    return RetryableFault(problem, None, isinstance(e, StreamBroken))
 
 
 class ChatResult:
     def __init__(self, content, finish_reason=None, usage=None, response_id=None, problem=None):
-        if content is not None and not isinstance(content, str):
-            content = json.dumps(content)           # a server's list of parts: the contract check says why
-        self.content = content
+        # a server's list of parts becomes JSON text: the contract check says why it is not an answer
+        self.content = content if content is None or isinstance(content, str) else json.dumps(content)
         self.finish_reason = finish_reason if isinstance(finish_reason, str) else None
         self.usage = usage if isinstance(usage, dict) else {}
         self.tokens = usage_numbers(usage)      # what the rest of the program reads of the usage
@@ -720,8 +645,7 @@ def read_chat_stream(resp, on_delta, on_thought=None):
                 continue
             delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
             deliver(delta.get("reasoning_content"), on_thought)
-            if deliver(delta.get("content"), on_delta):
-                parts.append(delta["content"])
+            parts.append(deliver(delta.get("content"), on_delta))
             finish = choice.get("finish_reason") or finish
     else:
         if finish is None:
@@ -730,43 +654,36 @@ def read_chat_stream(resp, on_delta, on_thought=None):
 
 
 def deliver(piece, callback):
-    """Whether piece is text, given to callback (if any)."""
+    """piece if it is text (given to callback, if any), else ""."""
     if not isinstance(piece, str) or not piece:
-        return False
+        return ""
     if callback:
         callback(piece)
-    return True
+    return piece
 
 
 def sse_chunks(resp):
-    """The JSON objects in an event stream's data lines, then None at "data: [DONE]"."""
+    """The JSON objects in an event stream's data lines, then None at "data: [DONE]". An error sent in the
+    stream raises its HTTPStatusError, with the status it names (else 500)."""
     for line in iter(resp.readline, b""):
-        line = line.strip()
-        if line.startswith(b"error:"):      # llama.cpp's server reports a failure this way
-            raise stream_error(line[6:].strip())
-        data = line[5:].strip() if line.startswith(b"data:") else None
-        if data == b"[DONE]":
+        field, _, data = line.strip().partition(b":")
+        data, chunk = data.strip(), None
+        if field == b"data" and data == b"[DONE]":
             yield None
-        elif data is not None:
+        elif field == b"data":
             try:
                 chunk = json.loads(data.decode("utf-8", "replace"))
             except (ValueError, RecursionError):
                 raise StreamBroken("a stream chunk was not JSON: %r" % data[:80])
-            if isinstance(chunk, dict) and chunk.get("error"):
-                raise stream_error(data)
-            if isinstance(chunk, dict):
-                yield chunk
-
-
-def stream_error(data):
-    """The HTTPStatusError for an error sent in an event stream, with the status it names (else 500)."""
-    code = re.search(rb'"code"\s*:\s*([45]\d\d)\b', data)
-    return HTTPStatusError(int(code.group(1)) if code else 500, data)
+        if field == b"error" or isinstance(chunk, dict) and chunk.get("error"):     # (llama.cpp sends error: lines)
+            code = re.search(rb'"code"\s*:\s*([45]\d\d)\b', data)
+            raise HTTPStatusError(int(code.group(1)) if code else 500, data)
+        if isinstance(chunk, dict):
+            yield chunk
 
 
 def parse_chat_reply(obj, on_thought=None):
-    if not isinstance(obj, dict):
-        return ChatResult(None)
+    obj = obj if isinstance(obj, dict) else {}
     choices = obj.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         if obj.get("error"):
@@ -778,9 +695,8 @@ def parse_chat_reply(obj, on_thought=None):
 
 
 class ResponseStreamer:
-    """Pulls the decoded text of the top-level "response" string out of a JSON object arriving in
-    pieces, so the answer can be shown as it is generated. tool_calls: whether the reply's
-    tool_calls list is, so far, "unknown", "empty" or "nonempty"."""
+    """Pulls the decoded text of the top-level "response" string out of a JSON object arriving in pieces (to show
+    it as it is generated). tool_calls: whether the tool_calls list is, so far, "unknown", "empty" or "nonempty"."""
 
     # raw JSON string text up to the last whole character: an escape waits for its end, and a high
     # surrogate for what follows it (\uD83D\uDE00 is one character)
@@ -789,8 +705,7 @@ class ResponseStreamer:
     def __init__(self):
         self.depth, self.key, self.colon, self.calls, self.tool_calls = 0, None, False, False, "unknown"
         self.raw = None         # the string being read: its raw characters, kept for a top-level key or the response
-        self.escaped = self.is_key = self.response = False
-        self.cut = 0            # characters of the response returned so far
+        self.escaped, self.is_key, self.response, self.cut = False, False, False, 0     # cut: characters given out
 
     def feed(self, text):
         out = []
@@ -832,8 +747,7 @@ class ResponseStreamer:
         raw = "".join(self.raw[self.cut:])
         raw = raw if whole else self.WHOLE.match(raw).group()
         self.cut += len(raw)
-        # a lone surrogate cannot be printed: it shows as U+FFFD
-        return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in self._decode(raw))
+        return re.sub("[\ud800-\udfff]", "\ufffd", self._decode(raw))     # a lone surrogate cannot be printed
 
     @staticmethod
     def _decode(raw):
@@ -849,12 +763,8 @@ class ContractError(Exception):
     """A reply that breaks the contract; the message goes back to the model."""
 
 
-class Contract:
+class Contract(namedtuple("Contract", "name extra_properties extra_prompt max_tokens", defaults=({}, "", 4000))):
     """What the model is asked to return: the schema, its description, defaults."""
-
-    def __init__(self, name, extra_properties=None, extra_prompt="", max_tokens=4000):
-        self.name, self.extra_prompt, self.max_tokens = name, extra_prompt, max_tokens
-        self.extra_properties = extra_properties or {}
 
     def schema(self, tool_names):
         calls = [{"type": "object", "properties": {"tool": {"type": "string", "enum": [name]},
@@ -868,6 +778,7 @@ class Contract:
 
 
 MINIMAL = Contract("grok_reply")
+REPLY_SHAPE = '{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRING or null, "done": BOOL}'
 
 
 def extract_json_object(text):
@@ -875,15 +786,12 @@ def extract_json_object(text):
     text = text.strip()
     with suppress(ValueError, RecursionError):
         return json.loads(text)
-    decoder, start = json.JSONDecoder(), text.find("{")
-    for _ in range(20):
-        if start == -1:
-            break
+    from itertools import islice
+    for brace in islice(re.finditer("{", text), 20):
         with suppress(ValueError, RecursionError):
-            obj = decoder.raw_decode(text, start)[0]
+            obj = json.JSONDecoder().raw_decode(text, brace.start())[0]
             if isinstance(obj, dict):
                 return obj
-        start = text.find("{", start + 1)
     raise ContractError("the reply is not a JSON object")
 
 
@@ -891,13 +799,11 @@ def parse_reply(content, tool_names, finish_reason=None):
     """Validate one assistant message against the contract; returns a clean dict."""
     if content is None or not str(content).strip():
         raise ContractError("the reply was empty")
-    if finish_reason == "length":       # a cut-off reply may still hold an inner object: never take that
-        try:
-            json.loads(content)
-        except (ValueError, RecursionError):
-            raise ContractError("the reply was cut off at max_tokens before its JSON ended: reply shorter, "
-                                "with fewer tool calls")
-    obj = extract_json_object(str(content))
+    try:        # a cut-off reply may still hold an inner object: never take that
+        obj = json.loads(content) if finish_reason == "length" else extract_json_object(str(content))
+    except (ValueError, RecursionError):
+        raise ContractError("the reply was cut off at max_tokens before its JSON ended: reply shorter, "
+                            "with fewer tool calls")
     if not isinstance(obj, dict):
         raise ContractError("the reply must be a JSON object")
     calls = obj.get("tool_calls") or []
@@ -935,8 +841,7 @@ def clean_call(i, call, tool_names):
 
 
 def kept_reply(content, reply):
-    """The reply as the history keeps it: an argument longer than ARG_CAP (a 5 MB command) becomes a
-    note, so it is not stored and resent with every request."""
+    """The reply as the history keeps it: an argument over ARG_CAP becomes a note, not resent in every request."""
     if len(content) <= ARG_CAP:
         return content
     calls = [dict(c, args={k: "[%d characters, not kept]" % len(str(v)) if len(str(v)) > ARG_CAP else v
@@ -945,9 +850,8 @@ def kept_reply(content, reply):
 
 
 def corrective_message(problem):
-    return ("Your last reply broke the JSON contract: %s. Reply again with exactly one JSON object: "
-            '{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRING or null, "done": BOOL}.'
-            % problem)
+    return "Your last reply broke the JSON contract: %s. Reply again with exactly one JSON object: %s." % (
+        problem, REPLY_SHAPE)
 
 
 # --- Tools: one function each, one dict to dispatch ---
@@ -971,7 +875,6 @@ def inside(path, directory):
 
 def path_glob(pattern, path):
     """A glob on a path: `*` and `?` stay within one path component, `**` crosses `/`."""
-    import re
     rx = re.escape(pattern).replace(r"\*\*/", "\0").replace(r"\*\*", ".*").replace(r"\*", "[^/]*")
     return re.fullmatch(rx.replace(r"\?", "[^/]").replace("\0", "(?:.*/)?"), path) is not None
 
@@ -982,7 +885,7 @@ def needs_approval(call, free_dirs=()):
         return True
     path = call.args.get("path") or "."
     return (call.name in ("read_file", "list_files") and isinstance(path, str)
-            and not any(inside(canonical(call.cwd, path), d) for d in [call.cwd] + list(free_dirs)))
+            and not any(inside(canonical(call.cwd, path), d) for d in [call.cwd, *free_dirs]))
 
 
 def approval_text(call, full=False):
@@ -996,7 +899,7 @@ def approval_text(call, full=False):
         import difflib
         body = call.args.get("content", "")
         body = body if isinstance(body, str) else json.dumps(body, indent=2)
-        old = old_text(path) if os.path.isfile(path) else None
+        old = old_text(path)
         state = "a new file" if not os.path.exists(path) else "replaces the file" + ("; the changes" if old else "")
         head = "write_file %s (%d bytes, %s)" % (path, len(body.encode("utf-8", "replace")), state)
         if old is not None:
@@ -1043,25 +946,22 @@ def tool_bash(args, agent):
     except OSError as e:
         return ToolResult("error: cannot start %s: %s" % (TOOL_SHELL, e), ok=False)
     agent.procs.add(proc)
-    head, tail, total = bytearray(), bytearray(), [0]       # the first and the last bytes of the output
+    out, total = bytearray(), [0]
 
     def read():         # on a thread, so the tool waits for the process, not in fixed sleeps
         with suppress(OSError, ValueError):
             for chunk in iter(lambda: proc.stdout.read1(65536), b""):
                 total[0] += len(chunk)
-                room = max(0, OUTPUT_HEAD - len(head))
-                head.extend(chunk[:room])
-                tail.extend(chunk[room:])
-                del tail[:-OUTPUT_TAIL]
+                out.extend(chunk)
+                del out[OUTPUT_HEAD:-OUTPUT_TAIL]       # the first and the last bytes are kept
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     code, waited, limit = None, 0.0, agent.cfg.bash_timeout       # limit 0: none
     try:
         while code is None and not agent.cancel.is_set() and not 0 < limit <= waited:
-            try:
+            with suppress(subprocess.TimeoutExpired):
                 code = proc.wait(0.05)
-            except subprocess.TimeoutExpired:
-                waited += 0.05
+            waited += 0.05
     finally:
         note = "" if code is not None else "\n[cancelled by the user]" if agent.cancel.is_set() else (
             "\n[timed out after %gs: process group killed]" % limit)
@@ -1070,9 +970,9 @@ def tool_bash(args, agent):
             code = proc.wait()
         agent.procs.discard(proc)
     reader.join(1 if note else 0.2)     # background children may keep the output open
-    omitted = total[0] - len(head) - len(tail)
-    text = (bytes(head).decode("utf-8", "replace") + ("\n[... %d bytes omitted: output truncated ...]\n" % omitted
-            if omitted > 0 else "") + bytes(tail).decode("utf-8", "replace")).replace("\x00", "\\0")
+    omitted = total[0] - len(out)
+    text = (out[:OUTPUT_HEAD].decode("utf-8", "replace") + ("\n[... %d bytes omitted: output truncated ...]\n" % omitted
+            if omitted > 0 else "") + out[OUTPUT_HEAD:].decode("utf-8", "replace")).replace("\x00", "\\0")
     text = text if text.strip() or note else "(no output)"
     background = "" if note or not reader.is_alive() else (
         "\n[background processes are still running; their output is not captured and they may "
@@ -1100,10 +1000,9 @@ def tool_read_file(args, agent):
     return ToolResult(text if text else "(empty file)")
 
 
-def atomic_write(path, data, mode=None):
-    """Bytes written via a temp file and a rename: a crash leaves the old file or the new one."""
+def atomic_write(path, data, private=True):
+    """Via a temp file and a rename: a crash leaves the old file or the new one. Mode 0600 if private, else open()'s."""
     import glob
-    import tempfile
     folder, prefix = os.path.dirname(path), ".grok-%s." % os.path.basename(path)[:100]
     for stale in glob.glob(os.path.join(glob.escape(folder), glob.escape(prefix) + "*.*.tmp")):
         try:        # left by a process that was killed while writing this path
@@ -1112,12 +1011,14 @@ def atomic_write(path, data, mode=None):
             os.unlink(stale)
         except (ValueError, OSError):
             pass
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=prefix + "%d." % os.getpid(), suffix=".tmp")
+    tmp = os.path.join(folder, "%s%d.%s.tmp" % (prefix, os.getpid(), os.urandom(4).hex()))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if private else 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        if mode is not None:
-            os.chmod(tmp, mode)
+        if not private:     # an existing file keeps its mode
+            with suppress(FileNotFoundError):
+                os.chmod(tmp, os.stat(path).st_mode & 0o7777)
         os.replace(tmp, path)
     except BaseException:
         with suppress(OSError):
@@ -1133,13 +1034,7 @@ def tool_write_file(args, agent):
         return ToolResult("error: %s is a directory" % path, ok=False)
     try:        # the path is resolved: a symlink is written through, not replaced
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        try:
-            mode = os.stat(path).st_mode & 0o7777
-        except FileNotFoundError:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
-        atomic_write(path, data, mode)
+        atomic_write(path, data, private=False)
     except OSError as e:
         return ToolResult("error: cannot write %s: %s" % (path, e.strerror or e), ok=False)
     return ToolResult("wrote %d bytes to %s" % (len(data), path))
@@ -1159,14 +1054,11 @@ def tool_list_files(args, agent):
     for entry in entries[:LIST_CAP]:
         name = entry.name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
         try:
-            if entry.is_symlink():
-                lines.append("link %s -> %s" % (name, os.readlink(entry.path)))
-            elif entry.is_dir():
-                lines.append("dir  %s/" % name)
-            else:
-                lines.append("file %s %d" % (name, entry.stat().st_size))
+            line = ("link %s -> %s" % (name, os.readlink(entry.path)) if entry.is_symlink()
+                    else "dir  %s/" % name if entry.is_dir() else "file %s %d" % (name, entry.stat().st_size))
         except OSError:
-            lines.append("?    %s" % name)
+            line = "?    %s" % name
+        lines.append(line)
     if len(entries) > LIST_CAP:
         lines.append("[... %d more entries not shown]" % (len(entries) - LIST_CAP))
     return ToolResult("\n".join(lines) if lines else "(empty directory)")
@@ -1210,12 +1102,9 @@ def responses_answer(obj):
     return text, list(dict.fromkeys(u for u in urls + list(obj.get("citations") or ()) if u and isinstance(u, str)))
 
 
-class Tool:
+class Tool(namedtuple("Tool", "run doc args")):
     """One tool: its function, what it does, and its arguments as {name: JSON type}, a type ending
     in "?" being optional. The first argument is the one shown in one-line displays."""
-
-    def __init__(self, run, doc, **args):
-        self.run, self.doc, self.args = run, doc, args
 
     def schema(self):
         props = {k: {"type": "array", "items": {"type": "string"}} if t.startswith("array") else {"type": t.rstrip("?")}
@@ -1226,14 +1115,15 @@ class Tool:
 
 TOOLS = {
     "bash": Tool(tool_bash, "run a shell command in the working directory; stdout+stderr, exit code if non-zero "
-                 "(timeout %ds)", command="string"),
-    "web_search": Tool(tool_web_search, "search the web; an answer with source URLs", query="string"),
-    "read_file": Tool(tool_read_file, "read a text file (relative to the working directory)", path="string"),
-    "write_file": Tool(tool_write_file, "create or overwrite a file (parent dirs are created)", path="string",
-                       content="string"),
+                 "(timeout %ds)", {"command": "string"}),
+    "web_search": Tool(tool_web_search, "search the web; an answer with source URLs", {"query": "string"}),
+    "read_file": Tool(tool_read_file, "read a text file (relative to the working directory)", {"path": "string"}),
+    "write_file": Tool(tool_write_file, "create or overwrite a file (parent dirs are created)",
+                       {"path": "string", "content": "string"}),
     "list_files": Tool(tool_list_files, "list a directory (default: the working directory): type, name, size",
-                       path="string?"),
-    "ask_user": Tool(tool_ask_user, "ask the user when only they can decide", question="string", options="array?"),
+                       {"path": "string?"}),
+    "ask_user": Tool(tool_ask_user, "ask the user when only they can decide",
+                     {"question": "string", "options": "array?"}),
 }
 MAX_CALLS = 8               # tool calls in one reply (the schema's bound)
 NEEDS_APPROVAL = ("bash", "write_file")
@@ -1257,28 +1147,23 @@ def key_arg(name, args):
         value = json.dumps(value)
     if len(value) > ARG_CAP:
         value = value[:200] + "... [%d characters]" % len(value)
-    if "\n" not in value and "\r" not in value:
-        return value
-    # one line, but no line of a command hidden in it: each line break is shown as ⏎
-    return " ⏎ ".join(line.strip() for line in value.splitlines() if line.strip())
+    if "\n" in value or "\r" in value:        # one line, but no line of a command hidden in it
+        value = " ⏎ ".join(line.strip() for line in value.splitlines() if line.strip())
+    return value
 
 
 # --- System prompt: contract, tools, runtime info, skills, project rules ---
 
 def front_matter(text):
-    """name/description from a '---' header, else the first heading and line."""
-    meta, lines = {}, [line.strip() for line in text.splitlines()]
+    """name/description from a '---' header, else the first line that is not a heading (or the last heading)."""
+    lines = [line.strip() for line in text.splitlines()]
     if lines[:1] == ["---"]:
         header = lines[1:30] + ["---"]
         fields = [line.partition(":") for line in header[:header.index("---")]]
         return {k.strip().lower(): v.strip().strip("\"'") for k, sep, v in fields if sep}
-    for line in lines[:20]:
-        if line.startswith("#"):
-            meta["title"] = line.lstrip("# ")
-        elif line:
-            meta["description"] = line
-            break
-    return meta
+    texts = [line for line in lines[:20] if line and not line.startswith("#")]
+    headings = [line.lstrip("# ") for line in lines[:20] if line.startswith("#")]
+    return {"description": texts[0] if texts else headings[-1] if headings else ""}
 
 
 def find_skills(skills_dir):
@@ -1288,48 +1173,42 @@ def find_skills(skills_dir):
     for path in sorted(glob.glob(os.path.join(base, "*.md")) + glob.glob(os.path.join(base, "*", "*.md"))):
         rel = os.path.relpath(path, skills_dir)[:-3]
         folder, stem = os.path.split(rel)
-        if stem.lower() == "readme" or not os.path.isfile(path):
+        got = read_regular(path, 4000)
+        if stem.lower() == "readme" or not got:
             continue
-        try:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                meta = front_matter(f.read(4000))
-        except OSError:
-            continue
+        meta = front_matter(got[0].decode("utf-8", "replace"))
         desc = " ".join((meta.get("description") or meta.get("title") or "").split())[:160]
         skills.append((meta.get("name") or (folder if stem.upper() == "SKILL" else rel), desc, path))
     return skills
 
 
 def find_project_rules(cwd):
-    """[(path, text)]: ~/.grok/AGENTS.md, then AGENTS.md and GROK.md in each directory from the git root
-    down to cwd (outside a repository: cwd only), skipping directories others can write. Regular
-    files only, a symlink only into the same tree; scrubbed, capped per file and in all."""
-    found, dirs = [], [cwd]
+    """[(path, text)]: ~/.grok/AGENTS.md, then AGENTS.md and GROK.md from the git root down to cwd (else cwd only),
+    in directories others cannot write; regular files, a symlink only into the tree; scrubbed, capped."""
+    dirs = [cwd]
     while not os.path.exists(os.path.join(dirs[-1], ".git")) and os.path.dirname(dirs[-1]) != dirs[-1]:
         dirs.append(os.path.dirname(dirs[-1]))
     if not os.path.exists(os.path.join(dirs[-1], ".git")):
         dirs = [cwd]        # not in a git repository: only the working directory itself
     root = os.path.realpath(dirs[-1])
-    candidates = [os.path.join(os.path.expanduser("~"), ".grok", "AGENTS.md")]
-    candidates += [os.path.join(d, n) for d in reversed(dirs) if not open_to_others(d, (os.getuid(), 0))
-                   for n in ("AGENTS.md", "GROK.md")]
-    seen, budget = set(), RULES_TOTAL_CAP
+    candidates = [os.path.join(os.path.expanduser("~"), ".grok", "AGENTS.md")] + [
+        os.path.join(d, name) for d in reversed(dirs) if not open_to_others(d, (os.getuid(), 0))
+        for name in ("AGENTS.md", "GROK.md")]
+    found, seen, budget = [], set(), RULES_TOTAL_CAP
     for path in candidates:
         real, cap = os.path.realpath(path), min(RULES_CAP, budget)
         if real in seen or (os.path.islink(path) and path != candidates[0] and not inside(real, root)):
             continue
         seen.add(real)
-        got = read_regular(path, cap)
-        if not got:
+        data, size = read_regular(path, cap) or (None, 0)
+        if data is None:
             continue
-        data, size = got
         if not cap:
             text = "[not included: project rules are capped at %d bytes in all]" % RULES_TOTAL_CAP
         elif len(data) > cap:     # cut at a character boundary, and say so
-            text = data[:cap].decode("utf-8", "replace").rstrip("\ufffd").strip()
-            text += "\n[truncated: only the first %d of %d bytes of this file are included%s]" % (
-                cap, size, "" if cap == RULES_CAP else ", the project rules are capped at %d bytes in all"
-                % RULES_TOTAL_CAP)
+            text = "%s\n[truncated: only the first %d of %d bytes of this file are included%s]" % (
+                data[:cap].decode("utf-8", "replace").rstrip("\ufffd").strip(), cap, size,
+                "" if cap == RULES_CAP else ", the project rules are capped at %d bytes in all" % RULES_TOTAL_CAP)
         else:
             text = data.decode("utf-8", "replace").strip()
         if text:
@@ -1338,21 +1217,17 @@ def find_project_rules(cwd):
     return found
 
 
-def build_system_prompt(cfg, contract=MINIMAL, cwd=None):
-    cwd = cwd or cfg.cwd
+def build_system_prompt(cfg, contract, cwd):
     uname = os.uname()      # not `platform`: it takes 2 ms to import
-    parts = [
-        "You are Grok, an agent working on the user's computer through tools.",
-        "Always reply with exactly one JSON object and nothing else:",
-        '{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRING or null, "done": BOOL}',
-        "- To act: list the tool calls (independent calls run concurrently), response null, done false. "
-        "Their results come back in the next user message.",
-        "- To answer: tool_calls [], response = your answer for the user, done true. done true with tool calls "
-        "runs them and then ends the turn with your response: their results reach you only with the next message.",
-        "- Tools first: use web_search for facts, news and current events (put the year in the query) instead "
-        "of answering from memory; prefer acting over asking; check your work with tools before you say it is done.",
-        "- Answers are plain text for a terminal: concise, no markdown.",
-    ]
+    parts = ["You are Grok, an agent working on the user's computer through tools.",
+             "Always reply with exactly one JSON object and nothing else:", REPLY_SHAPE,
+             "- To act: list the tool calls (independent calls run concurrently), response null, done false. "
+             "Their results come back in the next user message.",
+             "- To answer: tool_calls [], response = your answer for the user, done true. done true with tool calls "
+             "runs them and then ends the turn with your response: their results reach you only with the next message.",
+             "- Tools first: use web_search for facts, news and current events (put the year in the query) instead of "
+             "answering from memory; prefer acting over asking; check your work with tools before you say it is done.",
+             "- Answers are plain text for a terminal: concise, no markdown."]
     if contract.extra_prompt:
         parts.append(contract.extra_prompt)
     parts += ["", "TOOLS:"] + ["- " + tool_line(name, cfg.bash_timeout) for name in TOOLS]
@@ -1361,15 +1236,12 @@ def build_system_prompt(cfg, contract=MINIMAL, cwd=None):
               "- shell: the bash tool runs %s -c; the user's login shell is %s" % (
                   TOOL_SHELL, os.environ.get("SHELL") or "unknown"),
               "- working directory: %s" % cwd]
-    skills = find_skills(cfg.skills_dir)
+    skills = ["- %s: %s (%s)" % skill for skill in find_skills(cfg.skills_dir)]
     if skills:
-        parts += ["", "SKILLS (load one with read_file when it fits the task):"]
-        parts += ["- %s: %s (%s)" % s for s in skills]
-    rules = find_project_rules(cwd)
+        parts += ["", "SKILLS (load one with read_file when it fits the task):"] + skills
+    rules = ["\nFrom %s:\n%s" % rule for rule in find_project_rules(cwd)]
     if rules:
-        parts += ["", "PROJECT RULES (follow them; where they differ, the later, more specific file wins):"]
-    for path, text in rules:
-        parts += ["", "From %s:" % path, text]
+        parts += ["", "PROJECT RULES (follow them; where they differ, the later, more specific file wins):"] + rules
     return "\n".join(parts)
 
 
@@ -1387,8 +1259,7 @@ class Session:
         self.id = session_id or time.strftime("%Y%m%d-%H%M%S-") + os.urandom(3).hex()
         self.path = os.path.join(self.dir, self.id + ".jsonl")
         self.warn = warn or (lambda text: None)
-        self.fd, self.disabled, self.legacy = None, False, False
-        self.header = None      # a new session's first record: the file is made with the first real one
+        self.fd, self.disabled, self.legacy, self.header = None, False, False, None
 
     def _open(self):
         problem = data_dir_problem(os.path.dirname(self.dir))
@@ -1418,9 +1289,9 @@ class Session:
             self._open()
         if self.disabled:
             return
-        data = json_bytes(scrub_all(record)) + b"\n"
-        if self.header:
-            data, self.header = json_bytes(scrub_all(self.header)) + b"\n" + data, None
+        # a new session's header goes out with its first real record: only then is the file made
+        data = b"".join(json_bytes(scrub_all(r)) + b"\n" for r in (self.header, record) if r)
+        self.header = None
         try:
             while data:
                 data = data[os.write(self.fd, data):]
@@ -1434,7 +1305,7 @@ class Session:
             self.fd = None
 
     def read(self):
-        """The records (JSONL); a session of the bash grok (ID.json: `legacy`) as the records it makes."""
+        """The non-blank lines (JSONL); a session of the bash grok (ID.json: `legacy`) as the records it makes."""
         problem = data_dir_problem(os.path.dirname(self.dir))
         if problem:
             raise UserError(problem)
@@ -1445,10 +1316,10 @@ class Session:
             with open(self.source, "rb", opener=lambda path, flags: os.open(path, flags | NOFOLLOW)) as f:
                 data = f.read()
             if not self.legacy:
-                return data
+                return [line for line in data.splitlines() if line.strip()]
             obj = json.loads(data.decode("utf-8", "replace"))
-            return b"\n".join([json_bytes({"type": "message", "message": m}) for m in obj["messages"]]
-                              + [json_bytes({"type": "cwd", "cwd": obj.get("working_dir")})])
+            records = [{"type": "message", "message": m} for m in obj["messages"]]
+            return [json_bytes(r) for r in records + [{"type": "cwd", "cwd": obj.get("working_dir")}]]
         except FileNotFoundError:
             raise UserError("no session %r in %s" % (self.id, self.dir))
         except OSError as e:
@@ -1459,17 +1330,21 @@ class Session:
     def load(self):
         """(header, messages without the system prompt, cost_usd, cwd); skips torn lines with a warning."""
         header, messages, cost, cwd, bad = {}, [], 0.0, None, 0
-        for line in self.read().splitlines():
-            if not line.strip():
-                continue
+        for line in self.read():
             try:
                 rec = json.loads(line.decode("utf-8"))
                 kind = rec["type"]
-                if kind == "session" and isinstance(rec, dict):
+                if kind == "session":
                     header = rec
                     cwd = rec.get("cwd") if isinstance(rec.get("cwd"), str) else cwd
-                elif kind == "message":
-                    messages.append(valid_message(rec["message"]))
+                elif kind in ("message", "reset"):
+                    new = [rec["message"]] if kind == "message" else list(rec["messages"])
+                    if not all(isinstance(m, dict) and m.get("role") in ("user", "assistant")
+                               and isinstance(m.get("content"), str) for m in new):
+                        raise ValueError("not a message as the API takes it")
+                    if kind == "reset":
+                        messages = []
+                    messages += new
                 elif kind == "usage":
                     usd = float(rec.get("cost_usd") or 0)
                     if not 0 <= usd < 1e6:
@@ -1477,26 +1352,15 @@ class Session:
                     cost += usd
                 elif kind == "cwd":
                     cwd = rec["cwd"] if isinstance(rec["cwd"], str) else cwd
-                elif kind == "reset":
-                    messages = [valid_message(m) for m in rec["messages"]]
                 else:
                     raise ValueError("unknown record")
             except (ValueError, KeyError, TypeError, UnicodeDecodeError, IndexError, RecursionError):
                 bad += 1 - self.legacy      # the bash grok's system prompt is left out, not damaged
-                continue
         if not isinstance(header.get("system"), str):
             header.pop("system", None)
         if bad:
             self.warn("warning: session %s: skipped %d damaged line(s)" % (self.id, bad))
         return header, messages, cost, cwd
-
-
-def valid_message(message):
-    """A message as the API takes it, or ValueError (a damaged session line)."""
-    if (not isinstance(message, dict) or message.get("role") not in ("user", "assistant")
-            or not isinstance(message.get("content"), str)):
-        raise ValueError("not a message")
-    return message
 
 
 def list_sessions(directory):
@@ -1528,11 +1392,6 @@ def find_session(directory, key):
         raise UserError("%r matches %d sessions; give more of the id" % (key, len(found)) if found
                         else "no session %r in %s" % (key, os.path.join(directory, "sessions")))
     return found[0]
-
-
-def latest_session_id(directory):
-    """The newest session anybody typed into."""
-    return next((s[0] for s in list_sessions(directory) if s[2]), None)
 
 
 # --- The loop: run_turn() -> query() + execute() ---
@@ -1569,21 +1428,17 @@ class Agent:
     """One conversation with the model: messages, cost, tools, session file."""
 
     def __init__(self, cfg, ui=None, contract=MINIMAL, session=None, resume=False):
-        self.cfg, self.ui, self.contract = cfg, ui or UI(), contract
-        self.ui_lock = threading.RLock()
-        self.lock = threading.Lock()    # cost and session writes from tools running in threads
-        self.model = cfg.model
+        self.cfg, self.ui, self.contract, self.model = cfg, ui or UI(), contract, cfg.model
+        self.ui_lock, self.lock = threading.RLock(), threading.Lock()  # lock: cost and session writes from threads
         self.client = Client(cfg.base_url, cfg.api_key, cfg.timeout, cfg.max_retries, cfg.backoff, notice=self.notice)
         self.tool_names = list(TOOLS)   # offered in the schema
         self.withdrawn = {}             # tools the server turned out not to offer: name -> the result calls get
         self.window_asked = cfg.window_set or cfg.xai     # xAI's windows are in the table
         self.format_level = 0           # 0 json_schema, 1 json_object + schema, 2 plain json_object
         # Request fields a server may reject: each is dropped for the session, with one notice.
-        self.optional = {k: v for k, v in (("temperature", cfg.temperature),
-                                           ("reasoning_effort", cfg.reasoning_effort)) if v is not None}
+        self.optional = {k: getattr(cfg, k) for k in ("temperature", "reasoning_effort") if getattr(cfg, k) is not None}
         self.stream = cfg.stream
         self.reserved, self.search_costs = 0.0, []      # USD reserved by requests in flight; web search costs
-        self.turn = dict.fromkeys(TURN_KEYS, 0)         # this turn's usage and cost, for the front ends
         self.said = set()               # one-time notices given
         self.cancel, self.procs = threading.Event(), set()      # procs: bash tools running
         self.request = None             # the running turn's request: compaction keeps it verbatim
@@ -1603,23 +1458,18 @@ class Agent:
         self.context_tokens = estimate_tokens(self.messages) if resume else 0
         self.tool_count = sum(tool_calls_in(m["content"]) for m in messages if m["role"] == "assistant")
         self.step_no, self.last_usage, self.session_always = 0, {}, set()     # session_always: [a]lways answers
-        self.session = session if resume and not session.legacy else self.new_file(session)
-        self.client.conv_id = self.session.id
+        if not resume or session.legacy:    # a new session file, its header first
+            if session.legacy:      # a session of the bash grok is only read: it goes on in a new file
+                session = Session(self.cfg.data_dir, warn=self.notice)
+                self.notice("a session of the bash grok, continued as session %s" % session.id)
+            session.header = {"type": "session", "version": 1, "id": session.id, "created": now_iso(),
+                              "cwd": self.cwd, "model": self.model, "contract": self.contract.name,
+                              "system": self.messages[0]["content"]}
+            if len(self.messages) > 1:
+                session.append({"type": "reset", "messages": self.messages[1:]})
+        self.session, self.client.conv_id = session, session.id
         if resume:      # killed mid-turn (SIGKILL, a crash): close that turn as a cancel would have
             self.close_turn(only_if_open=True, note=INTERRUPTED[1])
-
-    def new_file(self, session):
-        """The session to write from here on, its header first. A session of the bash grok is only read:
-        the conversation goes on in a new session file, from the history read."""
-        if session.legacy:
-            session = Session(self.cfg.data_dir, warn=self.notice)
-            self.notice("a session of the bash grok, continued as session %s" % session.id)
-        session.header = {"type": "session", "version": 1, "id": session.id, "created": now_iso(),
-                          "cwd": self.cwd, "model": self.model, "contract": self.contract.name,
-                          "system": self.messages[0]["content"]}
-        if len(self.messages) > 1:
-            session.append({"type": "reset", "messages": self.messages[1:]})
-        return session
 
     # -- bookkeeping ---------------------------------------------------------
     def notice(self, text):
@@ -1632,20 +1482,17 @@ class Agent:
             self.notice(text)
 
     def add(self, message):
-        """A message the program writes itself has a "kind", stored but not sent: a "note" between turns
-        (/cd, a changed skills dir) or the "summary" that stands for compacted history."""
+        """A message; one the program writes itself has a "kind" ("note", "summary"): stored, not sent."""
         self.messages.append(message)
         self.session.append({"type": "message", "message": message})
 
     def reset(self, messages):
-        """Replace the history after the system prompt (clear, compaction)."""
         self.messages = self.messages[:1] + messages
         self.skills_seen = (None, self.prompt_skills)       # a note about skills may be gone: check again
         self.session.append({"type": "reset", "messages": messages})
 
     def note_skills(self):
-        """The system prompt stays fixed (the provider caches it): a changed skills dir is told in a note.
-        It is rescanned when its names or mtimes change (a skill added, removed or edited, sub-folders too)."""
+        """A changed skills dir (names or mtimes) is told in a note: the system prompt stays fixed (it is cached)."""
         try:
             stamp = sorted((e.name, e.stat().st_mtime_ns) for e in os.scandir(self.cfg.skills_dir))
         except OSError:
@@ -1668,24 +1515,21 @@ class Agent:
         cost, known = usage_cost(model, usage, self.cfg.prices)
         if not known:
             limit = ", so COST_LIMIT cannot apply" if self.cfg.cost_limit > 0 else ""
-            self.once("price", "price unknown for model %s at %s: cost is not tracked%s (GROK_PRICES="
-                      "IN,CACHED,OUT sets prices in USD per million tokens)"
-                      % (model, self.cfg.base_url, limit))
+            self.once("price", "price unknown for model %s at %s: cost is not tracked%s (GROK_PRICES=IN,CACHED,OUT "
+                      "sets prices in USD per million tokens)" % (model, self.cfg.base_url, limit))
         if usage_numbers(usage)["odd"]:
             self.once("odd", "the server's usage has numbers that are not counts (%s): ignored"
                       % json.dumps(usage, default=str)[:200])
         with self.lock:     # web searches in threads add theirs too
             self.cost_usd += cost
-            self.session.append({"type": "usage", "kind": kind, "model": model, "usage": usage or {},
-                                 "cost_usd": cost})
+            self.session.append({"type": "usage", "kind": kind, "model": model, "usage": usage or {}, "cost_usd": cost})
         return cost
 
     def context_pct(self):
         return 100.0 * self.context_tokens / max(1, self.cfg.context_window)
 
     def reserve(self, estimate=0.0):
-        """Before every paid request: LimitReached when COST_LIMIT is reached, or when `estimate` USD more,
-        beside what requests in flight have reserved, would pass it; paid() gives the estimate back."""
+        """Before every paid request: LimitReached if COST_LIMIT is reached or `estimate` USD more would pass it."""
         with self.lock:
             spent, limit = self.cost_usd + self.reserved, self.cfg.cost_limit
             if 0 < limit <= spent or 0 < limit < spent + estimate:
@@ -1705,11 +1549,6 @@ class Agent:
                 self.reserved -= estimate
         self.search_costs.append(self.add_cost(obj.get("usage") if isinstance(obj, dict) else None, kind="web_search"))
         return obj
-
-    def response_format(self):
-        schema = self.contract.schema(self.tool_names)
-        return ({"type": "json_schema", "json_schema": {"name": self.contract.name, "schema": schema}},
-                {"type": "json_object", "schema": schema}, {"type": "json_object"})[self.format_level]
 
     def tool_env(self):
         return {k: v for k, v in os.environ.items() if k not in KEY_VARS}
@@ -1746,7 +1585,10 @@ class Agent:
                    "max_tokens": max_tokens or self.cfg.max_tokens or self.contract.max_tokens}
         payload.update(self.optional)
         if contract:
-            payload["response_format"] = self.response_format()
+            schema = self.contract.schema(self.tool_names)
+            formats = ({"type": "json_schema", "json_schema": {"name": self.contract.name, "schema": schema}},
+                       {"type": "json_object", "schema": schema}, {"type": "json_object"})
+            payload["response_format"] = formats[self.format_level]
         if stream:
             payload.update(stream=True, stream_options={"include_usage": True})
         return payload
@@ -1774,9 +1616,8 @@ class Agent:
                 "plain json_object (the schema is only described in the prompt)"))
             return True
         rejected = [k for k in self.optional if e.status in (400, 422) and e.mentions(k, k.replace("_", ""))]
-        for k in rejected:
-            del self.optional[k]
         if rejected:
+            self.optional = {k: v for k, v in self.optional.items() if k not in rejected}
             self.notice("the server rejected %s: not sent for the rest of the session" % ", ".join(rejected))
             return True
         if self.stream and e.status in (400, 422) and e.mentions("stream") and not e.overflow():
@@ -1811,18 +1652,15 @@ class Agent:
         if e.window and not self.cfg.window_set:
             self.cfg.context_window = e.window
         self.notice("%s; compacting and asking once more" % e)
-        try:
+        with suppress(ContextOverflow):
             if self.compact():
                 return self.chat(self.messages, on_text=self.ui.stream_text, on_thought=self.ui.thought)
-        except ContextOverflow:
-            pass
         raise ContextOverflow("about %d tokens do not fit the server's context window (%d tokens), even compacted as "
                               "far as it goes: shorten the request, or give the server a larger window"
                               % (estimate_tokens(self.messages), e.window or self.cfg.context_window))
 
     def learn_window(self):
-        """The context window a server other than xAI's reports, asked once per session: OpenAI-style
-        /v1/models fields (vLLM), llama.cpp's /props, Ollama's /api/show."""
+        """The context window a server other than xAI's reports (vLLM, llama.cpp, Ollama), asked once per session."""
         if self.window_asked:
             return
         self.window_asked = True
@@ -1834,17 +1672,15 @@ class Agent:
 
     def finish_step(self, result):
         self.ui.step_finish(self.step_no, {"finish_reason": result.finish_reason or "stop", "id": result.id,
-                                           "tokens": result.tokens, "cost": result.cost,
-                                           "duration": result.duration})
+                                           "tokens": result.tokens, "cost": result.cost, "duration": result.duration})
 
     # -- one user turn -------------------------------------------------------
     def run_turn(self, text):
         """Send one user message and loop until the model is done; returns the answer."""
-        self.turn = dict.fromkeys(TURN_KEYS, 0)
+        self.turn, self.rounds, self.strikes = dict.fromkeys(TURN_KEYS, 0), 0, 0    # turn: its usage and cost
         self.note_skills()
         self.request = {"role": "user", "content": clean_text(text)}
         self.add(self.request)
-        self.rounds = self.strikes = 0
         try:
             answer = None
             while answer is None:
@@ -1882,10 +1718,8 @@ class Agent:
             results = self.execute(calls)
         finally:
             self.finish_step(result)
-        note = None
-        if self.rounds == limit:
-            note = ("[Limit] That was the last tool round allowed in this turn (%d). Answer now with what "
-                    "you have and say what is left to do; further tool calls will not run." % limit)
+        note = ("[Limit] That was the last tool round allowed in this turn (%d). Answer now with what you have and "
+                "say what is left to do; further tool calls will not run." % limit if self.rounds == limit else None)
         self.add({"role": "user", "content": tool_results_message(results, note)})
         if reply["done"] and answer.strip():     # done with tool calls: they ran; the response ends the turn
             self.add(final_reply(answer))
@@ -1893,29 +1727,24 @@ class Agent:
         return None
 
     def strike(self, result, e):
-        """A reply that broke the JSON contract: kept, and the model told what was wrong."""
         self.strikes += 1
         content = result.content or ""
-        cut = "...[truncated]" if len(content) > 4000 else ""
-        self.add({"role": "assistant", "content": content[:4000] + cut})
+        self.add({"role": "assistant", "content": content[:4000] + ("...[truncated]" if len(content) > 4000 else "")})
         self.finish_step(result)
         if self.strikes >= MAX_STRIKES:
-            raise AgentError("the model broke the JSON contract %d times in a row (last: %s)"
-                             % (self.strikes, e))
+            raise AgentError("the model broke the JSON contract %d times in a row (last: %s)" % (self.strikes, e))
         self.notice("invalid reply from the model (%s); asking again" % e)
         self.add({"role": "user", "content": corrective_message(str(e))})
 
     def stop(self):
-        """Cancel the running turn, from any thread: the model call, web searches, running commands, a
-        pending approval; no further tool starts. Every front end stops a turn with this."""
+        """Cancel the running turn from any thread (every front end stops a turn here); no further tool starts."""
         self.cancel.set()
         self.client.abort()
         for proc in list(self.procs):
             kill_group(proc)
 
     def settle_cancelled(self, *notes):
-        """After a cancelled or failed turn: stop what runs, close the turn in the history (idempotent).
-        A stop lasts until then: one that comes before a turn starts cancels that turn."""
+        """After a cancelled or failed turn: stop all, close the turn (idempotent). A stop lasts until then."""
         self.stop()
         self.close_turn(False, *notes)
         self.cancel.clear()
@@ -1925,10 +1754,8 @@ class Agent:
         """End an unfinished turn in the history: `unrun` for tool calls that got no results, and a reply
         `note` with the answer text shown so far. only_if_open: unless the turn had ended (or a note)."""
         last, closed = self.messages[-1], tuple('%s", "done": true}' % n for n in INTERRUPTED)
-        if len(self.messages) < 2 or last["content"].endswith(closed):
-            return
-        if only_if_open and (last.get("kind") == "note" or last["role"] == "assistant"
-                             and not tool_calls_in(last["content"])):
+        ended = last.get("kind") == "note" or last["role"] == "assistant" and not tool_calls_in(last["content"])
+        if len(self.messages) < 2 or last["content"].endswith(closed) or only_if_open and ended:
             return
         if last["role"] == "assistant":
             self.add({"role": "user", "content": unrun})
@@ -1938,16 +1765,14 @@ class Agent:
 
     # -- tools ---------------------------------------------------------------
     def execute(self, calls):
-        """Run a reply's tool calls: approvals and ask_user in call order, then the rest concurrently;
-        UI hooks run on this thread only. Returns [(ToolCall, ToolResult)] in call order."""
+        """[(ToolCall, ToolResult)] in call order: approvals, ask_user one by one, the rest at once; UI hooks here."""
         items = [ToolCall(i, c["tool"], c["args"], "call_%d_%d" % (self.step_no, i + 1), self.cwd)
                  for i, c in enumerate(calls)]
         results, runnable = [None] * len(items), []
         for item in items:
             if not self.approved(item):
-                results[item.index] = self.finish_tool(item, ToolResult(
-                    "denied: the user did not allow this %s call; do not retry it, ask or take another way"
-                    % item.name, ok=False))
+                denied = "denied: the user did not allow this %s call; do not retry it, ask or take another way"
+                results[item.index] = self.finish_tool(item, ToolResult(denied % item.name, ok=False))
             elif item.name == "ask_user":
                 self.ui.tool_start(item)
                 results[item.index] = self.finish_tool(item, self.call_tool(item))
@@ -2046,8 +1871,7 @@ class Agent:
             self.compact()
 
     def compact(self, keep=6):
-        """Replace older history by a summary, keeping the system prompt, the recent tail (compact_cut())
-        and, mid-turn, the request being worked on verbatim. False when there is too little to compact."""
+        """Summarise older history, keeping the recent tail and, mid-turn, the request verbatim; False: too little."""
         self.learn_window()
         pct = self.cfg.compact_threshold if self.cfg.compact_threshold > 0 else 75.0
         history = self.messages[1:]
@@ -2058,23 +1882,20 @@ class Agent:
         summary, how = self.summarise(old)
         if self.request and not any(m is self.request for m in tail):
             request = self.request["content"]
-            if len(request) > 4000:
-                request = request[:4000] + "\n[... the rest of the request is in the summary]"
-            summary["content"] += "\n\n[The request being worked on, verbatim]\n" + request
+            rest = "\n[... the rest of the request is in the summary]" if len(request) > 4000 else ""
+            summary["content"] += "\n\n[The request being worked on, verbatim]\n" + request[:4000] + rest
         before = estimate_tokens(self.messages)
         self.reset([summary] + tail)
         self.context_tokens = estimate_tokens(self.messages)
         self.notice("%s (about %d -> %d tokens)" % (how, before, self.context_tokens))
         if self.context_pct() >= pct:
-            self.notice("the recent messages alone still fill %.0f%% of the context window"
-                        % self.context_pct())
+            self.notice("the recent messages alone still fill %.0f%% of the context window" % self.context_pct())
         return True
 
     def summarise(self, old):
-        """(the message that stands for `old`, what was done): a summary by GROK_SUMMARY_MODEL; one that
-        was cut off or is not smaller than what it replaces is not taken: the messages are dropped."""
-        window = (self.cfg.context_window if self.cfg.summary_model == self.model
-                  else context_window(self.cfg.summary_model))
+        """(the message standing for `old`, what was done): its summary, unless that was cut off or not smaller."""
+        model = self.cfg.summary_model
+        window = self.cfg.context_window if model == self.model else model_entry(WINDOWS, model, DEFAULT_WINDOW)
         request = [{"role": "system", "content":
                     "You summarise an AI agent's conversation and tool history so the agent can continue. Keep "
                     "the user's goals and requests, decisions, facts learned, files and commands involved, and "
@@ -2083,11 +1904,10 @@ class Agent:
         old_tokens = estimate_tokens(old)
         limit = max(32, min(2000, old_tokens // 2, self.cfg.context_window // 4))
         try:
-            result = self.chat(request, contract=False, model=self.cfg.summary_model, max_tokens=limit)
+            result = self.chat(request, contract=False, model=model, max_tokens=limit)
         except (UserError, TransientError) as e:
-            raise type(e)("compacting the history failed (summary model %s, GROK_SUMMARY_MODEL): %s"
-                          % (self.cfg.summary_model, e))
-        self.add_cost(result.usage, self.cfg.summary_model, kind="compaction")
+            raise type(e)("compacting the history failed (summary model %s, GROK_SUMMARY_MODEL): %s" % (model, e))
+        self.add_cost(result.usage, model, kind="compaction")
         text, cut_off = (result.content or "").strip(), result.finish_reason == "length"
         how = "compacted %d older messages into a summary" % len(old)
         summary = "[Summary of the earlier conversation, compacted]\n" + text
@@ -2103,9 +1923,8 @@ class Agent:
 
 
 def compact_cut(history, keep, room):
-    """Where the kept tail starts, or None: about `keep` messages from the end, fewer while they pass
-    `room` tokens, at an assistant reply, so tool results stay with their calls and the summary (a
-    user message) keeps the roles alternating."""
+    """Where the kept tail starts, or None: about `keep` messages from the end, fewer while they pass `room`
+    tokens, at an assistant reply: tool results stay with their calls, and the summary keeps roles alternating."""
     cut = None
     for i, m in enumerate(history):
         if i >= 2 and m.get("role") == "assistant" and (
@@ -2121,8 +1940,7 @@ def transcript(messages, window):
     if len(text) <= limit:
         return text
     head = limit // 3
-    return "%s\n[... %d characters omitted ...]\n%s" % (text[:head], len(text) - limit,
-                                                       text[-(limit - head):])
+    return "%s\n[... %d characters omitted ...]\n%s" % (text[:head], len(text) - limit, text[-(limit - head):])
 
 
 def final_reply(text):
@@ -2148,14 +1966,11 @@ def tool_results_message(results, note=None):
     if failed:
         text += ("\n\n[Self-correction] These tool calls failed: %s. Before you go on, work out what went wrong "
                  "and adjust: wrong arguments, a missing prerequisite, or another tool." % "; ".join(failed))
-    if note:
-        text += "\n\n" + note
-    return text
+    return text + "\n\n" + note if note else text
 
 
 def clean_text(text):
-    """Text with undecodable input bytes (surrogate escapes from stdin or argv) replaced by U+FFFD,
-    so it can be encoded as UTF-8 for the request and the session file."""
+    """Undecodable input bytes (surrogate escapes from stdin or argv) as U+FFFD, so the text encodes as UTF-8."""
     try:
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     except UnicodeEncodeError:
@@ -2169,16 +1984,14 @@ def failure_reason(output):
     return reason if len(reason) <= 100 else reason[:97] + "..."
 
 
-WINDOW_KEYS = ("num_ctx", "n_ctx", "max_model_len", "context_length", "context_window", "max_context_length")
-
-
 def find_window(obj, depth=0):
     """The context window in a server's self-description: the first positive integer under a known
     key (Ollama's "llama.context_length" too, and num_ctx in its parameters text), a few levels deep."""
     import re
+    keys = ("num_ctx", "n_ctx", "max_model_len", "context_length", "context_window", "max_context_length")
     for key, value in obj.items() if isinstance(obj, dict) else ():
         found = re.search(r"\bnum_ctx\s+(\d+)", value) if key == "parameters" and isinstance(value, str) else None
-        if found or (str(key).split(".")[-1] in WINDOW_KEYS and type(value) is int and value > 0):
+        if found or (str(key).split(".")[-1] in keys and type(value) is int and value > 0):
             return int(found.group(1)) if found else value
     children = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, list) else ()
     return next(filter(None, (find_window(c, depth + 1) for c in children)), None) if depth < 3 else None
@@ -2197,11 +2010,9 @@ def api_error(e, cfg):
     msg = scrub(e.server_message())
     if e.status in RETRY_STATUSES:
         return TransientError("the server failed (HTTP %d): %s" % (e.status, msg))
-    what = {401: "the API key was rejected (HTTP 401, key from %s; set a valid GROK_API_KEY)"
-                 % cfg.key_source,
+    what = {401: "the API key was rejected (HTTP 401, key from %s; set a valid GROK_API_KEY)" % cfg.key_source,
             403: "access denied (HTTP 403): the key lacks permission or credits",
-            404: "not found (HTTP 404) at %s: check GROK_BASE_URL and the model %r" % (cfg.base_url,
-                                                                                       cfg.model)}
+            404: "not found (HTTP 404) at %s: check GROK_BASE_URL and the model %r" % (cfg.base_url, cfg.model)}
     if e.status in what:
         return UserError("%s: %s" % (what[e.status], msg))
     hint = " (check the model name: -m/GROK_MODEL)" if "model" in msg.lower() else ""
@@ -2212,17 +2023,14 @@ def api_error(e, cfg):
 
 def tolerate_unencodable(stream):
     """Print "?" for what the stream cannot encode (a lone surrogate, non-ASCII text on an ASCII terminal)."""
-    try:
+    with suppress(AttributeError, ValueError, OSError):
         stream.reconfigure(errors="replace")
-    except (AttributeError, ValueError, OSError):
-        pass
 
 
 def ask_tty(prompt):
     """Read one answer from the controlling terminal; None when there is none, "" on Ctrl-D."""
-    # Raw fd I/O: open("/dev/tty", "r+") fails on every terminal (a tty is not seekable).
-    try:
-        fd = os.open("/dev/tty", os.O_RDWR | getattr(os, "O_NOCTTY", 0))
+    try:        # unbuffered: open("/dev/tty", "r+") fails on every terminal (a tty is not seekable)
+        tty = open(os.open("/dev/tty", os.O_RDWR | getattr(os, "O_NOCTTY", 0)), "r+b", buffering=0)
     except OSError:
         return None
     keys = EscKey.active
@@ -2230,18 +2038,15 @@ def ask_tty(prompt):
         keys.lock.acquire()         # the Esc watcher stops reading; the terminal edits lines again
         keys.mode(watching=False)
     try:
-        os.write(fd, prompt.encode("utf-8", "replace"))
-        line = chunk = os.read(fd, 1024)
-        while chunk and not line.endswith(b"\n"):
-            chunk = os.read(fd, 1024)
-            line += chunk
+        tty.write(prompt.encode("utf-8", "replace"))
+        line = tty.readline()
     except OSError:
         return None
     except KeyboardInterrupt:
-        os.write(fd, b"\n")        # the cancel notice then starts on its own line
+        tty.write(b"\n")        # the cancel notice then starts on its own line
         raise
     finally:
-        os.close(fd)
+        tty.close()
         if keys:
             keys.lock.release()
             keys.mode(watching=True)
@@ -2249,25 +2054,21 @@ def ask_tty(prompt):
 
 
 class EscKey:
-    """`with keys:` around a turn on a terminal: a lone Esc cancels it as Ctrl-C does (SIGINT to the
-    main thread). Meanwhile the terminal is non-canonical without echo; what is typed is kept for
-    the next prompts (take()). ask_tty() pauses the watcher to ask the person."""
+    """`with keys:` around a turn on a terminal: a lone Esc cancels it as Ctrl-C does (SIGINT to the main thread).
+    Meanwhile the terminal is non-canonical without echo; what is typed is kept for the next prompts (take())."""
     active = None
 
     def __init__(self, fd):
         import termios
-        try:
-            self.saved = termios.tcgetattr(fd) if fd is not None else None    # the terminal as it is restored
-        except termios.error:
-            self.saved = None
-        self.fd, self.typed, self.lock = fd, b"", threading.Lock()     # lock: held by the watcher while it reads
+        self.fd, self.typed, self.lock, self.saved = fd, b"", threading.Lock(), None    # lock: held while watch() reads
+        with suppress(termios.error):
+            self.saved = fd is not None and termios.tcgetattr(fd)      # the terminal as it is restored
 
     def __enter__(self):
         if self.saved:
             self.mode(watching=True)
             EscKey.active = self
             threading.Thread(target=self.watch, daemon=True).start()
-        return self
 
     def __exit__(self, *exc):
         if EscKey.active is self:
@@ -2282,10 +2083,8 @@ class EscKey:
         if watching:
             attrs[3] &= ~(termios.ICANON | termios.ECHO)
             attrs[6][termios.VMIN], attrs[6][termios.VTIME] = 1, 0
-        try:
+        with suppress(termios.error):      # the terminal is gone (SIGHUP follows)
             termios.tcsetattr(self.fd, termios.TCSANOW, attrs)
-        except termios.error:
-            pass        # the terminal is gone (SIGHUP follows)
 
     def watch(self):
         import select
@@ -2304,9 +2103,7 @@ class EscKey:
                 self.typed += data
 
     def take(self):
-        """(the first whole line typed meanwhile or None, the unfinished rest), edited as the
-        terminal would have: escape sequences dropped, backspaces applied."""
-        import re
+        """(the first whole line typed meanwhile or None, the unfinished rest), edited as the terminal would."""
         text = self.typed.decode("utf-8", "replace")
         text, n = re.sub(r"\x1b(\[[0-?]*[ -/]*[@-~]|O.)?|[^\n\t\x7f\b -\U0010ffff]", "", text), 1
         while n:        # a backspace deletes the character before it, never a line already entered
@@ -2325,8 +2122,7 @@ class TerminalUI(UI):
             tolerate_unencodable(stream)
         self.color = not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb" and self.out.isatty()
         self.streamed = self.open_line = False
-        self.lock = threading.RLock()       # the waiting line is redrawn from its own thread
-        self.waiter = None
+        self.lock, self.waiter = threading.RLock(), None      # the waiting line is redrawn from its own thread
 
     def paint(self, code, text):
         return "\033[%sm%s\033[0m" % (code, text) if self.color else text
@@ -2343,25 +2139,23 @@ class TerminalUI(UI):
     def waiting(self, text_of):
         """On a terminal: text_of(seconds waited) now and every second, until the next output."""
         self.wait_stop()
-        if not self.out.isatty() or os.environ.get("TERM") == "dumb":     # no cursor movement there
-            return
-        stop, started = threading.Event(), time.time()
-        self.waiter = stop
+        if self.out.isatty() and os.environ.get("TERM") != "dumb":     # it moves the cursor
+            self.waiter = threading.Event()
+            threading.Thread(target=self.tick, args=(self.waiter, text_of, time.time()), daemon=True).start()
 
-        def tick():
-            while not stop.is_set():
-                with self.lock:
-                    if not stop.is_set():
-                        self.show_wait(text_of(int(time.time() - started)))
-                stop.wait(1)
-        threading.Thread(target=tick, daemon=True).start()
+    def tick(self, stop, text_of, started):
+        while not stop.is_set():
+            with self.lock:
+                if not stop.is_set():
+                    self.show_wait(text_of(int(time.time() - started)))
+            stop.wait(1)
 
     def wait_stop(self):
         with self.lock:
             if self.waiter:
                 self.waiter.set()
                 self.waiter = None
-                self.hide_wait()
+                self.show_wait("")
 
     def pause(self):
         """Before a notice or a question: the waiting line goes, a streamed line is ended."""
@@ -2371,10 +2165,8 @@ class TerminalUI(UI):
             self.open_line = False
 
     def show_wait(self, text):
-        self.raw("\r\033[K" + self.paint("90", text))
-
-    def hide_wait(self):
-        self.raw("\r\033[K")
+        """The waiting line shows text; "" erases it."""
+        self.raw("\r\033[K" + (text and self.paint("90", text)))
 
     def step_start(self, step):
         self.streamed = self.open_line = False
@@ -2403,8 +2195,7 @@ class TerminalUI(UI):
 
     def notice(self, text):
         self.pause()
-        sys.stderr.write(self.paint("33", visible(text)) + "\n")
-        sys.stderr.flush()
+        print(self.paint("33", visible(text)), file=sys.stderr, flush=True)
 
     def approve(self, call):
         """Shows exactly what would run; asks again until the answer is y, n (the default), a or s."""
@@ -2447,10 +2238,8 @@ def setup_readline(data_dir):
         import readline
     except ImportError:
         return None
-    try:
+    with suppress(OSError):
         readline.read_history_file(os.path.join(data_dir, "history"))
-    except OSError:
-        pass
     readline.set_history_length(1000)
     return readline
 
@@ -2460,85 +2249,65 @@ def save_history(readline, data_dir):
     if readline is None or data_dir_problem(data_dir):
         return
     import tempfile
-    try:
+    with suppress(OSError):
         fd, tmp = tempfile.mkstemp(dir=data_dir, prefix=".history-")
         os.close(fd)
         readline.write_history_file(tmp)
         os.replace(tmp, os.path.join(data_dir, "history"))
-    except OSError:
-        pass
 
 
 def read_line(interactive, keys, prompt="> "):
     """One message, stripped. Piped: one line. On a terminal, a line typed during the last turn, else several
     when a line ends in \\ (typed on after "... ") or when more lines are already waiting (a paste)."""
     if not interactive:
-        line = sys.stdin.readline()
-        if not line:
-            raise EOFError
-        return line.strip()
+        return input().strip()      # EOFError at the end
     line, rest = keys.take()
     if line is not None:
         sys.stdout.write(prompt + line + "\n")
         return line.strip()
     import select
-    lines = [rest + input_with_ticks(prompt + rest)]     # an unfinished line typed meanwhile leads on
-    while lines[-1].endswith("\\") or select.select([sys.stdin], [], [], 0.01)[0]:
-        more = lines[-1].endswith("\\")
-        lines[-1] = lines[-1][:-1] if more else lines[-1]
-        try:
-            lines.append(input_with_ticks("... " if more else ""))
-        except EOFError:
-            break
+    import signal
+    # A no-op SIGALRM 4 times a second: CPython's readline waits in select() and handles signals only when that
+    # returns, so a Ctrl-C or SIGTERM arriving just before it starts waiting would be seen at the next key press.
+    previous = signal.signal(signal.SIGALRM, lambda signum, frame: None)
+    signal.setitimer(signal.ITIMER_REAL, 0.25, 0.25)
+    try:
+        lines = [rest + input(prompt + rest)]     # an unfinished line typed meanwhile leads on
+        while lines[-1].endswith("\\") or select.select([sys.stdin], [], [], 0.01)[0]:
+            more = lines[-1].endswith("\\")
+            lines[-1] = lines[-1][:-1] if more else lines[-1]
+            try:
+                lines.append(input("... " if more else ""))
+            except EOFError:
+                break
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
     text = "\n".join(lines)
     return text.rstrip().lstrip("\n") if "\n" in text else text.strip()
 
 
-def input_with_ticks(prompt):
-    """input(), woken 4 times a second by a no-op SIGALRM. CPython's readline waits in
-    select() and handles signals only when that returns: a Ctrl-C or SIGTERM arriving just
-    before it starts waiting would otherwise be seen only at the next key press."""
-    import signal
-    previous = signal.signal(signal.SIGALRM, lambda signum, frame: None)
-    signal.setitimer(signal.ITIMER_REAL, 0.25, 0.25)
-    try:
-        return input(prompt)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-def repl_command(agent, ui, name, arg, commands, help_text):
-    if name in ("/help", "/?"):
-        ui.write(help_text + "\n")
-    elif name == "/clear":
-        agent.reset([])
-        agent.context_tokens = 0
-        ui.write("conversation cleared\n")
-    elif name == "/model":
-        agent.model = agent.cfg.model = arg or agent.model
-        ui.write("model: %s (known: %s)\n" % (agent.model, ", ".join(sorted(PRICES))))
-    elif name in commands:
-        commands[name](arg)
-    else:
-        ui.notice("unknown command %s (try /help)" % name)
-
-
-def repl_line(agent, ui, line, keys, commands, help_text):
-    """Run one message or command: "exit" to leave the REPL, else its exit code (0: fine). Ctrl-C must
-    not end the REPL wherever it lands: in a command (/compact), or a second one while a turn is
-    being cancelled (run_turn turns the first into Cancelled)."""
+def run_line(agent, ui, line, keys, commands, help_text):
+    """Run one message or command; its exit code (0: fine). Ctrl-C must not end the REPL wherever it lands: in a
+    command (/compact), or a second one while a turn is being cancelled (run_turn turns the first into Cancelled)."""
     name, _, arg = line.partition(" ") if line.startswith("/") else ("", "", "")
-    if name in ("/exit", "/quit", "/q"):
-        return "exit"
-    if not line.strip():
-        return 0
     try:
         with keys:
-            if name:
-                repl_command(agent, ui, name, arg.strip(), commands, help_text)
-            else:
+            if not name:
                 agent.run_turn(line)
+            elif name in ("/help", "/?"):
+                ui.write(help_text + "\n")
+            elif name == "/clear":
+                agent.reset([])
+                agent.context_tokens = 0
+                ui.write("conversation cleared\n")
+            elif name == "/model":
+                agent.model = agent.cfg.model = arg.strip() or agent.model
+                ui.write("model: %s (known: %s)\n" % (agent.model, ", ".join(sorted(PRICES))))
+            elif name in commands:
+                commands[name](arg.strip())
+            else:
+                ui.notice("unknown command %s (try /help)" % name)
     except (KeyboardInterrupt, Cancelled):
         if not name:
             agent.settle_cancelled()        # run_turn settles a cancel too; settling twice is harmless
@@ -2551,21 +2320,6 @@ def repl_line(agent, ui, line, keys, commands, help_text):
     return 0
 
 
-def next_message(ui, interactive, keys, before_prompt):
-    """The next line to run: "" after a Ctrl-C at the prompt, None at the end of the input."""
-    try:
-        if before_prompt:
-            before_prompt()
-        return read_line(interactive, keys)
-    except EOFError:
-        if interactive:
-            ui.write("\n")
-        return None
-    except KeyboardInterrupt:
-        ui.write("\n")
-        return ""
-
-
 def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="grok", first=""):
     """The read-eval-print loop shared by grok and grok-detailed; `first` is sent before the first
     prompt. Piped, the exit code is the last failed turn's (0 if none failed)."""
@@ -2576,24 +2330,27 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="gro
         ui.write("%s %s · %s · /help for commands, Ctrl-D to quit\n" % (prog, __version__, agent.model))
     status, line = 0, first
     try:
-        while line is not None:
-            done = repl_line(agent, ui, line, keys, commands or {}, help_text)
-            if done == "exit":
+        while line.partition(" ")[0] not in ("/exit", "/quit", "/q"):
+            turn = line.strip() and not line.startswith("/")      # piped: no prompt, so before_prompt after each turn
+            if line.strip():
+                status = run_line(agent, ui, line, keys, commands or {}, help_text) or status
+            try:
+                if before_prompt and (interactive or turn):
+                    before_prompt()
+                line = read_line(interactive, keys)
+            except EOFError:
+                if interactive:
+                    ui.write("\n")
                 break
-            status = done or status
-            turn = line.strip() and not line.startswith("/")      # piped: no prompt, so after each turn
-            line = next_message(ui, interactive, keys, before_prompt if interactive or turn else None)
+            except KeyboardInterrupt:      # at the prompt: a new one
+                ui.write("\n")
+                line = ""
     finally:
         save_history(rl, agent.cfg.data_dir)
     return 0 if interactive else status
 
 
 # --- Front end: headless ---
-
-def event_line(event):
-    # ASCII-only JSON: any stdout encoding works, and lone surrogates from the model cannot crash a write.
-    return json.dumps(event, ensure_ascii=True, separators=(",", ":")) + "\n"
-
 
 def silence(fd=1):
     """The reader of stdout (fd 1) or stderr went away, or it was closed from the start: what is still
@@ -2636,10 +2393,9 @@ class OutputClosed(GrokError):
 
 
 def allow_matches(call, patterns):
-    """--allow: a shell glob on the bash command, a path glob on the other tools' path. In a command,
-    `*` does not stand for shell operators: `git *` allows `git log`, not `git log; rm -rf ~` (every
-    operator in the command is in the pattern, or the pattern is `*`). A path is matched resolved
-    (`..` and symlinks followed): a relative pattern only inside the working directory."""
+    """--allow: a shell glob on the bash command, a path glob on the other tools' path. In a command, `*` stands
+    for no shell operator: `git *` allows `git log`, not `git log; rm -rf ~` (every operator in the command is in
+    the pattern, or it is `*`). A path is matched resolved (`..`, symlinks): a relative pattern only inside cwd."""
     import fnmatch
     value = call.args.get("command" if call.name == "bash" else "path") or ("." if call.name == "list_files" else "")
     if not isinstance(value, str) or not value:
@@ -2654,30 +2410,24 @@ def allow_matches(call, patterns):
 
 
 class HeadlessUI(UI):
-    """`grok -p`: the JSONL event stream on stdout (--format json), the answer alone with progress on
-    stderr (--format text), or xAI's CLI's thought/text/end/error events (--output-format streaming-json).
-    Every hook runs on the main thread, so events never interleave."""
+    """`grok -p`: JSONL events (--format json), the answer alone with progress on stderr (text), or xAI's CLI's
+    thought/text/end/error events (streaming-json). Every hook runs on the main thread: events never interleave."""
 
-    def __init__(self, fmt, allow, always_approve):
+    def __init__(self, fmt, allow=(), always_approve=False):
         self.json, self.events = fmt == "json", fmt == "streaming-json"
-        self.allow, self.always_approve = allow or [], always_approve
+        self.allow, self.always_approve = allow, always_approve
         self.session_id, self.step, self.last = None, 0, {}
-        self.pipe_gone = False      # the reader of stdout went away
-        self.partial = False        # a write was cut off mid-line (an interrupt)
-        self.printed = ""           # text mode: the answer text already on stdout
-        self.attempt = ""           # text mode: the answer text of the stream in progress
+        self.partial = False                    # a write was cut off mid-line (an interrupt)
+        self.printed = self.attempt = ""        # text mode: the answer text on stdout; that of the stream going on
         tolerate_unencodable(sys.stdout)
         self.shown = visible if not self.json and sys.stdout.isatty() else str     # the answer on a terminal
 
     def write(self, text):
-        if self.pipe_gone:
-            raise OutputClosed("stdout was closed")
         text, self.partial = "\n" + text if self.partial else text, True
         try:
             sys.stdout.write(text)
             sys.stdout.flush()
         except BrokenPipeError:
-            self.pipe_gone = True
             silence()
             raise OutputClosed("stdout was closed")
         self.partial = False
@@ -2691,7 +2441,8 @@ class HeadlessUI(UI):
             if kind != "error":
                 event["stepNumber"] = self.step
         event.update(fields)
-        self.write(event_line(scrub_all(event)))
+        # ASCII-only JSON: any stdout encoding works, and lone surrogates from the model cannot crash a write.
+        self.write(json.dumps(scrub_all(event), ensure_ascii=True, separators=(",", ":")) + "\n")
 
     def out(self, text):
         """Answer text: on stdout (escapes made visible on a terminal), or as a `text` event."""
@@ -2700,7 +2451,12 @@ class HeadlessUI(UI):
     def end(self, turn):
         reason = {"length": "MaxTokens", "content_filter": "Refusal"}.get(self.last.get("finish_reason"), "EndTurn")
         self.emit("end", stopReason=reason, num_turns=self.step, sessionId=self.session_id,
-                  requestId=self.last.get("id"), usage=event_usage(turn, turn["cost"]))
+                  requestId=self.last.get("id"), usage=self.usage(turn, turn["cost"]))
+
+    def usage(self, n, cost_usd):
+        """usage_numbers() for events; reasoning is billed as output; costUsdTicks is in 1e-6 USD."""
+        return {"inputTokens": int(n["input"]), "outputTokens": int(n["output"] + n["reasoning"]),
+                "totalTokens": int(n["total"]), "costUsdTicks": int(round(cost_usd * 1e6))}
 
     def thought(self, text):
         if self.events:
@@ -2717,7 +2473,7 @@ class HeadlessUI(UI):
         return code
 
     def step_start(self, step):
-        self.step, self.attempt = step, ""
+        self.step = step
         if self.json:
             self.emit("step_start")
 
@@ -2756,7 +2512,7 @@ class HeadlessUI(UI):
     def step_finish(self, step, info):
         self.last = info
         if self.json:
-            self.emit("step_finish", finishReason=info["finish_reason"], usage=event_usage(info["tokens"], info["cost"]))
+            self.emit("step_finish", finishReason=info["finish_reason"], usage=self.usage(info["tokens"], info["cost"]))
 
     def answer(self, text):
         if self.json:
@@ -2778,12 +2534,6 @@ class HeadlessUI(UI):
         raise AgentError("Tool `%s` denied: %s not in allowlist: %s%s (allow it with --allow PATTERN or "
                          "--always-approve)" % (call.name, "command" if call.name == "bash" else "path",
                                                 call.shown[:200], "..." if len(call.shown) > 200 else ""))
-
-
-def event_usage(n, cost_usd):
-    """usage_numbers() for events; reasoning is billed as output; costUsdTicks is in 1e-6 USD."""
-    return {"inputTokens": int(n["input"]), "outputTokens": int(n["output"] + n["reasoning"]),
-            "totalTokens": int(n["total"]), "costUsdTicks": int(round(cost_usd * 1e6))}
 
 
 def read_prompt(prompt, notice):
@@ -2816,25 +2566,22 @@ def headless(args, cfg):
     ui.session_id = agent.session.id
 
     def close_failed_turn(reason):      # a history that --resume can continue
-        agent.settle_cancelled("[the turn failed: %s]" % reason, "[the turn stopped before these tool calls ran: %s]"
-                               % reason)
+        agent.settle_cancelled("[the turn failed: %s]" % reason,
+                               "[the turn stopped before these tool calls ran: %s]" % reason)
     try:
         agent.run_turn(prompt)
         if ui.events:
             ui.end(agent.turn)
         return 0
-    except OutputClosed:
-        close_failed_turn("stdout was closed")
-        return 0
-    except (Cancelled, KeyboardInterrupt, Terminated) as e:     # run_turn settled these; again is harmless
+    except (Cancelled, KeyboardInterrupt):      # run_turn settled these; again is harmless
         agent.settle_cancelled()
-        if isinstance(e, Terminated):
-            signum = e.args[0] if e.args else 15
-            return ui.fail("terminated by signal %d" % signum, 128 + signum)
         return ui.fail("interrupted: the turn was cancelled", 130)
+    except Terminated as e:
+        agent.settle_cancelled()
+        return ui.fail("terminated by signal %d" % e.args[0], 128 + e.args[0])
     except GrokError as e:
         close_failed_turn(str(e))
-        return ui.fail(str(e), e.exit_code)
+        return 0 if isinstance(e, OutputClosed) else ui.fail(str(e), e.exit_code)     # the reader went away
     except Exception as e:
         if os.environ.get("GROK_DEBUG"):
             raise
@@ -2845,11 +2592,10 @@ def headless(args, cfg):
 
 
 def open_agent(cfg, ui, contract, args, new_if_busy=False):
-    """A new agent, or one resuming --resume ID / -c (latest); a new one, with a notice, if
-    another process has that session and new_if_busy (the REPL)."""
+    """A new agent, or one resuming --resume ID / -c (latest); if that one is busy and new_if_busy, a new one."""
     session_id = args.resume and find_session(cfg.data_dir, args.resume)
     if args.cont and not session_id:
-        session_id = latest_session_id(cfg.data_dir)
+        session_id = next((s[0] for s in list_sessions(cfg.data_dir) if s[2]), None)     # the newest typed into
         if not session_id:
             raise UserError("no session to continue in %s" % os.path.join(cfg.data_dir, "sessions"))
         ui.notice("continuing session %s" % session_id)
@@ -3349,12 +3095,9 @@ def arg_parser(prog="grok", description=None):
             self.print_usage(sys.stderr)
             raise UserError(message)
 
-    def formatter(prog):
-        # An explicit width, or argparse imports shutil (with bz2, lzma, zlib: 2.5 ms) on every start.
-        return argparse.RawDescriptionHelpFormatter(prog, width=terminal_width() - 2)
-
-    p = Parser(prog=prog, description=description or "A minimal agent harness for xAI's Grok models.",
-               formatter_class=formatter, epilog=ENV_HELP)
+    # An explicit width, or argparse imports shutil (with bz2, lzma, zlib: 2.5 ms) on every start.
+    p = Parser(prog=prog, description=description or "A minimal agent harness for xAI's Grok models.", epilog=ENV_HELP,
+               formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(prog, width=terminal_width() - 2))
     p.add_argument("--version", action="version", version="%(prog)s " + __version__)
     p.add_argument("-m", "--model", help="model id (default $GROK_MODEL or %s)" % DEFAULT_MODEL)
     p.add_argument("--reasoning-effort", "--effort", dest="effort", choices=("low", "medium", "high"),
@@ -3400,8 +3143,7 @@ exit codes: 0 ok, 1 user error, 2 network/server, 3 agent or tool error, 4 inter
 
 
 def xai_cli_argv(argv):
-    """xAI's CLI's command line in ours: `grok agent [--no-leader] [...] stdio` is --acp, and its
-    --no-subagents and --no-plan have nothing to turn off."""
+    """xAI's CLI's command line in ours: `grok agent [...] stdio` is --acp; its other flags here turn nothing off."""
     if argv[:1] == ["agent"]:
         if "stdio" not in argv[1:]:
             sys.stderr.write("grok: usage: grok agent [--always-approve] [--model M] stdio\n")
@@ -3449,46 +3191,37 @@ def on_signal(signum, frame):
     raise Terminated(signum)
 
 
-def reopen_closed_stdio():
-    """A standard stream closed from the start (`grok -p hi >&-`) becomes /dev/null."""
-    for fd, name in enumerate(("stdin", "stdout", "stderr")):
+def guarded(prog, body, on_error=None):
+    """body(), every failure a message on stderr and an exit code; on_error(message) reports it elsewhere too."""
+    for fd, name in enumerate(("stdin", "stdout", "stderr")):      # closed from the start (`grok -p hi >&-`)
         try:
             os.fstat(fd)
         except OSError:
             silence(fd)
             setattr(sys, name, open(fd, "w" if fd else "r", closefd=False))
-
-
-def guarded(prog, body, on_error=None):
-    """Run body() and turn every failure into a message on stderr and an exit code;
-    on_error(message) also reports it elsewhere (headless JSON: an `error` event)."""
-    report = on_error or (lambda message: None)
-    reopen_closed_stdio()
     sys.stderr = QuietStderr(sys.stderr)
     try:
         catch_signals(on_signal)
         return body()
     except GrokError as e:
-        sys.stderr.write("%s: %s\n" % (prog, visible(scrub(str(e)))))
-        report(str(e))
-        return e.exit_code
+        message, code = str(e), e.exit_code
+        sys.stderr.write("%s: %s\n" % (prog, visible(scrub(message))))
     except KeyboardInterrupt:
+        message, code = "interrupted", 130
         sys.stderr.write("\n")
-        report("interrupted")
-        return 130
     except Terminated as t:
-        report("terminated by signal %d" % t.args[0])
-        return 128 + t.args[0]
+        message, code = "terminated by signal %d" % t.args[0], 128 + t.args[0]
     except BrokenPipeError:
         silence()
         return 0
     except Exception as e:
         if os.environ.get("GROK_DEBUG"):
             raise
-        message = scrub("internal error: %s: %s" % (type(e).__name__, e))
+        message, code = scrub("internal error: %s: %s" % (type(e).__name__, e)), 4
         sys.stderr.write("%s: %s (set GROK_DEBUG=1 for a traceback)\n" % (prog, visible(message)))
-        report(message)
-        return 4
+    if on_error:
+        on_error(message)
+    return code
 
 
 def json_requested(argv):
@@ -3508,23 +3241,19 @@ def list_models(argv):
     if set(argv) - {"--json"}:
         raise UserError("usage: grok models [--json]")
     cfg = Config(require_key=False)
-    ids = server_models(cfg) or list(WINDOWS)
-    rows = [{"id": i, "default": i == cfg.model} for i in (ids if cfg.model in ids else [cfg.model] + ids)]
-    print(json.dumps({"models": rows}) if "--json" in argv else
-          "\n".join(("* %s (default)" if row["default"] else "- %s") % row["id"] for row in rows))
-    return 0
-
-
-def server_models(cfg):
-    """The model ids {base}/models lists; None, with a note on stderr, if it cannot be read."""
     try:
         from urllib.request import Request, urlopen
         request = Request(cfg.base_url + "/models", headers={"Authorization": "Bearer " + (cfg.api_key or "")})
         data = json.loads(urlopen(request, timeout=min(cfg.timeout or 15, 15)).read())["data"]
-        return [m["id"] for m in data if m["id"].isprintable() and " " not in m["id"]]
+        ids = [m["id"] for m in data if m["id"].isprintable() and " " not in m["id"]] or list(WINDOWS)
     except Exception as e:          # unreachable, refused, not a model list: the built-in table
         sys.stderr.write(visible(scrub("grok: cannot list the models of %s (%s); the built-in list follows"
                                        % (cfg.base_url, (str(e) or type(e).__name__)[:200]))) + "\n")
+        ids = list(WINDOWS)
+    rows = [{"id": i, "default": i == cfg.model} for i in (ids if cfg.model in ids else [cfg.model] + ids)]
+    print(json.dumps({"models": rows}) if "--json" in argv else
+          "\n".join(("* %s (default)" if row["default"] else "- %s") % row["id"] for row in rows))
+    return 0
 
 
 def main(argv=None):
@@ -3537,10 +3266,8 @@ def main(argv=None):
     def on_error(message):
         if json_errors[0]:
             try:
-                sys.stdout.write(event_line({"type": "error", "timestamp": int(time.time() * 1000),
-                                             "message": scrub(message)}))
-                sys.stdout.flush()
-            except OSError:
+                HeadlessUI("json").emit("error", message=message)
+            except (OutputClosed, OSError):
                 silence()
 
     def body():

@@ -304,10 +304,8 @@ class DetailedUI(g.TerminalUI):
 
     def show_wait(self, text):
         self.live_clear()
-        self.live(text + "\n")
-
-    def hide_wait(self):
-        self.live_clear()
+        if text:
+            self.live(text + "\n")
 
     def pause(self):
         self.wait_stop()
