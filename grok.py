@@ -2614,14 +2614,12 @@ def open_agent(cfg, ui, contract, args, new_if_busy=False):
 
 
 # --- Front end: ACP server (Agent Client Protocol v1) ---
-# Newline-delimited JSON-RPC 2.0 on stdin/stdout. The main thread reads; each
-# session/prompt runs in a worker thread that streams session/update
-# notifications and, for approvals, asks the client and waits for its answer.
+# Newline-delimited JSON-RPC 2.0 on stdin/stdout. The main thread reads; each session/prompt runs in a worker thread
+# that streams session/update notifications and, for approvals, asks the client and waits for its answer.
 
 ACP_VERSION = 1
-PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND = -32700, -32600, -32601
-INVALID_PARAMS, INTERNAL_ERROR = -32602, -32603
-AUTH_REQUIRED, RESOURCE_NOT_FOUND = -32000, -32002      # ACP's own codes
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
+INTERNAL_ERROR, AUTH_REQUIRED, RESOURCE_NOT_FOUND = -32603, -32000, -32002      # the last two: ACP's own codes
 TOOL_KINDS = {"bash": "execute", "read_file": "read", "write_file": "edit", "list_files": "search",
               "web_search": "fetch", "ask_user": "other"}
 PERMISSION_ANSWERS = {"allow_once": "yes", "allow_always": "always", "reject_once": "no"}
