@@ -1103,8 +1103,7 @@ def responses_answer(obj):
 
 
 class Tool(namedtuple("Tool", "run doc args")):
-    """One tool: its function, what it does, and its arguments as {name: JSON type}, a type ending
-    in "?" being optional. The first argument is the one shown in one-line displays."""
+    """Its function, what it does, {argument: JSON type} ("?" ends an optional one; the first is the one displayed)."""
 
     def schema(self):
         props = {k: {"type": "array", "items": {"type": "string"}} if t.startswith("array") else {"type": t.rstrip("?")}
