@@ -2437,13 +2437,11 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="gro
 def silence(fd=1):
     """The reader of stdout (fd 1) or stderr went away, or it was closed from the start: what is still
     written, and the final flush at exit, goes to /dev/null, and no file opened later takes its number."""
-    try:
+    with suppress(OSError):
         devnull = os.open(os.devnull, os.O_RDWR)
         if devnull != fd:
             os.dup2(devnull, fd)
             os.close(devnull)
-    except OSError:
-        pass
 
 
 class QuietStderr:
@@ -2547,10 +2545,8 @@ class HeadlessUI(UI):
     def fail(self, message, code):
         """The run's last word: an `error` event (json) and a line on stderr; returns the exit code."""
         if self.json or self.events:
-            try:
+            with suppress(OutputClosed):
                 self.emit("error", message=message)
-            except OutputClosed:
-                pass
         self.notice("grok: %s" % message)
         return code
 
@@ -2586,8 +2582,7 @@ class HeadlessUI(UI):
     def tool_end(self, call, result):
         if self.json:
             started, finished = int(result.started * 1000), int(result.finished * 1000)
-            self.emit("tool_use",
-                      toolCall={"id": call.id, "name": call.name, "args": call.args},
+            self.emit("tool_use", toolCall={"id": call.id, "name": call.name, "args": call.args},
                       toolResult={"id": call.id, "success": bool(result.ok), "output": result.output},
                       timing={"startedAt": started, "finishedAt": finished, "durationMs": finished - started})
 
@@ -2622,11 +2617,9 @@ def read_prompt(prompt, notice):
     """-p's prompt; `-` reads it from stdin, and text piped in (a pipe or a file, not a terminal
     or /dev/null) is added below it, cut at PIPED_CAP bytes with a notice."""
     import stat
-    stdin = getattr(sys.stdin, "buffer", None)
-    try:
+    stdin, piped = getattr(sys.stdin, "buffer", None), False
+    with suppress(OSError, ValueError, AttributeError):
         piped = prompt != "-" and stat.S_IFMT(os.fstat(stdin.fileno()).st_mode) in (stat.S_IFIFO, stat.S_IFREG)
-    except (OSError, ValueError, AttributeError):
-        piped = False
     prompt = stdin.read().decode("utf-8", "replace") if prompt == "-" else prompt
     if not prompt.strip():
         raise UserError("the prompt is empty")
@@ -3255,11 +3248,9 @@ def arg_parser(prog="grok", description=None):
 
 def terminal_width():
     """$COLUMNS, else the width of the terminal on stdout, else 80 (as shutil.get_terminal_size)."""
-    try:
+    with suppress(KeyError, ValueError):
         if int(os.environ["COLUMNS"]) > 0:
             return int(os.environ["COLUMNS"])
-    except (KeyError, ValueError):
-        pass
     try:
         return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80
     except (AttributeError, ValueError, OSError):
@@ -3322,11 +3313,10 @@ class Terminated(BaseException):
 
 
 def catch_signals(handler):
-    """handler(signum, frame) for SIGTERM and, where there is one, SIGHUP."""
+    """handler(signum, frame) for SIGTERM and SIGHUP."""
     import signal
-    for name in ("SIGTERM", "SIGHUP"):
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), handler)
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, handler)
 
 
 def on_signal(signum, frame):
