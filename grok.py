@@ -2435,8 +2435,7 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="gro
 # --- Front end: headless ---
 
 def silence(fd=1):
-    """The reader of stdout (fd 1) or stderr went away, or it was closed from the start: what is still
-    written, and the final flush at exit, goes to /dev/null, and no file opened later takes its number."""
+    """fd 1 or 2 lost its reader or was never open: /dev/null takes its number, for later writes and the exit flush."""
     with suppress(OSError):
         devnull = os.open(os.devnull, os.O_RDWR)
         if devnull != fd:
@@ -2614,8 +2613,7 @@ class HeadlessUI(UI):
 
 
 def read_prompt(prompt, notice):
-    """-p's prompt; `-` reads it from stdin, and text piped in (a pipe or a file, not a terminal
-    or /dev/null) is added below it, cut at PIPED_CAP bytes with a notice."""
+    """-p's prompt (`-`: stdin), with text piped in (a pipe or file, not a tty) below it, cut at PIPED_CAP."""
     import stat
     stdin, piped = getattr(sys.stdin, "buffer", None), False
     with suppress(OSError, ValueError, AttributeError):
@@ -3326,10 +3324,8 @@ def on_signal(signum, frame):
 
 def guarded(prog, body, on_error=None):
     """body(), every failure a message on stderr and an exit code; on_error(message) reports it elsewhere too."""
-    for fd, name in enumerate(("stdin", "stdout", "stderr")):      # closed from the start (`grok -p hi >&-`)
-        try:
-            os.fstat(fd)
-        except OSError:
+    for fd, name in enumerate(("stdin", "stdout", "stderr")):
+        if getattr(sys, name) is None:      # its fd was closed from the start (`grok -p hi >&-`)
             silence(fd)
             setattr(sys, name, open(fd, "w" if fd else "r", closefd=False))
     sys.stderr = QuietStderr(sys.stderr)
