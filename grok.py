@@ -2467,8 +2467,7 @@ class QuietStderr:
 
 
 class OutputClosed(GrokError):
-    """stdout was closed by its reader (`grok -p ... | head -1`): stop quietly, as guarded() does."""
-    exit_code = 0
+    """stdout was closed by its reader (`grok -p ... | head -1`): headless() stops quietly, with exit code 0."""
 
 
 def allow_matches(call, patterns):
@@ -3249,10 +3248,9 @@ def terminal_width():
     with suppress(KeyError, ValueError):
         if int(os.environ["COLUMNS"]) > 0:
             return int(os.environ["COLUMNS"])
-    try:
+    with suppress(AttributeError, ValueError, OSError):
         return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80
-    except (AttributeError, ValueError, OSError):
-        return 80
+    return 80
 
 
 ENV_HELP = """environment:
