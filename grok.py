@@ -2491,10 +2491,9 @@ class HeadlessUI(UI):
     """`grok -p`: JSONL events (--format json), the answer alone with progress on stderr (text), or xAI's CLI's
     thought/text/end/error events (streaming-json). Every hook runs on the main thread: events never interleave."""
 
-    def __init__(self, fmt, allow=(), always_approve=False):
+    def __init__(self, fmt, allow=()):
         self.json, self.events = fmt == "json", fmt == "streaming-json"
-        self.allow, self.always_approve = allow, always_approve
-        self.session_id, self.step, self.last = None, 0, {}
+        self.allow, self.session_id, self.step, self.last = allow, None, 0, {}
         self.partial = False                    # a write was cut off mid-line (an interrupt)
         self.printed = self.attempt = ""        # text mode: the answer text on stdout; that of the stream going on
         tolerate_unencodable(sys.stdout)
@@ -2604,7 +2603,7 @@ class HeadlessUI(UI):
         sys.stderr.flush()
 
     def approve(self, call):
-        if self.always_approve or allow_matches(call, self.allow):
+        if allow_matches(call, self.allow):     # (with -y the agent does not ask)
             return "yes"
         raise AgentError("Tool `%s` denied: %s not in allowlist: %s%s (allow it with --allow PATTERN or "
                          "--always-approve)" % (call.name, "command" if call.name == "bash" else "path",
@@ -2613,7 +2612,6 @@ class HeadlessUI(UI):
 
 def read_prompt(prompt, notice):
     """-p's prompt (`-`: stdin), with text piped in (a pipe or file, not a tty) below it, cut at PIPED_CAP."""
-    import stat
     stdin, piped = getattr(sys.stdin, "buffer", None), False
     with suppress(OSError, ValueError, AttributeError):
         piped = prompt != "-" and stat.S_IFMT(os.fstat(stdin.fileno()).st_mode) in (stat.S_IFIFO, stat.S_IFREG)
@@ -2630,7 +2628,7 @@ def read_prompt(prompt, notice):
 def headless(args, cfg):
     if os.path.isdir(cfg.data_dir) and data_dir_problem(cfg.data_dir):     # others could plant a session
         raise UserError(data_dir_problem(cfg.data_dir))
-    ui = HeadlessUI(args.format, args.allow, cfg.always_approve)
+    ui = HeadlessUI(args.format, args.allow)
     prompt = read_prompt(args.prompt, ui.notice)
     if args.max_tool_rounds is not None:
         cfg.max_iterations = args.max_tool_rounds
