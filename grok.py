@@ -3347,9 +3347,7 @@ def guarded(prog, body, on_error=None):
 def json_requested(argv):
     """Whether argv asks for JSON (--format json, streaming-json), read before (and even if) the flags parse."""
     fmt = None
-    for i, arg in enumerate(argv):
-        if arg == "--":
-            break
+    for i, arg in enumerate(argv[:argv.index("--")] if "--" in argv else argv):     # no flag after `--`
         name, eq, value = arg.partition("=")
         if len(name) >= 3 and ("--format".startswith(name) or "--output-format".startswith(name)):
             fmt = value if eq else (argv[i + 1] if i + 1 < len(argv) else None)     # argparse takes --form too
@@ -3380,8 +3378,7 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["models"]:      # before the flags: the prompt words may be positional
         return guarded("grok", lambda: list_models(argv[1:]))
-    # Errors outside the headless run itself (a bad flag, no key) are still an event in a JSON run.
-    json_errors = [json_requested(argv)]
+    json_errors = [json_requested(argv)]        # errors outside the run (a bad flag, no key) are events too
 
     def on_error(message):
         if json_errors[0]:
