@@ -2352,15 +2352,12 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="gro
 # --- Front end: headless ---
 
 def silence(fd=1):
-    """The reader of stdout (fd 1) or stderr went away, or it was closed from the start: what is still
-    written, and the final flush at exit, goes to /dev/null, and no file opened later takes its number."""
-    try:
+    """fd 1 or 2 lost its reader or was never open: /dev/null takes its number, for later writes and the exit flush."""
+    with suppress(OSError):
         devnull = os.open(os.devnull, os.O_RDWR)
         if devnull != fd:
             os.dup2(devnull, fd)
             os.close(devnull)
-    except OSError:
-        pass
 
 
 class QuietStderr:
@@ -2387,8 +2384,7 @@ class QuietStderr:
 
 
 class OutputClosed(GrokError):
-    """stdout was closed by its reader (`grok -p ... | head -1`): stop quietly, as guarded() does."""
-    exit_code = 0
+    """stdout was closed by its reader (`grok -p ... | head -1`): headless() stops quietly, with exit code 0."""
 
 
 def allow_matches(call, patterns):
@@ -2412,10 +2408,9 @@ class HeadlessUI(UI):
     """`grok -p`: JSONL events (--format json), the answer alone with progress on stderr (text), or xAI's CLI's
     thought/text/end/error events (streaming-json). Every hook runs on the main thread: events never interleave."""
 
-    def __init__(self, fmt, allow=(), always_approve=False):
+    def __init__(self, fmt, allow=()):
         self.json, self.events = fmt == "json", fmt == "streaming-json"
-        self.allow, self.always_approve = allow, always_approve
-        self.session_id, self.step, self.last = None, 0, {}
+        self.allow, self.session_id, self.step, self.last = allow, None, 0, {}
         self.partial = False                    # a write was cut off mid-line (an interrupt)
         self.printed = self.attempt = ""        # text mode: the answer text on stdout; that of the stream going on
         tolerate_unencodable(sys.stdout)
@@ -2464,10 +2459,8 @@ class HeadlessUI(UI):
     def fail(self, message, code):
         """The run's last word: an `error` event (json) and a line on stderr; returns the exit code."""
         if self.json or self.events:
-            try:
+            with suppress(OutputClosed):
                 self.emit("error", message=message)
-            except OutputClosed:
-                pass
         self.notice("grok: %s" % message)
         return code
 
@@ -2503,8 +2496,7 @@ class HeadlessUI(UI):
     def tool_end(self, call, result):
         if self.json:
             started, finished = int(result.started * 1000), int(result.finished * 1000)
-            self.emit("tool_use",
-                      toolCall={"id": call.id, "name": call.name, "args": call.args},
+            self.emit("tool_use", toolCall={"id": call.id, "name": call.name, "args": call.args},
                       toolResult={"id": call.id, "success": bool(result.ok), "output": result.output},
                       timing={"startedAt": started, "finishedAt": finished, "durationMs": finished - started})
 
@@ -2528,7 +2520,7 @@ class HeadlessUI(UI):
         sys.stderr.flush()
 
     def approve(self, call):
-        if self.always_approve or allow_matches(call, self.allow):
+        if allow_matches(call, self.allow):     # (with -y the agent does not ask)
             return "yes"
         raise AgentError("Tool `%s` denied: %s not in allowlist: %s%s (allow it with --allow PATTERN or "
                          "--always-approve)" % (call.name, "command" if call.name == "bash" else "path",
@@ -2536,14 +2528,10 @@ class HeadlessUI(UI):
 
 
 def read_prompt(prompt, notice):
-    """-p's prompt; `-` reads it from stdin, and text piped in (a pipe or a file, not a terminal
-    or /dev/null) is added below it, cut at PIPED_CAP bytes with a notice."""
-    import stat
-    stdin = getattr(sys.stdin, "buffer", None)
-    try:
+    """-p's prompt (`-`: stdin), with text piped in (a pipe or file, not a tty) below it, cut at PIPED_CAP."""
+    stdin, piped = getattr(sys.stdin, "buffer", None), False
+    with suppress(OSError, ValueError, AttributeError):
         piped = prompt != "-" and stat.S_IFMT(os.fstat(stdin.fileno()).st_mode) in (stat.S_IFIFO, stat.S_IFREG)
-    except (OSError, ValueError, AttributeError):
-        piped = False
     prompt = stdin.read().decode("utf-8", "replace") if prompt == "-" else prompt
     if not prompt.strip():
         raise UserError("the prompt is empty")
@@ -2557,7 +2545,7 @@ def read_prompt(prompt, notice):
 def headless(args, cfg):
     if os.path.isdir(cfg.data_dir) and data_dir_problem(cfg.data_dir):     # others could plant a session
         raise UserError(data_dir_problem(cfg.data_dir))
-    ui = HeadlessUI(args.format, args.allow, cfg.always_approve)
+    ui = HeadlessUI(args.format, args.allow)
     prompt = read_prompt(args.prompt, ui.notice)
     if args.max_tool_rounds is not None:
         cfg.max_iterations = args.max_tool_rounds
@@ -2633,11 +2621,9 @@ AUTH_METHODS = {"cached_token": "API key from a .env file", "xai.api_key": "API 
 class RpcError(Exception):
     """An error to answer a request with; .payload is its JSON-RPC error object."""
 
-    def __init__(self, code, message, data=None):
+    def __init__(self, code, message):
         Exception.__init__(self, message)
         self.payload = {"code": code, "message": message}
-        if data is not None:
-            self.payload["data"] = data
 
 
 def text_content(text):
@@ -2668,6 +2654,8 @@ def old_text(path):
 
 def acp_prompt_text(blocks):
     """One user message from ACP content blocks: text as is, files as text."""
+    if not isinstance(blocks, list) or not blocks:
+        raise RpcError(INVALID_PARAMS, "Invalid params: prompt must be a non-empty array of content blocks")
     parts = []
     for block in blocks:
         if not isinstance(block, dict) or not isinstance(block.get("type"), str):
@@ -2688,16 +2676,17 @@ def acp_prompt_text(blocks):
                 parts.append("[file: %s (binary, not included)]" % where)
         else:
             raise RpcError(INVALID_PARAMS, "Invalid params: %s content blocks are not supported" % json.dumps(kind))
-    return "\n\n".join(p for p in parts if p.strip())
+    text = "\n\n".join(p for p in parts if p.strip())
+    if not text.strip():
+        raise RpcError(INVALID_PARAMS, "Invalid params: the prompt has no text")
+    return text
 
 
 def uri_path(uri):
-    if not isinstance(uri, str):
-        return "(unnamed)"
-    if uri.startswith("file://"):
-        from urllib.parse import unquote, urlsplit
+    if isinstance(uri, str) and uri.startswith("file://"):
+        from urllib.parse import unquote
         return unquote(urlsplit(uri).path)
-    return uri
+    return uri if isinstance(uri, str) else "(unnamed)"
 
 
 def split_tool_results(text, calls):
@@ -2718,50 +2707,19 @@ class AcpSession(UI):
     """One ACP session: its Agent, and UI hooks that send its turns as session/update notifications."""
 
     def __init__(self, server):
-        self.server, self.id, self.agent = server, None, None
-        self.busy = False
-        self.calls = 0          # numbers toolCallIds; a turn and session/load never run at once
-        self.begin_turn()
-
-    def begin_turn(self):
-        self.streamed = False
+        import itertools
+        self.server, self.id, self.agent, self.busy = server, None, None, False
+        self.calls = itertools.count(1)     # numbers toolCallIds; a turn and session/load never run at once
         self.ids = []           # the toolCallIds of the last reply's calls, in call order
         self.fields = {}        # toolCallId -> what tool_call announced, for open calls
-        self.finish_reason = self.request_id = None
+        self.streamed, self.finish_reason, self.request_id = False, None, None
 
     def update(self, session_update, **fields):
-        update = dict(sessionUpdate=session_update, **fields)
-        self.server.notify("session/update", {"sessionId": self.id, "update": update})
+        params = {"sessionId": self.id, "update": dict(sessionUpdate=session_update, **fields)}
+        self.server.send({"jsonrpc": "2.0", "method": "session/update", "params": params})
 
     def chunk(self, kind, text):
         self.update(kind, content={"type": "text", "text": text})
-
-    def new_call_id(self):
-        self.calls += 1
-        return "call_%d" % self.calls
-
-    def announce(self, name, args):
-        call_id = self.new_call_id()
-        self.fields[call_id] = acp_tool_fields(name, args, self.agent.cwd)
-        self.update("tool_call", toolCallId=call_id, status="pending", **self.fields[call_id])
-        return call_id
-
-    def stop(self):
-        """Cancel the running turn, if one runs: the model call, running tools, a pending approval."""
-        if self.busy:
-            self.agent.stop()
-
-    def close_open_calls(self, reason):
-        for call_id in self.fields:
-            self.update("tool_call_update", toolCallId=call_id, status="failed", content=text_content(reason))
-        self.fields.clear()
-
-    def turn_meta(self):
-        t = self.agent.turn
-        usage = {"inputTokens": t["input"], "outputTokens": t["output"], "thoughtTokens": t["reasoning"],
-                 "cachedReadTokens": t["cached"], "totalTokens": t["total"]}
-        return dict(usage, usage=dict(usage), costUsd=round(t["cost"], 8), model=self.agent.model,
-                    sessionCostUsd=round(self.agent.cost_usd, 8), requestId=self.request_id)
 
     def say(self, reply, streamed=False):
         """A reply's thinking and, unless it was streamed, its answer."""
@@ -2783,7 +2741,12 @@ class AcpSession(UI):
 
     def reply(self, reply, step):
         self.say(reply, self.streamed)
-        self.ids = [self.announce(call["tool"], call["args"]) for call in reply["tool_calls"]]
+        self.ids = []
+        for call in reply["tool_calls"]:
+            call_id = "call_%d" % next(self.calls)
+            self.fields[call_id] = acp_tool_fields(call["tool"], call["args"], self.agent.cwd)
+            self.update("tool_call", toolCallId=call_id, status="pending", **self.fields[call_id])
+            self.ids.append(call_id)
 
     def approve(self, call):
         call_id = self.ids[call.index]
@@ -2796,11 +2759,9 @@ class AcpSession(UI):
             self.notice("the client failed the permission request: %s" % json.dumps(answer["error"])[:200])
         try:
             outcome = answer["result"]["outcome"]
-            if outcome["outcome"] == "selected":
-                return PERMISSION_ANSWERS.get(outcome["optionId"], "no")
+            return PERMISSION_ANSWERS.get(outcome["optionId"], "no") if outcome["outcome"] == "selected" else "no"
         except (TypeError, KeyError):       # no answer (cancelled, client gone) or not an ACP outcome
-            pass
-        return "no"
+            return "no"
 
     def tool_start(self, call):
         self.update("tool_call_update", toolCallId=self.ids[call.index], status="in_progress")
@@ -2842,20 +2803,18 @@ class AcpSession(UI):
                 fields = acp_tool_fields(call["tool"], call["args"], self.agent.cwd, diff=False)
                 if output is not None:
                     fields["content"] = text_content(output)
-                status = "completed" if ok else "failed"
-                self.update("tool_call", toolCallId=self.new_call_id(), status=status, **fields)
+                self.update("tool_call", toolCallId="call_%d" % next(self.calls),
+                            status="completed" if ok else "failed", **fields)
 
 
 class AcpServer:
     """The JSON-RPC side: reads requests, answers them, keeps the sessions."""
 
     def __init__(self, cfg, out):
-        self.cfg, self.out = cfg, out
-        self.sessions = {}
         import itertools
+        self.cfg, self.out, self.sessions, self.workers = cfg, out, {}, []
         self.request_ids = itertools.count(1)   # next() and the dict's get/pop are atomic: no lock
         self.pending = {}               # id of a request we sent -> [Event, answer]
-        self.workers = []
         self.write_lock = threading.Lock()
         self.closed = threading.Event()     # stdin ended or stdout broke: nobody can answer
         self.methods = {"initialize": self.initialize, "authenticate": self.authenticate,
@@ -2879,12 +2838,6 @@ class AcpServer:
     def respond(self, request_id, result=None, error=None):
         key, value = ("result", result) if error is None else ("error", error)
         self.send({"jsonrpc": "2.0", "id": request_id, key: value})
-
-    def fail(self, request_id, code, message):
-        self.respond(request_id, error={"code": code, "message": message})
-
-    def notify(self, method, params):
-        self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
     def request(self, method, params, cancel):
         """Ask the client and wait for its answer message; None if cancelled or closed."""
@@ -2912,43 +2865,37 @@ class AcpServer:
             worker.join()
 
     def handle(self, line):
+        """A request (always answered), a notification (never, not even an unknown one) or the client's
+        answer to a request of ours, which wakes the thread waiting for it."""
         try:
             message = json.loads(line.decode("utf-8"))
         except (ValueError, UnicodeDecodeError) as e:
-            return self.fail(None, PARSE_ERROR, "Parse error: %s" % e)
+            return self.respond(None, error={"code": PARSE_ERROR, "message": "Parse error: %s" % e})
         if not isinstance(message, dict) or message.get("jsonrpc", "2.0") != "2.0":
-            return self.fail(message.get("id") if isinstance(message, dict) else None, INVALID_REQUEST,
-                             "Invalid Request: expected a JSON-RPC 2.0 object")
-        if message.get("method") is None and "id" in message and ("result" in message or "error" in message):
-            return self.answered(message)
-        self.dispatch(message, message.get("method"), message.get("id"))
-
-    def dispatch(self, message, method, request_id):
-        """A request (always answered) or a notification (never, not even an unknown one)."""
-        bad_id = isinstance(request_id, bool) or not isinstance(request_id, (str, int, float, type(None)))
-        if not isinstance(method, str) or bad_id:
-            return self.fail(request_id if isinstance(request_id, (str, int)) else None, INVALID_REQUEST,
-                             "Invalid Request: no method, or a bad id")
-        params = {} if message.get("params") is None else message["params"]
-        if "id" in message:
-            self.call(method, request_id, params)
-        elif method == "session/cancel" and isinstance(params, dict):
-            self.cancel(params)
-
-    def answered(self, message):
-        """The client's answer to a request of ours: it wakes the thread waiting for it."""
-        slot = self.pending.get(message["id"]) if isinstance(message["id"], (str, int)) else None
-        if slot is not None:
-            slot[1] = message
-            slot[0].set()
+            return self.respond(message.get("id") if isinstance(message, dict) else None, error={
+                "code": INVALID_REQUEST, "message": "Invalid Request: expected a JSON-RPC 2.0 object"})
+        method, request_id = message.get("method"), message.get("id")
+        if method is None and "id" in message and ("result" in message or "error" in message):
+            slot = self.pending.get(request_id) if isinstance(request_id, (str, int)) else None
+            if slot is not None:
+                slot[1] = message
+                slot[0].set()
+        elif "id" in message or not isinstance(method, str):
+            self.call(method, request_id, message.get("params"))
+        elif method == "session/cancel" and isinstance(message.get("params"), dict):
+            self.cancel(message["params"])
 
     def call(self, method, request_id, params):
+        bad_id = isinstance(request_id, bool) or not isinstance(request_id, (str, int, float, type(None)))
         try:
+            if not isinstance(method, str) or bad_id:
+                request_id = request_id if isinstance(request_id, (str, int)) else None
+                raise RpcError(INVALID_REQUEST, "Invalid Request: no method, or a bad id")
             if method not in self.methods:
                 raise RpcError(METHOD_NOT_FOUND, "Method not found: %s" % method)
-            if not isinstance(params, dict):
+            if not isinstance(params, (dict, type(None))):
                 raise RpcError(INVALID_PARAMS, "Invalid params: params must be an object")
-            result = self.methods[method](params, request_id)
+            result = self.methods[method](params or {}, request_id)
         except Exception as e:
             return self.respond(request_id, error=self.rpc_error(e).payload)
         if result is not DEFERRED:
@@ -2973,20 +2920,18 @@ class AcpServer:
             raise RpcError(AUTH_REQUIRED, "no API key: set GROK_API_KEY or XAI_API_KEY in the environment the "
                            "client starts grok with, or put GROK_API_KEY=... in " + ", ".join(ENV_FILES))
 
-    def need_cwd(self, params):
-        cwd = params.get("cwd")
-        if not isinstance(cwd, str) or not os.path.isabs(cwd) or not os.path.isdir(cwd):
+    def session_cwd(self, params, optional=False):
+        """The cwd of session/new or session/load (None: load got none); the MCP servers given are ignored."""
+        cwd, servers = params.get("cwd"), params.get("mcpServers", [])
+        if not (optional and cwd is None or isinstance(cwd, str) and os.path.isabs(cwd) and os.path.isdir(cwd)):
             raise RpcError(INVALID_PARAMS, "Invalid params: cwd must be the absolute path of a directory, not %s"
                            % json.dumps(cwd))
-        return os.path.normpath(cwd)
-
-    def check_mcp(self, params):
-        servers = params.get("mcpServers", [])
         if not isinstance(servers, list):
             raise RpcError(INVALID_PARAMS, "Invalid params: mcpServers must be an array")
         if servers:
             names = [str(s.get("name")) if isinstance(s, dict) else "?" for s in servers]
             self.log("MCP servers are not supported; ignoring: %s" % ", ".join(names))
+        return cwd and os.path.normpath(cwd)
 
     def start(self, cwd, **resume):
         """A new AcpSession whose Agent works in cwd; resume: the stored session it continues."""
@@ -2998,36 +2943,22 @@ class AcpServer:
         self.sessions[session.id] = session
         return session
 
-    def session_for(self, params):
-        session_id = params.get("sessionId")
-        if not isinstance(session_id, str):
-            raise RpcError(INVALID_PARAMS, "Invalid params: sessionId must be a string")
-        session = self.sessions.get(session_id)
-        if session is None:
-            raise RpcError(RESOURCE_NOT_FOUND, "unknown session %s (create it with session/new or session/load)"
-                           % json.dumps(session_id))
-        return session
-
     # -- methods
     def initialize(self, params, request_id):
         version = params.get("protocolVersion")
         if not isinstance(version, int) or isinstance(version, bool):
             raise RpcError(INVALID_PARAMS, "Invalid params: protocolVersion must be an integer")
+        try:        # the methods clients of xAI's CLI look for; the key is already there, authenticate checks it
+            self.need_key()
+            method = "xai.api_key" if self.cfg.key_source.startswith("$") else "cached_token"
+            auth = [{"id": method, "name": AUTH_METHODS[method], "description": "the key in " + self.cfg.key_source}]
+        except RpcError:
+            auth = []
         return {"protocolVersion": ACP_VERSION,
                 "agentCapabilities": {"loadSession": True,
                                       "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
                                       "mcpCapabilities": {"http": False, "sse": False}},
-                "agentInfo": {"name": "grok", "title": "grok.py", "version": __version__},
-                "authMethods": self.auth_methods()}
-
-    def auth_methods(self):
-        """The methods clients of xAI's CLI look for; the key is already there, authenticate checks it."""
-        try:
-            self.need_key()
-        except RpcError:
-            return []
-        method = "xai.api_key" if self.cfg.key_source.startswith("$") else "cached_token"
-        return [{"id": method, "name": AUTH_METHODS[method], "description": "the key in " + self.cfg.key_source}]
+                "agentInfo": {"name": "grok", "title": "grok.py", "version": __version__}, "authMethods": auth}
 
     def authenticate(self, params, request_id):
         if not isinstance(params.get("methodId"), str) or params["methodId"] not in AUTH_METHODS:
@@ -3037,8 +2968,7 @@ class AcpServer:
         return {}
 
     def new_session(self, params, request_id):
-        cwd = self.need_cwd(params)
-        self.check_mcp(params)
+        cwd = self.session_cwd(params)
         self.need_key()
         return {"sessionId": self.start(cwd).id}
 
@@ -3046,9 +2976,18 @@ class AcpServer:
         session_id = params.get("sessionId")
         if not isinstance(session_id, str) or not session_id:
             raise RpcError(INVALID_PARAMS, "Invalid params: sessionId must be a string")
-        cwd = self.need_cwd(params) if params.get("cwd") is not None else None
-        self.check_mcp(params)
-        session = self.sessions.get(session_id) or self.open_stored(session_id, cwd or self.cfg.cwd)
+        cwd = self.session_cwd(params, optional=True)
+        session = self.sessions.get(session_id)
+        if session is None:         # not held by this process yet: open its file
+            self.need_key()
+            store = Session(self.cfg.data_dir, session_id, warn=self.log)
+            bad = os.sep in session_id or "\x00" in session_id or session_id.startswith(".")
+            if bad or not os.path.isfile(store.path):
+                raise RpcError(RESOURCE_NOT_FOUND, "no session %s in %s" % (json.dumps(session_id), store.dir))
+            try:
+                session = self.start(cwd or self.cfg.cwd, session=store, resume=True)
+            except UserError as e:
+                raise RpcError(RESOURCE_NOT_FOUND, str(e))
         if session.busy:
             raise RpcError(INVALID_REQUEST, "session %s is running a prompt" % session_id)
         if cwd and cwd != session.agent.cwd:
@@ -3056,26 +2995,15 @@ class AcpServer:
         session.replay()
         return {}
 
-    def open_stored(self, session_id, cwd):
-        """A session this process does not hold yet, from its file."""
-        self.need_key()
-        store = Session(self.cfg.data_dir, session_id, warn=self.log)
-        bad = os.sep in session_id or "\x00" in session_id or session_id.startswith(".")
-        if bad or not os.path.isfile(store.path):
-            raise RpcError(RESOURCE_NOT_FOUND, "no session %s in %s" % (json.dumps(session_id), store.dir))
-        try:
-            return self.start(cwd, session=store, resume=True)
-        except UserError as e:
-            raise RpcError(RESOURCE_NOT_FOUND, str(e))
-
     def prompt(self, params, request_id):
-        session = self.session_for(params)
-        blocks = params.get("prompt")
-        if not isinstance(blocks, list) or not blocks:
-            raise RpcError(INVALID_PARAMS, "Invalid params: prompt must be a non-empty array of content blocks")
-        text = acp_prompt_text(blocks)
-        if not text.strip():
-            raise RpcError(INVALID_PARAMS, "Invalid params: the prompt has no text")
+        session_id = params.get("sessionId")
+        if not isinstance(session_id, str):
+            raise RpcError(INVALID_PARAMS, "Invalid params: sessionId must be a string")
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise RpcError(RESOURCE_NOT_FOUND, "unknown session %s (create it with session/new or session/load)"
+                           % json.dumps(session_id))
+        text = acp_prompt_text(params.get("prompt"))
         if session.busy:        # set here, on the main thread, and cleared only by the turn's worker
             raise RpcError(INVALID_REQUEST, "session %s is already running a prompt" % session.id)
         session.busy = True
@@ -3086,49 +3014,46 @@ class AcpServer:
         return DEFERRED
 
     def run_prompt(self, session, request_id, text):
-        session.begin_turn()
-        reason, note, error = "end_turn", None, None
+        agent, note, error = session.agent, None, None
+        session.finish_reason = session.request_id = None
         try:
-            session.agent.run_turn(text)
-            if session.finish_reason == "content_filter":
-                reason = "refusal"
+            agent.run_turn(text)
+            reason = "refusal" if session.finish_reason == "content_filter" else "end_turn"
         except Exception as e:
-            reason, note, error = self.turn_failure(session, e)
-        session.close_open_calls("not run: the turn ended (%s)" % (reason or "error"))
+            if isinstance(e, Cancelled) or agent.cancel.is_set():
+                reason = "cancelled"
+            elif isinstance(e, LimitReached) and not 0 < agent.cfg.cost_limit <= agent.cost_usd:
+                reason, note = "max_turn_requests", str(e)
+            else:
+                reason, error = None, self.rpc_error(e).payload
+                if isinstance(e, LimitReached):         # the cost limit
+                    error["data"] = {"reason": "cost_limit", "costUsd": agent.cost_usd}
+        for call_id in session.fields:      # announced, never run
+            session.update("tool_call_update", toolCallId=call_id, status="failed",
+                           content=text_content("not run: the turn ended (%s)" % (reason or "error")))
+        session.fields.clear()
         session.busy = False
         if error is not None:
-            return self.respond(request_id, error=error.payload)
-        meta = session.turn_meta()
+            return self.respond(request_id, error=error)
+        t = agent.turn
+        usage = {"inputTokens": t["input"], "outputTokens": t["output"], "thoughtTokens": t["reasoning"],
+                 "cachedReadTokens": t["cached"], "totalTokens": t["total"]}
+        meta = dict(usage, usage=dict(usage), costUsd=round(t["cost"], 8), model=agent.model,
+                    sessionCostUsd=round(agent.cost_usd, 8), requestId=session.request_id)
         if note:
             meta["message"] = note
-        self.respond(request_id, {"stopReason": reason, "_meta": meta})
-
-    def turn_failure(self, session, e):
-        """(stopReason, note, None) for a turn that raised e, or (None, None, the error to answer)."""
-        agent = session.agent
-        if isinstance(e, Cancelled) or agent.cancel.is_set():
-            return "cancelled", None, None
-        if not isinstance(e, LimitReached):
-            return None, None, self.rpc_error(e)
-        if 0 < agent.cfg.cost_limit <= agent.cost_usd:
-            data = {"reason": "cost_limit", "costUsd": agent.cost_usd}
-            return None, None, RpcError(INTERNAL_ERROR, str(e), data)
-        return "max_turn_requests", str(e), None
+        return self.respond(request_id, {"stopReason": reason, "_meta": meta})
 
     def cancel(self, params, request_id=None):
-        session = self.sessions.get(params.get("sessionId"))
+        session = self.sessions.get(str(params.get("sessionId")))      # str: an unhashable id finds none
         if session is not None:
-            session.stop()
+            session.agent.stop()
 
     def stop_all(self):
+        """Cancel every running turn: its model call, running tools, a pending approval."""
         self.closed.set()
         for session in list(self.sessions.values()):
-            session.stop()
-
-    def shutdown(self):
-        self.stop_all()
-        for session in list(self.sessions.values()):
-            session.agent.close()
+            session.agent.stop()
 
 
 def acp_main(cfg):
@@ -3140,7 +3065,9 @@ def acp_main(cfg):
     try:
         server.serve(sys.stdin.buffer)
     finally:
-        server.shutdown()
+        server.stop_all()
+        for session in list(server.sessions.values()):
+            session.agent.close()
     return 0
 
 
@@ -3172,15 +3099,12 @@ def arg_parser(prog="grok", description=None):
 
 def terminal_width():
     """$COLUMNS, else the width of the terminal on stdout, else 80 (as shutil.get_terminal_size)."""
-    try:
+    with suppress(KeyError, ValueError):
         if int(os.environ["COLUMNS"]) > 0:
             return int(os.environ["COLUMNS"])
-    except (KeyError, ValueError):
-        pass
-    try:
+    with suppress(AttributeError, ValueError, OSError):
         return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80
-    except (AttributeError, ValueError, OSError):
-        return 80
+    return 80
 
 
 ENV_HELP = """environment:
@@ -3202,17 +3126,12 @@ exit codes: 0 ok, 1 user error, 2 network/server, 3 agent or tool error, 4 inter
     DEFAULT_BASE_URL, DEFAULT_MODEL)
 
 
-def xai_cli_argv(argv):
-    """xAI's CLI's command line in ours: `grok agent [...] stdio` is --acp; its other flags here turn nothing off."""
-    if argv[:1] == ["agent"]:
+def parse_args(argv):
+    if argv[:1] == ["agent"]:       # xAI's CLI's command line: `grok agent [...] stdio` is --acp
         if "stdio" not in argv[1:]:
             sys.stderr.write("grok: usage: grok agent [--always-approve] [--model M] stdio\n")
             raise SystemExit(1)
         argv = ["--acp"] + [a for a in argv[1:] if a not in ("stdio", "--no-leader")]
-    return [a for a in argv if a not in ("--no-subagents", "--no-plan")]
-
-
-def parse_args(argv):
     p = arg_parser()
     p.add_argument("-p", "--prompt", help="run one prompt headless and exit ('-' reads stdin)")
     p.add_argument("--format", "--output-format", choices=("text", "json", "streaming-json"), default="text",
@@ -3222,7 +3141,7 @@ def parse_args(argv):
     p.add_argument("--allow", action="append", metavar="PATTERN", default=[],
                    help="headless: allow bash commands / write_file paths matching this glob (repeatable)")
     p.add_argument("--acp", action="store_true", help="serve the Agent Client Protocol on stdio")
-    args = p.parse_args(xai_cli_argv(argv))
+    args = p.parse_args([a for a in argv if a not in ("--no-subagents", "--no-plan")])     # xAI's: nothing to turn off
     if args.resume and args.cont:
         p.error("--resume and --continue exclude each other")
     if args.max_tool_rounds is not None and args.max_tool_rounds < 0:
@@ -3239,11 +3158,10 @@ class Terminated(BaseException):
 
 
 def catch_signals(handler):
-    """handler(signum, frame) for SIGTERM and, where there is one, SIGHUP."""
+    """handler(signum, frame) for SIGTERM and SIGHUP."""
     import signal
-    for name in ("SIGTERM", "SIGHUP"):
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), handler)
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, handler)
 
 
 def on_signal(signum, frame):
@@ -3253,10 +3171,8 @@ def on_signal(signum, frame):
 
 def guarded(prog, body, on_error=None):
     """body(), every failure a message on stderr and an exit code; on_error(message) reports it elsewhere too."""
-    for fd, name in enumerate(("stdin", "stdout", "stderr")):      # closed from the start (`grok -p hi >&-`)
-        try:
-            os.fstat(fd)
-        except OSError:
+    for fd, name in enumerate(("stdin", "stdout", "stderr")):
+        if getattr(sys, name) is None:      # its fd was closed from the start (`grok -p hi >&-`)
             silence(fd)
             setattr(sys, name, open(fd, "w" if fd else "r", closefd=False))
     sys.stderr = QuietStderr(sys.stderr)
@@ -3287,9 +3203,7 @@ def guarded(prog, body, on_error=None):
 def json_requested(argv):
     """Whether argv asks for JSON (--format json, streaming-json), read before (and even if) the flags parse."""
     fmt = None
-    for i, arg in enumerate(argv):
-        if arg == "--":
-            break
+    for i, arg in enumerate(argv[:argv.index("--")] if "--" in argv else argv):     # no flag after `--`
         name, eq, value = arg.partition("=")
         if len(name) >= 3 and ("--format".startswith(name) or "--output-format".startswith(name)):
             fmt = value if eq else (argv[i + 1] if i + 1 < len(argv) else None)     # argparse takes --form too
@@ -3320,8 +3234,7 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["models"]:      # before the flags: the prompt words may be positional
         return guarded("grok", lambda: list_models(argv[1:]))
-    # Errors outside the headless run itself (a bad flag, no key) are still an event in a JSON run.
-    json_errors = [json_requested(argv)]
+    json_errors = [json_requested(argv)]        # errors outside the run (a bad flag, no key) are events too
 
     def on_error(message):
         if json_errors[0]:
