@@ -1103,8 +1103,7 @@ def responses_answer(obj):
 
 
 class Tool(namedtuple("Tool", "run doc args")):
-    """One tool: its function, what it does, and its arguments as {name: JSON type}, a type ending
-    in "?" being optional. The first argument is the one shown in one-line displays."""
+    """Its function, what it does, {argument: JSON type} ("?" ends an optional one; the first is the one displayed)."""
 
     def schema(self):
         props = {k: {"type": "array", "items": {"type": "string"}} if t.startswith("array") else {"type": t.rstrip("?")}
@@ -2353,15 +2352,12 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="gro
 # --- Front end: headless ---
 
 def silence(fd=1):
-    """The reader of stdout (fd 1) or stderr went away, or it was closed from the start: what is still
-    written, and the final flush at exit, goes to /dev/null, and no file opened later takes its number."""
-    try:
+    """fd 1 or 2 lost its reader or was never open: /dev/null takes its number, for later writes and the exit flush."""
+    with suppress(OSError):
         devnull = os.open(os.devnull, os.O_RDWR)
         if devnull != fd:
             os.dup2(devnull, fd)
             os.close(devnull)
-    except OSError:
-        pass
 
 
 class QuietStderr:
@@ -2388,8 +2384,7 @@ class QuietStderr:
 
 
 class OutputClosed(GrokError):
-    """stdout was closed by its reader (`grok -p ... | head -1`): stop quietly, as guarded() does."""
-    exit_code = 0
+    """stdout was closed by its reader (`grok -p ... | head -1`): headless() stops quietly, with exit code 0."""
 
 
 def allow_matches(call, patterns):
@@ -2413,10 +2408,9 @@ class HeadlessUI(UI):
     """`grok -p`: JSONL events (--format json), the answer alone with progress on stderr (text), or xAI's CLI's
     thought/text/end/error events (streaming-json). Every hook runs on the main thread: events never interleave."""
 
-    def __init__(self, fmt, allow=(), always_approve=False):
+    def __init__(self, fmt, allow=()):
         self.json, self.events = fmt == "json", fmt == "streaming-json"
-        self.allow, self.always_approve = allow, always_approve
-        self.session_id, self.step, self.last = None, 0, {}
+        self.allow, self.session_id, self.step, self.last = allow, None, 0, {}
         self.partial = False                    # a write was cut off mid-line (an interrupt)
         self.printed = self.attempt = ""        # text mode: the answer text on stdout; that of the stream going on
         tolerate_unencodable(sys.stdout)
@@ -2465,10 +2459,8 @@ class HeadlessUI(UI):
     def fail(self, message, code):
         """The run's last word: an `error` event (json) and a line on stderr; returns the exit code."""
         if self.json or self.events:
-            try:
+            with suppress(OutputClosed):
                 self.emit("error", message=message)
-            except OutputClosed:
-                pass
         self.notice("grok: %s" % message)
         return code
 
@@ -2504,8 +2496,7 @@ class HeadlessUI(UI):
     def tool_end(self, call, result):
         if self.json:
             started, finished = int(result.started * 1000), int(result.finished * 1000)
-            self.emit("tool_use",
-                      toolCall={"id": call.id, "name": call.name, "args": call.args},
+            self.emit("tool_use", toolCall={"id": call.id, "name": call.name, "args": call.args},
                       toolResult={"id": call.id, "success": bool(result.ok), "output": result.output},
                       timing={"startedAt": started, "finishedAt": finished, "durationMs": finished - started})
 
@@ -2529,7 +2520,7 @@ class HeadlessUI(UI):
         sys.stderr.flush()
 
     def approve(self, call):
-        if self.always_approve or allow_matches(call, self.allow):
+        if allow_matches(call, self.allow):     # (with -y the agent does not ask)
             return "yes"
         raise AgentError("Tool `%s` denied: %s not in allowlist: %s%s (allow it with --allow PATTERN or "
                          "--always-approve)" % (call.name, "command" if call.name == "bash" else "path",
@@ -2537,14 +2528,10 @@ class HeadlessUI(UI):
 
 
 def read_prompt(prompt, notice):
-    """-p's prompt; `-` reads it from stdin, and text piped in (a pipe or a file, not a terminal
-    or /dev/null) is added below it, cut at PIPED_CAP bytes with a notice."""
-    import stat
-    stdin = getattr(sys.stdin, "buffer", None)
-    try:
+    """-p's prompt (`-`: stdin), with text piped in (a pipe or file, not a tty) below it, cut at PIPED_CAP."""
+    stdin, piped = getattr(sys.stdin, "buffer", None), False
+    with suppress(OSError, ValueError, AttributeError):
         piped = prompt != "-" and stat.S_IFMT(os.fstat(stdin.fileno()).st_mode) in (stat.S_IFIFO, stat.S_IFREG)
-    except (OSError, ValueError, AttributeError):
-        piped = False
     prompt = stdin.read().decode("utf-8", "replace") if prompt == "-" else prompt
     if not prompt.strip():
         raise UserError("the prompt is empty")
@@ -2558,7 +2545,7 @@ def read_prompt(prompt, notice):
 def headless(args, cfg):
     if os.path.isdir(cfg.data_dir) and data_dir_problem(cfg.data_dir):     # others could plant a session
         raise UserError(data_dir_problem(cfg.data_dir))
-    ui = HeadlessUI(args.format, args.allow, cfg.always_approve)
+    ui = HeadlessUI(args.format, args.allow)
     prompt = read_prompt(args.prompt, ui.notice)
     if args.max_tool_rounds is not None:
         cfg.max_iterations = args.max_tool_rounds
@@ -3110,15 +3097,12 @@ def arg_parser(prog="grok", description=None):
 
 def terminal_width():
     """$COLUMNS, else the width of the terminal on stdout, else 80 (as shutil.get_terminal_size)."""
-    try:
+    with suppress(KeyError, ValueError):
         if int(os.environ["COLUMNS"]) > 0:
             return int(os.environ["COLUMNS"])
-    except (KeyError, ValueError):
-        pass
-    try:
+    with suppress(AttributeError, ValueError, OSError):
         return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80
-    except (AttributeError, ValueError, OSError):
-        return 80
+    return 80
 
 
 ENV_HELP = """environment:
@@ -3140,17 +3124,12 @@ exit codes: 0 ok, 1 user error, 2 network/server, 3 agent or tool error, 4 inter
     DEFAULT_BASE_URL, DEFAULT_MODEL)
 
 
-def xai_cli_argv(argv):
-    """xAI's CLI's command line in ours: `grok agent [...] stdio` is --acp; its other flags here turn nothing off."""
-    if argv[:1] == ["agent"]:
+def parse_args(argv):
+    if argv[:1] == ["agent"]:       # xAI's CLI's command line: `grok agent [...] stdio` is --acp
         if "stdio" not in argv[1:]:
             sys.stderr.write("grok: usage: grok agent [--always-approve] [--model M] stdio\n")
             raise SystemExit(1)
         argv = ["--acp"] + [a for a in argv[1:] if a not in ("stdio", "--no-leader")]
-    return [a for a in argv if a not in ("--no-subagents", "--no-plan")]
-
-
-def parse_args(argv):
     p = arg_parser()
     p.add_argument("-p", "--prompt", help="run one prompt headless and exit ('-' reads stdin)")
     p.add_argument("--format", "--output-format", choices=("text", "json", "streaming-json"), default="text",
@@ -3160,7 +3139,7 @@ def parse_args(argv):
     p.add_argument("--allow", action="append", metavar="PATTERN", default=[],
                    help="headless: allow bash commands / write_file paths matching this glob (repeatable)")
     p.add_argument("--acp", action="store_true", help="serve the Agent Client Protocol on stdio")
-    args = p.parse_args(xai_cli_argv(argv))
+    args = p.parse_args([a for a in argv if a not in ("--no-subagents", "--no-plan")])     # xAI's: nothing to turn off
     if args.resume and args.cont:
         p.error("--resume and --continue exclude each other")
     if args.max_tool_rounds is not None and args.max_tool_rounds < 0:
@@ -3177,11 +3156,10 @@ class Terminated(BaseException):
 
 
 def catch_signals(handler):
-    """handler(signum, frame) for SIGTERM and, where there is one, SIGHUP."""
+    """handler(signum, frame) for SIGTERM and SIGHUP."""
     import signal
-    for name in ("SIGTERM", "SIGHUP"):
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), handler)
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, handler)
 
 
 def on_signal(signum, frame):
@@ -3191,10 +3169,8 @@ def on_signal(signum, frame):
 
 def guarded(prog, body, on_error=None):
     """body(), every failure a message on stderr and an exit code; on_error(message) reports it elsewhere too."""
-    for fd, name in enumerate(("stdin", "stdout", "stderr")):      # closed from the start (`grok -p hi >&-`)
-        try:
-            os.fstat(fd)
-        except OSError:
+    for fd, name in enumerate(("stdin", "stdout", "stderr")):
+        if getattr(sys, name) is None:      # its fd was closed from the start (`grok -p hi >&-`)
             silence(fd)
             setattr(sys, name, open(fd, "w" if fd else "r", closefd=False))
     sys.stderr = QuietStderr(sys.stderr)
@@ -3225,9 +3201,7 @@ def guarded(prog, body, on_error=None):
 def json_requested(argv):
     """Whether argv asks for JSON (--format json, streaming-json), read before (and even if) the flags parse."""
     fmt = None
-    for i, arg in enumerate(argv):
-        if arg == "--":
-            break
+    for i, arg in enumerate(argv[:argv.index("--")] if "--" in argv else argv):     # no flag after `--`
         name, eq, value = arg.partition("=")
         if len(name) >= 3 and ("--format".startswith(name) or "--output-format".startswith(name)):
             fmt = value if eq else (argv[i + 1] if i + 1 < len(argv) else None)     # argparse takes --form too
@@ -3258,8 +3232,7 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["models"]:      # before the flags: the prompt words may be positional
         return guarded("grok", lambda: list_models(argv[1:]))
-    # Errors outside the headless run itself (a bad flag, no key) are still an event in a JSON run.
-    json_errors = [json_requested(argv)]
+    json_errors = [json_requested(argv)]        # errors outside the run (a bad flag, no key) are events too
 
     def on_error(message):
         if json_errors[0]:
