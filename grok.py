@@ -354,15 +354,14 @@ def visible(text, newlines=True):
 # --- HTTP client: keep-alive, retries with backoff, SSE ---
 
 def json_bytes(obj):
-    """UTF-8 JSON for the wire and the session file. A lone surrogate (from a non-UTF-8 file
-    name) becomes a \\u escape, which is valid JSON, instead of an encoding error."""
+    """UTF-8 JSON; a lone surrogate (from a non-UTF-8 file name) becomes a valid \\u escape, not an encoding error."""
     return json.dumps(obj, ensure_ascii=False).encode("utf-8", "backslashreplace")
 
 
-def parse_retry_after(value, now=None):
-    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date), or None."""
+def parse_retry_after(value, now=None, per_second=1):
+    """Seconds to wait from a Retry-After header (delta-seconds, or units of 1/per_second, or an HTTP date), or None."""
     try:
-        seconds = float(value)
+        seconds = float(value) / per_second
     except (TypeError, ValueError):
         import email.utils
         try:
@@ -394,7 +393,7 @@ class Client:
         self.proxy = find_proxy(u.scheme, self.host)
         # through a plain-http proxy the request line names the whole URL; https goes through a CONNECT tunnel
         self.prefix = ("http://" + u.netloc if self.proxy and not self.https else "") + u.path.rstrip("/")
-        self.api_key = api_key
+        self.headers = {"Content-Type": "application/json", "Authorization": "Bearer " + (api_key or "")}
         self.timeout, self.max_retries, self.backoff = timeout, max_retries, backoff
         self.notice = notice or (lambda text: None)
         self.conv_id = None
@@ -415,21 +414,13 @@ class Client:
             if hide_ssl:
                 del sys.modules["ssl"]
         kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
-        conn = kind(*(self.proxy or (self.host, self.port)), timeout=self.timeout)
+        timeout = min(self.timeout or CONNECT_TIMEOUT, CONNECT_TIMEOUT)      # to connect: _send then sets GROK_TIMEOUT
+        conn = kind(*(self.proxy or (self.host, self.port)), timeout=timeout)
         if self.proxy and self.https:
             conn.set_tunnel(self.host, self.port)
-        conn._create_connection = self._open_socket
         with self._lock:
             self._busy.add(conn)
         return conn, False
-
-    def _open_socket(self, address, timeout=None, source_address=None):
-        """http.client's socket.create_connection, with a shorter timeout for the connect itself."""
-        import socket
-        limit = CONNECT_TIMEOUT if timeout is None else min(timeout, CONNECT_TIMEOUT)
-        sock = socket.create_connection(address, limit, source_address)
-        sock.settimeout(timeout)
-        return sock
 
     def _release(self, conn, reusable):
         with self._lock:
@@ -440,16 +431,14 @@ class Client:
         conn.close()
 
     def abort(self):
-        """Break every request in flight (called from another thread to cancel). Our own reference to
-        each socket: http.client drops conn.sock while it reads a reply the server will close."""
+        """Break every request in flight (from another thread, to cancel). conn.reading is our own reference to
+        the socket: http.client drops conn.sock while it reads a reply the server will close."""
         import socket
         with self._lock:
             busy = list(self._busy)
         for conn in busy:
-            sock = conn.sock or getattr(conn, "reading", None)
-            if sock is not None:
-                with suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
+            with suppress(OSError, AttributeError):     # (AttributeError: no socket opened yet)
+                (conn.sock or conn.reading).shutdown(socket.SHUT_RDWR)
 
     def close(self):
         with self._lock:
@@ -457,15 +446,14 @@ class Client:
         for conn in idle:
             conn.close()
 
-    def _send(self, conn, reused, path, body, headers, cancel):
-        import http.client
+    def _send(self, conn, reused, method, path, body, headers, cancel):
         ssl = sys.modules.get("ssl")
-        closed = (http.client.RemoteDisconnected, ConnectionError) + ((ssl.SSLEOFError, ssl.SSLZeroReturnError)
-                                                                      if ssl else ())
+        closed = (ConnectionError,) + ((ssl.SSLEOFError, ssl.SSLZeroReturnError) if ssl else ())
         for again in (reused, False):
             try:
-                conn.request("POST", self.prefix + path, body, headers)
+                conn.request(method, path, body, headers)
                 conn.reading = conn.sock
+                conn.sock.settimeout(self.timeout)
                 if cancel.is_set():      # abort() may have come before the socket
                     raise Cancelled("cancelled")
                 return conn.getresponse()
@@ -477,28 +465,18 @@ class Client:
 
     def probe(self, path, payload=None):
         """The JSON answer to a GET (a POST with a payload) of `path` on the server's root, or None: one try."""
-        conn, reusable = self._connect()[0], False
-        import http.client
         root = self.prefix[:-3] if self.prefix.endswith("/v1") else self.prefix
         try:
-            conn.request("POST" if payload else "GET", root + path, payload and json_bytes(payload),
-                         {"Authorization": "Bearer " + (self.api_key or ""), "Content-Type": "application/json"})
-            resp = conn.getresponse()
-            data, reusable = resp.read(), not resp.will_close
-            return json.loads(data.decode("utf-8", "replace")) if resp.status == 200 else None
-        except (OSError, http.client.HTTPException, ValueError, RecursionError):
+            return self._attempt("POST" if payload else "GET", root + path, payload and json_bytes(payload),
+                                 self.headers, None, threading.Event(), None, REPLY_CAP)
+        except (GrokError, HTTPStatusError, RetryableFault, ContractError):
             return None
-        finally:
-            self._release(conn, reusable)
 
     def post(self, path, payload, on_stream=None, cancel=None, no_retry=None, cap=REPLY_CAP):
-        """The parsed JSON reply, or on_stream(reader) for an event stream.
-
-        Retries refused/dropped connections, timeouts, 429 and 5xx with backoff;
-        raises HTTPStatusError for other statuses, TransientError when retries run out."""
-        body = payload if isinstance(payload, bytes) else json_bytes(payload)
-        headers = {"Content-Type": "application/json", "Authorization": "Bearer " + (self.api_key or ""),
-                   "User-Agent": "grok.py/" + __version__}
+        """The JSON reply, or on_stream(reader) for an event stream; retries dropped connections, timeouts, 429
+        and 5xx with backoff (TransientError when they run out); other statuses raise HTTPStatusError."""
+        body = json_bytes(payload)
+        headers = {**self.headers, "User-Agent": "grok.py/" + __version__}
         if self.conv_id:
             headers["x-grok-conv-id"] = self.conv_id
         if on_stream:
@@ -507,12 +485,12 @@ class Client:
         attempt = breaks = 0
         while not cancel.is_set():
             try:
-                return self._attempt(path, body, headers, on_stream, cancel, no_retry, cap)
+                return self._attempt("POST", self.prefix + path, body, headers, on_stream, cancel, no_retry, cap)
             except RetryableFault as fault:
-                problem, retry_after = scrub(fault.problem), fault.retry_after
-                breaks += fault.broke
+                problem, retry_after, broke = fault.args
+                breaks += broke
                 if breaks == 2 and attempt < self.max_retries:  # again: the caller asks unstreamed, to see why
-                    raise StreamBroken(fault.problem)
+                    raise StreamBroken(problem)
             if cancel.is_set():
                 break
             attempt += 1
@@ -523,14 +501,13 @@ class Client:
             cancel.wait(delay)
         raise Cancelled("cancelled")
 
-    def _attempt(self, path, body, headers, on_stream, cancel, no_retry, cap):
-        """One request and its whole reply, read within GROK_TIMEOUT and `cap` bytes; RetryableFault
-        when another attempt may do better."""
+    def _attempt(self, method, path, body, headers, on_stream, cancel, no_retry, cap):
+        """One request and its whole reply, within GROK_TIMEOUT and `cap` bytes; RetryableFault if worth repeating."""
         conn, reused = self._connect()      # (imports http.client, without ssl for plain http)
         import http.client
         reusable, started = False, time.monotonic()
         try:
-            resp = self._send(conn, reused, path, body, headers, cancel)
+            resp = self._send(conn, reused, method, path, body, headers, cancel)
             reader = ReplyReader(resp, conn.reading, self.timeout and started + self.timeout, cap)
             if resp.status >= 300:
                 error = self._refusal(resp, reader, no_retry)
@@ -550,8 +527,7 @@ class Client:
             self._release(conn, reusable)
 
     def _refusal(self, resp, reader, no_retry):
-        """What a reply other than 2xx raises: a redirect a UserError, 429/5xx a RetryableFault (unless
-        no_retry(error)), any other status its HTTPStatusError."""
+        """The error a reply other than 2xx raises: 429/5xx a RetryableFault, unless no_retry(its HTTPStatusError)."""
         if resp.status < 400:
             return UserError("the server at %s answered HTTP %d, a redirect to %s: grok does not follow "
                              "redirects (the API key goes to GROK_BASE_URL only); set GROK_BASE_URL to the "
@@ -559,43 +535,40 @@ class Client:
         err = HTTPStatusError(resp.status, reader.read())
         if resp.status not in RETRY_STATUSES or (no_retry and no_retry(err)):
             return err
-        return RetryableFault("%s (HTTP %d): %s" % ("rate limited" if resp.status == 429 else "server error",
-                                                   resp.status, err.server_message()), retry_after_of(resp))
+        wait = parse_retry_after(resp.getheader("Retry-After"))
+        if wait is None:
+            wait = parse_retry_after(resp.getheader("retry-after-ms"), per_second=1000)     # OpenAI's
+        return RetryableFault(scrub("%s (HTTP %d): %s" % ("rate limited" if resp.status == 429 else "server error",
+                                                         resp.status, err.server_message())), wait, False)
 
     def _json(self, data):
         try:
             return json.loads(data.decode("utf-8", "replace"))
         except (ValueError, RecursionError):
             raise UserError(scrub("the server at %s did not answer with JSON (is GROK_BASE_URL an "
-                                  "OpenAI-compatible API?): %r" % (self.host, data[:120]), (self.api_key,)))
+                                  "OpenAI-compatible API?): %r" % (self.host, data[:120])))
 
 
 class RetryableFault(Exception):
-    """A failed attempt worth repeating: what went wrong, the seconds the server asked to wait (or None),
-    and whether it was a reply stream that broke off."""
-
-    def __init__(self, problem, retry_after=None, broke=False):
-        Exception.__init__(self, problem)
-        self.problem, self.retry_after, self.broke = problem, retry_after, broke
+    """A failed attempt worth repeating. args: what went wrong (scrubbed), the seconds the server asked to wait
+    (or None), whether a reply stream broke off."""
 
 
 class ReplyReader:
-    """A response body read within a deadline for the whole reply and a cap on its size: a server
-    trickling or streaming without end cannot hold the turn or fill the memory."""
+    """A reply body read within one deadline and a size cap: a trickling or endless stream cannot hold the turn."""
 
     def __init__(self, resp, sock, deadline, cap):
         self.resp, self.sock, self.deadline, self.cap, self.size = resp, sock, deadline, cap, 0
         self._count(b"")
 
     def _count(self, data):
-        import socket
         self.size += len(data)
         if self.size > self.cap:
             raise ContractError("the reply passed %d MB and was abandoned; reply much shorter" % (self.cap >> 20))
         if self.deadline:
             left = self.deadline - time.monotonic()
             if left <= 0:
-                raise socket.timeout()
+                raise TimeoutError()
             if self.sock is not None and not self.resp.isclosed():
                 self.sock.settimeout(left)
         return data
@@ -604,21 +577,10 @@ class ReplyReader:
         return self._count(self.resp.readline(self.cap + 1 - self.size))
 
     def read(self):
-        parts = []
-        while not parts or parts[-1]:
-            parts.append(self._count(self.resp.read(65536)))
+        data = b"".join(iter(lambda: self._count(self.resp.read(65536)), b""))
         if self.resp.length:        # the connection ended before Content-Length was reached
             raise StreamBroken("%d bytes of the reply missing" % self.resp.length)
-        return b"".join(parts)
-
-
-def retry_after_of(resp):
-    """Seconds a 429/5xx reply asks to wait: Retry-After, or OpenAI-style retry-after-ms."""
-    seconds = parse_retry_after(resp.getheader("Retry-After"))
-    try:
-        return seconds if seconds is not None else parse_retry_after(float(resp.getheader("retry-after-ms")) / 1000)
-    except (TypeError, ValueError):
-        return None
+        return data
 
 
 def find_proxy(scheme, host):
@@ -635,34 +597,32 @@ def find_proxy(scheme, host):
 
 def network_fault(e, host):
     """The RetryableFault that says what went wrong talking to host; a UserError when retrying cannot help."""
+    import http.client
     import socket
     ssl = sys.modules.get("ssl")
-    name = type(e).__name__
     if ssl and isinstance(e, ssl.CertificateError):
         return UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL, or point "
                          "SSL_CERT_FILE at your CA bundle" % (host, getattr(e, "verify_message", None) or e))
-    if isinstance(e, socket.gaierror):
-        problem = "cannot resolve host %s (DNS; check GROK_BASE_URL)" % host
-    elif isinstance(e, ConnectionRefusedError):
-        problem = "connection refused by %s (is the server running? check GROK_BASE_URL)" % host
-    elif isinstance(e, (socket.timeout, TimeoutError)):
-        problem = "no complete reply from %s within the timeout (GROK_TIMEOUT, for the whole reply)" % host
-    elif isinstance(e, StreamBroken):
-        problem = "the reply stream from %s broke off: %s" % (host, e)
-    elif name in ("RemoteDisconnected", "IncompleteRead", "ConnectionResetError", "BrokenPipeError"):
-        problem = "connection to %s dropped (%s)" % (host, name)
-    elif isinstance(e, ValueError) or name in ("BadStatusLine", "LineTooLong", "UnknownProtocol"):
-        problem = "garbled reply from %s (%s: %s)" % (host, name, str(e)[:100])
-    else:
-        problem = "network error talking to %s: %s" % (host, e or name)
-    return RetryableFault(problem, broke=isinstance(e, StreamBroken))
+    problems = (        # the first whose exception types e is one of
+        (socket.gaierror, "cannot resolve host {host} (DNS; check GROK_BASE_URL)"),
+        (ConnectionRefusedError, "connection refused by {host} (is the server running? check GROK_BASE_URL)"),
+        ((socket.timeout, TimeoutError),
+         "no complete reply from {host} within the timeout (GROK_TIMEOUT, for the whole reply)"),
+        (StreamBroken, "the reply stream from {host} broke off: {e}"),
+        ((http.client.RemoteDisconnected, http.client.IncompleteRead, ConnectionResetError, BrokenPipeError),
+         "connection to {host} dropped ({name})"),
+        ((ValueError, http.client.BadStatusLine, http.client.LineTooLong, http.client.UnknownProtocol),
+         "garbled reply from {host} ({name}: {short})"),
+        (Exception, "network error talking to {host}: {e}"))
+    problem = next(text for kinds, text in problems if isinstance(e, kinds))
+    problem = scrub(problem.format(host=host, e=e, name=type(e).__name__, short=str(e)[:100]))
+    return RetryableFault(problem, None, isinstance(e, StreamBroken))
 
 
 class ChatResult:
     def __init__(self, content, finish_reason=None, usage=None, response_id=None, problem=None):
-        if content is not None and not isinstance(content, str):
-            content = json.dumps(content)           # a server's list of parts: the contract check says why
-        self.content = content
+        # a server's list of parts becomes JSON text: the contract check says why it is not an answer
+        self.content = content if content is None or isinstance(content, str) else json.dumps(content)
         self.finish_reason = finish_reason if isinstance(finish_reason, str) else None
         self.usage = usage if isinstance(usage, dict) else {}
         self.tokens = usage_numbers(usage)      # what the rest of the program reads of the usage
@@ -685,8 +645,7 @@ def read_chat_stream(resp, on_delta, on_thought=None):
                 continue
             delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
             deliver(delta.get("reasoning_content"), on_thought)
-            if deliver(delta.get("content"), on_delta):
-                parts.append(delta["content"])
+            parts.append(deliver(delta.get("content"), on_delta))
             finish = choice.get("finish_reason") or finish
     else:
         if finish is None:
@@ -695,43 +654,36 @@ def read_chat_stream(resp, on_delta, on_thought=None):
 
 
 def deliver(piece, callback):
-    """Whether piece is text, given to callback (if any)."""
+    """piece if it is text (given to callback, if any), else ""."""
     if not isinstance(piece, str) or not piece:
-        return False
+        return ""
     if callback:
         callback(piece)
-    return True
+    return piece
 
 
 def sse_chunks(resp):
-    """The JSON objects in an event stream's data lines, then None at "data: [DONE]"."""
+    """The JSON objects in an event stream's data lines, then None at "data: [DONE]". An error sent in the
+    stream raises its HTTPStatusError, with the status it names (else 500)."""
     for line in iter(resp.readline, b""):
-        line = line.strip()
-        if line.startswith(b"error:"):      # llama.cpp's server reports a failure this way
-            raise stream_error(line[6:].strip())
-        data = line[5:].strip() if line.startswith(b"data:") else None
-        if data == b"[DONE]":
+        field, _, data = line.strip().partition(b":")
+        data, chunk = data.strip(), None
+        if field == b"data" and data == b"[DONE]":
             yield None
-        elif data is not None:
+        elif field == b"data":
             try:
                 chunk = json.loads(data.decode("utf-8", "replace"))
             except (ValueError, RecursionError):
                 raise StreamBroken("a stream chunk was not JSON: %r" % data[:80])
-            if isinstance(chunk, dict) and chunk.get("error"):
-                raise stream_error(data)
-            if isinstance(chunk, dict):
-                yield chunk
-
-
-def stream_error(data):
-    """The HTTPStatusError for an error sent in an event stream, with the status it names (else 500)."""
-    code = re.search(rb'"code"\s*:\s*([45]\d\d)\b', data)
-    return HTTPStatusError(int(code.group(1)) if code else 500, data)
+        if field == b"error" or isinstance(chunk, dict) and chunk.get("error"):     # (llama.cpp sends error: lines)
+            code = re.search(rb'"code"\s*:\s*([45]\d\d)\b', data)
+            raise HTTPStatusError(int(code.group(1)) if code else 500, data)
+        if isinstance(chunk, dict):
+            yield chunk
 
 
 def parse_chat_reply(obj, on_thought=None):
-    if not isinstance(obj, dict):
-        return ChatResult(None)
+    obj = obj if isinstance(obj, dict) else {}
     choices = obj.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         if obj.get("error"):
@@ -743,9 +695,8 @@ def parse_chat_reply(obj, on_thought=None):
 
 
 class ResponseStreamer:
-    """Pulls the decoded text of the top-level "response" string out of a JSON object arriving in
-    pieces, so the answer can be shown as it is generated. tool_calls: whether the reply's
-    tool_calls list is, so far, "unknown", "empty" or "nonempty"."""
+    """Pulls the decoded text of the top-level "response" string out of a JSON object arriving in pieces (to show
+    it as it is generated). tool_calls: whether the tool_calls list is, so far, "unknown", "empty" or "nonempty"."""
 
     # raw JSON string text up to the last whole character: an escape waits for its end, and a high
     # surrogate for what follows it (\uD83D\uDE00 is one character)
@@ -754,8 +705,7 @@ class ResponseStreamer:
     def __init__(self):
         self.depth, self.key, self.colon, self.calls, self.tool_calls = 0, None, False, False, "unknown"
         self.raw = None         # the string being read: its raw characters, kept for a top-level key or the response
-        self.escaped = self.is_key = self.response = False
-        self.cut = 0            # characters of the response returned so far
+        self.escaped, self.is_key, self.response, self.cut = False, False, False, 0     # cut: characters given out
 
     def feed(self, text):
         out = []
@@ -797,8 +747,7 @@ class ResponseStreamer:
         raw = "".join(self.raw[self.cut:])
         raw = raw if whole else self.WHOLE.match(raw).group()
         self.cut += len(raw)
-        # a lone surrogate cannot be printed: it shows as U+FFFD
-        return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in self._decode(raw))
+        return re.sub("[\ud800-\udfff]", "\ufffd", self._decode(raw))     # a lone surrogate cannot be printed
 
     @staticmethod
     def _decode(raw):
@@ -838,10 +787,9 @@ def extract_json_object(text):
     with suppress(ValueError, RecursionError):
         return json.loads(text)
     from itertools import islice
-    decoder = json.JSONDecoder()
     for brace in islice(re.finditer("{", text), 20):
         with suppress(ValueError, RecursionError):
-            obj = decoder.raw_decode(text, brace.start())[0]
+            obj = json.JSONDecoder().raw_decode(text, brace.start())[0]
             if isinstance(obj, dict):
                 return obj
     raise ContractError("the reply is not a JSON object")
@@ -998,16 +946,14 @@ def tool_bash(args, agent):
     except OSError as e:
         return ToolResult("error: cannot start %s: %s" % (TOOL_SHELL, e), ok=False)
     agent.procs.add(proc)
-    head, tail, total = bytearray(), bytearray(), [0]       # the first and the last bytes of the output
+    out, total = bytearray(), [0]
 
     def read():         # on a thread, so the tool waits for the process, not in fixed sleeps
         with suppress(OSError, ValueError):
             for chunk in iter(lambda: proc.stdout.read1(65536), b""):
                 total[0] += len(chunk)
-                room = max(0, OUTPUT_HEAD - len(head))
-                head.extend(chunk[:room])
-                tail.extend(chunk[room:])
-                del tail[:-OUTPUT_TAIL]
+                out.extend(chunk)
+                del out[OUTPUT_HEAD:-OUTPUT_TAIL]       # the first and the last bytes are kept
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     code, waited, limit = None, 0.0, agent.cfg.bash_timeout       # limit 0: none
@@ -1024,9 +970,9 @@ def tool_bash(args, agent):
             code = proc.wait()
         agent.procs.discard(proc)
     reader.join(1 if note else 0.2)     # background children may keep the output open
-    omitted = total[0] - len(head) - len(tail)
-    text = (bytes(head).decode("utf-8", "replace") + ("\n[... %d bytes omitted: output truncated ...]\n" % omitted
-            if omitted > 0 else "") + bytes(tail).decode("utf-8", "replace")).replace("\x00", "\\0")
+    omitted = total[0] - len(out)
+    text = (out[:OUTPUT_HEAD].decode("utf-8", "replace") + ("\n[... %d bytes omitted: output truncated ...]\n" % omitted
+            if omitted > 0 else "") + out[OUTPUT_HEAD:].decode("utf-8", "replace")).replace("\x00", "\\0")
     text = text if text.strip() or note else "(no output)"
     background = "" if note or not reader.is_alive() else (
         "\n[background processes are still running; their output is not captured and they may "
@@ -1055,8 +1001,7 @@ def tool_read_file(args, agent):
 
 
 def atomic_write(path, data, private=True):
-    """Bytes written via a temp file and a rename: a crash leaves the old file or the new one. Mode 0600 if
-    private, else as a plain write leaves it (a new file: 0666 less the umask)."""
+    """Via a temp file and a rename: a crash leaves the old file or the new one. Mode 0600 if private, else open()'s."""
     import glob
     folder, prefix = os.path.dirname(path), ".grok-%s." % os.path.basename(path)[:100]
     for stale in glob.glob(os.path.join(glob.escape(folder), glob.escape(prefix) + "*.*.tmp")):
@@ -1142,23 +1087,23 @@ def tool_web_search(args, agent):
         return ToolResult("web search failed: HTTP %d: %s" % (e.status, e.server_message()), ok=False)
     except (TransientError, UserError) as e:
         return ToolResult("web search failed: %s" % e, ok=False)
-    obj = obj if isinstance(obj, dict) else {}
-    parts = [part for item in obj.get("output") or () if isinstance(item, dict)
-             for part in item.get("content") or () if isinstance(part, dict)]
-    text = "\n".join(str(p.get("text") or "") for p in parts if p.get("type") in ("output_text", "text")).strip()
-    urls = [a.get("url") for p in parts for a in p.get("annotations") or () if isinstance(a, dict)]
-    urls = list(dict.fromkeys(u for u in urls + list(obj.get("citations") or ()) if u and isinstance(u, str)))
+    text, urls = responses_answer(obj if isinstance(obj, dict) else {})
     if not text:
         return ToolResult("web search returned no answer", ok=False)
     return ToolResult(text + ("\n\nSources:\n" + "\n".join("- " + u for u in urls[:20]) if urls else ""))
 
 
-class Tool:
-    """One tool: its function, what it does, and its arguments as {name: JSON type}, a type ending
-    in "?" being optional. The first argument is the one shown in one-line displays."""
+def responses_answer(obj):
+    """(text, source URLs) of a Responses API reply."""
+    parts = [part for item in obj.get("output") or () if isinstance(item, dict)
+             for part in item.get("content") or () if isinstance(part, dict)]
+    text = "\n".join(str(p.get("text") or "") for p in parts if p.get("type") in ("output_text", "text")).strip()
+    urls = [a.get("url") for p in parts for a in p.get("annotations") or () if isinstance(a, dict)]
+    return text, list(dict.fromkeys(u for u in urls + list(obj.get("citations") or ()) if u and isinstance(u, str)))
 
-    def __init__(self, run, doc, **args):
-        self.run, self.doc, self.args = run, doc, args
+
+class Tool(namedtuple("Tool", "run doc args")):
+    """Its function, what it does, {argument: JSON type} ("?" ends an optional one; the first is the one displayed)."""
 
     def schema(self):
         props = {k: {"type": "array", "items": {"type": "string"}} if t.startswith("array") else {"type": t.rstrip("?")}
@@ -1169,14 +1114,15 @@ class Tool:
 
 TOOLS = {
     "bash": Tool(tool_bash, "run a shell command in the working directory; stdout+stderr, exit code if non-zero "
-                 "(timeout %ds)", command="string"),
-    "web_search": Tool(tool_web_search, "search the web; an answer with source URLs", query="string"),
-    "read_file": Tool(tool_read_file, "read a text file (relative to the working directory)", path="string"),
-    "write_file": Tool(tool_write_file, "create or overwrite a file (parent dirs are created)", path="string",
-                       content="string"),
+                 "(timeout %ds)", {"command": "string"}),
+    "web_search": Tool(tool_web_search, "search the web; an answer with source URLs", {"query": "string"}),
+    "read_file": Tool(tool_read_file, "read a text file (relative to the working directory)", {"path": "string"}),
+    "write_file": Tool(tool_write_file, "create or overwrite a file (parent dirs are created)",
+                       {"path": "string", "content": "string"}),
     "list_files": Tool(tool_list_files, "list a directory (default: the working directory): type, name, size",
-                       path="string?"),
-    "ask_user": Tool(tool_ask_user, "ask the user when only they can decide", question="string", options="array?"),
+                       {"path": "string?"}),
+    "ask_user": Tool(tool_ask_user, "ask the user when only they can decide",
+                     {"question": "string", "options": "array?"}),
 }
 MAX_CALLS = 8               # tool calls in one reply (the schema's bound)
 NEEDS_APPROVAL = ("bash", "write_file")
@@ -1208,19 +1154,15 @@ def key_arg(name, args):
 # --- System prompt: contract, tools, runtime info, skills, project rules ---
 
 def front_matter(text):
-    """name/description from a '---' header, else the first heading and line."""
-    meta, lines = {}, [line.strip() for line in text.splitlines()]
+    """name/description from a '---' header, else the first line that is not a heading (or the last heading)."""
+    lines = [line.strip() for line in text.splitlines()]
     if lines[:1] == ["---"]:
         header = lines[1:30] + ["---"]
         fields = [line.partition(":") for line in header[:header.index("---")]]
         return {k.strip().lower(): v.strip().strip("\"'") for k, sep, v in fields if sep}
-    for line in lines[:20]:
-        if line.startswith("#"):
-            meta["title"] = line.lstrip("# ")
-        elif line:
-            meta["description"] = line
-            break
-    return meta
+    texts = [line for line in lines[:20] if line and not line.startswith("#")]
+    headings = [line.lstrip("# ") for line in lines[:20] if line.startswith("#")]
+    return {"description": texts[0] if texts else headings[-1] if headings else ""}
 
 
 def find_skills(skills_dir):
@@ -1242,32 +1184,30 @@ def find_skills(skills_dir):
 def find_project_rules(cwd):
     """[(path, text)]: ~/.grok/AGENTS.md, then AGENTS.md and GROK.md from the git root down to cwd (else cwd only),
     in directories others cannot write; regular files, a symlink only into the tree; scrubbed, capped."""
-    found, dirs = [], [cwd]
+    dirs = [cwd]
     while not os.path.exists(os.path.join(dirs[-1], ".git")) and os.path.dirname(dirs[-1]) != dirs[-1]:
         dirs.append(os.path.dirname(dirs[-1]))
     if not os.path.exists(os.path.join(dirs[-1], ".git")):
         dirs = [cwd]        # not in a git repository: only the working directory itself
     root = os.path.realpath(dirs[-1])
-    candidates = [os.path.join(os.path.expanduser("~"), ".grok", "AGENTS.md")]
-    candidates += [os.path.join(d, n) for d in reversed(dirs) if not open_to_others(d, (os.getuid(), 0))
-                   for n in ("AGENTS.md", "GROK.md")]
-    seen, budget = set(), RULES_TOTAL_CAP
+    candidates = [os.path.join(os.path.expanduser("~"), ".grok", "AGENTS.md")] + [
+        os.path.join(d, name) for d in reversed(dirs) if not open_to_others(d, (os.getuid(), 0))
+        for name in ("AGENTS.md", "GROK.md")]
+    found, seen, budget = [], set(), RULES_TOTAL_CAP
     for path in candidates:
         real, cap = os.path.realpath(path), min(RULES_CAP, budget)
         if real in seen or (os.path.islink(path) and path != candidates[0] and not inside(real, root)):
             continue
         seen.add(real)
-        got = read_regular(path, cap)
-        if not got:
+        data, size = read_regular(path, cap) or (None, 0)
+        if data is None:
             continue
-        data, size = got
         if not cap:
             text = "[not included: project rules are capped at %d bytes in all]" % RULES_TOTAL_CAP
         elif len(data) > cap:     # cut at a character boundary, and say so
-            text = data[:cap].decode("utf-8", "replace").rstrip("\ufffd").strip()
-            text += "\n[truncated: only the first %d of %d bytes of this file are included%s]" % (
-                cap, size, "" if cap == RULES_CAP else ", the project rules are capped at %d bytes in all"
-                % RULES_TOTAL_CAP)
+            text = "%s\n[truncated: only the first %d of %d bytes of this file are included%s]" % (
+                data[:cap].decode("utf-8", "replace").rstrip("\ufffd").strip(), cap, size,
+                "" if cap == RULES_CAP else ", the project rules are capped at %d bytes in all" % RULES_TOTAL_CAP)
         else:
             text = data.decode("utf-8", "replace").strip()
         if text:
@@ -1276,8 +1216,7 @@ def find_project_rules(cwd):
     return found
 
 
-def build_system_prompt(cfg, contract=MINIMAL, cwd=None):
-    cwd = cwd or cfg.cwd
+def build_system_prompt(cfg, contract, cwd):
     uname = os.uname()      # not `platform`: it takes 2 ms to import
     parts = ["You are Grok, an agent working on the user's computer through tools.",
              "Always reply with exactly one JSON object and nothing else:", REPLY_SHAPE,
@@ -2401,15 +2340,12 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="gro
 # --- Front end: headless ---
 
 def silence(fd=1):
-    """The reader of stdout (fd 1) or stderr went away, or it was closed from the start: what is still
-    written, and the final flush at exit, goes to /dev/null, and no file opened later takes its number."""
-    try:
+    """fd 1 or 2 lost its reader or was never open: /dev/null takes its number, for later writes and the exit flush."""
+    with suppress(OSError):
         devnull = os.open(os.devnull, os.O_RDWR)
         if devnull != fd:
             os.dup2(devnull, fd)
             os.close(devnull)
-    except OSError:
-        pass
 
 
 class QuietStderr:
@@ -2436,8 +2372,7 @@ class QuietStderr:
 
 
 class OutputClosed(GrokError):
-    """stdout was closed by its reader (`grok -p ... | head -1`): stop quietly, as guarded() does."""
-    exit_code = 0
+    """stdout was closed by its reader (`grok -p ... | head -1`): headless() stops quietly, with exit code 0."""
 
 
 def allow_matches(call, patterns):
@@ -2461,10 +2396,9 @@ class HeadlessUI(UI):
     """`grok -p`: JSONL events (--format json), the answer alone with progress on stderr (text), or xAI's CLI's
     thought/text/end/error events (streaming-json). Every hook runs on the main thread: events never interleave."""
 
-    def __init__(self, fmt, allow=(), always_approve=False):
+    def __init__(self, fmt, allow=()):
         self.json, self.events = fmt == "json", fmt == "streaming-json"
-        self.allow, self.always_approve = allow, always_approve
-        self.session_id, self.step, self.last = None, 0, {}
+        self.allow, self.session_id, self.step, self.last = allow, None, 0, {}
         self.partial = False                    # a write was cut off mid-line (an interrupt)
         self.printed = self.attempt = ""        # text mode: the answer text on stdout; that of the stream going on
         tolerate_unencodable(sys.stdout)
@@ -2513,10 +2447,8 @@ class HeadlessUI(UI):
     def fail(self, message, code):
         """The run's last word: an `error` event (json) and a line on stderr; returns the exit code."""
         if self.json or self.events:
-            try:
+            with suppress(OutputClosed):
                 self.emit("error", message=message)
-            except OutputClosed:
-                pass
         self.notice("grok: %s" % message)
         return code
 
@@ -2552,8 +2484,7 @@ class HeadlessUI(UI):
     def tool_end(self, call, result):
         if self.json:
             started, finished = int(result.started * 1000), int(result.finished * 1000)
-            self.emit("tool_use",
-                      toolCall={"id": call.id, "name": call.name, "args": call.args},
+            self.emit("tool_use", toolCall={"id": call.id, "name": call.name, "args": call.args},
                       toolResult={"id": call.id, "success": bool(result.ok), "output": result.output},
                       timing={"startedAt": started, "finishedAt": finished, "durationMs": finished - started})
 
@@ -2577,7 +2508,7 @@ class HeadlessUI(UI):
         sys.stderr.flush()
 
     def approve(self, call):
-        if self.always_approve or allow_matches(call, self.allow):
+        if allow_matches(call, self.allow):     # (with -y the agent does not ask)
             return "yes"
         raise AgentError("Tool `%s` denied: %s not in allowlist: %s%s (allow it with --allow PATTERN or "
                          "--always-approve)" % (call.name, "command" if call.name == "bash" else "path",
@@ -2585,14 +2516,10 @@ class HeadlessUI(UI):
 
 
 def read_prompt(prompt, notice):
-    """-p's prompt; `-` reads it from stdin, and text piped in (a pipe or a file, not a terminal
-    or /dev/null) is added below it, cut at PIPED_CAP bytes with a notice."""
-    import stat
-    stdin = getattr(sys.stdin, "buffer", None)
-    try:
+    """-p's prompt (`-`: stdin), with text piped in (a pipe or file, not a tty) below it, cut at PIPED_CAP."""
+    stdin, piped = getattr(sys.stdin, "buffer", None), False
+    with suppress(OSError, ValueError, AttributeError):
         piped = prompt != "-" and stat.S_IFMT(os.fstat(stdin.fileno()).st_mode) in (stat.S_IFIFO, stat.S_IFREG)
-    except (OSError, ValueError, AttributeError):
-        piped = False
     prompt = stdin.read().decode("utf-8", "replace") if prompt == "-" else prompt
     if not prompt.strip():
         raise UserError("the prompt is empty")
@@ -2606,7 +2533,7 @@ def read_prompt(prompt, notice):
 def headless(args, cfg):
     if os.path.isdir(cfg.data_dir) and data_dir_problem(cfg.data_dir):     # others could plant a session
         raise UserError(data_dir_problem(cfg.data_dir))
-    ui = HeadlessUI(args.format, args.allow, cfg.always_approve)
+    ui = HeadlessUI(args.format, args.allow)
     prompt = read_prompt(args.prompt, ui.notice)
     if args.max_tool_rounds is not None:
         cfg.max_iterations = args.max_tool_rounds
@@ -2662,14 +2589,12 @@ def open_agent(cfg, ui, contract, args, new_if_busy=False):
 
 
 # --- Front end: ACP server (Agent Client Protocol v1) ---
-# Newline-delimited JSON-RPC 2.0 on stdin/stdout. The main thread reads; each
-# session/prompt runs in a worker thread that streams session/update
-# notifications and, for approvals, asks the client and waits for its answer.
+# Newline-delimited JSON-RPC 2.0 on stdin/stdout. The main thread reads; each session/prompt runs in a worker thread
+# that streams session/update notifications and, for approvals, asks the client and waits for its answer.
 
 ACP_VERSION = 1
-PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND = -32700, -32600, -32601
-INVALID_PARAMS, INTERNAL_ERROR = -32602, -32603
-AUTH_REQUIRED, RESOURCE_NOT_FOUND = -32000, -32002      # ACP's own codes
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
+INTERNAL_ERROR, AUTH_REQUIRED, RESOURCE_NOT_FOUND = -32603, -32000, -32002      # the last two: ACP's own codes
 TOOL_KINDS = {"bash": "execute", "read_file": "read", "write_file": "edit", "list_files": "search",
               "web_search": "fetch", "ask_user": "other"}
 PERMISSION_ANSWERS = {"allow_once": "yes", "allow_always": "always", "reject_once": "no"}
@@ -2682,11 +2607,9 @@ AUTH_METHODS = {"cached_token": "API key from a .env file", "xai.api_key": "API 
 class RpcError(Exception):
     """An error to answer a request with; .payload is its JSON-RPC error object."""
 
-    def __init__(self, code, message, data=None):
+    def __init__(self, code, message):
         Exception.__init__(self, message)
         self.payload = {"code": code, "message": message}
-        if data is not None:
-            self.payload["data"] = data
 
 
 def text_content(text):
@@ -2717,6 +2640,8 @@ def old_text(path):
 
 def acp_prompt_text(blocks):
     """One user message from ACP content blocks: text as is, files as text."""
+    if not isinstance(blocks, list) or not blocks:
+        raise RpcError(INVALID_PARAMS, "Invalid params: prompt must be a non-empty array of content blocks")
     parts = []
     for block in blocks:
         if not isinstance(block, dict) or not isinstance(block.get("type"), str):
@@ -2737,16 +2662,17 @@ def acp_prompt_text(blocks):
                 parts.append("[file: %s (binary, not included)]" % where)
         else:
             raise RpcError(INVALID_PARAMS, "Invalid params: %s content blocks are not supported" % json.dumps(kind))
-    return "\n\n".join(p for p in parts if p.strip())
+    text = "\n\n".join(p for p in parts if p.strip())
+    if not text.strip():
+        raise RpcError(INVALID_PARAMS, "Invalid params: the prompt has no text")
+    return text
 
 
 def uri_path(uri):
-    if not isinstance(uri, str):
-        return "(unnamed)"
-    if uri.startswith("file://"):
-        from urllib.parse import unquote, urlsplit
+    if isinstance(uri, str) and uri.startswith("file://"):
+        from urllib.parse import unquote
         return unquote(urlsplit(uri).path)
-    return uri
+    return uri if isinstance(uri, str) else "(unnamed)"
 
 
 def split_tool_results(text, calls):
@@ -2767,50 +2693,19 @@ class AcpSession(UI):
     """One ACP session: its Agent, and UI hooks that send its turns as session/update notifications."""
 
     def __init__(self, server):
-        self.server, self.id, self.agent = server, None, None
-        self.busy = False
-        self.calls = 0          # numbers toolCallIds; a turn and session/load never run at once
-        self.begin_turn()
-
-    def begin_turn(self):
-        self.streamed = False
+        import itertools
+        self.server, self.id, self.agent, self.busy = server, None, None, False
+        self.calls = itertools.count(1)     # numbers toolCallIds; a turn and session/load never run at once
         self.ids = []           # the toolCallIds of the last reply's calls, in call order
         self.fields = {}        # toolCallId -> what tool_call announced, for open calls
-        self.finish_reason = self.request_id = None
+        self.streamed, self.finish_reason, self.request_id = False, None, None
 
     def update(self, session_update, **fields):
-        update = dict(sessionUpdate=session_update, **fields)
-        self.server.notify("session/update", {"sessionId": self.id, "update": update})
+        params = {"sessionId": self.id, "update": dict(sessionUpdate=session_update, **fields)}
+        self.server.send({"jsonrpc": "2.0", "method": "session/update", "params": params})
 
     def chunk(self, kind, text):
         self.update(kind, content={"type": "text", "text": text})
-
-    def new_call_id(self):
-        self.calls += 1
-        return "call_%d" % self.calls
-
-    def announce(self, name, args):
-        call_id = self.new_call_id()
-        self.fields[call_id] = acp_tool_fields(name, args, self.agent.cwd)
-        self.update("tool_call", toolCallId=call_id, status="pending", **self.fields[call_id])
-        return call_id
-
-    def stop(self):
-        """Cancel the running turn, if one runs: the model call, running tools, a pending approval."""
-        if self.busy:
-            self.agent.stop()
-
-    def close_open_calls(self, reason):
-        for call_id in self.fields:
-            self.update("tool_call_update", toolCallId=call_id, status="failed", content=text_content(reason))
-        self.fields.clear()
-
-    def turn_meta(self):
-        t = self.agent.turn
-        usage = {"inputTokens": t["input"], "outputTokens": t["output"], "thoughtTokens": t["reasoning"],
-                 "cachedReadTokens": t["cached"], "totalTokens": t["total"]}
-        return dict(usage, usage=dict(usage), costUsd=round(t["cost"], 8), model=self.agent.model,
-                    sessionCostUsd=round(self.agent.cost_usd, 8), requestId=self.request_id)
 
     def say(self, reply, streamed=False):
         """A reply's thinking and, unless it was streamed, its answer."""
@@ -2832,7 +2727,12 @@ class AcpSession(UI):
 
     def reply(self, reply, step):
         self.say(reply, self.streamed)
-        self.ids = [self.announce(call["tool"], call["args"]) for call in reply["tool_calls"]]
+        self.ids = []
+        for call in reply["tool_calls"]:
+            call_id = "call_%d" % next(self.calls)
+            self.fields[call_id] = acp_tool_fields(call["tool"], call["args"], self.agent.cwd)
+            self.update("tool_call", toolCallId=call_id, status="pending", **self.fields[call_id])
+            self.ids.append(call_id)
 
     def approve(self, call):
         call_id = self.ids[call.index]
@@ -2845,11 +2745,9 @@ class AcpSession(UI):
             self.notice("the client failed the permission request: %s" % json.dumps(answer["error"])[:200])
         try:
             outcome = answer["result"]["outcome"]
-            if outcome["outcome"] == "selected":
-                return PERMISSION_ANSWERS.get(outcome["optionId"], "no")
+            return PERMISSION_ANSWERS.get(outcome["optionId"], "no") if outcome["outcome"] == "selected" else "no"
         except (TypeError, KeyError):       # no answer (cancelled, client gone) or not an ACP outcome
-            pass
-        return "no"
+            return "no"
 
     def tool_start(self, call):
         self.update("tool_call_update", toolCallId=self.ids[call.index], status="in_progress")
@@ -2891,20 +2789,18 @@ class AcpSession(UI):
                 fields = acp_tool_fields(call["tool"], call["args"], self.agent.cwd, diff=False)
                 if output is not None:
                     fields["content"] = text_content(output)
-                status = "completed" if ok else "failed"
-                self.update("tool_call", toolCallId=self.new_call_id(), status=status, **fields)
+                self.update("tool_call", toolCallId="call_%d" % next(self.calls),
+                            status="completed" if ok else "failed", **fields)
 
 
 class AcpServer:
     """The JSON-RPC side: reads requests, answers them, keeps the sessions."""
 
     def __init__(self, cfg, out):
-        self.cfg, self.out = cfg, out
-        self.sessions = {}
         import itertools
+        self.cfg, self.out, self.sessions, self.workers = cfg, out, {}, []
         self.request_ids = itertools.count(1)   # next() and the dict's get/pop are atomic: no lock
         self.pending = {}               # id of a request we sent -> [Event, answer]
-        self.workers = []
         self.write_lock = threading.Lock()
         self.closed = threading.Event()     # stdin ended or stdout broke: nobody can answer
         self.methods = {"initialize": self.initialize, "authenticate": self.authenticate,
@@ -2928,12 +2824,6 @@ class AcpServer:
     def respond(self, request_id, result=None, error=None):
         key, value = ("result", result) if error is None else ("error", error)
         self.send({"jsonrpc": "2.0", "id": request_id, key: value})
-
-    def fail(self, request_id, code, message):
-        self.respond(request_id, error={"code": code, "message": message})
-
-    def notify(self, method, params):
-        self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
     def request(self, method, params, cancel):
         """Ask the client and wait for its answer message; None if cancelled or closed."""
@@ -2961,43 +2851,37 @@ class AcpServer:
             worker.join()
 
     def handle(self, line):
+        """A request (always answered), a notification (never, not even an unknown one) or the client's
+        answer to a request of ours, which wakes the thread waiting for it."""
         try:
             message = json.loads(line.decode("utf-8"))
         except (ValueError, UnicodeDecodeError) as e:
-            return self.fail(None, PARSE_ERROR, "Parse error: %s" % e)
+            return self.respond(None, error={"code": PARSE_ERROR, "message": "Parse error: %s" % e})
         if not isinstance(message, dict) or message.get("jsonrpc", "2.0") != "2.0":
-            return self.fail(message.get("id") if isinstance(message, dict) else None, INVALID_REQUEST,
-                             "Invalid Request: expected a JSON-RPC 2.0 object")
-        if message.get("method") is None and "id" in message and ("result" in message or "error" in message):
-            return self.answered(message)
-        self.dispatch(message, message.get("method"), message.get("id"))
-
-    def dispatch(self, message, method, request_id):
-        """A request (always answered) or a notification (never, not even an unknown one)."""
-        bad_id = isinstance(request_id, bool) or not isinstance(request_id, (str, int, float, type(None)))
-        if not isinstance(method, str) or bad_id:
-            return self.fail(request_id if isinstance(request_id, (str, int)) else None, INVALID_REQUEST,
-                             "Invalid Request: no method, or a bad id")
-        params = {} if message.get("params") is None else message["params"]
-        if "id" in message:
-            self.call(method, request_id, params)
-        elif method == "session/cancel" and isinstance(params, dict):
-            self.cancel(params)
-
-    def answered(self, message):
-        """The client's answer to a request of ours: it wakes the thread waiting for it."""
-        slot = self.pending.get(message["id"]) if isinstance(message["id"], (str, int)) else None
-        if slot is not None:
-            slot[1] = message
-            slot[0].set()
+            return self.respond(message.get("id") if isinstance(message, dict) else None, error={
+                "code": INVALID_REQUEST, "message": "Invalid Request: expected a JSON-RPC 2.0 object"})
+        method, request_id = message.get("method"), message.get("id")
+        if method is None and "id" in message and ("result" in message or "error" in message):
+            slot = self.pending.get(request_id) if isinstance(request_id, (str, int)) else None
+            if slot is not None:
+                slot[1] = message
+                slot[0].set()
+        elif "id" in message or not isinstance(method, str):
+            self.call(method, request_id, message.get("params"))
+        elif method == "session/cancel" and isinstance(message.get("params"), dict):
+            self.cancel(message["params"])
 
     def call(self, method, request_id, params):
+        bad_id = isinstance(request_id, bool) or not isinstance(request_id, (str, int, float, type(None)))
         try:
+            if not isinstance(method, str) or bad_id:
+                request_id = request_id if isinstance(request_id, (str, int)) else None
+                raise RpcError(INVALID_REQUEST, "Invalid Request: no method, or a bad id")
             if method not in self.methods:
                 raise RpcError(METHOD_NOT_FOUND, "Method not found: %s" % method)
-            if not isinstance(params, dict):
+            if not isinstance(params, (dict, type(None))):
                 raise RpcError(INVALID_PARAMS, "Invalid params: params must be an object")
-            result = self.methods[method](params, request_id)
+            result = self.methods[method](params or {}, request_id)
         except Exception as e:
             return self.respond(request_id, error=self.rpc_error(e).payload)
         if result is not DEFERRED:
@@ -3022,20 +2906,18 @@ class AcpServer:
             raise RpcError(AUTH_REQUIRED, "no API key: set GROK_API_KEY or XAI_API_KEY in the environment the "
                            "client starts grok with, or put GROK_API_KEY=... in " + ", ".join(ENV_FILES))
 
-    def need_cwd(self, params):
-        cwd = params.get("cwd")
-        if not isinstance(cwd, str) or not os.path.isabs(cwd) or not os.path.isdir(cwd):
+    def session_cwd(self, params, optional=False):
+        """The cwd of session/new or session/load (None: load got none); the MCP servers given are ignored."""
+        cwd, servers = params.get("cwd"), params.get("mcpServers", [])
+        if not (optional and cwd is None or isinstance(cwd, str) and os.path.isabs(cwd) and os.path.isdir(cwd)):
             raise RpcError(INVALID_PARAMS, "Invalid params: cwd must be the absolute path of a directory, not %s"
                            % json.dumps(cwd))
-        return os.path.normpath(cwd)
-
-    def check_mcp(self, params):
-        servers = params.get("mcpServers", [])
         if not isinstance(servers, list):
             raise RpcError(INVALID_PARAMS, "Invalid params: mcpServers must be an array")
         if servers:
             names = [str(s.get("name")) if isinstance(s, dict) else "?" for s in servers]
             self.log("MCP servers are not supported; ignoring: %s" % ", ".join(names))
+        return cwd and os.path.normpath(cwd)
 
     def start(self, cwd, **resume):
         """A new AcpSession whose Agent works in cwd; resume: the stored session it continues."""
@@ -3047,36 +2929,22 @@ class AcpServer:
         self.sessions[session.id] = session
         return session
 
-    def session_for(self, params):
-        session_id = params.get("sessionId")
-        if not isinstance(session_id, str):
-            raise RpcError(INVALID_PARAMS, "Invalid params: sessionId must be a string")
-        session = self.sessions.get(session_id)
-        if session is None:
-            raise RpcError(RESOURCE_NOT_FOUND, "unknown session %s (create it with session/new or session/load)"
-                           % json.dumps(session_id))
-        return session
-
     # -- methods
     def initialize(self, params, request_id):
         version = params.get("protocolVersion")
         if not isinstance(version, int) or isinstance(version, bool):
             raise RpcError(INVALID_PARAMS, "Invalid params: protocolVersion must be an integer")
+        try:        # the methods clients of xAI's CLI look for; the key is already there, authenticate checks it
+            self.need_key()
+            method = "xai.api_key" if self.cfg.key_source.startswith("$") else "cached_token"
+            auth = [{"id": method, "name": AUTH_METHODS[method], "description": "the key in " + self.cfg.key_source}]
+        except RpcError:
+            auth = []
         return {"protocolVersion": ACP_VERSION,
                 "agentCapabilities": {"loadSession": True,
                                       "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
                                       "mcpCapabilities": {"http": False, "sse": False}},
-                "agentInfo": {"name": "grok", "title": "grok.py", "version": __version__},
-                "authMethods": self.auth_methods()}
-
-    def auth_methods(self):
-        """The methods clients of xAI's CLI look for; the key is already there, authenticate checks it."""
-        try:
-            self.need_key()
-        except RpcError:
-            return []
-        method = "xai.api_key" if self.cfg.key_source.startswith("$") else "cached_token"
-        return [{"id": method, "name": AUTH_METHODS[method], "description": "the key in " + self.cfg.key_source}]
+                "agentInfo": {"name": "grok", "title": "grok.py", "version": __version__}, "authMethods": auth}
 
     def authenticate(self, params, request_id):
         if not isinstance(params.get("methodId"), str) or params["methodId"] not in AUTH_METHODS:
@@ -3086,8 +2954,7 @@ class AcpServer:
         return {}
 
     def new_session(self, params, request_id):
-        cwd = self.need_cwd(params)
-        self.check_mcp(params)
+        cwd = self.session_cwd(params)
         self.need_key()
         return {"sessionId": self.start(cwd).id}
 
@@ -3095,9 +2962,18 @@ class AcpServer:
         session_id = params.get("sessionId")
         if not isinstance(session_id, str) or not session_id:
             raise RpcError(INVALID_PARAMS, "Invalid params: sessionId must be a string")
-        cwd = self.need_cwd(params) if params.get("cwd") is not None else None
-        self.check_mcp(params)
-        session = self.sessions.get(session_id) or self.open_stored(session_id, cwd or self.cfg.cwd)
+        cwd = self.session_cwd(params, optional=True)
+        session = self.sessions.get(session_id)
+        if session is None:         # not held by this process yet: open its file
+            self.need_key()
+            store = Session(self.cfg.data_dir, session_id, warn=self.log)
+            bad = os.sep in session_id or "\x00" in session_id or session_id.startswith(".")
+            if bad or not os.path.isfile(store.path):
+                raise RpcError(RESOURCE_NOT_FOUND, "no session %s in %s" % (json.dumps(session_id), store.dir))
+            try:
+                session = self.start(cwd or self.cfg.cwd, session=store, resume=True)
+            except UserError as e:
+                raise RpcError(RESOURCE_NOT_FOUND, str(e))
         if session.busy:
             raise RpcError(INVALID_REQUEST, "session %s is running a prompt" % session_id)
         if cwd and cwd != session.agent.cwd:
@@ -3105,26 +2981,15 @@ class AcpServer:
         session.replay()
         return {}
 
-    def open_stored(self, session_id, cwd):
-        """A session this process does not hold yet, from its file."""
-        self.need_key()
-        store = Session(self.cfg.data_dir, session_id, warn=self.log)
-        bad = os.sep in session_id or "\x00" in session_id or session_id.startswith(".")
-        if bad or not os.path.isfile(store.path):
-            raise RpcError(RESOURCE_NOT_FOUND, "no session %s in %s" % (json.dumps(session_id), store.dir))
-        try:
-            return self.start(cwd, session=store, resume=True)
-        except UserError as e:
-            raise RpcError(RESOURCE_NOT_FOUND, str(e))
-
     def prompt(self, params, request_id):
-        session = self.session_for(params)
-        blocks = params.get("prompt")
-        if not isinstance(blocks, list) or not blocks:
-            raise RpcError(INVALID_PARAMS, "Invalid params: prompt must be a non-empty array of content blocks")
-        text = acp_prompt_text(blocks)
-        if not text.strip():
-            raise RpcError(INVALID_PARAMS, "Invalid params: the prompt has no text")
+        session_id = params.get("sessionId")
+        if not isinstance(session_id, str):
+            raise RpcError(INVALID_PARAMS, "Invalid params: sessionId must be a string")
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise RpcError(RESOURCE_NOT_FOUND, "unknown session %s (create it with session/new or session/load)"
+                           % json.dumps(session_id))
+        text = acp_prompt_text(params.get("prompt"))
         if session.busy:        # set here, on the main thread, and cleared only by the turn's worker
             raise RpcError(INVALID_REQUEST, "session %s is already running a prompt" % session.id)
         session.busy = True
@@ -3135,49 +3000,46 @@ class AcpServer:
         return DEFERRED
 
     def run_prompt(self, session, request_id, text):
-        session.begin_turn()
-        reason, note, error = "end_turn", None, None
+        agent, note, error = session.agent, None, None
+        session.finish_reason = session.request_id = None
         try:
-            session.agent.run_turn(text)
-            if session.finish_reason == "content_filter":
-                reason = "refusal"
+            agent.run_turn(text)
+            reason = "refusal" if session.finish_reason == "content_filter" else "end_turn"
         except Exception as e:
-            reason, note, error = self.turn_failure(session, e)
-        session.close_open_calls("not run: the turn ended (%s)" % (reason or "error"))
+            if isinstance(e, Cancelled) or agent.cancel.is_set():
+                reason = "cancelled"
+            elif isinstance(e, LimitReached) and not 0 < agent.cfg.cost_limit <= agent.cost_usd:
+                reason, note = "max_turn_requests", str(e)
+            else:
+                reason, error = None, self.rpc_error(e).payload
+                if isinstance(e, LimitReached):         # the cost limit
+                    error["data"] = {"reason": "cost_limit", "costUsd": agent.cost_usd}
+        for call_id in session.fields:      # announced, never run
+            session.update("tool_call_update", toolCallId=call_id, status="failed",
+                           content=text_content("not run: the turn ended (%s)" % (reason or "error")))
+        session.fields.clear()
         session.busy = False
         if error is not None:
-            return self.respond(request_id, error=error.payload)
-        meta = session.turn_meta()
+            return self.respond(request_id, error=error)
+        t = agent.turn
+        usage = {"inputTokens": t["input"], "outputTokens": t["output"], "thoughtTokens": t["reasoning"],
+                 "cachedReadTokens": t["cached"], "totalTokens": t["total"]}
+        meta = dict(usage, usage=dict(usage), costUsd=round(t["cost"], 8), model=agent.model,
+                    sessionCostUsd=round(agent.cost_usd, 8), requestId=session.request_id)
         if note:
             meta["message"] = note
-        self.respond(request_id, {"stopReason": reason, "_meta": meta})
-
-    def turn_failure(self, session, e):
-        """(stopReason, note, None) for a turn that raised e, or (None, None, the error to answer)."""
-        agent = session.agent
-        if isinstance(e, Cancelled) or agent.cancel.is_set():
-            return "cancelled", None, None
-        if not isinstance(e, LimitReached):
-            return None, None, self.rpc_error(e)
-        if 0 < agent.cfg.cost_limit <= agent.cost_usd:
-            data = {"reason": "cost_limit", "costUsd": agent.cost_usd}
-            return None, None, RpcError(INTERNAL_ERROR, str(e), data)
-        return "max_turn_requests", str(e), None
+        return self.respond(request_id, {"stopReason": reason, "_meta": meta})
 
     def cancel(self, params, request_id=None):
-        session = self.sessions.get(params.get("sessionId"))
+        session = self.sessions.get(str(params.get("sessionId")))      # str: an unhashable id finds none
         if session is not None:
-            session.stop()
+            session.agent.stop()
 
     def stop_all(self):
+        """Cancel every running turn: its model call, running tools, a pending approval."""
         self.closed.set()
         for session in list(self.sessions.values()):
-            session.stop()
-
-    def shutdown(self):
-        self.stop_all()
-        for session in list(self.sessions.values()):
-            session.agent.close()
+            session.agent.stop()
 
 
 def acp_main(cfg):
@@ -3189,7 +3051,9 @@ def acp_main(cfg):
     try:
         server.serve(sys.stdin.buffer)
     finally:
-        server.shutdown()
+        server.stop_all()
+        for session in list(server.sessions.values()):
+            session.agent.close()
     return 0
 
 
@@ -3221,15 +3085,12 @@ def arg_parser(prog="grok", description=None):
 
 def terminal_width():
     """$COLUMNS, else the width of the terminal on stdout, else 80 (as shutil.get_terminal_size)."""
-    try:
+    with suppress(KeyError, ValueError):
         if int(os.environ["COLUMNS"]) > 0:
             return int(os.environ["COLUMNS"])
-    except (KeyError, ValueError):
-        pass
-    try:
+    with suppress(AttributeError, ValueError, OSError):
         return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80
-    except (AttributeError, ValueError, OSError):
-        return 80
+    return 80
 
 
 ENV_HELP = """environment:
@@ -3251,17 +3112,12 @@ exit codes: 0 ok, 1 user error, 2 network/server, 3 agent or tool error, 4 inter
     DEFAULT_BASE_URL, DEFAULT_MODEL)
 
 
-def xai_cli_argv(argv):
-    """xAI's CLI's command line in ours: `grok agent [...] stdio` is --acp; its other flags here turn nothing off."""
-    if argv[:1] == ["agent"]:
+def parse_args(argv):
+    if argv[:1] == ["agent"]:       # xAI's CLI's command line: `grok agent [...] stdio` is --acp
         if "stdio" not in argv[1:]:
             sys.stderr.write("grok: usage: grok agent [--always-approve] [--model M] stdio\n")
             raise SystemExit(1)
         argv = ["--acp"] + [a for a in argv[1:] if a not in ("stdio", "--no-leader")]
-    return [a for a in argv if a not in ("--no-subagents", "--no-plan")]
-
-
-def parse_args(argv):
     p = arg_parser()
     p.add_argument("-p", "--prompt", help="run one prompt headless and exit ('-' reads stdin)")
     p.add_argument("--format", "--output-format", choices=("text", "json", "streaming-json"), default="text",
@@ -3271,7 +3127,7 @@ def parse_args(argv):
     p.add_argument("--allow", action="append", metavar="PATTERN", default=[],
                    help="headless: allow bash commands / write_file paths matching this glob (repeatable)")
     p.add_argument("--acp", action="store_true", help="serve the Agent Client Protocol on stdio")
-    args = p.parse_args(xai_cli_argv(argv))
+    args = p.parse_args([a for a in argv if a not in ("--no-subagents", "--no-plan")])     # xAI's: nothing to turn off
     if args.resume and args.cont:
         p.error("--resume and --continue exclude each other")
     if args.max_tool_rounds is not None and args.max_tool_rounds < 0:
@@ -3288,11 +3144,10 @@ class Terminated(BaseException):
 
 
 def catch_signals(handler):
-    """handler(signum, frame) for SIGTERM and, where there is one, SIGHUP."""
+    """handler(signum, frame) for SIGTERM and SIGHUP."""
     import signal
-    for name in ("SIGTERM", "SIGHUP"):
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), handler)
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, handler)
 
 
 def on_signal(signum, frame):
@@ -3302,10 +3157,8 @@ def on_signal(signum, frame):
 
 def guarded(prog, body, on_error=None):
     """body(), every failure a message on stderr and an exit code; on_error(message) reports it elsewhere too."""
-    for fd, name in enumerate(("stdin", "stdout", "stderr")):      # closed from the start (`grok -p hi >&-`)
-        try:
-            os.fstat(fd)
-        except OSError:
+    for fd, name in enumerate(("stdin", "stdout", "stderr")):
+        if getattr(sys, name) is None:      # its fd was closed from the start (`grok -p hi >&-`)
             silence(fd)
             setattr(sys, name, open(fd, "w" if fd else "r", closefd=False))
     sys.stderr = QuietStderr(sys.stderr)
@@ -3336,9 +3189,7 @@ def guarded(prog, body, on_error=None):
 def json_requested(argv):
     """Whether argv asks for JSON (--format json, streaming-json), read before (and even if) the flags parse."""
     fmt = None
-    for i, arg in enumerate(argv):
-        if arg == "--":
-            break
+    for i, arg in enumerate(argv[:argv.index("--")] if "--" in argv else argv):     # no flag after `--`
         name, eq, value = arg.partition("=")
         if len(name) >= 3 and ("--format".startswith(name) or "--output-format".startswith(name)):
             fmt = value if eq else (argv[i + 1] if i + 1 < len(argv) else None)     # argparse takes --form too
@@ -3369,8 +3220,7 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["models"]:      # before the flags: the prompt words may be positional
         return guarded("grok", lambda: list_models(argv[1:]))
-    # Errors outside the headless run itself (a bad flag, no key) are still an event in a JSON run.
-    json_errors = [json_requested(argv)]
+    json_errors = [json_requested(argv)]        # errors outside the run (a bad flag, no key) are events too
 
     def on_error(message):
         if json_errors[0]:
