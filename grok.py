@@ -1925,10 +1925,8 @@ def transcript(messages, window):
     """Messages as text for the summariser: each capped, the whole within its `window`."""
     text = "\n\n".join("[%s] %s" % (m.get("role"), str(m.get("content", ""))[:3000]) for m in messages)
     limit = max(1000, window - 3000)    # characters: fits even at a token a character, beside the summary
-    if len(text) <= limit:
-        return text
-    head = limit // 3
-    return "%s\n[... %d characters omitted ...]\n%s" % (text[:head], len(text) - limit, text[-(limit - head):])
+    head, extra = limit // 3, len(text) - limit
+    return text if extra <= 0 else "%s\n[... %d characters omitted ...]\n%s" % (text[:head], extra, text[head + extra:])
 
 
 def final_reply(text):
