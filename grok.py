@@ -783,10 +783,9 @@ def extract_json_object(text):
     with suppress(ValueError, RecursionError):
         return json.loads(text)
     from itertools import islice
-    decoder = json.JSONDecoder()
     for brace in islice(re.finditer("{", text), 20):
         with suppress(ValueError, RecursionError):
-            obj = decoder.raw_decode(text, brace.start())[0]
+            obj = json.JSONDecoder().raw_decode(text, brace.start())[0]
             if isinstance(obj, dict):
                 return obj
     raise ContractError("the reply is not a JSON object")
@@ -943,16 +942,14 @@ def tool_bash(args, agent):
     except OSError as e:
         return ToolResult("error: cannot start %s: %s" % (TOOL_SHELL, e), ok=False)
     agent.procs.add(proc)
-    head, tail, total = bytearray(), bytearray(), [0]       # the first and the last bytes of the output
+    out, total = bytearray(), [0]
 
     def read():         # on a thread, so the tool waits for the process, not in fixed sleeps
         with suppress(OSError, ValueError):
             for chunk in iter(lambda: proc.stdout.read1(65536), b""):
                 total[0] += len(chunk)
-                room = max(0, OUTPUT_HEAD - len(head))
-                head.extend(chunk[:room])
-                tail.extend(chunk[room:])
-                del tail[:-OUTPUT_TAIL]
+                out.extend(chunk)
+                del out[OUTPUT_HEAD:-OUTPUT_TAIL]       # the first and the last bytes are kept
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     code, waited, limit = None, 0.0, agent.cfg.bash_timeout       # limit 0: none
@@ -969,9 +966,9 @@ def tool_bash(args, agent):
             code = proc.wait()
         agent.procs.discard(proc)
     reader.join(1 if note else 0.2)     # background children may keep the output open
-    omitted = total[0] - len(head) - len(tail)
-    text = (bytes(head).decode("utf-8", "replace") + ("\n[... %d bytes omitted: output truncated ...]\n" % omitted
-            if omitted > 0 else "") + bytes(tail).decode("utf-8", "replace")).replace("\x00", "\\0")
+    omitted = total[0] - len(out)
+    text = (out[:OUTPUT_HEAD].decode("utf-8", "replace") + ("\n[... %d bytes omitted: output truncated ...]\n" % omitted
+            if omitted > 0 else "") + out[OUTPUT_HEAD:].decode("utf-8", "replace")).replace("\x00", "\\0")
     text = text if text.strip() or note else "(no output)"
     background = "" if note or not reader.is_alive() else (
         "\n[background processes are still running; their output is not captured and they may "
@@ -1000,8 +997,7 @@ def tool_read_file(args, agent):
 
 
 def atomic_write(path, data, private=True):
-    """Bytes written via a temp file and a rename: a crash leaves the old file or the new one. Mode 0600 if
-    private, else as a plain write leaves it (a new file: 0666 less the umask)."""
+    """Via a temp file and a rename: a crash leaves the old file or the new one. Mode 0600 if private, else open()'s."""
     import glob
     folder, prefix = os.path.dirname(path), ".grok-%s." % os.path.basename(path)[:100]
     for stale in glob.glob(os.path.join(glob.escape(folder), glob.escape(prefix) + "*.*.tmp")):
@@ -1087,23 +1083,23 @@ def tool_web_search(args, agent):
         return ToolResult("web search failed: HTTP %d: %s" % (e.status, e.server_message()), ok=False)
     except (TransientError, UserError) as e:
         return ToolResult("web search failed: %s" % e, ok=False)
-    obj = obj if isinstance(obj, dict) else {}
-    parts = [part for item in obj.get("output") or () if isinstance(item, dict)
-             for part in item.get("content") or () if isinstance(part, dict)]
-    text = "\n".join(str(p.get("text") or "") for p in parts if p.get("type") in ("output_text", "text")).strip()
-    urls = [a.get("url") for p in parts for a in p.get("annotations") or () if isinstance(a, dict)]
-    urls = list(dict.fromkeys(u for u in urls + list(obj.get("citations") or ()) if u and isinstance(u, str)))
+    text, urls = responses_answer(obj if isinstance(obj, dict) else {})
     if not text:
         return ToolResult("web search returned no answer", ok=False)
     return ToolResult(text + ("\n\nSources:\n" + "\n".join("- " + u for u in urls[:20]) if urls else ""))
 
 
-class Tool:
-    """One tool: its function, what it does, and its arguments as {name: JSON type}, a type ending
-    in "?" being optional. The first argument is the one shown in one-line displays."""
+def responses_answer(obj):
+    """(text, source URLs) of a Responses API reply."""
+    parts = [part for item in obj.get("output") or () if isinstance(item, dict)
+             for part in item.get("content") or () if isinstance(part, dict)]
+    text = "\n".join(str(p.get("text") or "") for p in parts if p.get("type") in ("output_text", "text")).strip()
+    urls = [a.get("url") for p in parts for a in p.get("annotations") or () if isinstance(a, dict)]
+    return text, list(dict.fromkeys(u for u in urls + list(obj.get("citations") or ()) if u and isinstance(u, str)))
 
-    def __init__(self, run, doc, **args):
-        self.run, self.doc, self.args = run, doc, args
+
+class Tool(namedtuple("Tool", "run doc args")):
+    """Its function, what it does, {argument: JSON type} ("?" ends an optional one; the first is the one displayed)."""
 
     def schema(self):
         props = {k: {"type": "array", "items": {"type": "string"}} if t.startswith("array") else {"type": t.rstrip("?")}
@@ -1114,14 +1110,15 @@ class Tool:
 
 TOOLS = {
     "bash": Tool(tool_bash, "run a shell command in the working directory; stdout+stderr, exit code if non-zero "
-                 "(timeout %ds)", command="string"),
-    "web_search": Tool(tool_web_search, "search the web; an answer with source URLs", query="string"),
-    "read_file": Tool(tool_read_file, "read a text file (relative to the working directory)", path="string"),
-    "write_file": Tool(tool_write_file, "create or overwrite a file (parent dirs are created)", path="string",
-                       content="string"),
+                 "(timeout %ds)", {"command": "string"}),
+    "web_search": Tool(tool_web_search, "search the web; an answer with source URLs", {"query": "string"}),
+    "read_file": Tool(tool_read_file, "read a text file (relative to the working directory)", {"path": "string"}),
+    "write_file": Tool(tool_write_file, "create or overwrite a file (parent dirs are created)",
+                       {"path": "string", "content": "string"}),
     "list_files": Tool(tool_list_files, "list a directory (default: the working directory): type, name, size",
-                       path="string?"),
-    "ask_user": Tool(tool_ask_user, "ask the user when only they can decide", question="string", options="array?"),
+                       {"path": "string?"}),
+    "ask_user": Tool(tool_ask_user, "ask the user when only they can decide",
+                     {"question": "string", "options": "array?"}),
 }
 MAX_CALLS = 8               # tool calls in one reply (the schema's bound)
 NEEDS_APPROVAL = ("bash", "write_file")
@@ -1153,19 +1150,15 @@ def key_arg(name, args):
 # --- System prompt: contract, tools, runtime info, skills, project rules ---
 
 def front_matter(text):
-    """name/description from a '---' header, else the first heading and line."""
-    meta, lines = {}, [line.strip() for line in text.splitlines()]
+    """name/description from a '---' header, else the first line that is not a heading (or the last heading)."""
+    lines = [line.strip() for line in text.splitlines()]
     if lines[:1] == ["---"]:
         header = lines[1:30] + ["---"]
         fields = [line.partition(":") for line in header[:header.index("---")]]
         return {k.strip().lower(): v.strip().strip("\"'") for k, sep, v in fields if sep}
-    for line in lines[:20]:
-        if line.startswith("#"):
-            meta["title"] = line.lstrip("# ")
-        elif line:
-            meta["description"] = line
-            break
-    return meta
+    texts = [line for line in lines[:20] if line and not line.startswith("#")]
+    headings = [line.lstrip("# ") for line in lines[:20] if line.startswith("#")]
+    return {"description": texts[0] if texts else headings[-1] if headings else ""}
 
 
 def find_skills(skills_dir):
@@ -1187,32 +1180,30 @@ def find_skills(skills_dir):
 def find_project_rules(cwd):
     """[(path, text)]: ~/.grok/AGENTS.md, then AGENTS.md and GROK.md from the git root down to cwd (else cwd only),
     in directories others cannot write; regular files, a symlink only into the tree; scrubbed, capped."""
-    found, dirs = [], [cwd]
+    dirs = [cwd]
     while not os.path.exists(os.path.join(dirs[-1], ".git")) and os.path.dirname(dirs[-1]) != dirs[-1]:
         dirs.append(os.path.dirname(dirs[-1]))
     if not os.path.exists(os.path.join(dirs[-1], ".git")):
         dirs = [cwd]        # not in a git repository: only the working directory itself
     root = os.path.realpath(dirs[-1])
-    candidates = [os.path.join(os.path.expanduser("~"), ".grok", "AGENTS.md")]
-    candidates += [os.path.join(d, n) for d in reversed(dirs) if not open_to_others(d, (os.getuid(), 0))
-                   for n in ("AGENTS.md", "GROK.md")]
-    seen, budget = set(), RULES_TOTAL_CAP
+    candidates = [os.path.join(os.path.expanduser("~"), ".grok", "AGENTS.md")] + [
+        os.path.join(d, name) for d in reversed(dirs) if not open_to_others(d, (os.getuid(), 0))
+        for name in ("AGENTS.md", "GROK.md")]
+    found, seen, budget = [], set(), RULES_TOTAL_CAP
     for path in candidates:
         real, cap = os.path.realpath(path), min(RULES_CAP, budget)
         if real in seen or (os.path.islink(path) and path != candidates[0] and not inside(real, root)):
             continue
         seen.add(real)
-        got = read_regular(path, cap)
-        if not got:
+        data, size = read_regular(path, cap) or (None, 0)
+        if data is None:
             continue
-        data, size = got
         if not cap:
             text = "[not included: project rules are capped at %d bytes in all]" % RULES_TOTAL_CAP
         elif len(data) > cap:     # cut at a character boundary, and say so
-            text = data[:cap].decode("utf-8", "replace").rstrip("\ufffd").strip()
-            text += "\n[truncated: only the first %d of %d bytes of this file are included%s]" % (
-                cap, size, "" if cap == RULES_CAP else ", the project rules are capped at %d bytes in all"
-                % RULES_TOTAL_CAP)
+            text = "%s\n[truncated: only the first %d of %d bytes of this file are included%s]" % (
+                data[:cap].decode("utf-8", "replace").rstrip("\ufffd").strip(), cap, size,
+                "" if cap == RULES_CAP else ", the project rules are capped at %d bytes in all" % RULES_TOTAL_CAP)
         else:
             text = data.decode("utf-8", "replace").strip()
         if text:
@@ -1221,8 +1212,7 @@ def find_project_rules(cwd):
     return found
 
 
-def build_system_prompt(cfg, contract=MINIMAL, cwd=None):
-    cwd = cwd or cfg.cwd
+def build_system_prompt(cfg, contract, cwd):
     uname = os.uname()      # not `platform`: it takes 2 ms to import
     parts = ["You are Grok, an agent working on the user's computer through tools.",
              "Always reply with exactly one JSON object and nothing else:", REPLY_SHAPE,
@@ -1325,22 +1315,20 @@ class Session:
             obj = json.loads(data.decode("utf-8", "replace"))
             records = [{"type": "message", "message": m} for m in obj["messages"]]
             return [json_bytes(r) for r in records + [{"type": "cwd", "cwd": obj.get("working_dir")}]]
-        except FileNotFoundError:
-            raise UserError("no session %r in %s" % (self.id, self.dir))
         except OSError as e:
             raise UserError("cannot read session %s: %s" % (self.path, e.strerror or e))
         except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
             raise UserError("%s is not a session file of the bash grok" % legacy)
 
     def load(self):
-        """(header, messages without the system prompt, cost_usd, cwd); skips torn lines with a warning."""
-        header, messages, cost, cwd, bad = {}, [], 0.0, None, 0
+        """(system prompt or None, the messages after it, cost_usd, cwd); skips torn lines with a warning."""
+        system, messages, cost, cwd, bad = None, [], 0.0, None, 0
         for line in self.read():
             try:
                 rec = json.loads(line.decode("utf-8"))
                 kind = rec["type"]
                 if kind == "session":
-                    header = rec
+                    system = rec.get("system")
                     cwd = rec.get("cwd") if isinstance(rec.get("cwd"), str) else cwd
                 elif kind in ("message", "reset"):
                     new = [rec["message"]] if kind == "message" else list(rec["messages"])
@@ -1361,11 +1349,9 @@ class Session:
                     raise ValueError("unknown record")
             except (ValueError, KeyError, TypeError, UnicodeDecodeError, IndexError, RecursionError):
                 bad += 1 - self.legacy      # the bash grok's system prompt is left out, not damaged
-        if not isinstance(header.get("system"), str):
-            header.pop("system", None)
         if bad:
             self.warn("warning: session %s: skipped %d damaged line(s)" % (self.id, bad))
-        return header, messages, cost, cwd
+        return (system if isinstance(system, str) else None), messages, cost, cwd
 
 
 def list_sessions(directory):
@@ -1392,7 +1378,7 @@ def list_sessions(directory):
 def find_session(directory, key):
     """The saved session `key` names: its whole id, the start of it, or its random suffix."""
     ids = [s[0] for s in list_sessions(directory)]
-    found = [i for i in ids if i == key] or [i for i in ids if key and (i.startswith(key) or i.endswith(key))]
+    found = [i for i in ids if i == key] or [i for i in ids if i.startswith(key) or i.endswith(key)]
     if len(found) != 1:
         raise UserError("%r matches %d sessions; give more of the id" % (key, len(found)) if found
                         else "no session %r in %s" % (key, os.path.join(directory, "sessions")))
@@ -1403,22 +1389,16 @@ def find_session(directory, key):
 
 class UI:
     """What a front end sees of a turn; every hook is optional. stream_reset(): a reply starts (over), what
-    stream_text showed is void. approve(call): 'yes', 'no' or 'always'; ask_user(): the answer or None."""
+    stream_text showed is void. approve(call): 'yes', 'no' or 'always' (None: no); ask_user(): the answer or None."""
 
     def _skip(self, *args):
         return None
 
     step_start = stream_text = stream_reset = reply = tool_start = tool_end = step_finish = answer = notice = _skip
-    thought = ask_user = _skip          # thought(text): the model's reasoning, in pieces as it arrives
-
-    def approve(self, call):
-        return "no"
+    thought = ask_user = approve = _skip        # thought(text): the model's reasoning, in pieces as it arrives
 
 
-class ToolCall:
-    def __init__(self, index, name, args, call_id, cwd="."):
-        self.index, self.name, self.args, self.id, self.cwd = index, name, args, call_id, cwd
-        self.shown = scrub(key_arg(name, args))
+ToolCall = namedtuple("ToolCall", "index name args id cwd shown")     # shown: its key argument, scrubbed
 
 
 class LimitReached(AgentError):
@@ -1456,9 +1436,9 @@ class Agent:
         """Go on in `session`: a new one, or a saved one resumed with its history, cost and cwd."""
         if resume and os.path.isfile(session.path):
             session._open()     # the lock first: one process per session, nothing interleaves
-        header, messages, self.cost_usd, cwd = session.load() if resume else ({}, [], 0.0, None)
+        system, messages, self.cost_usd, cwd = session.load() if resume else (None, [], 0.0, None)
         self.cwd = cwd if cwd and os.path.isdir(cwd) else self.cfg.cwd
-        system = header.get("system") or build_system_prompt(self.cfg, self.contract, self.cwd)
+        system = system or build_system_prompt(self.cfg, self.contract, self.cwd)
         self.messages = [{"role": "system", "content": system}] + messages
         self.context_tokens = estimate_tokens(self.messages) if resume else 0
         self.tool_count = sum(tool_calls_in(m["content"]) for m in messages if m["role"] == "assistant")
@@ -1771,8 +1751,8 @@ class Agent:
     # -- tools ---------------------------------------------------------------
     def execute(self, calls):
         """[(ToolCall, ToolResult)] in call order: approvals, ask_user one by one, the rest at once; UI hooks here."""
-        items = [ToolCall(i, c["tool"], c["args"], "call_%d_%d" % (self.step_no, i + 1), self.cwd)
-                 for i, c in enumerate(calls)]
+        items = [ToolCall(i, c["tool"], c["args"], "call_%d_%d" % (self.step_no, i + 1), self.cwd,
+                          scrub(key_arg(c["tool"], c["args"]))) for i, c in enumerate(calls)]
         results, runnable = [None] * len(items), []
         for item in items:
             if not self.approved(item):
@@ -1931,9 +1911,8 @@ def compact_cut(history, keep, room):
     """Where the kept tail starts, or None: about `keep` messages from the end, fewer while they pass `room`
     tokens, at an assistant reply: tool results stay with their calls, and the summary keeps roles alternating."""
     cut = None
-    for i, m in enumerate(history):
-        if i >= 2 and m.get("role") == "assistant" and (
-                i <= len(history) - keep or estimate_tokens(history[cut or 0:]) > room):
+    for i, m in enumerate(history[2:], 2):
+        if m.get("role") == "assistant" and (i <= len(history) - keep or estimate_tokens(history[cut or 0:]) > room):
             cut = i
     return cut
 
@@ -1992,7 +1971,6 @@ def failure_reason(output):
 def find_window(obj, depth=0):
     """The context window in a server's self-description: the first positive integer under a known
     key (Ollama's "llama.context_length" too, and num_ctx in its parameters text), a few levels deep."""
-    import re
     keys = ("num_ctx", "n_ctx", "max_model_len", "context_length", "context_window", "max_context_length")
     for key, value in obj.items() if isinstance(obj, dict) else ():
         found = re.search(r"\bnum_ctx\s+(\d+)", value) if key == "parameters" and isinstance(value, str) else None
@@ -2358,15 +2336,12 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="gro
 # --- Front end: headless ---
 
 def silence(fd=1):
-    """The reader of stdout (fd 1) or stderr went away, or it was closed from the start: what is still
-    written, and the final flush at exit, goes to /dev/null, and no file opened later takes its number."""
-    try:
+    """fd 1 or 2 lost its reader or was never open: /dev/null takes its number, for later writes and the exit flush."""
+    with suppress(OSError):
         devnull = os.open(os.devnull, os.O_RDWR)
         if devnull != fd:
             os.dup2(devnull, fd)
             os.close(devnull)
-    except OSError:
-        pass
 
 
 class QuietStderr:
@@ -2393,8 +2368,7 @@ class QuietStderr:
 
 
 class OutputClosed(GrokError):
-    """stdout was closed by its reader (`grok -p ... | head -1`): stop quietly, as guarded() does."""
-    exit_code = 0
+    """stdout was closed by its reader (`grok -p ... | head -1`): headless() stops quietly, with exit code 0."""
 
 
 def allow_matches(call, patterns):
@@ -2418,10 +2392,9 @@ class HeadlessUI(UI):
     """`grok -p`: JSONL events (--format json), the answer alone with progress on stderr (text), or xAI's CLI's
     thought/text/end/error events (streaming-json). Every hook runs on the main thread: events never interleave."""
 
-    def __init__(self, fmt, allow=(), always_approve=False):
+    def __init__(self, fmt, allow=()):
         self.json, self.events = fmt == "json", fmt == "streaming-json"
-        self.allow, self.always_approve = allow, always_approve
-        self.session_id, self.step, self.last = None, 0, {}
+        self.allow, self.session_id, self.step, self.last = allow, None, 0, {}
         self.partial = False                    # a write was cut off mid-line (an interrupt)
         self.printed = self.attempt = ""        # text mode: the answer text on stdout; that of the stream going on
         tolerate_unencodable(sys.stdout)
@@ -2470,10 +2443,8 @@ class HeadlessUI(UI):
     def fail(self, message, code):
         """The run's last word: an `error` event (json) and a line on stderr; returns the exit code."""
         if self.json or self.events:
-            try:
+            with suppress(OutputClosed):
                 self.emit("error", message=message)
-            except OutputClosed:
-                pass
         self.notice("grok: %s" % message)
         return code
 
@@ -2509,8 +2480,7 @@ class HeadlessUI(UI):
     def tool_end(self, call, result):
         if self.json:
             started, finished = int(result.started * 1000), int(result.finished * 1000)
-            self.emit("tool_use",
-                      toolCall={"id": call.id, "name": call.name, "args": call.args},
+            self.emit("tool_use", toolCall={"id": call.id, "name": call.name, "args": call.args},
                       toolResult={"id": call.id, "success": bool(result.ok), "output": result.output},
                       timing={"startedAt": started, "finishedAt": finished, "durationMs": finished - started})
 
@@ -2534,7 +2504,7 @@ class HeadlessUI(UI):
         sys.stderr.flush()
 
     def approve(self, call):
-        if self.always_approve or allow_matches(call, self.allow):
+        if allow_matches(call, self.allow):     # (with -y the agent does not ask)
             return "yes"
         raise AgentError("Tool `%s` denied: %s not in allowlist: %s%s (allow it with --allow PATTERN or "
                          "--always-approve)" % (call.name, "command" if call.name == "bash" else "path",
@@ -2542,14 +2512,10 @@ class HeadlessUI(UI):
 
 
 def read_prompt(prompt, notice):
-    """-p's prompt; `-` reads it from stdin, and text piped in (a pipe or a file, not a terminal
-    or /dev/null) is added below it, cut at PIPED_CAP bytes with a notice."""
-    import stat
-    stdin = getattr(sys.stdin, "buffer", None)
-    try:
+    """-p's prompt (`-`: stdin), with text piped in (a pipe or file, not a tty) below it, cut at PIPED_CAP."""
+    stdin, piped = getattr(sys.stdin, "buffer", None), False
+    with suppress(OSError, ValueError, AttributeError):
         piped = prompt != "-" and stat.S_IFMT(os.fstat(stdin.fileno()).st_mode) in (stat.S_IFIFO, stat.S_IFREG)
-    except (OSError, ValueError, AttributeError):
-        piped = False
     prompt = stdin.read().decode("utf-8", "replace") if prompt == "-" else prompt
     if not prompt.strip():
         raise UserError("the prompt is empty")
@@ -2563,7 +2529,7 @@ def read_prompt(prompt, notice):
 def headless(args, cfg):
     if os.path.isdir(cfg.data_dir) and data_dir_problem(cfg.data_dir):     # others could plant a session
         raise UserError(data_dir_problem(cfg.data_dir))
-    ui = HeadlessUI(args.format, args.allow, cfg.always_approve)
+    ui = HeadlessUI(args.format, args.allow)
     prompt = read_prompt(args.prompt, ui.notice)
     if args.max_tool_rounds is not None:
         cfg.max_iterations = args.max_tool_rounds
@@ -2619,14 +2585,12 @@ def open_agent(cfg, ui, contract, args, new_if_busy=False):
 
 
 # --- Front end: ACP server (Agent Client Protocol v1) ---
-# Newline-delimited JSON-RPC 2.0 on stdin/stdout. The main thread reads; each
-# session/prompt runs in a worker thread that streams session/update
-# notifications and, for approvals, asks the client and waits for its answer.
+# Newline-delimited JSON-RPC 2.0 on stdin/stdout. The main thread reads; each session/prompt runs in a worker thread
+# that streams session/update notifications and, for approvals, asks the client and waits for its answer.
 
 ACP_VERSION = 1
-PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND = -32700, -32600, -32601
-INVALID_PARAMS, INTERNAL_ERROR = -32602, -32603
-AUTH_REQUIRED, RESOURCE_NOT_FOUND = -32000, -32002      # ACP's own codes
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
+INTERNAL_ERROR, AUTH_REQUIRED, RESOURCE_NOT_FOUND = -32603, -32000, -32002      # the last two: ACP's own codes
 TOOL_KINDS = {"bash": "execute", "read_file": "read", "write_file": "edit", "list_files": "search",
               "web_search": "fetch", "ask_user": "other"}
 PERMISSION_ANSWERS = {"allow_once": "yes", "allow_always": "always", "reject_once": "no"}
@@ -2639,11 +2603,9 @@ AUTH_METHODS = {"cached_token": "API key from a .env file", "xai.api_key": "API 
 class RpcError(Exception):
     """An error to answer a request with; .payload is its JSON-RPC error object."""
 
-    def __init__(self, code, message, data=None):
+    def __init__(self, code, message):
         Exception.__init__(self, message)
         self.payload = {"code": code, "message": message}
-        if data is not None:
-            self.payload["data"] = data
 
 
 def text_content(text):
@@ -2674,6 +2636,8 @@ def old_text(path):
 
 def acp_prompt_text(blocks):
     """One user message from ACP content blocks: text as is, files as text."""
+    if not isinstance(blocks, list) or not blocks:
+        raise RpcError(INVALID_PARAMS, "Invalid params: prompt must be a non-empty array of content blocks")
     parts = []
     for block in blocks:
         if not isinstance(block, dict) or not isinstance(block.get("type"), str):
@@ -2694,16 +2658,17 @@ def acp_prompt_text(blocks):
                 parts.append("[file: %s (binary, not included)]" % where)
         else:
             raise RpcError(INVALID_PARAMS, "Invalid params: %s content blocks are not supported" % json.dumps(kind))
-    return "\n\n".join(p for p in parts if p.strip())
+    text = "\n\n".join(p for p in parts if p.strip())
+    if not text.strip():
+        raise RpcError(INVALID_PARAMS, "Invalid params: the prompt has no text")
+    return text
 
 
 def uri_path(uri):
-    if not isinstance(uri, str):
-        return "(unnamed)"
-    if uri.startswith("file://"):
-        from urllib.parse import unquote, urlsplit
+    if isinstance(uri, str) and uri.startswith("file://"):
+        from urllib.parse import unquote
         return unquote(urlsplit(uri).path)
-    return uri
+    return uri if isinstance(uri, str) else "(unnamed)"
 
 
 def split_tool_results(text, calls):
@@ -2724,50 +2689,19 @@ class AcpSession(UI):
     """One ACP session: its Agent, and UI hooks that send its turns as session/update notifications."""
 
     def __init__(self, server):
-        self.server, self.id, self.agent = server, None, None
-        self.busy = False
-        self.calls = 0          # numbers toolCallIds; a turn and session/load never run at once
-        self.begin_turn()
-
-    def begin_turn(self):
-        self.streamed = False
+        import itertools
+        self.server, self.id, self.agent, self.busy = server, None, None, False
+        self.calls = itertools.count(1)     # numbers toolCallIds; a turn and session/load never run at once
         self.ids = []           # the toolCallIds of the last reply's calls, in call order
         self.fields = {}        # toolCallId -> what tool_call announced, for open calls
-        self.finish_reason = self.request_id = None
+        self.streamed, self.finish_reason, self.request_id = False, None, None
 
     def update(self, session_update, **fields):
-        update = dict(sessionUpdate=session_update, **fields)
-        self.server.notify("session/update", {"sessionId": self.id, "update": update})
+        params = {"sessionId": self.id, "update": dict(sessionUpdate=session_update, **fields)}
+        self.server.send({"jsonrpc": "2.0", "method": "session/update", "params": params})
 
     def chunk(self, kind, text):
         self.update(kind, content={"type": "text", "text": text})
-
-    def new_call_id(self):
-        self.calls += 1
-        return "call_%d" % self.calls
-
-    def announce(self, name, args):
-        call_id = self.new_call_id()
-        self.fields[call_id] = acp_tool_fields(name, args, self.agent.cwd)
-        self.update("tool_call", toolCallId=call_id, status="pending", **self.fields[call_id])
-        return call_id
-
-    def stop(self):
-        """Cancel the running turn, if one runs: the model call, running tools, a pending approval."""
-        if self.busy:
-            self.agent.stop()
-
-    def close_open_calls(self, reason):
-        for call_id in self.fields:
-            self.update("tool_call_update", toolCallId=call_id, status="failed", content=text_content(reason))
-        self.fields.clear()
-
-    def turn_meta(self):
-        t = self.agent.turn
-        usage = {"inputTokens": t["input"], "outputTokens": t["output"], "thoughtTokens": t["reasoning"],
-                 "cachedReadTokens": t["cached"], "totalTokens": t["total"]}
-        return dict(usage, usage=dict(usage), costUsd=round(t["cost"], 8), model=self.agent.model,
-                    sessionCostUsd=round(self.agent.cost_usd, 8), requestId=self.request_id)
 
     def say(self, reply, streamed=False):
         """A reply's thinking and, unless it was streamed, its answer."""
@@ -2789,7 +2723,12 @@ class AcpSession(UI):
 
     def reply(self, reply, step):
         self.say(reply, self.streamed)
-        self.ids = [self.announce(call["tool"], call["args"]) for call in reply["tool_calls"]]
+        self.ids = []
+        for call in reply["tool_calls"]:
+            call_id = "call_%d" % next(self.calls)
+            self.fields[call_id] = acp_tool_fields(call["tool"], call["args"], self.agent.cwd)
+            self.update("tool_call", toolCallId=call_id, status="pending", **self.fields[call_id])
+            self.ids.append(call_id)
 
     def approve(self, call):
         call_id = self.ids[call.index]
@@ -2802,11 +2741,9 @@ class AcpSession(UI):
             self.notice("the client failed the permission request: %s" % json.dumps(answer["error"])[:200])
         try:
             outcome = answer["result"]["outcome"]
-            if outcome["outcome"] == "selected":
-                return PERMISSION_ANSWERS.get(outcome["optionId"], "no")
+            return PERMISSION_ANSWERS.get(outcome["optionId"], "no") if outcome["outcome"] == "selected" else "no"
         except (TypeError, KeyError):       # no answer (cancelled, client gone) or not an ACP outcome
-            pass
-        return "no"
+            return "no"
 
     def tool_start(self, call):
         self.update("tool_call_update", toolCallId=self.ids[call.index], status="in_progress")
@@ -2848,20 +2785,18 @@ class AcpSession(UI):
                 fields = acp_tool_fields(call["tool"], call["args"], self.agent.cwd, diff=False)
                 if output is not None:
                     fields["content"] = text_content(output)
-                status = "completed" if ok else "failed"
-                self.update("tool_call", toolCallId=self.new_call_id(), status=status, **fields)
+                self.update("tool_call", toolCallId="call_%d" % next(self.calls),
+                            status="completed" if ok else "failed", **fields)
 
 
 class AcpServer:
     """The JSON-RPC side: reads requests, answers them, keeps the sessions."""
 
     def __init__(self, cfg, out):
-        self.cfg, self.out = cfg, out
-        self.sessions = {}
         import itertools
+        self.cfg, self.out, self.sessions, self.workers = cfg, out, {}, []
         self.request_ids = itertools.count(1)   # next() and the dict's get/pop are atomic: no lock
         self.pending = {}               # id of a request we sent -> [Event, answer]
-        self.workers = []
         self.write_lock = threading.Lock()
         self.closed = threading.Event()     # stdin ended or stdout broke: nobody can answer
         self.methods = {"initialize": self.initialize, "authenticate": self.authenticate,
@@ -2885,12 +2820,6 @@ class AcpServer:
     def respond(self, request_id, result=None, error=None):
         key, value = ("result", result) if error is None else ("error", error)
         self.send({"jsonrpc": "2.0", "id": request_id, key: value})
-
-    def fail(self, request_id, code, message):
-        self.respond(request_id, error={"code": code, "message": message})
-
-    def notify(self, method, params):
-        self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
     def request(self, method, params, cancel):
         """Ask the client and wait for its answer message; None if cancelled or closed."""
@@ -2918,43 +2847,37 @@ class AcpServer:
             worker.join()
 
     def handle(self, line):
+        """A request (always answered), a notification (never, not even an unknown one) or the client's
+        answer to a request of ours, which wakes the thread waiting for it."""
         try:
             message = json.loads(line.decode("utf-8"))
         except (ValueError, UnicodeDecodeError) as e:
-            return self.fail(None, PARSE_ERROR, "Parse error: %s" % e)
+            return self.respond(None, error={"code": PARSE_ERROR, "message": "Parse error: %s" % e})
         if not isinstance(message, dict) or message.get("jsonrpc", "2.0") != "2.0":
-            return self.fail(message.get("id") if isinstance(message, dict) else None, INVALID_REQUEST,
-                             "Invalid Request: expected a JSON-RPC 2.0 object")
-        if message.get("method") is None and "id" in message and ("result" in message or "error" in message):
-            return self.answered(message)
-        self.dispatch(message, message.get("method"), message.get("id"))
-
-    def dispatch(self, message, method, request_id):
-        """A request (always answered) or a notification (never, not even an unknown one)."""
-        bad_id = isinstance(request_id, bool) or not isinstance(request_id, (str, int, float, type(None)))
-        if not isinstance(method, str) or bad_id:
-            return self.fail(request_id if isinstance(request_id, (str, int)) else None, INVALID_REQUEST,
-                             "Invalid Request: no method, or a bad id")
-        params = {} if message.get("params") is None else message["params"]
-        if "id" in message:
-            self.call(method, request_id, params)
-        elif method == "session/cancel" and isinstance(params, dict):
-            self.cancel(params)
-
-    def answered(self, message):
-        """The client's answer to a request of ours: it wakes the thread waiting for it."""
-        slot = self.pending.get(message["id"]) if isinstance(message["id"], (str, int)) else None
-        if slot is not None:
-            slot[1] = message
-            slot[0].set()
+            return self.respond(message.get("id") if isinstance(message, dict) else None, error={
+                "code": INVALID_REQUEST, "message": "Invalid Request: expected a JSON-RPC 2.0 object"})
+        method, request_id = message.get("method"), message.get("id")
+        if method is None and "id" in message and ("result" in message or "error" in message):
+            slot = self.pending.get(request_id) if isinstance(request_id, (str, int)) else None
+            if slot is not None:
+                slot[1] = message
+                slot[0].set()
+        elif "id" in message or not isinstance(method, str):
+            self.call(method, request_id, message.get("params"))
+        elif method == "session/cancel" and isinstance(message.get("params"), dict):
+            self.cancel(message["params"])
 
     def call(self, method, request_id, params):
+        bad_id = isinstance(request_id, bool) or not isinstance(request_id, (str, int, float, type(None)))
         try:
+            if not isinstance(method, str) or bad_id:
+                request_id = request_id if isinstance(request_id, (str, int)) else None
+                raise RpcError(INVALID_REQUEST, "Invalid Request: no method, or a bad id")
             if method not in self.methods:
                 raise RpcError(METHOD_NOT_FOUND, "Method not found: %s" % method)
-            if not isinstance(params, dict):
+            if not isinstance(params, (dict, type(None))):
                 raise RpcError(INVALID_PARAMS, "Invalid params: params must be an object")
-            result = self.methods[method](params, request_id)
+            result = self.methods[method](params or {}, request_id)
         except Exception as e:
             return self.respond(request_id, error=self.rpc_error(e).payload)
         if result is not DEFERRED:
@@ -2979,20 +2902,18 @@ class AcpServer:
             raise RpcError(AUTH_REQUIRED, "no API key: set GROK_API_KEY or XAI_API_KEY in the environment the "
                            "client starts grok with, or put GROK_API_KEY=... in " + ", ".join(ENV_FILES))
 
-    def need_cwd(self, params):
-        cwd = params.get("cwd")
-        if not isinstance(cwd, str) or not os.path.isabs(cwd) or not os.path.isdir(cwd):
+    def session_cwd(self, params, optional=False):
+        """The cwd of session/new or session/load (None: load got none); the MCP servers given are ignored."""
+        cwd, servers = params.get("cwd"), params.get("mcpServers", [])
+        if not (optional and cwd is None or isinstance(cwd, str) and os.path.isabs(cwd) and os.path.isdir(cwd)):
             raise RpcError(INVALID_PARAMS, "Invalid params: cwd must be the absolute path of a directory, not %s"
                            % json.dumps(cwd))
-        return os.path.normpath(cwd)
-
-    def check_mcp(self, params):
-        servers = params.get("mcpServers", [])
         if not isinstance(servers, list):
             raise RpcError(INVALID_PARAMS, "Invalid params: mcpServers must be an array")
         if servers:
             names = [str(s.get("name")) if isinstance(s, dict) else "?" for s in servers]
             self.log("MCP servers are not supported; ignoring: %s" % ", ".join(names))
+        return cwd and os.path.normpath(cwd)
 
     def start(self, cwd, **resume):
         """A new AcpSession whose Agent works in cwd; resume: the stored session it continues."""
@@ -3004,36 +2925,22 @@ class AcpServer:
         self.sessions[session.id] = session
         return session
 
-    def session_for(self, params):
-        session_id = params.get("sessionId")
-        if not isinstance(session_id, str):
-            raise RpcError(INVALID_PARAMS, "Invalid params: sessionId must be a string")
-        session = self.sessions.get(session_id)
-        if session is None:
-            raise RpcError(RESOURCE_NOT_FOUND, "unknown session %s (create it with session/new or session/load)"
-                           % json.dumps(session_id))
-        return session
-
     # -- methods
     def initialize(self, params, request_id):
         version = params.get("protocolVersion")
         if not isinstance(version, int) or isinstance(version, bool):
             raise RpcError(INVALID_PARAMS, "Invalid params: protocolVersion must be an integer")
+        try:        # the methods clients of xAI's CLI look for; the key is already there, authenticate checks it
+            self.need_key()
+            method = "xai.api_key" if self.cfg.key_source.startswith("$") else "cached_token"
+            auth = [{"id": method, "name": AUTH_METHODS[method], "description": "the key in " + self.cfg.key_source}]
+        except RpcError:
+            auth = []
         return {"protocolVersion": ACP_VERSION,
                 "agentCapabilities": {"loadSession": True,
                                       "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
                                       "mcpCapabilities": {"http": False, "sse": False}},
-                "agentInfo": {"name": "grok", "title": "grok.py", "version": __version__},
-                "authMethods": self.auth_methods()}
-
-    def auth_methods(self):
-        """The methods clients of xAI's CLI look for; the key is already there, authenticate checks it."""
-        try:
-            self.need_key()
-        except RpcError:
-            return []
-        method = "xai.api_key" if self.cfg.key_source.startswith("$") else "cached_token"
-        return [{"id": method, "name": AUTH_METHODS[method], "description": "the key in " + self.cfg.key_source}]
+                "agentInfo": {"name": "grok", "title": "grok.py", "version": __version__}, "authMethods": auth}
 
     def authenticate(self, params, request_id):
         if not isinstance(params.get("methodId"), str) or params["methodId"] not in AUTH_METHODS:
@@ -3043,8 +2950,7 @@ class AcpServer:
         return {}
 
     def new_session(self, params, request_id):
-        cwd = self.need_cwd(params)
-        self.check_mcp(params)
+        cwd = self.session_cwd(params)
         self.need_key()
         return {"sessionId": self.start(cwd).id}
 
@@ -3052,9 +2958,18 @@ class AcpServer:
         session_id = params.get("sessionId")
         if not isinstance(session_id, str) or not session_id:
             raise RpcError(INVALID_PARAMS, "Invalid params: sessionId must be a string")
-        cwd = self.need_cwd(params) if params.get("cwd") is not None else None
-        self.check_mcp(params)
-        session = self.sessions.get(session_id) or self.open_stored(session_id, cwd or self.cfg.cwd)
+        cwd = self.session_cwd(params, optional=True)
+        session = self.sessions.get(session_id)
+        if session is None:         # not held by this process yet: open its file
+            self.need_key()
+            store = Session(self.cfg.data_dir, session_id, warn=self.log)
+            bad = os.sep in session_id or "\x00" in session_id or session_id.startswith(".")
+            if bad or not os.path.isfile(store.path):
+                raise RpcError(RESOURCE_NOT_FOUND, "no session %s in %s" % (json.dumps(session_id), store.dir))
+            try:
+                session = self.start(cwd or self.cfg.cwd, session=store, resume=True)
+            except UserError as e:
+                raise RpcError(RESOURCE_NOT_FOUND, str(e))
         if session.busy:
             raise RpcError(INVALID_REQUEST, "session %s is running a prompt" % session_id)
         if cwd and cwd != session.agent.cwd:
@@ -3062,26 +2977,15 @@ class AcpServer:
         session.replay()
         return {}
 
-    def open_stored(self, session_id, cwd):
-        """A session this process does not hold yet, from its file."""
-        self.need_key()
-        store = Session(self.cfg.data_dir, session_id, warn=self.log)
-        bad = os.sep in session_id or "\x00" in session_id or session_id.startswith(".")
-        if bad or not os.path.isfile(store.path):
-            raise RpcError(RESOURCE_NOT_FOUND, "no session %s in %s" % (json.dumps(session_id), store.dir))
-        try:
-            return self.start(cwd, session=store, resume=True)
-        except UserError as e:
-            raise RpcError(RESOURCE_NOT_FOUND, str(e))
-
     def prompt(self, params, request_id):
-        session = self.session_for(params)
-        blocks = params.get("prompt")
-        if not isinstance(blocks, list) or not blocks:
-            raise RpcError(INVALID_PARAMS, "Invalid params: prompt must be a non-empty array of content blocks")
-        text = acp_prompt_text(blocks)
-        if not text.strip():
-            raise RpcError(INVALID_PARAMS, "Invalid params: the prompt has no text")
+        session_id = params.get("sessionId")
+        if not isinstance(session_id, str):
+            raise RpcError(INVALID_PARAMS, "Invalid params: sessionId must be a string")
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise RpcError(RESOURCE_NOT_FOUND, "unknown session %s (create it with session/new or session/load)"
+                           % json.dumps(session_id))
+        text = acp_prompt_text(params.get("prompt"))
         if session.busy:        # set here, on the main thread, and cleared only by the turn's worker
             raise RpcError(INVALID_REQUEST, "session %s is already running a prompt" % session.id)
         session.busy = True
@@ -3092,49 +2996,46 @@ class AcpServer:
         return DEFERRED
 
     def run_prompt(self, session, request_id, text):
-        session.begin_turn()
-        reason, note, error = "end_turn", None, None
+        agent, note, error = session.agent, None, None
+        session.finish_reason = session.request_id = None
         try:
-            session.agent.run_turn(text)
-            if session.finish_reason == "content_filter":
-                reason = "refusal"
+            agent.run_turn(text)
+            reason = "refusal" if session.finish_reason == "content_filter" else "end_turn"
         except Exception as e:
-            reason, note, error = self.turn_failure(session, e)
-        session.close_open_calls("not run: the turn ended (%s)" % (reason or "error"))
+            if isinstance(e, Cancelled) or agent.cancel.is_set():
+                reason = "cancelled"
+            elif isinstance(e, LimitReached) and not 0 < agent.cfg.cost_limit <= agent.cost_usd:
+                reason, note = "max_turn_requests", str(e)
+            else:
+                reason, error = None, self.rpc_error(e).payload
+                if isinstance(e, LimitReached):         # the cost limit
+                    error["data"] = {"reason": "cost_limit", "costUsd": agent.cost_usd}
+        for call_id in session.fields:      # announced, never run
+            session.update("tool_call_update", toolCallId=call_id, status="failed",
+                           content=text_content("not run: the turn ended (%s)" % (reason or "error")))
+        session.fields.clear()
         session.busy = False
         if error is not None:
-            return self.respond(request_id, error=error.payload)
-        meta = session.turn_meta()
+            return self.respond(request_id, error=error)
+        t = agent.turn
+        usage = {"inputTokens": t["input"], "outputTokens": t["output"], "thoughtTokens": t["reasoning"],
+                 "cachedReadTokens": t["cached"], "totalTokens": t["total"]}
+        meta = dict(usage, usage=dict(usage), costUsd=round(t["cost"], 8), model=agent.model,
+                    sessionCostUsd=round(agent.cost_usd, 8), requestId=session.request_id)
         if note:
             meta["message"] = note
-        self.respond(request_id, {"stopReason": reason, "_meta": meta})
-
-    def turn_failure(self, session, e):
-        """(stopReason, note, None) for a turn that raised e, or (None, None, the error to answer)."""
-        agent = session.agent
-        if isinstance(e, Cancelled) or agent.cancel.is_set():
-            return "cancelled", None, None
-        if not isinstance(e, LimitReached):
-            return None, None, self.rpc_error(e)
-        if 0 < agent.cfg.cost_limit <= agent.cost_usd:
-            data = {"reason": "cost_limit", "costUsd": agent.cost_usd}
-            return None, None, RpcError(INTERNAL_ERROR, str(e), data)
-        return "max_turn_requests", str(e), None
+        return self.respond(request_id, {"stopReason": reason, "_meta": meta})
 
     def cancel(self, params, request_id=None):
-        session = self.sessions.get(params.get("sessionId"))
+        session = self.sessions.get(str(params.get("sessionId")))      # str: an unhashable id finds none
         if session is not None:
-            session.stop()
+            session.agent.stop()
 
     def stop_all(self):
+        """Cancel every running turn: its model call, running tools, a pending approval."""
         self.closed.set()
         for session in list(self.sessions.values()):
-            session.stop()
-
-    def shutdown(self):
-        self.stop_all()
-        for session in list(self.sessions.values()):
-            session.agent.close()
+            session.agent.stop()
 
 
 def acp_main(cfg):
@@ -3146,7 +3047,9 @@ def acp_main(cfg):
     try:
         server.serve(sys.stdin.buffer)
     finally:
-        server.shutdown()
+        server.stop_all()
+        for session in list(server.sessions.values()):
+            session.agent.close()
     return 0
 
 
@@ -3178,15 +3081,12 @@ def arg_parser(prog="grok", description=None):
 
 def terminal_width():
     """$COLUMNS, else the width of the terminal on stdout, else 80 (as shutil.get_terminal_size)."""
-    try:
+    with suppress(KeyError, ValueError):
         if int(os.environ["COLUMNS"]) > 0:
             return int(os.environ["COLUMNS"])
-    except (KeyError, ValueError):
-        pass
-    try:
+    with suppress(AttributeError, ValueError, OSError):
         return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80
-    except (AttributeError, ValueError, OSError):
-        return 80
+    return 80
 
 
 ENV_HELP = """environment:
@@ -3208,17 +3108,12 @@ exit codes: 0 ok, 1 user error, 2 network/server, 3 agent or tool error, 4 inter
     DEFAULT_BASE_URL, DEFAULT_MODEL)
 
 
-def xai_cli_argv(argv):
-    """xAI's CLI's command line in ours: `grok agent [...] stdio` is --acp; its other flags here turn nothing off."""
-    if argv[:1] == ["agent"]:
+def parse_args(argv):
+    if argv[:1] == ["agent"]:       # xAI's CLI's command line: `grok agent [...] stdio` is --acp
         if "stdio" not in argv[1:]:
             sys.stderr.write("grok: usage: grok agent [--always-approve] [--model M] stdio\n")
             raise SystemExit(1)
         argv = ["--acp"] + [a for a in argv[1:] if a not in ("stdio", "--no-leader")]
-    return [a for a in argv if a not in ("--no-subagents", "--no-plan")]
-
-
-def parse_args(argv):
     p = arg_parser()
     p.add_argument("-p", "--prompt", help="run one prompt headless and exit ('-' reads stdin)")
     p.add_argument("--format", "--output-format", choices=("text", "json", "streaming-json"), default="text",
@@ -3228,7 +3123,7 @@ def parse_args(argv):
     p.add_argument("--allow", action="append", metavar="PATTERN", default=[],
                    help="headless: allow bash commands / write_file paths matching this glob (repeatable)")
     p.add_argument("--acp", action="store_true", help="serve the Agent Client Protocol on stdio")
-    args = p.parse_args(xai_cli_argv(argv))
+    args = p.parse_args([a for a in argv if a not in ("--no-subagents", "--no-plan")])     # xAI's: nothing to turn off
     if args.resume and args.cont:
         p.error("--resume and --continue exclude each other")
     if args.max_tool_rounds is not None and args.max_tool_rounds < 0:
@@ -3245,11 +3140,10 @@ class Terminated(BaseException):
 
 
 def catch_signals(handler):
-    """handler(signum, frame) for SIGTERM and, where there is one, SIGHUP."""
+    """handler(signum, frame) for SIGTERM and SIGHUP."""
     import signal
-    for name in ("SIGTERM", "SIGHUP"):
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), handler)
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, handler)
 
 
 def on_signal(signum, frame):
@@ -3259,10 +3153,8 @@ def on_signal(signum, frame):
 
 def guarded(prog, body, on_error=None):
     """body(), every failure a message on stderr and an exit code; on_error(message) reports it elsewhere too."""
-    for fd, name in enumerate(("stdin", "stdout", "stderr")):      # closed from the start (`grok -p hi >&-`)
-        try:
-            os.fstat(fd)
-        except OSError:
+    for fd, name in enumerate(("stdin", "stdout", "stderr")):
+        if getattr(sys, name) is None:      # its fd was closed from the start (`grok -p hi >&-`)
             silence(fd)
             setattr(sys, name, open(fd, "w" if fd else "r", closefd=False))
     sys.stderr = QuietStderr(sys.stderr)
@@ -3293,9 +3185,7 @@ def guarded(prog, body, on_error=None):
 def json_requested(argv):
     """Whether argv asks for JSON (--format json, streaming-json), read before (and even if) the flags parse."""
     fmt = None
-    for i, arg in enumerate(argv):
-        if arg == "--":
-            break
+    for i, arg in enumerate(argv[:argv.index("--")] if "--" in argv else argv):     # no flag after `--`
         name, eq, value = arg.partition("=")
         if len(name) >= 3 and ("--format".startswith(name) or "--output-format".startswith(name)):
             fmt = value if eq else (argv[i + 1] if i + 1 < len(argv) else None)     # argparse takes --form too
@@ -3326,8 +3216,7 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["models"]:      # before the flags: the prompt words may be positional
         return guarded("grok", lambda: list_models(argv[1:]))
-    # Errors outside the headless run itself (a bad flag, no key) are still an event in a JSON run.
-    json_errors = [json_requested(argv)]
+    json_errors = [json_requested(argv)]        # errors outside the run (a bad flag, no key) are events too
 
     def on_error(message):
         if json_errors[0]:
