@@ -368,9 +368,7 @@ def parse_retry_after(value, now=None, per_second=1):
             seconds = email.utils.mktime_tz(email.utils.parsedate_tz(value)) - (time.time() if now is None else now)
         except (TypeError, ValueError, OverflowError):      # not a date (parsedate_tz gave None)
             return None
-    if seconds != seconds:          # NaN
-        return None
-    return min(RETRY_AFTER_CAP, max(0.0, seconds))
+    return None if seconds != seconds else min(RETRY_AFTER_CAP, max(0.0, seconds))     # (NaN != NaN)
 
 
 def retry_delay(attempt, backoff, retry_after=None):
@@ -396,8 +394,7 @@ class Client:
         self.headers = {"Content-Type": "application/json", "Authorization": "Bearer " + (api_key or "")}
         self.timeout, self.max_retries, self.backoff = timeout, max_retries, backoff
         self.notice = notice or (lambda text: None)
-        self.conv_id = None
-        self._idle, self._busy, self._lock = [], set(), threading.Lock()
+        self.conv_id, self._idle, self._busy, self._lock = None, [], set(), threading.Lock()
 
     def _connect(self):
         with self._lock:
@@ -482,8 +479,8 @@ class Client:
         if on_stream:
             headers["Accept"] = "text/event-stream"
         cancel = cancel or threading.Event()
-        attempt = breaks = 0
-        while not cancel.is_set():
+        attempt = breaks = delay = 0
+        while not cancel.wait(delay):       # (wait() returns whether cancel is set)
             try:
                 return self._attempt("POST", self.prefix + path, body, headers, on_stream, cancel, no_retry, cap)
             except RetryableFault as fault:
@@ -498,7 +495,6 @@ class Client:
                 raise TransientError("%s (gave up after %d retries)" % (problem, self.max_retries))
             delay = retry_delay(attempt, self.backoff, retry_after)
             self.notice("%s; retrying in %.1fs (%d/%d)" % (problem, delay, attempt, self.max_retries))
-            cancel.wait(delay)
         raise Cancelled("cancelled")
 
     def _attempt(self, method, path, body, headers, on_stream, cancel, no_retry, cap):
