@@ -486,7 +486,7 @@ class Client:
             except RetryableFault as fault:
                 problem, retry_after, broke = fault.args
                 breaks += broke
-                if breaks == 2 and attempt < self.max_retries:  # again: the caller asks unstreamed, to see why
+                if breaks == 2 and on_stream and attempt < self.max_retries:  # the caller asks unstreamed
                     raise StreamBroken(problem)
             if cancel.is_set():
                 break

@@ -283,6 +283,15 @@ def test_dropped_connection_is_retried(run, fake, fault, notice):
     assert len(fake.chat_requests()) == 2
 
 
+def test_an_unstreamed_reply_that_keeps_breaking_off_ends_after_the_retries(run, fake):
+    # Streams that break twice are asked for once unstreamed; an unstreamed reply that breaks is only retried.
+    fake.add(*[drop_mid_body()] * 6)
+    p = run("-p", "hi", env={"GROK_STREAM": "0", "GROK_MAX_RETRIES": "2"})
+    assert p.returncode == 2, p.stderr
+    assert "4027 bytes of the reply missing (gave up after 2 retries)" in p.stderr
+    assert len(fake.chat_requests()) == 3
+
+
 def partial_answer_events(text):
     """SSE chunks of an answer that stop in the middle of the response string."""
     body = json.dumps({"tool_calls": [], "response": text, "done": True})
