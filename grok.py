@@ -2894,8 +2894,9 @@ class AcpServer:
 
     # -- helpers for the methods
     def need_key(self):
-        if not self.cfg.api_key:
+        if not self.cfg.api_key:        # a key put in a .env file after the start: scrubbed as the configured one
             self.cfg.api_key, self.cfg.key_source = find_api_key()
+            SECRETS.update(filter(None, [self.cfg.api_key]))
         if not self.cfg.api_key:
             raise RpcError(AUTH_REQUIRED, "no API key: set GROK_API_KEY or XAI_API_KEY in the environment the "
                            "client starts grok with, or put GROK_API_KEY=... in " + ", ".join(ENV_FILES))

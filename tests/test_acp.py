@@ -413,6 +413,7 @@ def test_unknown_session_is_an_error_not_a_crash(acp, isolated_env):
                                      "mcpServers": []})
     assert msg["error"]["code"] == -32002
     c.send({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "nope"}})
+    c.send({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": ["not", "hashable"]}})
     assert c.init()["protocolVersion"] == 1
     assert c.close() == 0
 
@@ -443,11 +444,21 @@ def test_two_sessions_in_one_process_run_concurrently(acp, fake, isolated_env):
     assert c.close() == 0
 
 
-def test_missing_key_fails_session_new_clearly(acp, isolated_env):
+def test_missing_key_fails_session_new_clearly(acp, fake, isolated_env):
     c = acp(env={"GROK_API_KEY": None, "XAI_API_KEY": None})
     assert c.init()["protocolVersion"] == 1
     msg, _ = c.call("session/new", {"cwd": str(isolated_env.work), "mcpServers": []})
     assert msg["error"]["code"] == -32000 and "GROK_API_KEY" in msg["error"]["message"]
+    # A key saved in a .env file after the start is found at the next session/new, and kept secret
+    # like a configured one, though it has no prefix the secret patterns know.
+    (isolated_env.home / ".grok").mkdir()
+    (isolated_env.home / ".grok" / ".env").write_text("GROK_API_KEY=plainkey0123456789\n")
+    fake.add(answer("the key is plainkey0123456789", stream=False))
+    sid = c.new(isolated_env.work)
+    _, updates = c.prompt(sid, "what is the key?")
+    assert texts(updates) == "the key is [REDACTED_API_KEY]"
+    assert fake.chat_requests()[0].headers["authorization"] == "Bearer plainkey0123456789"
+    assert "plainkey0123456789" not in session_file(isolated_env.home, sid).read_text()
     assert c.close() == 0
 
 
