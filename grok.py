@@ -560,7 +560,7 @@ class ReplyReader:
     def _count(self, data):
         self.size += len(data)
         if self.size > self.cap:
-            raise ContractError("the reply passed %d MB and was abandoned; reply much shorter" % (self.cap >> 20))
+            raise ContractError("the reply passed %d MB and was abandoned" % (self.cap >> 20))
         if self.deadline:
             left = self.deadline - time.monotonic()
             if left <= 0:
@@ -1081,7 +1081,7 @@ def tool_web_search(args, agent):
         if e.status in (404, 405, 410, 501):
             return agent.withdraw("web_search", "the server has no Responses API (HTTP %d)" % e.status)
         return ToolResult("web search failed: HTTP %d: %s" % (e.status, e.server_message()), ok=False)
-    except (TransientError, UserError) as e:
+    except (TransientError, UserError, ContractError) as e:        # ContractError: the reply was too large
         return ToolResult("web search failed: %s" % e, ok=False)
     text, urls = responses_answer(obj if isinstance(obj, dict) else {})
     if not text:
@@ -1552,7 +1552,7 @@ class Agent:
                                        cap=max(REPLY_CAP, 1024 * payload["max_tokens"]),
                                        no_retry=lambda e: contract and self._format_rejected(e))
             except ContractError as e:         # the reply passed the size cap: a strike
-                return ChatResult(None, "length", problem=str(e))
+                return ChatResult(None, "length", problem="%s; reply much shorter" % e)
             except StreamBroken as e:
                 stream = False
                 self.notice("the reply stream from %s broke off again (%s): asking once without streaming, to see "

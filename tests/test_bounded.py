@@ -88,6 +88,15 @@ def test_an_endless_fast_reply_is_abandoned_at_the_size_cap(run, fake):
     assert len(fake.chat_requests()[1].body) < 100000
 
 
+def test_an_endless_web_search_reply_fails_that_search_alone(run, fake):
+    fake.add(endless("x" * 60000), path="/responses")
+    fake.add(tools(("web_search", {"query": "news"})), answer("after"))
+    p = run("-p", "hi", timeout=30)
+    assert p.returncode == 0 and p.stdout == "after\n", p.stderr
+    result = fake.chat_requests()[1].last_user
+    assert "[1] web_search news\nweb search failed: the reply passed 8 MB and was abandoned\n" in result
+
+
 # ---------------------------------------------------------------------------- ACP
 # (cancel while a Connection: close reply streams: test_acp.py::test_cancel_during_model_call)
 def test_acp_stdin_closed_cancels_the_turn_and_runs_nothing_more(acp, fake, isolated_env):
