@@ -2403,9 +2403,10 @@ class HeadlessUI(UI):
         try:
             sys.stdout.write(text)
             sys.stdout.flush()
-        except BrokenPipeError:
+        except OSError as e:        # the reader went away (a quiet end), or a full disk: no retry either way
             silence()
-            raise OutputClosed("stdout was closed")
+            raise OutputClosed("stdout was closed") if isinstance(e, BrokenPipeError) else UserError(
+                "cannot write to stdout: %s" % (e.strerror or e))
         self.partial = False
 
     def emit(self, kind, **fields):

@@ -243,6 +243,18 @@ def test_closed_stdout_is_a_quiet_exit_in_every_mode(run, fake, args):
     no_traceback(p.stderr)
 
 
+@pytest.mark.parametrize("args, requests", [(("-p", "hi"), 1), (("-p", "hi", "--format", "json"), 0)])
+def test_a_full_disk_on_stdout_is_a_clear_error_not_a_network_retry(run, fake, args, requests):
+    # text mode writes the answer as it streams in (one request); json mode writes step_start first (none)
+    fake.add(*[answer("nowhere to go")] * 5)
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([sys.executable, str(GROK)] + list(args), env=run.env(), stdin=subprocess.DEVNULL,
+                           stdout=full, stderr=subprocess.PIPE, text=True, timeout=30)
+    assert p.returncode == 1
+    assert p.stderr.endswith("grok: cannot write to stdout: No space left on device\n"), p.stderr
+    assert len(fake.chat_requests()) == requests
+
+
 def test_broken_stderr_does_not_end_the_turn(run, fake):
     fake.add(raw(503, b"busy"), answer("still answered"))
     proc = subprocess.Popen([sys.executable, str(GROK), "-p", "hi"], env=run.env(), stdin=subprocess.DEVNULL,
