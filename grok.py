@@ -2767,8 +2767,8 @@ class AcpSession(UI):
         corrective = corrective_message("").split(":")[0]
         for i, message in enumerate(messages):
             role, content = message.get("role"), message.get("content")
-            if role == "user" and isinstance(content, str) and not content.startswith(
-                    ("Tool results:", corrective, "[the user cancelled")):
+            if role == "user" and message.get("kind") != "note" and isinstance(content, str) and not content.startswith(
+                    ("Tool results:", corrective, "[the user cancelled")):     # what the person typed, or a summary
                 summary = message.get("kind") == "summary"
                 self.chunk("agent_thought_chunk" if summary else "user_message_chunk", content)
             if role != "assistant" or not isinstance(content, str):

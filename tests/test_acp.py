@@ -345,7 +345,9 @@ def test_session_load_tells_a_summary_by_its_kind_and_reads_records_without_one(
                                              "\"response\": \"old answer\", \"done\": true}"}},
              {"type": "message", "message": {"role": "user", "content": "an older request"}},
              {"type": "message", "message": {"role": "assistant", "content": "{\"tool_calls\": [], "
-                                             "\"response\": \"older answer\", \"done\": true}"}}]
+                                             "\"response\": \"older answer\", \"done\": true}"}},
+             {"type": "message", "message": {"role": "user", "kind": "note",     # the program's, not the person's
+                                             "content": "[skills] The skills directory changed"}}]
     (sessions / (sid + ".jsonl")).write_text("".join(json.dumps(line) + "\n" for line in lines))
     (sessions / (sid + ".jsonl")).chmod(0o600)
     fake.add(answer("next answer"))
