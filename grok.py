@@ -1454,7 +1454,7 @@ class Agent:
                 session.append({"type": "reset", "messages": self.messages[1:]})
         self.session, self.client.conv_id = session, session.id
         if resume:      # killed mid-turn (SIGKILL, a crash): close that turn as a cancel would have
-            self.close_turn(only_if_open=True, note=INTERRUPTED[1])
+            self.close_turn(INTERRUPTED[1])
 
     # -- bookkeeping ---------------------------------------------------------
     def notice(self, text):
@@ -1731,16 +1731,15 @@ class Agent:
     def settle_cancelled(self, *notes):
         """After a cancelled or failed turn: stop all, close the turn (idempotent). A stop lasts until then."""
         self.stop()
-        self.close_turn(False, *notes)
+        self.close_turn(*notes)
         self.cancel.clear()
 
-    def close_turn(self, only_if_open=False, note=INTERRUPTED[0],
-                   unrun="[the user cancelled the tool calls before they finished]"):
+    def close_turn(self, note=INTERRUPTED[0], unrun="[the user cancelled the tool calls before they finished]"):
         """End an unfinished turn in the history: `unrun` for tool calls that got no results, and a reply
-        `note` with the answer text shown so far. only_if_open: unless the turn had ended (or a note)."""
-        last, closed = self.messages[-1], tuple('%s", "done": true}' % n for n in INTERRUPTED)
+        `note` with the answer text shown so far. Nothing when the turn had ended (or the last is a note)."""
+        last = self.messages[-1]
         ended = last.get("kind") == "note" or last["role"] == "assistant" and not tool_calls_in(last["content"])
-        if len(self.messages) < 2 or last["content"].endswith(closed) or only_if_open and ended:
+        if len(self.messages) < 2 or ended:
             return
         if last["role"] == "assistant":
             self.add({"role": "user", "content": unrun})

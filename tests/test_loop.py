@@ -564,3 +564,15 @@ def test_compact_after_a_turn_keeps_no_request_verbatim(engine, fake):
         assert_alternates(agent.messages)
     finally:
         agent.close()
+
+
+def test_a_stop_after_the_turn_ended_leaves_its_history_alone(engine, fake):
+    agent = engine.Agent(engine.Config(always_approve=True))
+    try:
+        fake.add(answer("done"))
+        assert agent.run_turn("hi") == "done"
+        before = [dict(m) for m in agent.messages]
+        agent.settle_cancelled()        # a Ctrl-C landing just after run_turn returned, as headless settles it
+        assert agent.messages == before
+    finally:
+        agent.close()
