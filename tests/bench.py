@@ -268,14 +268,14 @@ class Bench:
             """(turn with ROUNDS tool rounds - the same without) / ROUNDS - the tool's own time."""
             wall = (m(name) - m(baseline)) / ROUNDS - (m(tool) if tool else 0)
             cpu = (m(name + " cpu") - m(baseline + " cpu")) / ROUNDS - (m(tool + " cpu") if tool else 0)
-            time_row(label, wall, cpu, "<= 15 ms", wall <= 0.015)
+            time_row(label, wall, cpu, "<= 5 ms", wall <= 0.005)
 
-        turn_target = "<= pass + 40 ms = %.1f ms" % ((base + 0.040) * 1e3)
         run_row("python3 -c pass", "pass")
         run_row("grok --version", "version")
-        run_row("one headless turn (grok -p)", "turn", turn_target, m("turn") <= base + 0.040)
-        run_row("  the same, grok.py imported from cached bytecode (1)", "cached turn", turn_target,
-                m("cached turn") <= base + 0.040)
+        run_row("one headless turn, grok.py run as a copied script", "turn",
+                "<= pass + 50 ms = %.1f ms" % ((base + 0.050) * 1e3), m("turn") <= base + 0.050)
+        run_row("  the same, grok.py imported as install.sh does (1)", "cached turn",
+                "<= pass + 40 ms = %.1f ms" % ((base + 0.040) * 1e3), m("cached turn") <= base + 0.040)
         run_row("%d-round tool turn (bash true)" % ROUNDS, "bash turn")
         per_round("bash turn", "turn", "bash true", "  per round, minus bash's own %.1f ms" % (m("bash true") * 1e3))
         run_row("%d-round tool turn (list_files)" % ROUNDS, "list turn")
@@ -348,7 +348,7 @@ def main():
             print()
             print(bench.table())
             print()
-            print("(1) what a launcher that imports grok.py, instead of running it as a script, would give:")
+            print("(1) install.sh installs grok.py beside a launcher that imports it:")
             print("    Python caches an imported module's bytecode, but compiles a script on every start")
             print("    (%.1f ms here for grok.py's %d lines)." % (bench.median("compile") * 1e3, bench.lines))
             print("anchors (SPEC 11): bash original 276 ms per turn, ~345 ms per tool round; xAI CLI 0.2.111 "
