@@ -1354,30 +1354,34 @@ class Session:
         return (system if isinstance(system, str) else None), messages, cost, cwd
 
 
+def session_ids(directory):
+    """The saved sessions' ids, newest first; the bash grok's (ID.json) too."""
+    found = {}
+    with suppress(OSError):
+        for entry in os.scandir(os.path.join(directory, "sessions")):
+            if entry.name.endswith((".jsonl", ".json")):
+                with suppress(OSError):
+                    found[entry.name.rsplit(".", 1)[0]] = entry.stat().st_mtime
+    return sorted(found, key=found.get, reverse=True)
+
+
 def list_sessions(directory):
-    """[(id, mtime, first request, cost)] newest first, the bash grok's sessions (ID.json) too."""
-    try:
-        ids = {n.rsplit(".", 1)[0] for n in os.listdir(os.path.join(directory, "sessions"))
-               if n.endswith((".jsonl", ".json"))}
-    except OSError:
-        return []
-    out = []
-    for session_id in ids:
+    """(id, mtime, first request, cost) of each readable session, newest first, each read only when asked for."""
+    for session_id in session_ids(directory):
         s = Session(directory, session_id)
         try:
             _, messages, cost, _ = s.load()     # the first request: not a note, a summary or tool results
             first = next((m["content"] for m in messages if m["role"] == "user" and not m["content"].startswith(
                 ("[", "Tool results:"))), "").partition("[INTERNAL")[0]     # the bash grok's skills note cut off
-            out.append((session_id, os.path.getmtime(s.source), ("[bash grok] " if s.legacy else "")
-                        + " ".join(first.split()).rstrip(" -")[:80], cost))
+            mtime = os.path.getmtime(s.source)
         except (UserError, OSError):
             continue
-    return sorted(out, key=lambda s: s[1], reverse=True)
+        yield session_id, mtime, ("[bash grok] " if s.legacy else "") + " ".join(first.split()).rstrip(" -")[:80], cost
 
 
 def find_session(directory, key):
     """The saved session `key` names: its whole id, the start of it, or its random suffix."""
-    ids = [s[0] for s in list_sessions(directory)]
+    ids = session_ids(directory)
     found = [i for i in ids if i == key] or [i for i in ids if i.startswith(key) or i.endswith(key)]
     if len(found) != 1:
         raise UserError("%r matches %d sessions; give more of the id" % (key, len(found)) if found

@@ -779,3 +779,23 @@ def test_find_skills_names_skill_md_after_its_folder(tmp_path):
     [(name, desc, path)] = grok.find_skills(str(tmp_path))
     assert (name, desc) == ("pdf", "Read and fill PDF forms.")
     assert path == str(tmp_path / "pdf" / "SKILL.md")
+
+
+def test_continue_and_resume_read_only_the_sessions_they_need(tmp_path, monkeypatch):
+    # -c reads sessions newest first until one somebody typed into; --resume ID matches file names only.
+    folder = tmp_path / "sessions"
+    folder.mkdir(mode=0o700)
+    for i, (sid, text) in enumerate([("20200101-000000-aaaaaa", "oldest"), ("20200102-000000-bbbbbb", "older"),
+                                     ("20200103-000000-cccccc", "typed into"), ("20200104-000000-dddddd", None)]):
+        records = [{"type": "session", "version": 1, "id": sid, "system": "S"}]
+        records += [{"type": "message", "message": {"role": "user", "content": text}}] if text else []
+        (folder / (sid + ".jsonl")).write_text("".join(json.dumps(r) + "\n" for r in records))
+        os.utime(folder / (sid + ".jsonl"), (1000 + i, 1000 + i))
+    loaded, load = [], grok.Session.load
+    monkeypatch.setattr(grok.Session, "load", lambda self: loaded.append(self.id[-6:]) or load(self))
+    newest = next(s for s in grok.list_sessions(str(tmp_path)) if s[2])
+    assert newest[0] == "20200103-000000-cccccc" and newest[2] == "typed into"
+    assert loaded == ["dddddd", "cccccc"]
+    assert grok.find_session(str(tmp_path), "bbbbbb") == "20200102-000000-bbbbbb"
+    assert loaded == ["dddddd", "cccccc"]
+    assert [s[2] for s in grok.list_sessions(str(tmp_path))] == ["", "typed into", "older", "oldest"]
