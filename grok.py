@@ -2287,6 +2287,9 @@ def run_line(agent, ui, line, keys, commands, help_text):
                 ui.write("conversation cleared\n")
             elif name == "/model":
                 agent.model = agent.cfg.model = arg.strip() or agent.model
+                if arg.strip() and not agent.cfg.window_set:        # the new model's window: the table's, or asked anew
+                    agent.cfg.context_window = model_entry(WINDOWS, agent.model, DEFAULT_WINDOW)
+                    agent.window_asked = agent.cfg.xai
                 ui.write("model: %s (known: %s)\n" % (agent.model, ", ".join(sorted(PRICES))))
             elif name in commands:
                 commands[name](arg.strip())

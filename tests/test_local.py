@@ -87,6 +87,17 @@ def test_the_context_window_is_learned_from_the_server(run, fake, path, body):
     assert [q.path for q in probes][-1] == path and len(probes) <= 3
 
 
+def test_another_model_gets_its_own_context_window(run, fake):
+    from test_repl import piped
+    fake.add(raw(200, {"default_generation_settings": {"n_ctx": 8192}}),
+             raw(200, {"default_generation_settings": {"n_ctx": 4096}}), path="/props")
+    fake.add(answer("one"), answer("two"))
+    r = piped(run, "first\n/model small-model\nsecond\n", env=LOCAL)
+    assert r.returncode == 0, r.stderr
+    assert "context window: 8192 tokens" in r.stderr and "context window: 4096 tokens" in r.stderr
+    assert [q.json["model"] for q in fake.chat_requests()] == ["grok-4.3", "small-model"]
+
+
 def test_an_overflow_error_compacts_and_retries_once(run, fake):
     fake.add(*[tools(("list_files", {})) for _ in range(5)], error(400, OVERFLOW), reply("SUMMARY: listed."),
              answer("fits now"))
