@@ -2236,8 +2236,12 @@ def save_history(readline, data_dir):
     with suppress(OSError):
         fd, tmp = tempfile.mkstemp(dir=data_dir, prefix=".history-")
         os.close(fd)
-        readline.write_history_file(tmp)
-        os.replace(tmp, os.path.join(data_dir, "history"))
+        try:
+            readline.write_history_file(tmp)
+            os.replace(tmp, os.path.join(data_dir, "history"))
+        finally:        # a failed write leaves no temp file (after the rename there is none)
+            with suppress(OSError):
+                os.unlink(tmp)
 
 
 def read_line(interactive, keys, prompt="> "):
@@ -3020,16 +3024,16 @@ class AcpServer:
             session.update("tool_call_update", toolCallId=call_id, status="failed",
                            content=text_content("not run: the turn ended (%s)" % (reason or "error")))
         session.fields.clear()
-        session.busy = False
-        if error is not None:
-            return self.respond(request_id, error=error)
-        t = agent.turn
+        t = agent.turn      # read before the session takes the next prompt, which starts a new count
         usage = {"inputTokens": t["input"], "outputTokens": t["output"], "thoughtTokens": t["reasoning"],
                  "cachedReadTokens": t["cached"], "totalTokens": t["total"]}
         meta = dict(usage, usage=dict(usage), costUsd=round(t["cost"], 8), model=agent.model,
                     sessionCostUsd=round(agent.cost_usd, 8), requestId=session.request_id)
         if note:
             meta["message"] = note
+        session.busy = False
+        if error is not None:
+            return self.respond(request_id, error=error)
         return self.respond(request_id, {"stopReason": reason, "_meta": meta})
 
     def cancel(self, params, request_id=None):
