@@ -2215,15 +2215,15 @@ Esc or Ctrl-C cancels the running turn; the conversation is kept."""
 
 
 def setup_readline(data_dir):
-    """readline, with the history kept in data_dir; None without readline or a safe data directory."""
-    if data_dir_problem(data_dir):
-        return None
+    """readline (None without it), with the history kept in data_dir if that is safe."""
     try:
         import readline
     except ImportError:
         return None
+    readline.parse_and_bind("set enable-bracketed-paste on")    # a paste is one message, however slowly it arrives
     with suppress(OSError):
-        readline.read_history_file(os.path.join(data_dir, "history"))
+        if not data_dir_problem(data_dir):
+            readline.read_history_file(os.path.join(data_dir, "history"))
     readline.set_history_length(1000)
     return readline
 

@@ -24,6 +24,9 @@ _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]"          # CSI
                    r"|\x1b[()][A-Za-z0-9]|\x1b[=>78]")  # charset, keypad, save/restore
 
 
+PROMPT = r"\n(?:\x1b\[\?2004h)?> "      # the REPL prompt (readline asks the terminal for bracketed pastes)
+
+
 def strip_ansi(text):
     return _ANSI.sub("", text)
 

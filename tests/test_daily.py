@@ -8,6 +8,7 @@ import time
 
 from conftest import GROK
 from fakeapi import answer, error, tools
+from ptyrun import PROMPT
 from test_repl import piped, term  # noqa: F401  (term is a fixture)
 
 
@@ -19,26 +20,44 @@ def sessions(tmp_path):
 def test_a_paste_of_several_lines_is_one_message_with_its_indentation(term, fake):
     fake.add(answer("one answer"))
     p = term()
-    p.expect(r"\n> ")
+    p.expect(PROMPT)
     p.send("why this?\nTraceback (most recent call last):\n  File \"x.py\", line 1\n    boom()\n")
     p.expect(r"one answer")
-    p.expect(r"\n> ")
+    p.expect(PROMPT)
     p.sendeof()
     assert p.wait() == 0
     [req] = fake.chat_requests()
     assert req.last_user == 'why this?\nTraceback (most recent call last):\n  File "x.py", line 1\n    boom()'
 
 
+def test_a_bracketed_paste_is_one_message_however_slowly_it_arrives(term, fake):
+    # The terminal is asked to bracket pastes; then a paste that arrives in slow pieces is still one message.
+    fake.add(answer("one answer"))
+    p = term()
+    p.expect(PROMPT)
+    assert "\x1b[?2004h" in p.output
+    p.send("\x1b[200~first line\n  second")
+    time.sleep(0.2)             # far slower than lines typed together: only the brackets keep them one message
+    p.send(" half\nthird line\x1b[201~")
+    time.sleep(0.1)
+    p.send("\r")
+    p.expect(r"one answer")
+    p.expect(PROMPT)
+    p.sendeof()
+    assert p.wait() == 0
+    assert [q.last_user for q in fake.chat_requests()] == ["first line\n  second half\nthird line"]
+
+
 def test_a_trailing_backslash_continues_the_message(term, fake):
     fake.add(answer("joined"))
     p = term()
-    p.expect(r"\n> ")
+    p.expect(PROMPT)
     p.send("first line \\\n")
     p.expect(r"\.\.\. ")
     time.sleep(0.1)
     p.send("  second line\n")
     p.expect(r"joined")
-    p.expect(r"\n> ")
+    p.expect(PROMPT)
     p.sendeof()
     assert p.wait() == 0
     assert [q.last_user for q in fake.chat_requests()] == ["first line \n  second line"]
@@ -53,12 +72,12 @@ def test_help_says_how_to_write_several_lines(run):
 def test_quick_grok_shows_it_is_waiting_on_a_terminal_only(term, run, fake):
     fake.add(answer("late answer", delay=1.3))
     p = term()
-    p.expect(r"\n> ")
+    p.expect(PROMPT)
     p.send("slow?\n")
     p.expect(r"\r\.\.\. 1s", plain=True)
     p.expect(r"\r\x1b\[K\r?\n")                  # the waiting line is erased ...
     p.expect(r"late answer", plain=True)        # ... before the answer
-    p.expect(r"\n> ")
+    p.expect(PROMPT)
     p.sendeof()
     assert p.wait() == 0
     fake.add(answer("piped answer"))
@@ -141,15 +160,15 @@ def test_ctrl_c_mid_answer_keeps_what_was_shown(term, fake):
     long = "Once upon a time " + "there was a very long story " * 40
     fake.add(answer(long, chunk_size=8, chunk_delay=0.05), answer("next"))
     p = term()
-    p.expect(r"\n> ")
+    p.expect(PROMPT)
     p.send("tell a story\n")
     p.expect(r"Once upon a time there")
     p.sendintr()
     p.expect(r"\(cancelled\)")
-    p.expect(r"\n> ")
+    p.expect(PROMPT)
     p.send("go on\n")
     p.expect(r"next")
-    p.expect(r"\n> ")
+    p.expect(PROMPT)
     p.sendeof()
     assert p.wait() == 0
     said = json.loads(fake.chat_requests()[1].messages[2]["content"])["response"]
@@ -161,10 +180,10 @@ def test_a_notice_after_a_streamed_answer_does_not_show_the_answer_again(term, f
     # With no prices for the server, "price unknown" is told after the reply has streamed.
     fake.add(answer("said once"))
     p = term(env={"GROK_PRICES": None})
-    p.expect(r"\n> ")
+    p.expect(PROMPT)
     p.send("hello\n")
     p.expect(r"price unknown")
-    p.expect(r"\n> ")
+    p.expect(PROMPT)
     p.sendeof()
     assert p.wait() == 0
     assert p.plain_output.count("said once") == 1

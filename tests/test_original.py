@@ -8,7 +8,7 @@ import termios
 
 from conftest import GROK, GROK_DETAILED, ROOT
 from fakeapi import answer, hang, reply, tools
-from ptyrun import PtyProcess
+from ptyrun import PROMPT, PtyProcess
 
 
 def system_prompt(fake, n=0):
@@ -109,12 +109,12 @@ def test_esc_cancels_a_turn_and_typed_ahead_lines_are_kept(run, fake, isolated_e
     fake.add(hang(20), tools(("bash", {"command": "echo approved"})), answer("ran"), answer("typed ahead"))
     env = run.env(GROK_DATA_DIR=tmp_path / "data", TERM="xterm")
     with PtyProcess([sys.executable, str(GROK)], env, isolated_env.work) as p:
-        p.expect(r"\n> ")
+        p.expect(PROMPT)
         p.send("wait\n")
         assert fake.wait_for_requests(1)
         p.send("\x1b")
         p.expect(r"\(cancelled\)")
-        p.expect(r"\n> ")
+        p.expect(PROMPT)
         p.send("run it\n")
         p.expect(r"run it\? \[y\]es")
         assert canonical(p.fd)         # asking the person: the terminal edits lines and echoes again
@@ -123,7 +123,7 @@ def test_esc_cancels_a_turn_and_typed_ahead_lines_are_kept(run, fake, isolated_e
         p.send("next line\n")           # typed while the model is asked again: kept for the prompt
         p.expect(r"ran")
         p.expect(r"typed ahead")
-        p.expect(r"\n> ")
+        p.expect(PROMPT)
         p.sendeof()
         assert p.wait() == 0
         assert canonical(p.fd)         # the terminal is left as it was found

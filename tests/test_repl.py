@@ -10,7 +10,7 @@ import pytest
 
 from conftest import GROK, TEST_KEY
 from fakeapi import answer, error, tools
-from ptyrun import PtyProcess
+from ptyrun import PROMPT, PtyProcess
 
 
 @pytest.fixture
@@ -45,10 +45,10 @@ def test_prompt_tool_line_in_gray_then_the_answer(term, fake):
     fake.add(tools(("bash", {"command": "ls -la"})), answer("Three files."))
     p = term("-y", env={"NO_COLOR": None})
     p.expect(r"/help for commands")
-    p.expect(r"\n> ")
+    p.expect(PROMPT)
     p.send("what is here?\n")
     p.expect(r"Three files\.")
-    p.expect(r"\n> ")
+    p.expect(PROMPT)
     out = p.output
     gray = "\x1b[90m[bash] ls -la\x1b[0m"
     assert gray in out
@@ -128,10 +128,10 @@ def test_ctrl_c_at_the_prompt_gives_a_new_prompt(term, fake):
     # CPython's readline notices SIGINT only while it waits in select(); let it get there.
     time.sleep(0.2)
     p.sendintr()
-    p.expect(r"\n> ")
+    p.expect(PROMPT)
     p.send("hello\n")
     p.expect(r"still here")
-    p.expect(r"\n> ")
+    p.expect(PROMPT)
     assert p.isalive()
     p.sendeof()
     assert p.wait() == 0
@@ -170,7 +170,7 @@ def test_line_editing_works(term, fake):
     p.expect(r"> ")
     p.send("helo\x1b[Dl\x01say \n")     # Left, insert "l", Ctrl-A, insert "say "
     p.expect(r"ok")
-    p.expect(r"\n> ")
+    p.expect(PROMPT)
     p.sendeof()
     assert p.wait() == 0
     assert fake.chat_requests()[0].last_user == "say hello"
@@ -251,7 +251,7 @@ def test_a_call_without_command_is_not_put_to_the_user(term, fake, tmp_path):
     p.expect(APPROVE)
     p.send("y\n")
     p.expect(r"fixed my call")
-    p.expect(r"\n> ")
+    p.expect(PROMPT)
     p.sendeof()
     assert p.wait() == 0
     assert p.plain_output.count("run it?") == 1        # only the write was asked about
@@ -269,10 +269,10 @@ def test_ctrl_c_at_the_approval_question_cancels_the_turn_only(term, fake, tmp_p
     time.sleep(0.2)
     p.sendintr()
     p.expect(r"\^C\r\n\(cancelled\)", plain=True)
-    p.expect(r"\n> ")
+    p.expect(PROMPT)
     p.send("next\n")
     p.expect(r"next answer")
-    p.expect(r"\n> ")
+    p.expect(PROMPT)
     p.sendeof()
     assert p.wait() == 0
     assert not (tmp_path / "work" / "ran.txt").exists()
@@ -285,7 +285,7 @@ def test_always_approve_flag_never_asks(term, fake, tmp_path):
     p.expect(r"> ")
     p.send("write\n")
     p.expect(r"written")
-    p.expect(r"\n> ")
+    p.expect(PROMPT)
     p.sendeof()
     assert p.wait() == 0
     assert "run it?" not in p.output
@@ -302,7 +302,7 @@ def test_network_failure_does_not_end_the_repl(term, fake):
     p.expect(r"> ")
     p.send("second\n")
     p.expect(r"back again")
-    p.expect(r"\n> ")
+    p.expect(PROMPT)
     p.sendeof()
     assert p.wait() == 0
     assert TEST_KEY not in p.output
@@ -444,7 +444,7 @@ def test_ask_user_numbered_options_on_the_terminal(term, fake):
     p.expect(r"answer \(number or text\): ")
     p.send("Carol\n")
     p.expect(r"noted")
-    p.expect(r"\n> ")
+    p.expect(PROMPT)
     p.sendeof()
     assert p.wait() == 0
     reqs = fake.chat_requests()

@@ -77,7 +77,7 @@ def test_2_every_line_of_a_command_is_shown_and_the_answer_must_be_clear(run, fa
     p.send("\n")                        # the default is no
     p.expect(r"  cat > notes.txt <<'EOF'\r?\n  first line\r?\n  \tindented\r?\n  EOF\r?\n  " + APPROVE)
     p.send("y\n")
-    p.expect(r"finished\s+> ")
+    p.expect(r"finished\s+(?:\x1b\[\?2004h)?> ")
     p.sendeof()
     assert p.wait() == 0
     assert not (work / "X").exists()
@@ -114,7 +114,7 @@ def test_3_write_file_approval_shows_the_content_or_the_diff(run, fake, isolated
     p.send("s\n")
     p.expect(r"line 100\r?\n  " + APPROVE)
     p.send("n\n")
-    p.expect(r"written\s+> ")
+    p.expect(r"written\s+(?:\x1b\[\?2004h)?> ")
     p.sendeof()
     assert p.wait() == 0
     assert (work / "new.txt").read_text() == "hello\nworld\n" and not (work / "long.txt").exists()
@@ -186,7 +186,7 @@ def test_6_reads_outside_the_working_tree_ask_first(run, fake, isolated_env):
     p.send("go\n")
     p.expect(r"read_file %s/.netrc \(outside the working directory\)\r?\n  " % home + APPROVE)
     p.send("n\n")
-    p.expect(r"told\s+> ")
+    p.expect(r"told\s+(?:\x1b\[\?2004h)?> ")
     p.sendeof()
     assert p.wait() == 0
     sent = fake.chat_requests()[-1].last_user
@@ -236,7 +236,7 @@ def test_7_a_data_dir_others_can_write_is_refused(run, fake, isolated_env, tmp_p
     assert stat.S_IMODE(os.stat(str(data)).st_mode) == 0o700
     os.symlink(str(bashrc), str(data / "history"))
     p.send("typed prompt\n")
-    p.expect(r"hello\s+> ")
+    p.expect(r"hello\s+(?:\x1b\[\?2004h)?> ")
     p.sendeof()
     assert p.wait() == 0
     assert bashrc.read_text() == "mine\n" and stat.S_IMODE(os.stat(str(bashrc)).st_mode) == 0o644
