@@ -2220,7 +2220,8 @@ def setup_readline(data_dir):
         import readline
     except ImportError:
         return None
-    readline.parse_and_bind("set enable-bracketed-paste on")    # a paste is one message, however slowly it arrives
+    if os.environ.get("TERM") != "dumb":        # a paste is one message, however slowly it arrives
+        readline.parse_and_bind("set enable-bracketed-paste on")
     with suppress(OSError):
         if not data_dir_problem(data_dir):
             readline.read_history_file(os.path.join(data_dir, "history"))
