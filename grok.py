@@ -392,6 +392,7 @@ class Client:
         # through a plain-http proxy the request line names the whole URL; https goes through a CONNECT tunnel
         self.prefix = ("http://" + u.netloc if self.proxy and not self.https else "") + u.path.rstrip("/")
         self.headers = {"Content-Type": "application/json", "Authorization": "Bearer " + (api_key or "")}
+        self.headers.update(self.proxy[2] if self.proxy and not self.https else {})
         self.timeout, self.max_retries, self.backoff = timeout, max_retries, backoff
         self.notice = notice or (lambda text: None)
         self.conv_id, self._idle, self._busy, self._lock = None, [], set(), threading.Lock()
@@ -412,9 +413,9 @@ class Client:
                 del sys.modules["ssl"]
         kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
         timeout = min(self.timeout or CONNECT_TIMEOUT, CONNECT_TIMEOUT)      # to connect: _send then sets GROK_TIMEOUT
-        conn = kind(*(self.proxy or (self.host, self.port)), timeout=timeout)
+        conn = kind(*(self.proxy[:2] if self.proxy else (self.host, self.port)), timeout=timeout)
         if self.proxy and self.https:
-            conn.set_tunnel(self.host, self.port)
+            conn.set_tunnel(self.host, self.port, self.proxy[2])
         with self._lock:
             self._busy.add(conn)
         return conn, False
@@ -580,7 +581,8 @@ class ReplyReader:
 
 
 def find_proxy(scheme, host):
-    """(host, port) of the proxy from http_proxy / https_proxy (or upper case), unless no_proxy exempts host."""
+    """(host, port, headers) of the proxy from http_proxy / https_proxy (or upper case), unless no_proxy exempts
+    host; headers: Proxy-Authorization for a user:password in its URL."""
     url = os.environ.get(scheme + "_proxy") or os.environ.get(scheme.upper() + "_PROXY")
     if not url:
         return None
@@ -588,7 +590,12 @@ def find_proxy(scheme, host):
     if urllib.request.proxy_bypass_environment(host):
         return None
     u = urlsplit(url if "://" in url else "http://" + url)
-    return u.hostname, u.port or 1080
+    if u.username is None:
+        return u.hostname, u.port or 1080, {}
+    import base64
+    from urllib.parse import unquote
+    user = ("%s:%s" % (unquote(u.username), unquote(u.password or ""))).encode("utf-8")
+    return u.hostname, u.port or 1080, {"Proxy-Authorization": "Basic " + base64.b64encode(user).decode("ascii")}
 
 
 def network_fault(e, host):

@@ -131,7 +131,7 @@ class Proxy:
     def __init__(self):
         self.server = socket.create_server(("127.0.0.1", 0))
         self.url = "http://127.0.0.1:%d" % self.server.getsockname()[1]
-        self.lines = []
+        self.lines, self.auth = [], []
         threading.Thread(target=self.serve, daemon=True).start()
 
     def serve(self):
@@ -149,6 +149,8 @@ class Proxy:
         line, rest = data.split(b"\r\n", 1)
         method, target, version = line.decode().split(" ")
         self.lines.append(line.decode())
+        self.auth += [h.split(b":", 1)[1].strip().decode() for h in rest.split(b"\r\n")
+                      if h.lower().startswith(b"proxy-authorization:")]
         if method == "CONNECT":
             host, port = target.rsplit(":", 1)
             up = socket.create_connection((host, int(port)))
@@ -196,7 +198,13 @@ def test_http_proxy_gets_the_absolute_url_unless_no_proxy_names_the_host(run, fa
     assert proxy.lines == ["POST %s/chat/completions HTTP/1.1" % fake.url]
     p = run("-p", "hi", env={"HTTP_PROXY": proxy.url, "NO_PROXY": "localhost,127.0.0.1"})
     assert p.returncode == 0 and p.stdout == "direct\n"
-    assert len(proxy.lines) == 1
+    assert len(proxy.lines) == 1 and proxy.auth == []
+    # a user and password in the proxy's URL are sent to the proxy (Basic), never shown
+    fake.add(answer("authenticated"))
+    authed = proxy.url.replace("http://", "http://me:s%40cret-pw@")
+    p = run("-p", "hi", env={"HTTP_PROXY": authed})
+    assert p.returncode == 0 and p.stdout == "authenticated\n", p.stderr
+    assert proxy.auth == ["Basic bWU6c0BjcmV0LXB3"]          # base64 of me:s@cret-pw
 
 
 
@@ -206,8 +214,12 @@ def test_https_goes_through_a_connect_tunnel(run, fake, proxy):
     p = run("-p", "hi", env={"https_proxy": proxy.url, "GROK_BASE_URL": "https://127.0.0.1:%s/v1" % port,
                              "GROK_MAX_RETRIES": "0"})
     assert [line.rsplit(" ", 1)[0] for line in proxy.lines] == ["CONNECT 127.0.0.1:%s" % port]
+    assert proxy.auth == []
     assert p.returncode == 2 and "127.0.0.1" in p.stderr     # the fake speaks no TLS
     no_traceback(p.stderr)
+    p = run("-p", "hi", env={"https_proxy": proxy.url.replace("//", "//me:pw@"), "GROK_MAX_RETRIES": "0",
+                             "GROK_BASE_URL": "https://127.0.0.1:%s/v1" % port})
+    assert proxy.auth == ["Basic bWU6cHc="] and "pw@" not in p.stderr     # on the CONNECT, never shown
 
 
 # ----------------------------------------------------------- sessions and outputs
