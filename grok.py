@@ -1323,7 +1323,7 @@ class Session:
             records = [{"type": "message", "message": m} for m in obj["messages"]]
             return [json_bytes(r) for r in records + [{"type": "cwd", "cwd": obj.get("working_dir")}]]
         except OSError as e:
-            raise UserError("cannot read session %s: %s" % (self.path, e.strerror or e))
+            raise UserError("cannot read session %s: %s" % (self.source, e.strerror or e))
         except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
             raise UserError("%s is not a session file of the bash grok" % legacy)
 
@@ -3091,8 +3091,9 @@ def arg_parser(prog="grok", description=None):
                    help="sent as reasoning_effort (dropped if the server rejects it)")
     p.add_argument("--cwd", metavar="DIR", help="working directory for the tools")
     p.add_argument("-y", "--always-approve", action="store_true", help="run bash/write_file without asking")
-    p.add_argument("--resume", metavar="ID", help="continue a saved session")
-    p.add_argument("-c", "--continue", dest="cont", action="store_true", help="continue the latest session")
+    session = p.add_mutually_exclusive_group()
+    session.add_argument("--resume", metavar="ID", help="continue a saved session")
+    session.add_argument("-c", "--continue", dest="cont", action="store_true", help="continue the latest session")
     p.add_argument("message", nargs="*", help="start the chat with this message")
     return p
 
@@ -3142,8 +3143,6 @@ def parse_args(argv):
                    help="headless: allow bash commands / write_file paths matching this glob (repeatable)")
     p.add_argument("--acp", action="store_true", help="serve the Agent Client Protocol on stdio")
     args = p.parse_args([a for a in argv if a not in ("--no-subagents", "--no-plan")])     # xAI's: nothing to turn off
-    if args.resume and args.cont:
-        p.error("--resume and --continue exclude each other")
     if args.max_tool_rounds is not None and args.max_tool_rounds < 0:
         p.error("--max-tool-rounds must be 0 or more")
     if args.format != "text" and args.prompt is None:

@@ -6,7 +6,9 @@ import subprocess
 import sys
 import time
 
-from conftest import GROK
+import pytest
+
+from conftest import GROK, GROK_DETAILED
 from fakeapi import answer, error, tools
 from ptyrun import PROMPT
 from test_repl import piped, term  # noqa: F401  (term is a fixture)
@@ -118,6 +120,13 @@ def test_a_question_on_the_command_line_starts_the_chat(run, fake, tmp_path):
 def test_format_json_without_p_is_an_error(run):
     r = run("--format", "json")
     assert r.returncode == 1 and "--format json needs -p" in r.stderr
+
+
+@pytest.mark.parametrize("script", [GROK, GROK_DETAILED])
+def test_resume_and_continue_together_are_an_error_in_both_scripts(run, fake, script):
+    r = run("--resume", "abc", "-c", script=script)
+    assert r.returncode == 1 and "argument -c/--continue: not allowed with argument --resume" in r.stderr
+    assert fake.chat_requests() == []
 
 
 def test_model_command_switches_the_model_for_the_next_request(run, fake):
