@@ -461,12 +461,16 @@ class Client:
             # The server closed an idle keep-alive connection: reconnect once, not a retry.
             conn.close()
 
+    def get(self, path, payload=None):
+        """The JSON answer to a GET (a POST with a payload) of the full `path`: one try, its failure raised."""
+        return self._attempt("POST" if payload else "GET", path, payload and json_bytes(payload), self.headers, None,
+                             threading.Event(), None, REPLY_CAP)
+
     def probe(self, path, payload=None):
-        """The JSON answer to a GET (a POST with a payload) of `path` on the server's root, or None: one try."""
+        """get() of `path` on the server's root, or None."""
         root = self.prefix[:-3] if self.prefix.endswith("/v1") else self.prefix
         try:
-            return self._attempt("POST" if payload else "GET", root + path, payload and json_bytes(payload),
-                                 self.headers, None, threading.Event(), None, REPLY_CAP)
+            return self.get(root + path, payload)
         except (GrokError, HTTPStatusError, RetryableFault, ContractError):
             return None
 
@@ -3214,14 +3218,14 @@ def list_models(argv):
     if set(argv) - {"--json"}:
         raise UserError("usage: grok models [--json]")
     cfg = Config(require_key=False)
+    client = Client(cfg.base_url, cfg.api_key, min(cfg.timeout or 15, 15))     # (a redirect is refused, not followed)
     try:
-        from urllib.request import Request, urlopen
-        request = Request(cfg.base_url + "/models", headers={"Authorization": "Bearer " + (cfg.api_key or "")})
-        data = json.loads(urlopen(request, timeout=min(cfg.timeout or 15, 15)).read())["data"]
+        data = client.get(client.prefix + "/models")["data"]
         ids = [m["id"] for m in data if m["id"].isprintable() and " " not in m["id"]] or list(WINDOWS)
     except Exception as e:          # unreachable, refused, not a model list: the built-in table
+        why = e.args[0] if isinstance(e, RetryableFault) else str(e) or type(e).__name__
         sys.stderr.write(visible(scrub("grok: cannot list the models of %s (%s); the built-in list follows"
-                                       % (cfg.base_url, (str(e) or type(e).__name__)[:200]))) + "\n")
+                                       % (cfg.base_url, why[:200]))) + "\n")
         ids = list(WINDOWS)
     rows = [{"id": i, "default": i == cfg.model} for i in (ids if cfg.model in ids else [cfg.model] + ids)]
     print(json.dumps({"models": rows}) if "--json" in argv else

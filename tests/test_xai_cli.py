@@ -5,7 +5,7 @@ import json
 import pytest
 
 from conftest import GROK_DETAILED, TEST_KEY
-from fakeapi import answer, error, models, reply, tools
+from fakeapi import FakeAPI, answer, error, models, raw, reply, tools
 from test_acp import Acp, kinds, texts
 
 JSONL_ARGS = ["--model", "grok-build", "--output-format", "streaming-json", "--always-approve", "--no-plan",
@@ -104,6 +104,17 @@ def test_models_falls_back_to_the_built_in_table(run, fake):
     assert "built-in list" in r.stderr and TEST_KEY not in r.stderr
     r = run("models", "--verbose")
     assert r.returncode == 1 and "usage: grok models [--json]" in r.stderr and r.stdout == ""
+
+
+def test_models_never_follows_a_redirect_with_the_key(run, fake):
+    # The key goes to GROK_BASE_URL only: a redirect elsewhere is named and the built-in list follows.
+    with FakeAPI() as other:
+        fake.add(raw(302, b"", headers={"Location": other.url + "/models"}), path="/models")
+        other.add(models("stolen"), path="/models")
+        r = run("models")
+        assert r.returncode == 0 and r.stdout.splitlines()[0] == "* grok-4.3 (default)"
+        assert "a redirect to %s/models" % other.url in r.stderr and "built-in list" in r.stderr
+        assert other.requests == []
 
 
 # ------------------------------------------------------------------ reasoning effort
