@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import sys
-import threading
 import time
 
 

@@ -251,7 +251,7 @@ class Bench:
 
     def table(self):
         m = self.median
-        base, base_cpu = m("pass"), m("pass cpu")
+        base = m("pass")
         rows = []
 
         def yes_no(met):

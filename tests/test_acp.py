@@ -1,13 +1,11 @@
 """`grok --acp` / `grok agent stdio`: the Agent Client Protocol server, driven over stdio
 by a small JSON-RPC client against the loopback fake."""
 import json
-import os
 import queue
 import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 

@@ -3,7 +3,6 @@ markdown files, restart-safe. Every test drives the real script against the fake
 and asserts on the requests it sent and the workspace files it left."""
 import hashlib
 import json
-import os
 import re
 import signal
 import stat
@@ -216,20 +215,26 @@ def test_dropped_connection_fails_with_exit_2_and_resumes(agent, fake, ws):
     assert steps_sent(fake, n) == ["reviewer1", "reporter"]
 
 
-def test_ctrl_c_during_a_step_exits_130_and_resumes_there(run, fake, ws):
-    replies = full_run()
-    fake.add(replies[0], hang(30))
-    proc = subprocess.Popen([sys.executable, str(GROK_DETAILED), "--agent", GOAL, "-y"], env=run.env(),
+def signalled(run, fake, goal, signum):
+    """(exit code, stderr) of `grok-detailed --agent GOAL -y`, sent signum once its second request arrives."""
+    proc = subprocess.Popen([sys.executable, str(GROK_DETAILED), "--agent", goal, "-y"], env=run.env(),
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True, preexec_fn=default_sigint)
     try:
         assert fake.wait_for_requests(2)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
+        proc.send_signal(signum)
+        err = proc.communicate(timeout=30)[1]
+        return proc.returncode, err
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130, err
+
+
+def test_ctrl_c_during_a_step_exits_130_and_resumes_there(run, fake, ws):
+    replies = full_run()
+    fake.add(replies[0], hang(30))
+    code, err = signalled(run, fake, GOAL, signal.SIGINT)
+    assert code == 130, err
     assert "interrupted at planner (loop 1)" in err and "Traceback" not in err
     meta = meta_of(ws)
     assert meta["status"] == "interrupted" and meta["step"] == "planner"

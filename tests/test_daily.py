@@ -1,15 +1,12 @@
 """Daily use of quick grok: pastes and continued lines, the waiting indicator, piped text with
 -p, `grok "question"`, /model, resuming by a piece of the id, failed tools, a cancelled answer."""
 import json
-import os
-import subprocess
-import sys
 import time
 
 import pytest
 
 from conftest import GROK, GROK_DETAILED
-from fakeapi import answer, error, tools
+from fakeapi import answer, tools
 from ptyrun import PROMPT
 from test_repl import piped, term  # noqa: F401  (term is a fixture)
 
@@ -19,15 +16,20 @@ def sessions(tmp_path):
     return sorted(d.glob("*.jsonl")) if d.exists() else []
 
 
+def answered_then_quit(p, answer_pattern):
+    """The answer shows, then the prompt; Ctrl-D ends the chat with exit code 0."""
+    p.expect(answer_pattern)
+    p.expect(PROMPT)
+    p.sendeof()
+    assert p.wait() == 0
+
+
 def test_a_paste_of_several_lines_is_one_message_with_its_indentation(term, fake):
     fake.add(answer("one answer"))
     p = term()
     p.expect(PROMPT)
     p.send("why this?\nTraceback (most recent call last):\n  File \"x.py\", line 1\n    boom()\n")
-    p.expect(r"one answer")
-    p.expect(PROMPT)
-    p.sendeof()
-    assert p.wait() == 0
+    answered_then_quit(p, r"one answer")
     [req] = fake.chat_requests()
     assert req.last_user == 'why this?\nTraceback (most recent call last):\n  File "x.py", line 1\n    boom()'
 
@@ -43,10 +45,7 @@ def test_a_bracketed_paste_is_one_message_however_slowly_it_arrives(term, fake):
     p.send(" half\nthird line\x1b[201~")
     time.sleep(0.1)
     p.send("\r")
-    p.expect(r"one answer")
-    p.expect(PROMPT)
-    p.sendeof()
-    assert p.wait() == 0
+    answered_then_quit(p, r"one answer")
     assert [q.last_user for q in fake.chat_requests()] == ["first line\n  second half\nthird line"]
 
 
@@ -58,10 +57,7 @@ def test_a_trailing_backslash_continues_the_message(term, fake):
     p.expect(r"\.\.\. ")
     time.sleep(0.1)
     p.send("  second line\n")
-    p.expect(r"joined")
-    p.expect(PROMPT)
-    p.sendeof()
-    assert p.wait() == 0
+    answered_then_quit(p, r"joined")
     assert [q.last_user for q in fake.chat_requests()] == ["first line \n  second line"]
     assert "\\" not in fake.chat_requests()[0].last_user
 
@@ -176,10 +172,7 @@ def test_ctrl_c_mid_answer_keeps_what_was_shown(term, fake):
     p.expect(r"\(cancelled\)")
     p.expect(PROMPT)
     p.send("go on\n")
-    p.expect(r"next")
-    p.expect(PROMPT)
-    p.sendeof()
-    assert p.wait() == 0
+    answered_then_quit(p, r"next")
     said = json.loads(fake.chat_requests()[1].messages[2]["content"])["response"]
     assert said.startswith("Once upon a time there") and said.endswith("\n\n[interrupted by the user]")
     assert len(said) < len(long)
@@ -191,8 +184,5 @@ def test_a_notice_after_a_streamed_answer_does_not_show_the_answer_again(term, f
     p = term(env={"GROK_PRICES": None})
     p.expect(PROMPT)
     p.send("hello\n")
-    p.expect(r"price unknown")
-    p.expect(PROMPT)
-    p.sendeof()
-    assert p.wait() == 0
+    answered_then_quit(p, r"price unknown")
     assert p.plain_output.count("said once") == 1

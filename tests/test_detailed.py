@@ -9,7 +9,6 @@ import shutil
 import sys
 from pathlib import Path
 
-import pytest
 
 from conftest import GROK, GROK_DETAILED
 from fakeapi import answer, hang, reply, tools

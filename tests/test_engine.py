@@ -4,7 +4,6 @@ import json
 import os
 import re
 import stat
-import sys
 import time
 
 import pytest

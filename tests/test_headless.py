@@ -1,14 +1,12 @@
 """Headless mode (`grok -p`): the JSONL event stream, text mode, exit codes,
 approval by --allow, stdin prompts, resume, interrupts. Every test runs the real script."""
 import json
-import os
 import re
 import shutil
 import signal
 import socket
 import subprocess
 import sys
-import textwrap
 
 import pytest
 

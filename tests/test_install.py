@@ -1,10 +1,8 @@
 """install.sh as a new user runs it: PREFIX=DIR ./install.sh, then the installed `grok`."""
 import os
-import shutil
 import stat
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 

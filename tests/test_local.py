@@ -3,12 +3,9 @@ contract's per-tool schema, cut-off replies, compaction that never grows, the se
 window and overflow errors, stream errors, prices, a missing Responses API, agent mode's interview."""
 import json
 import signal
-import subprocess
-import sys
 
 import pytest
 
-from conftest import GROK_DETAILED
 from fakeapi import answer, error, raw, reply, responses_reply, sse, tools
 
 LOCAL = {"GROK_CONTEXT_WINDOW": None, "GROK_PRICES": None}      # as a user of a local server runs it
@@ -160,17 +157,9 @@ def test_web_search_is_withdrawn_after_the_server_has_no_responses_api(run, fake
 # 7. Agent mode: the interview offers only ask_user; SIGTERM leaves a resumable state.
 def test_agent_interview_offers_only_ask_user_and_sigterm_leaves_it_resumable(run, fake, isolated_env):
     fake.add(answer("# Goal\nCount."), reply(answer("x").kw["content"], delay=30))
-    proc = subprocess.Popen([sys.executable, str(GROK_DETAILED), "--agent", "count files", "-y"], env=run.env(),
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    try:
-        assert fake.wait_for_requests(2)
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 143 and "terminated by signal 15 at planner (loop 1)" in err, err
+    from test_agent_mode import signalled
+    code, err = signalled(run, fake, "count files", signal.SIGTERM)
+    assert code == 143 and "terminated by signal 15 at planner (loop 1)" in err, err
     meta = json.loads((isolated_env.home / ".grok_agent" / "meta.json").read_text())
     assert meta["status"] == "interrupted" and meta["step"] == "planner"
     interview, planner = fake.chat_requests()

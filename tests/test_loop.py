@@ -5,7 +5,6 @@ import json
 import os
 import platform
 import re
-import signal
 import sys
 import time
 from pathlib import Path

@@ -1,13 +1,12 @@
 """What the bash original (grok, grok-detailed) did and grok.py keeps: prompts, skills, the exit
 summary, /q and /?, Esc, its session files, done with tool calls, the licence."""
 import json
-import os
 import re
 import sys
 import termios
 
 from conftest import GROK, GROK_DETAILED, ROOT
-from fakeapi import answer, hang, reply, tools
+from fakeapi import answer, hang, tools
 from ptyrun import PROMPT, PtyProcess
 
 

@@ -1,6 +1,5 @@
 """The interactive `grok` REPL: on a real terminal (PtyProcess) and with piped stdin."""
 import json
-import os
 import re
 import subprocess
 import sys

@@ -7,7 +7,7 @@ import stat
 import sys
 
 from conftest import GROK, GROK_DETAILED, TEST_KEY
-from fakeapi import answer, error, reply, tools
+from fakeapi import answer, error, tools
 from ptyrun import PtyProcess
 from test_acp import Acp
 
