@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from conftest import GROK, TEST_KEY, load_grok
-from fakeapi import answer, tools
+from fakeapi import answer, error, raw, reply, responses_reply, tools
 from ptyrun import PROMPT, PtyProcess
 from test_acp import Acp
 from test_faults import events, no_traceback, procs_with, tool_outputs
@@ -261,3 +261,209 @@ def test_9_the_last_definition_in_a_dot_env_wins_and_utf16_is_read(run, fake, is
         assert r.returncode == 0, (encoding, r.stderr)
         assert fake.chat_requests()[-1].headers["authorization"] == "Bearer " + key
     assert TEST_KEY not in json.dumps([dict(q.headers) for q in fake.chat_requests()])
+
+
+# ---------------------------------------------------------------- 10. what the tests did not notice
+def test_10_a_sibling_sharing_the_working_dirs_prefix_is_outside(run, fake, isolated_env, tmp_path):
+    (tmp_path / "work-keys").mkdir()
+    (tmp_path / "work-keys" / "secret.txt").write_text("SIBLING-SECRET\n")
+    fake.add(tools(("read_file", {"path": "../work-keys/secret.txt"})))
+    r = run("-p", "go")
+    assert denied(r), r.stderr
+    assert "SIBLING-SECRET" not in json.dumps([q.json for q in fake.chat_requests()])
+
+
+def test_10_a_group_writable_data_dir_is_refused(run, fake, tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(str(shared), 0o770)
+    r = run("-p", "hi", env={"GROK_DATA_DIR": shared})
+    assert r.returncode == 1 and "is group/world-writable: not used" in r.stderr, r.stderr
+    assert fake.requests == [] and os.listdir(str(shared)) == []
+
+
+def test_10_the_repl_writes_no_history_into_an_unsafe_data_dir(run, fake, isolated_env, tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(str(shared), 0o777)
+    p = PtyProcess([sys.executable, str(GROK)], run.env(GROK_DATA_DIR=shared), isolated_env.work)
+    p.expect(PROMPT)
+    p.send("/help\n")
+    p.expect(r"/clear")
+    p.expect(PROMPT)
+    p.sendeof()
+    assert p.wait() == 0
+    assert os.listdir(str(shared)) == []
+
+
+def test_10_a_dot_env_over_64_kb_is_not_read(run, fake, isolated_env):
+    env_file = isolated_env.home / ".grok" / ".env"
+    env_file.parent.mkdir()
+    env_file.write_text("GROK_API_KEY=xai-%s\n# %s\n" % ("K" * 30, "x" * 70000))
+    fake.add(answer("ok"))
+    r = run("-p", "hi", env={"GROK_API_KEY": None})
+    assert r.returncode == 1 and "no API key" in r.stderr, r.stderr
+    assert fake.requests == []
+
+
+def test_10_a_web_search_reserves_the_most_a_search_cost_so_far(run, fake):
+    ticks = 10 ** 10
+    fake.add(tools(("web_search", {"query": "a"})), tools(("web_search", {"query": "b"})), answer("done"))
+    fake.add(*[responses_reply("found", usage={"cost_in_usd_ticks": ticks // 2}) for _ in range(2)])
+    r = run("-p", "go", env={"COST_LIMIT": "0.9"})
+    assert r.returncode == 0 and r.stdout == "done\n", r.stderr
+    assert len(fake.responses_requests()) == 1
+    assert "not run: it would pass the cost limit: $0.5" in fake.chat_requests()[2].last_user
+
+
+@pytest.mark.parametrize("usage, ticks", [
+    ({"prompt_tokens": True, "completion_tokens": True, "total_tokens": True}, 0),
+    ({"prompt_tokens": 10, "completion_tokens": 10, "prompt_tokens_details": {"cached_tokens": 10 ** 6}}, 27),
+], ids=["true-is-no-count", "cached-above-input"])
+def test_10_usage_that_is_not_a_count_costs_nothing_and_cached_never_passes_input(run, fake, usage, ticks):
+    fake.add(answer("ok", usage=usage))
+    r = run("-p", "hi", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    (finish,) = [e for e in events(r.stdout) if e["type"] == "step_finish"]
+    assert finish["usage"]["costUsdTicks"] == ticks and finish["usage"]["inputTokens"] == 10 * (ticks > 0)
+    assert ("not counts" in r.stderr) == (ticks == 0)
+
+
+def test_10_the_socket_timeout_shrinks_to_what_is_left_of_the_deadline(run, fake, tmp_path):
+    site, log = tmp_path / "timeouts", tmp_path / "timeouts.log"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        "import socket\n"
+        "_settimeout = socket.socket.settimeout\n"
+        "def settimeout(self, value):\n"
+        "    with open(%r, 'a') as f:\n"
+        "        f.write('%%r\\n' %% (value,))\n"
+        "    return _settimeout(self, value)\n"
+        "socket.socket.settimeout = settimeout\n" % str(log))
+    fake.add(answer("ok"))
+    r = run("-p", "hi", env={"PYTHONPATH": site, "GROK_TIMEOUT": "10"})
+    assert r.returncode == 0, r.stderr
+    timeouts = [float(v) for v in log.read_text().split() if v != "None"]
+    assert max(timeouts) == 10 and any(0 < t < 10 for t in timeouts), timeouts
+
+
+def test_10_resume_takes_the_sessions_lock_before_reading_it(run, fake, isolated_env):
+    import fcntl
+    fake.add(answer("first"))
+    assert run("-p", "hi").returncode == 0
+    (path,) = (isolated_env.home / ".local" / "share" / "grok-agent" / "sessions").glob("*.jsonl")
+    fd = os.open(str(path), os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)       # as a running grok holds it
+        fake.add(answer("second"))
+        r = run("-c", input="again\n")
+    finally:
+        os.close(fd)
+    assert r.returncode == 0 and "second" in r.stdout, r.stderr
+    assert "is in use by another grok process: starting a new session" in r.stderr
+
+
+def test_10_ollamas_llama_context_length_is_the_window(run, fake):
+    fake.add(raw(200, {"model_info": {"general.architecture": "llama", "llama.context_length": 4096}}),
+             path="/api/show")
+    fake.add(answer("ok"))
+    r = run("-p", "hi", env={"GROK_CONTEXT_WINDOW": None, "GROK_PRICES": None})
+    assert r.returncode == 0, r.stderr
+    assert "context window: 4096 tokens (from the server's /api/show)" in r.stderr
+
+
+def test_10_an_overflow_does_not_override_grok_context_window(run, fake):
+    overflow = {"error": {"code": 400, "message": "the request exceeds the available context size",
+                          "type": "exceed_context_size_error", "n_ctx": 8192}}
+    fake.add(*[tools(("list_files", {})) for _ in range(5)], error(400, overflow), reply("SUMMARY: listed."),
+             tools(("list_files", {}), usage={"prompt_tokens": 7000, "completion_tokens": 50}), answer("done"))
+    r = run("-p", "go", env={"GROK_CONTEXT_WINDOW": "1000000"})
+    assert r.returncode == 0 and r.stdout == "done\n", r.stderr
+    assert r.stderr.count("compacted") == 1 and len(fake.chat_requests()) == 9     # 7,050 of 1,000,000
+
+
+@pytest.mark.parametrize("status", [405, 410, 501])
+def test_10_web_search_is_withdrawn_when_the_server_has_no_responses_api(run, fake, status):
+    fake.add(error(status), path="/responses")
+    fake.add(tools(("web_search", {"query": "a"})), tools(("web_search", {"query": "b"})), answer("done"))
+    r = run("-p", "go")
+    assert r.returncode == 0, r.stderr
+    assert len(fake.responses_requests()) == 1
+    second = fake.chat_requests()[2].last_user
+    assert "web_search is unavailable: the server has no Responses API (HTTP %d)" % status in second
+
+
+# ---------------------------------------------------------------- fuzz: tool arguments and ACP lines
+def fuzz_text(rng):
+    """Text from every corner of Unicode: controls, NUL, lone surrogates, bidi and tag characters."""
+    pools = ("abc ./-_*?~", "\x00\x1b\r\n\t\x7f\x85", "\ud800\udfff\udc80", "\u202e\u200b\ufeff\u2028",
+             "\U000e0041\U0001f600\u00e9\u65e5", "${}();&|<>`'\"\\")
+    size = rng.choice((0, 1, 3, 12, 40, 100001 if rng.random() < 0.05 else 5))
+    return "".join(rng.choice(rng.choice(pools)) if rng.random() < 0.9 else chr(rng.randrange(0x110000))
+                   for _ in range(size))
+
+
+def fuzz_value(rng, depth=0):
+    kind = rng.randrange(9 if depth < 4 else 7)
+    simple = (lambda: fuzz_text(rng), lambda: rng.randrange(-10 ** 20, 10 ** 20), lambda: rng.random() * 1e308,
+              lambda: rng.choice((float("nan"), float("inf"), -float("inf"), -0.0)), lambda: rng.random() < 0.5,
+              lambda: None, lambda: fuzz_text(rng))
+    if kind < 7:
+        return simple[kind]()
+    if kind == 7:
+        return [fuzz_value(rng, depth + 1) for _ in range(rng.randrange(4))]
+    return {fuzz_text(rng): fuzz_value(rng, depth + 1) for _ in range(rng.randrange(4))}
+
+
+def fuzz_args(rng, spec):
+    args = {k: fuzz_value(rng) if rng.random() < 0.5 else fuzz_text(rng) for k in spec if rng.random() < 0.8}
+    if rng.random() < 0.2:
+        args[fuzz_text(rng)] = fuzz_value(rng)
+    return args
+
+
+def test_fuzz_random_tool_arguments_never_end_the_repl(run, fake, isolated_env):
+    rng = random.Random(2025)
+    specs = load_grok().TOOLS
+    turns = 12
+    for i in range(turns):
+        calls = [(name, fuzz_args(rng, specs[name].args)) for name in rng.choices(sorted(specs), k=8)]
+        fake.add(tools(*calls), answer("answer %d" % i))
+    r = subprocess.run([sys.executable, str(GROK)], input="".join("go %d\n" % i for i in range(turns)),
+                       env=run.env(GROK_BASH_TIMEOUT="2"), cwd=str(isolated_env.work), capture_output=True,
+                       text=True, errors="replace", timeout=120, start_new_session=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    no_traceback(r.stderr)
+    assert all("answer %d" % i in r.stdout for i in range(turns))
+    assert len(fake.chat_requests()) == 2 * turns
+
+
+def test_fuzz_random_lines_never_end_the_acp_server(run, isolated_env):
+    rng = random.Random(2026)
+    methods = ["initialize", "authenticate", "session/new", "session/load", "session/prompt", "session/cancel",
+               "nope"]
+    acp = Acp(run)
+    try:
+        for n in range(300):
+            shape = rng.randrange(4)
+            if shape == 0:
+                line = json.dumps(fuzz_value(rng))
+            elif shape == 1:
+                line = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 40))).replace(b"\n", b"")
+            else:
+                message = {"jsonrpc": "2.0", "method": rng.choice(methods), "params": fuzz_value(rng)}
+                if shape == 2:
+                    message["id"] = rng.choice((n, str(n), None, fuzz_value(rng)))
+                line = json.dumps(message)
+            acp.send(line if line.strip() else b"{}")
+        acp.send({"jsonrpc": "2.0", "id": "last", "method": "initialize", "params": {"protocolVersion": 1}})
+        answers = []
+        while not answers or answers[-1].get("id") != "last":      # still up, and answering
+            answers.append(acp.recv())
+        assert answers[-1]["result"]["protocolVersion"] == 1 and len(answers) > 100
+        assert acp.close() == 0
+    finally:
+        acp.kill()
+    for line in acp.raw:
+        assert strict(line)["jsonrpc"] == "2.0"
+    no_traceback(acp.stderr.decode("utf-8", "replace"))
