@@ -1183,7 +1183,7 @@ class McpServer:
     def __init__(self, name, spec, cwd):
         self.name, self.spec, self.cwd, self.proc, self.tools = name, spec, cwd, None, {}
         self.state, self.pending, self.err, self.ids = "starting", {}, b"", iter(range(1, 1 << 62))
-        self.lock = threading.Lock()
+        self.lock, self.changed = threading.Lock(), False
 
     def timeout(self, key, env_ms, default):     # seconds in the config, else milliseconds as Claude Code's
         return float(self.spec.get(key) or env_float(env_ms, default * 1000) / 1000)
@@ -1211,7 +1211,7 @@ class McpServer:
             self.close()
 
     def list_tools(self, timeout):
-        tools, cursor = {}, None
+        tools, cursor, self.changed = {}, None, False
         for _ in range(100):        # pages
             got = self.request("tools/list", {"cursor": cursor} if cursor else {}, timeout)
             for tool in got.get("tools") or ():
@@ -1289,8 +1289,8 @@ class McpServer:
                     "wrote what is not JSON-RPC: %r" % line[:200])
                 break
             method, slot = message.get("method"), self.pending.get(message.get("id"))
-            if method == "notifications/tools/list_changed":
-                threading.Thread(target=self.list_tools, args=(30,), daemon=True).start()
+            if method == "notifications/tools/list_changed":      # read again before the next request
+                self.changed = True
             elif method and "id" in message:
                 answer = {"result": {}} if method == "ping" else {"error": {"code": -32601, "message": method}}
                 self.send(dict(answer, jsonrpc="2.0", id=message["id"]))
@@ -1312,9 +1312,11 @@ class McpServer:
         lines = self.err.decode("utf-8", "replace").strip().splitlines()[-3:]
         return " (its stderr: %s)" % " | ".join(lines) if lines else ""
 
-    def close(self):
-        with suppress(OSError, AttributeError):
+    def close(self, grace=0.0):
+        """Its stdin closed (a server exits then), its process group killed after `grace` seconds at most."""
+        with suppress(Exception):       # no process; a timeout
             self.proc.stdin.close()
+            self.proc.wait(grace)
         if self.proc:
             kill_group(self.proc)
 
@@ -1792,6 +1794,8 @@ class Agent:
         """The tools offered now: the built-in ones not withdrawn, then the MCP servers' (a server may change them)."""
         tools = {name: TOOLS[name] for name in self.tool_names}
         for server in self.mcp:
+            with suppress(McpError):
+                server.changed and server.list_tools(30)
             tools.update(server.tools)
         return tools
 
@@ -2163,7 +2167,7 @@ class Agent:
 
     def close_mcp(self):
         for server in self.mcp:
-            server.close()
+            server.close(1.0)
 
     def close(self):
         self.client.close()
