@@ -777,7 +777,8 @@ class Contract(namedtuple("Contract", "name extra_properties extra_prompt max_to
     def schema(self, tools):
         calls = [{"type": "object", "properties": {"tool": {"type": "string", "enum": [name]},
                                                    "args": tool.schema()},
-                  "required": ["tool", "args"], "additionalProperties": False} for name, tool in tools.items()]
+                  "required": ["tool", "args"], "additionalProperties": False}
+                 for name, tool in tools.items()]
         props = dict(self.extra_properties)
         props.update({"tool_calls": {"type": "array", "items": {"anyOf": calls} if calls else {},
                                      "maxItems": MAX_CALLS if calls else 0},
@@ -888,7 +889,7 @@ def path_glob(pattern, path):
 
 
 def needs_approval(call, free_dirs=()):
-    """bash, write_file and MCP tools always; read_file and list_files outside cwd and the free dirs."""
+    """bash, write_file, MCP tools always; read_file and list_files outside cwd and free dirs."""
     if call.name in NEEDS_APPROVAL or call.name not in TOOLS:
         return True
     path = call.args.get("path") or "."
@@ -901,7 +902,8 @@ def approval_text(call, full=False):
     exists and the content (or a diff). Control characters visible; unless full, capped: hidden says how much."""
     head, body = "bash", str(call.args.get("command"))
     if call.name.startswith("mcp__"):
-        head, body = "MCP server %s, tool %s" % tuple(call.name.split("__", 2)[1:]), json.dumps(call.args, indent=2)
+        head = "MCP server %s, tool %s" % tuple(call.name.split("__", 2)[1:])
+        body = json.dumps(call.args, indent=2)
     elif call.name != "bash":
         path = canonical(call.cwd, call.args.get("path") or ".")
         head, body = "%s %s (outside the working directory)" % (call.name, path), ""
@@ -1112,10 +1114,12 @@ def responses_answer(obj):
     return text, list(dict.fromkeys(u for u in urls + list(obj.get("citations") or ()) if u and isinstance(u, str)))
 
 
-class Tool(namedtuple("Tool", "run doc args")):
+class Tool(namedtuple("Tool", "run doc args input", defaults=(None,))):
     """Its function, what it does, {argument: JSON type} ("?" ends an optional one; the first is the one displayed)."""
 
     def schema(self):
+        if self.input:      # an MCP tool's own JSON schema of its args
+            return self.input
         props = {k: {"type": "array", "items": {"type": "string"}} if t.startswith("array") else {"type": t.rstrip("?")}
                  for k, t in self.args.items()}
         return {"type": "object", "properties": props, "additionalProperties": False,
@@ -1163,76 +1167,65 @@ def key_arg(name, args):
 
 # --- MCP: the tools of MCP servers (stdio, newline-delimited JSON-RPC 2.0) ---
 
-MCP_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")      # the first is asked for
-MCP_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")   # ours it gets
-MCP_LINE_CAP = 16 << 20     # bytes of one message from a server
+MCP_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")  # ours
 
 
 class McpError(Exception):
-    pass
-
-
-class McpTool(namedtuple("McpTool", "run doc args input")):
-    def schema(self):
-        return self.input
+    """An MCP server failed a request, died, or did not answer in time."""
 
 
 class McpServer:
-    """One stdio MCP server: its process, a reader thread that routes answers to requests by id, its tools."""
+    """A stdio MCP server: its process, a thread routing its answers to requests by id, tools."""
 
     def __init__(self, name, spec, cwd):
         self.name, self.spec, self.cwd, self.proc, self.tools = name, spec, cwd, None, {}
         self.state, self.pending, self.err, self.ids = "starting", {}, b"", iter(range(1, 1 << 62))
         self.lock, self.changed = threading.Lock(), False
 
-    def timeout(self, key, env_ms, default):     # seconds in the config, else milliseconds as Claude Code's
+    def timeout(self, key, env_ms, default):     # seconds in its config, else ms (Claude Code's)
         return float(self.spec.get(key) or env_float(env_ms, default * 1000) / 1000)
 
     def start(self):
         import subprocess
         env = dict({k: v for k, v in os.environ.items() if k in MCP_ENV}, **self.spec["env"])
         try:
-            self.proc = subprocess.Popen([self.spec["command"]] + self.spec["args"], cwd=self.cwd, env=env,
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            self.proc = subprocess.Popen([self.spec["command"]] + self.spec["args"], cwd=self.cwd,
+                                         env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.PIPE, start_new_session=True)
             for target in (self.read, self.read_stderr):
                 threading.Thread(target=target, daemon=True).start()
             timeout = self.timeout("startup_timeout_sec", "MCP_TIMEOUT", 30)
-            got = self.request("initialize", {"protocolVersion": MCP_VERSIONS[0], "capabilities": {},
-                                              "clientInfo": {"name": "grok.py", "version": __version__}}, timeout)
-            if got.get("protocolVersion") not in MCP_VERSIONS:
-                raise McpError("it speaks MCP %s, not %s" % (got.get("protocolVersion"), MCP_VERSIONS[0]))
+            hello = {"name": "grok", "version": __version__}    # any version it answers is taken
+            self.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                        "clientInfo": hello}, timeout)
             self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
             self.list_tools(timeout)
-        except OSError as e:
-            self.state = "failed: cannot start %s: %s" % (self.spec["command"], e.strerror or e)
-        except (ValueError, McpError) as e:
+        except (OSError, ValueError, McpError) as e:
             self.state = "failed: %s" % e
             self.close()
 
     def list_tools(self, timeout):
-        tools, cursor, self.changed = {}, None, False
-        for _ in range(100):        # pages
-            got = self.request("tools/list", {"cursor": cursor} if cursor else {}, timeout)
-            for tool in got.get("tools") or ():
-                if isinstance(tool, dict) and isinstance(tool.get("name"), str):
-                    tools["mcp__%s__%s" % (self.name, tool["name"])] = self.tool(tool)
-            cursor = got.get("nextCursor")
-            if not cursor:
+        tools, page, self.changed = {}, {}, False
+        for _ in range(100):
+            page = self.request("tools/list", page and {"cursor": page["nextCursor"]}, timeout)
+            tools.update(("mcp__%s__%s" % (self.name, tool["name"]), self.tool(tool))
+                         for tool in page.get("tools") or () if isinstance(tool, dict))
+            if not page.get("nextCursor"):
                 break
-        self.tools, self.state = tools, "%d tool%s" % (len(tools), "" if len(tools) == 1 else "s")
+        self.tools, self.state = tools, "%d tool%s" % (len(tools), "s" * (len(tools) != 1))
 
     def tool(self, tool):
-        """Its inputSchema is the args' schema, unless too big for a local server's grammar: then any object."""
+        """A Tool; its args' schema is the inputSchema unless too big for a local grammar."""
         schema = tool.get("inputSchema") if isinstance(tool.get("inputSchema"), dict) else {}
         props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-        doc = "(MCP server %s) %s" % (self.name, " ".join(str(tool.get("description") or "").split())[:1000])
-        schema = dict(schema, type="object") if len(json.dumps(schema)) <= 4000 else {"type": "object"}
-        return McpTool(lambda args, agent: self.call(tool["name"], args, agent.cancel), doc,
-                       dict.fromkeys(props, "string"), schema)
+        doc = " ".join(str(tool.get("description") or "").split())[:999]
+        small = len(json.dumps(schema)) < 4000
+        return Tool(lambda args, agent: self.call(str(tool["name"]), args, agent.cancel),
+                    "(MCP server %s) %s" % (self.name, doc), dict.fromkeys(props, "string"),
+                    dict(schema, type="object") if small else {"type": "object"})
 
     def call(self, tool, args, cancel):
-        """tools/call as a ToolResult: text content joined, other content named, capped as bash output is."""
+        """tools/call as a ToolResult: text content joined, other content named, capped as bash."""
         try:
             got = self.request("tools/call", {"name": tool, "arguments": args},
                                self.timeout("tool_timeout_sec", "MCP_TOOL_TIMEOUT", 600), cancel)
@@ -1248,60 +1241,56 @@ class McpServer:
         return ToolResult(text, ok=not got.get("isError"))
 
     def request(self, method, params, timeout, cancel=None):
-        """The result of a request; McpError when the server fails it, dies, or does not answer in time."""
+        """Its result; McpError when the server fails it, has failed, or does not answer in time."""
         with self.lock:
             request_id = next(self.ids)
-        slot = self.pending[request_id] = [threading.Event(), {"error": {"message": self.state[8:]}}]
-        if self.state.startswith("failed"):
-            slot[0].set()
-        self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        slot = self.pending[str(request_id)] = [threading.Event(), None]
+        self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params or {}})
         deadline = time.time() + timeout if timeout > 0 else float("inf")
         try:
             while not slot[0].wait(0.05):
-                why = "cancelled by the user" if cancel and cancel.is_set() else (
-                    "no answer to %s within %gs" % (method, timeout) if time.time() > deadline else None)
+                failed = self.state.startswith("failed")
+                late = time.time() > deadline and "no answer to %s within %gs" % (method, timeout)
+                stop = cancel and cancel.is_set() and "cancelled by the user"
+                why = self.state[8:] if failed else stop or late
                 if why:
                     self.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
                                "params": {"requestId": request_id, "reason": why}})
-                    raise McpError(why + self.stderr_tail())
+                    raise McpError(why + ("" if failed else self.stderr_tail()))
         finally:
-            self.pending.pop(request_id, None)
-        if isinstance(slot[1].get("error"), dict):
-            raise McpError(str(slot[1]["error"].get("message"))[:2000])
+            self.pending.pop(str(request_id), None)
         if not isinstance(slot[1].get("result"), dict):
-            raise McpError("its answer to %s is not a result object" % method)
+            raise McpError("%s failed: %s" % (method, json.dumps(slot[1].get("error"))[:2000]))
         return slot[1]["result"]
 
     def send(self, message):
-        with self.lock, suppress(OSError, ValueError, AttributeError):     # a dead server: read() says so
+        with self.lock, suppress(OSError, ValueError, AttributeError):    # dead: read() says so
             self.proc.stdin.write((json.dumps(message) + "\n").encode())
             self.proc.stdin.flush()
 
     def read(self):
-        """Answers wake the requests waiting for them; a ping is answered; a changed tool list is read again."""
-        why = "closed its output"
-        for line in iter(lambda: self.proc.stdout.readline(MCP_LINE_CAP), b""):
-            with suppress(ValueError):
+        """Answers wake their requests; a ping is answered; a changed tool list is read again."""
+        for line in iter(lambda: self.proc.stdout.readline(16 << 20), b""):
+            with suppress(ValueError, RecursionError):
                 message = None
-                message = json.loads(line) if line.endswith(b"\n") else "too long"
+                message = json.loads(line) if line.endswith(b"\n") else None
             if not isinstance(message, dict):
-                why = "sent a message over %d MB" % (MCP_LINE_CAP >> 20) if message == "too long" else (
-                    "wrote what is not JSON-RPC: %r" % line[:200])
+                why = "wrote what is not a JSON-RPC message of at most 16 MB: %r" % line[:100]
                 break
-            method, slot = message.get("method"), self.pending.get(message.get("id"))
-            if method == "notifications/tools/list_changed":      # read again before the next request
+            method, slot = message.get("method"), self.pending.get(str(message.get("id")))
+            if method == "notifications/tools/list_changed":      # read before the next request
                 self.changed = True
             elif method and "id" in message:
-                answer = {"result": {}} if method == "ping" else {"error": {"code": -32601, "message": method}}
+                answer = {"result": {}} if method == "ping" else {
+                    "error": {"code": -32601, "message": method}}
                 self.send(dict(answer, jsonrpc="2.0", id=message["id"]))
             elif slot and not method:
                 slot[1] = message
                 slot[0].set()
-        self.state = "failed: the server %s%s" % (why, self.stderr_tail())
+        else:
+            why = "closed its output"
+        self.state = "failed: the server %s%s" % (why, self.stderr_tail())     # requests see it
         self.close()
-        for slot in list(self.pending.values()):
-            slot[1] = {"error": {"message": self.state[8:]}}
-            slot[0].set()
 
     def read_stderr(self):
         with suppress(OSError, ValueError):
@@ -1313,7 +1302,7 @@ class McpServer:
         return " (its stderr: %s)" % " | ".join(lines) if lines else ""
 
     def close(self, grace=0.0):
-        """Its stdin closed (a server exits then), its process group killed after `grace` seconds at most."""
+        """Its stdin closed (a server exits then), its process group killed after `grace` s."""
         with suppress(Exception):       # no process; a timeout
             self.proc.stdin.close()
             self.proc.wait(grace)
@@ -1322,7 +1311,7 @@ class McpServer:
 
 
 def start_mcp(specs, cwd, notice):
-    """The configured servers, started in parallel (each within its start-up timeout); each one's state told."""
+    """The servers, started in parallel (each within its start-up timeout), each state told."""
     servers = [McpServer(name, spec, cwd) for name, spec in specs.items()]
     threads = [threading.Thread(target=server.start, daemon=True) for server in servers]
     for thread in threads:
@@ -1334,7 +1323,7 @@ def start_mcp(specs, cwd, notice):
 
 
 def mcp_specs(table, where, notice):
-    """The stdio servers of a config's {name: {command, args, env, ...}}; any other is named and skipped."""
+    """The stdio servers of a config's {name: {command, args, env, ...}}; others named, skipped."""
     specs = {}
     for name, spec in table.items() if isinstance(table, dict) else ():
         try:
@@ -1344,53 +1333,57 @@ def mcp_specs(table, where, notice):
                     str(a) for a in (args if isinstance(args, list) else None)],
                     env={str(k): str(v) for k, v in (spec.get("env") or {}).items()})
         except (AttributeError, KeyError, TypeError):
-            notice("%s: MCP server %s skipped: only stdio servers (command, args [...], env {...}) are "
-                   "supported" % (where, name))
+            notice("%s: MCP server %s skipped: only stdio servers (command, args [...], env {...}) "
+                   "are supported" % (where, name))
     return specs
 
 
 def mcp_config(cfg, files, ask, notice):
-    """{name: spec}: ~/.grok/config.toml's [mcp_servers.NAME], each --mcp-config FILE ({"mcpServers": ...}), and
-    the project's .mcp.json once ask(text) approves its content (ask None: only with -y)."""
+    """{name: spec}: ~/.grok/config.toml's [mcp_servers.NAME], each --mcp-config FILE, the project's
+    .mcp.json once ask(text) approves its content (ask None: only with -y; False: not read)."""
     path = os.path.join(os.path.expanduser("~"), ".grok", "config.toml")
     data, specs = (read_regular(path, 1 << 20) or (b"",))[0], {}
     if b"mcp_servers" in data:      # else nothing is imported
         try:
             import tomllib
-            specs = mcp_specs(tomllib.loads(data.decode("utf-8", "replace")).get("mcp_servers"), path, notice)
-        except ImportError:
-            notice("%s: [mcp_servers] skipped: reading TOML needs Python 3.11 or newer" % path)
-        except ValueError as e:
+            table = tomllib.loads(data.decode("utf-8", "replace")).get("mcp_servers")
+            specs = mcp_specs(table, path, notice)
+        except (ImportError, ValueError) as e:      # Python < 3.11 has no tomllib
             notice("%s: [mcp_servers] skipped: %s" % (path, e))
     for path in files:
         try:
             with open(path, "rb") as f:
                 specs.update(mcp_specs(json.loads(f.read()).get("mcpServers"), path, notice))
         except (OSError, ValueError, AttributeError) as e:
-            raise UserError("--mcp-config %s: %s" % (path, getattr(e, "strerror", None) or e or "not a JSON object"))
-    path = os.path.join(cfg.cwd, ".mcp.json")      # ask False: not read (ACP)
-    return dict(specs, **project_mcp(cfg, path, ask, notice)) if ask is not False and os.path.isfile(path) else specs
+            raise UserError("--mcp-config %s: %s" % (path, getattr(e, "strerror", None) or e))
+    path = os.path.join(cfg.cwd, ".mcp.json")
+    return dict(specs, **project_mcp(cfg, path, ask, notice)) if ask is not False else specs
 
 
 def project_mcp(cfg, path, ask, notice):
-    """A project's .mcp.json runs what its authors chose: used once the person approves that content."""
-    import hashlib
+    """A project's .mcp.json runs what its authors chose: used once the person approves it."""
     data = (read_regular(path, 1 << 20) or (b"",))[0]
-    with suppress(ValueError, AttributeError):
+    if not data:        # none (or not a regular file)
+        return {}
+    try:
         specs = mcp_specs(json.loads(data).get("mcpServers"), path, notice)
-        store = os.path.join(cfg.data_dir, "mcp-approved")
-        known = (read_regular(store, 1 << 20) or (b"",))[0]
-        mark = ("%s %s\n" % (hashlib.sha256(data).hexdigest(), os.path.realpath(path))).encode()
-        listed = "\n".join("  %s: %s" % (n, " ".join([s["command"]] + s["args"])) for n, s in specs.items())
-        if not specs or mark in known or ask is None and cfg.always_approve:
-            return specs
-        if ask is None:
-            return notice("%s (its MCP servers) is not used: pass -y to use it" % path) or {}
-        if ask("%s starts these MCP servers, as you:\n%s\nuse them? [y/N] " % (path, visible(listed))):
-            if not data_dir_problem(cfg.data_dir):
-                atomic_write(store, known + mark)
-            return specs
-    return {}
+    except (ValueError, AttributeError) as e:
+        return notice("%s is not used: %s" % (path, e)) or {}
+    import hashlib
+    store = os.path.join(cfg.data_dir, "mcp-approved")
+    known = (read_regular(store, 1 << 20) or (b"",))[0]
+    mark = ("%s %s\n" % (hashlib.sha256(data).hexdigest(), os.path.realpath(path))).encode()
+    if not specs or mark in known or ask is None and cfg.always_approve:
+        return specs
+    if ask is None:
+        return notice("%s (its MCP servers) is not used: pass -y to use it" % path) or {}
+    listed = "".join("\n  %s: %s" % (n, " ".join([s["command"]] + s["args"]))
+                     for n, s in specs.items())
+    if not ask("%s starts MCP servers, as you:%s\nuse them? [y/N] " % (path, visible(listed))):
+        return {}
+    if not data_dir_problem(cfg.data_dir):
+        atomic_write(store, known + mark)
+    return specs
 
 
 # --- System prompt: contract, tools, runtime info, skills, project rules ---
@@ -1471,7 +1464,8 @@ def build_system_prompt(cfg, contract, cwd, tools=None):
              "- Answers are plain text for a terminal: concise, no markdown."]
     if contract.extra_prompt:
         parts.append(contract.extra_prompt)
-    parts += ["", "TOOLS:"] + ["- " + tool_line(n, cfg.bash_timeout, t) for n, t in (tools or TOOLS).items()]
+    tools = (tools or TOOLS).items()
+    parts += ["", "TOOLS:"] + ["- " + tool_line(name, cfg.bash_timeout, t) for name, t in tools]
     parts += ["", "RUNTIME (at the start of this session):", "- date: %s" % time.strftime("%A %Y-%m-%d %H:%M %Z"),
               "- system: %s %s, Python %s" % (uname[0], uname[2], sys.version.split()[0]),
               "- shell: the bash tool runs %s -c; the user's login shell is %s" % (
@@ -1680,12 +1674,8 @@ class Agent:
         self.partial = ""               # the answer text shown so far in this model call
         self.prompt_skills = find_skills(cfg.skills_dir)
         self.skills_seen = (None, self.prompt_skills)       # (stamp, skills) the model knows of
-        self.mcp = start_mcp(cfg.mcp, cfg.cwd, self.notice)
-        try:
-            self.open_session(session or Session(cfg.data_dir, warn=self.notice), resume)
-        except BaseException:
-            self.close_mcp()
-            raise
+        self.mcp = []                   # MCP servers, started by open_session
+        self.open_session(session or Session(cfg.data_dir, warn=self.notice), resume)
 
     def open_session(self, session, resume=False):
         """Go on in `session`: a new one, or a saved one resumed with its history, cost and cwd."""
@@ -1693,6 +1683,7 @@ class Agent:
             session._open()     # the lock first: one process per session, nothing interleaves
         system, messages, self.cost_usd, cwd = session.load() if resume else (None, [], 0.0, None)
         self.cwd = cwd if cwd and os.path.isdir(cwd) else self.cfg.cwd
+        self.mcp = self.mcp or start_mcp(self.cfg.mcp, self.cwd, self.notice)   # session is ours
         system = system or build_system_prompt(self.cfg, self.contract, self.cwd, self.tools())
         self.messages = [{"role": "system", "content": system}] + messages
         self.context_tokens = estimate_tokens(self.messages) if resume else 0
@@ -1791,7 +1782,7 @@ class Agent:
         return obj
 
     def tools(self):
-        """The tools offered now: the built-in ones not withdrawn, then the MCP servers' (a server may change them)."""
+        """The tools offered now: built-in ones not withdrawn, the MCP servers' (may change)."""
         tools = {name: TOOLS[name] for name in self.tool_names}
         for server in self.mcp:
             with suppress(McpError):
@@ -1948,7 +1939,8 @@ class Agent:
         try:
             if result.problem:
                 raise ContractError(result.problem)
-            reply = parse_reply(result.content, list(self.tools()) + list(self.withdrawn), result.finish_reason)
+            names = list(self.tools()) + list(self.withdrawn)
+            reply = parse_reply(result.content, names, result.finish_reason)
         except ContractError as e:
             return self.strike(result, e)
         self.strikes = 0
@@ -2165,14 +2157,11 @@ class Agent:
             summary = "[%d older messages were dropped to fit the context window]" % len(old)
         return {"role": "user", "kind": "summary", "content": summary}, how
 
-    def close_mcp(self):
-        for server in self.mcp:
-            server.close(1.0)
-
     def close(self):
         self.client.close()
         self.session.close()
-        self.close_mcp()
+        for server in self.mcp:     # each is given a second to end
+            server.close(1.0)
 
 
 def compact_cut(history, keep, room):
@@ -2562,8 +2551,10 @@ def run_line(agent, ui, line, keys, commands, help_text):
                     agent.cfg.context_window = model_entry(WINDOWS, agent.model, DEFAULT_WINDOW)
                     agent.window_asked = agent.cfg.xai
                 ui.write("model: %s (known: %s)\n" % (agent.model, ", ".join(sorted(PRICES))))
-            elif name == "/mcp":
-                ui.write(mcp_listing(agent) + "\n")
+            elif name == "/mcp":        # each server's state and tools
+                ui.write(visible("".join("%s: %s\n" % (s.name, s.state) + "".join(
+                    "  %s: %s\n" % (n, t.doc) for n, t in s.tools.items()) for s in agent.mcp)
+                                 or "no MCP servers (see the README: MCP servers)\n"))
             elif name in commands:
                 commands[name](arg.strip())
             else:
@@ -2578,12 +2569,6 @@ def run_line(agent, ui, line, keys, commands, help_text):
         ui.notice("error: %s%s" % (e, " (raise it with /cost N)" if cost else ""))
         return 0 if name else e.exit_code
     return 0
-
-
-def mcp_listing(agent):
-    lines = [line for s in agent.mcp for line in ["%s: %s" % (s.name, s.state)] + [
-        "  %s: %s" % (name, tool.doc) for name, tool in s.tools.items()]]
-    return visible("\n".join(lines) or "no MCP servers (see the README: config.toml, --mcp-config, .mcp.json)")
 
 
 def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="grok", first=""):
@@ -2852,7 +2837,8 @@ def headless(args, cfg):
 
 def open_agent(cfg, ui, contract, args, new_if_busy=False):
     """A new agent, or one resuming --resume ID / -c (latest); if that one is busy and new_if_busy, a new one."""
-    ask = None if isinstance(ui, HeadlessUI) else lambda text: (ask_tty(text) or "").lower() in ("y", "yes")
+    ask = None if isinstance(ui, HeadlessUI) else (
+        lambda text: (ask_tty(text) or "").lower() in ("y", "yes"))
     cfg.mcp = mcp_config(cfg, args.mcp_config, ask, ui.notice)
     session_id = args.resume and find_session(cfg.data_dir, args.resume)
     if args.cont and not session_id:
@@ -3194,7 +3180,7 @@ class AcpServer:
                            "client starts grok with, or put GROK_API_KEY=... in " + ", ".join(ENV_FILES))
 
     def session_setup(self, params, optional=False):
-        """The cwd (None: load got none) and the stdio MCP servers of session/new or session/load."""
+        """The cwd (None: load got none) and the stdio MCP servers of session/new or /load."""
         cwd, servers = params.get("cwd"), params.get("mcpServers", [])
         if not (optional and cwd is None or isinstance(cwd, str) and os.path.isabs(cwd) and os.path.isdir(cwd)):
             raise RpcError(INVALID_PARAMS, "Invalid params: cwd must be the absolute path of a directory, not %s"
@@ -3202,13 +3188,14 @@ class AcpServer:
         if not isinstance(servers, list):
             raise RpcError(INVALID_PARAMS, "Invalid params: mcpServers must be an array")
         try:
-            table = {s["name"]: dict(s, env={e["name"]: e["value"] for e in s.get("env") or ()}) for s in servers}
+            table = {s["name"]: dict(s, env={e["name"]: e["value"] for e in s.get("env") or ()})
+                     for s in servers}
         except (TypeError, KeyError, AttributeError):
-            raise RpcError(INVALID_PARAMS, "Invalid params: an mcpServers entry without a name, or a bad env")
+            raise RpcError(INVALID_PARAMS, "Invalid params: an mcpServer with no name or a bad env")
         return cwd and os.path.normpath(cwd), mcp_specs(table, "mcpServers", self.log)
 
     def start(self, cwd, mcp, **resume):
-        """A new AcpSession whose Agent works in cwd, with these MCP servers too; resume: the session it continues."""
+        """A new AcpSession whose Agent works in cwd with these MCP servers; resume: its session."""
         cfg = Config.__new__(Config)
         cfg.__dict__.update(self.cfg.__dict__, cwd=cwd, mcp=dict(self.cfg.mcp, **mcp))
         session = AcpSession(self)
@@ -3331,8 +3318,8 @@ class AcpServer:
 
 
 def acp_main(cfg, mcp_files):
-    """`grok --acp` / `grok agent stdio`: serve ACP until stdin closes; exit 0. A project's .mcp.json is not
-    read: the editor passes the servers it chose in session/new."""
+    """`grok --acp` / `grok agent stdio`: serve ACP until stdin closes; exit 0. A project's
+    .mcp.json is not read: the editor passes the servers it chose in session/new."""
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)       # from here a stray print or child writes to stderr; stdout is protocol only
     sys.stdout = sys.stderr

@@ -525,7 +525,8 @@ class Commands:
 
     def tools(self, arg):
         for name, tool in self.agent.tools().items():
-            ask = (name in g.NEEDS_APPROVAL or name not in g.TOOLS) and not self.agent.cfg.always_approve
+            ask = name in g.NEEDS_APPROVAL or name not in g.TOOLS     # an MCP tool asks too
+            ask = ask and not self.agent.cfg.always_approve
             doc = g.tool_line(name, self.agent.cfg.bash_timeout, tool).partition(" ")[2]
             self.ui.write(self.ui.field_lines(name, as_text(doc + (" [asks first]" if ask else ""))))
 

@@ -146,7 +146,7 @@ def test_project_mcp_json_is_asked_for_once_in_the_repl_and_remembered_for_its_c
     mcp_json(isolated_env.work / ".mcp.json", proj=real)
     fake.add(tools(("mcp__proj__add", {"a": 3, "b": 4})), answer("seven"))
     with repl(run, tmp_path) as p:
-        p.expect(r"starts these MCP servers, as you:\s+proj: \S+python\S* \S+real_server.py\s+use them\? \[y/N\] ")
+        p.expect(r"starts MCP servers, as you:\s+proj: \S+python\S* \S+real_server.py\s+use them\? \[y/N\] ")
         p.send("y\n")
         p.expect(PROMPT)
         p.send("add\n")
@@ -222,8 +222,8 @@ def test_a_server_dying_mid_call_is_a_failed_tool_with_its_stderr(run, fake, tmp
 def test_a_server_answering_garbage_is_a_failed_tool(run, fake, tmp_path):
     result, _ = faulty(run, fake, tmp_path, "garbage")
     assert result["success"] is False
-    assert result["output"] == ("error: MCP server f: the server wrote what is not JSON-RPC: "
-                                "b'this is not json\\n' (its stderr: fakemcp: started)")
+    assert result["output"] == ("error: MCP server f: the server wrote what is not a JSON-RPC message of "
+                                "at most 16 MB: b'this is not json\\n' (its stderr: fakemcp: started)")
 
 
 def test_a_10_mb_result_is_capped_as_bash_output_is(run, fake, tmp_path):
