@@ -1345,7 +1345,7 @@ def mcp_config(cfg, files, ask, notice):
     data, specs = (read_regular(path, 1 << 20) or (b"",))[0], {}
     if b"mcp_servers" in data:      # else nothing is imported
         try:
-            import tomllib
+            import tomllib      # novermin: 3.11+; before, the notice below
             table = tomllib.loads(data.decode("utf-8", "replace")).get("mcp_servers")
             specs = mcp_specs(table, path, notice)
         except (ImportError, ValueError) as e:      # Python < 3.11 has no tomllib
