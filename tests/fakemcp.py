@@ -1,8 +1,9 @@
-"""A fake MCP server on stdio for the faults a real one rarely shows. `fakemcp.py [hang]`: hang never
-answers initialize. Tools: echo, env, big (10 MB of text), die (exits mid-call), garbage (answers with
-what is not JSON-RPC), silent (never answers), ping (pings the client first), grow (adds a tool and says
-so with notifications/tools/list_changed). tools/list comes in two pages. FAKEMCP_LOG names a file that
-gets every line received. Stdlib only."""
+"""A fake MCP server on stdio, for the faults a real one rarely shows. `fakemcp.py hang` never
+answers initialize. Tools: echo, env, big (10 MB of text), die (exits mid-call), garbage (answers
+with what is not JSON-RPC), silent (never answers), ping (pings the client first), grow (adds a
+tool and says so: notifications/tools/list_changed). tools/list comes in two pages. FAKEMCP_LOG
+names a file that gets every line received. Stdlib only."""
+
 import json
 import os
 import sys
@@ -20,8 +21,17 @@ def result(request_id, value):
 
 
 def text(request_id, body, error=False):
-    result(request_id, {"content": [{"type": "text", "text": body}, {"type": "image", "data": "", "mimeType": "x"}]
-                        if body == "with an image" else [{"type": "text", "text": body}], "isError": error})
+    result(
+        request_id,
+        {
+            "content": (
+                [{"type": "text", "text": body}, {"type": "image", "data": "", "mimeType": "x"}]
+                if body == "with an image"
+                else [{"type": "text", "text": body}]
+            ),
+            "isError": error,
+        },
+    )
 
 
 def call(request_id, name, args):
@@ -51,7 +61,11 @@ def call(request_id, name, args):
 
 
 def schema(name):
-    return {"type": "object", "properties": {"text": {"type": "string"}}} if name == "echo" else {"type": "object"}
+    return (
+        {"type": "object", "properties": {"text": {"type": "string"}}}
+        if name == "echo"
+        else {"type": "object"}
+    )
 
 
 pending = []
@@ -65,13 +79,24 @@ for line in sys.stdin:
     msg = json.loads(line)
     method, request_id = msg.get("method"), msg.get("id")
     if method == "initialize" and sys.argv[1:] != ["hang"]:
-        result(request_id, {"protocolVersion": "2025-06-18", "capabilities": {"tools": {"listChanged": True}},
-                            "serverInfo": {"name": "fake", "version": "1"}})
+        result(
+            request_id,
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {"tools": {"listChanged": True}},
+                "serverInfo": {"name": "fake", "version": "1"},
+            },
+        )
     elif method == "tools/list":
         page = TOOLS[4:] if (msg.get("params") or {}).get("cursor") == "2" else TOOLS[:4]
-        listed = {"tools": [{"name": n, "description": "the %s tool" % n, "inputSchema": schema(n)} for n in page]}
+        listed = {
+            "tools": [
+                {"name": n, "description": "the %s tool" % n, "inputSchema": schema(n)}
+                for n in page
+            ]
+        }
         result(request_id, dict(listed, nextCursor="2") if page == TOOLS[:4] else listed)
     elif method == "tools/call":
         call(request_id, msg["params"]["name"], msg["params"].get("arguments") or {})
-    elif request_id == "p1" and pending:        # the client answered our ping
+    elif request_id == "p1" and pending:  # the client answered our ping
         text(pending.pop(), "pong: %s" % json.dumps(msg.get("result")))
