@@ -891,6 +891,7 @@ class Sandbox:
         if problems[-1]:
             raise UserError("--sandbox %s: none works here: %s" % (profile, "; ".join(problems)))
         self.label = "%s (%s%s)" % (profile, self.backend, ", no network" * net_off)
+        sys.stderr.write("sandbox: %s\n" % self.label)
 
     def probe_bwrap(self, cwd):
         import shutil
@@ -909,13 +910,13 @@ class Sandbox:
             return "the kernel has no Landlock (Linux 5.13+, landlock in the lsm= boot parameter)"
         return "Landlock ABI %d cannot cut TCP (4 can)" % abi if self.net_off and abi < 4 else ""
 
-    def writable(self, cwd):
-        return [self.tmp] if self.profile == "read-only" else [os.path.realpath(cwd), self.tmp]
+    def writable(self, cwd):        # /dev/shm: POSIX semaphores (Python's multiprocessing)
+        return [self.tmp] + [os.path.realpath(cwd), "/dev/shm"] * (self.profile == "workspace")
 
     def wrap(self, argv, cwd):
         """(argv, preexec_fn) that run argv in the sandbox: by bwrap, or Landlock in the child."""
         if self.backend == "bwrap":
-            binds = [arg for path in self.writable(cwd) for arg in ("--bind", path, path)]
+            binds = [arg for path in self.writable(cwd) for arg in ("--bind-try", path, path)]
             net = ["--unshare-net"] * self.net_off + ["--"]
             return [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev"] + binds + net + argv, None
         import struct
@@ -1113,10 +1114,9 @@ def tool_write_file(args, agent):
     path = canonical(agent.cwd, need_str(args, "path", "write_file"))
     content = args.get("content", "")
     data = (content if isinstance(content, str) else json.dumps(content, indent=2)).encode("utf-8")
-    writable = agent.cfg.sandbox.writable(agent.cwd) if agent.cfg.sandbox else [path]
-    if not any(inside(path, d) for d in writable):
-        return ToolResult("error: not written: the sandbox allows writes only in "
-                          + " and ".join(writable), ok=False)
+    dirs = agent.cfg.sandbox.writable(agent.cwd) if agent.cfg.sandbox else [path]
+    if not any(inside(path, d) for d in dirs):
+        return ToolResult("error: the sandbox allows writes only in " + ", ".join(dirs), False)
     if os.path.isdir(path):
         return ToolResult("error: %s is a directory" % path, ok=False)
     try:        # the path is resolved: a symlink is written through, not replaced
@@ -1526,8 +1526,6 @@ class Agent:
         self.prompt_skills = find_skills(cfg.skills_dir)
         self.skills_seen = (None, self.prompt_skills)       # (stamp, skills) the model knows of
         self.open_session(session or Session(cfg.data_dir, warn=self.notice), resume)
-        if cfg.sandbox:
-            self.notice("sandbox: %s" % cfg.sandbox.label)
 
     def open_session(self, session, resume=False):
         """Go on in `session`: a new one, or a saved one resumed with its history, cost and cwd."""
@@ -3178,8 +3176,7 @@ def arg_parser(prog="grok", description=None):
                    help="sent as reasoning_effort (dropped if the server rejects it)")
     p.add_argument("--cwd", metavar="DIR", help="working directory for the tools")
     p.add_argument("-y", "--always-approve", action="store_true", help="run bash/write_file without asking")
-    p.add_argument("--sandbox", choices=("workspace", "read-only", "off"), metavar="PROFILE",
-                   help="workspace, read-only, off (default $GROK_SANDBOX or off): see README")
+    p.add_argument("--sandbox", choices=("workspace", "read-only", "off"), help="see README")
     p.add_argument("--sandbox-network", choices=("on", "off"), help="off: commands get no network")
     session = p.add_mutually_exclusive_group()
     session.add_argument("--resume", metavar="ID", help="continue a saved session")

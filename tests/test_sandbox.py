@@ -58,7 +58,9 @@ def grok(run, tmp_path):
 
 
 def tool_outputs(stdout):
-    return [e["toolResult"]["output"] for e in map(json.loads, stdout.splitlines()) if e["type"] == "tool_use"]
+    """Tool results in call order (tools running concurrently report as each finishes)."""
+    uses = [e for e in map(json.loads, stdout.splitlines()) if e["type"] == "tool_use"]
+    return [e["toolResult"]["output"] for e in sorted(uses, key=lambda e: e["toolCall"]["id"])]
 
 
 def one_command(grok, fake, command, *flags, env=None):
@@ -143,13 +145,13 @@ def test_write_file_outside_the_sandbox_is_refused_whatever_allows_it(grok, fake
              env={"GROK_SANDBOX_BACKEND": "landlock"})
     assert p.returncode == 0, p.stderr
     assert tool_outputs(p.stdout) == [
-        "error: not written: the sandbox allows writes only in %s and %s" % (isolated_env.work, tmp_path / "tmp"),
+        "error: the sandbox allows writes only in %s, %s, /dev/shm" % (tmp_path / "tmp", isolated_env.work),
         "wrote 1 bytes to %s" % (isolated_env.work / "in.txt")]
     assert not outside.exists() and (isolated_env.work / "in.txt").read_text() == "y"
     fake.add(tools(("write_file", {"path": "in.txt", "content": "z"})), answer("done"))
     p = grok("-p", "go", "--format", "json", "-y", "--sandbox", "read-only", env={"GROK_SANDBOX_BACKEND": "landlock"})
     (out,) = tool_outputs(p.stdout)
-    assert out.startswith("error: not written: the sandbox allows writes only in %s/grok-" % (tmp_path / "tmp"))
+    assert out.startswith("error: the sandbox allows writes only in %s/grok-" % (tmp_path / "tmp"))
     assert (isolated_env.work / "in.txt").read_text() == "y"
 
 
@@ -212,9 +214,10 @@ def test_bad_sandbox_settings_are_user_errors(grok, fake, args, env, message):
 
 def test_without_sandbox_nothing_changes_and_with_it_an_ordinary_command_runs_the_same(grok, fake, backend,
                                                                                         isolated_env):
-    command = "mkdir -p d && echo hi > d/f && mv d/f d/g && cat d/g && ls d && rm -r d && echo $TMPDIR"
+    command = ("mkdir -p d && echo hi > d/f && mv d/f d/g && cat d/g && ls d && rm -r d && echo $TMPDIR && "
+               "%s -c 'import multiprocessing as m; print(m.Semaphore(3).get_value())'" % sys.executable)
     plain, err = one_command(grok, fake, command)
-    assert (plain, err) == ("hi\ng\n%s\n" % (isolated_env.work.parent / "tmp"), "")
+    assert (plain, err) == ("hi\ng\n%s\n3\n" % (isolated_env.work.parent / "tmp"), "")
     boxed, err = one_command(grok, fake, command, "--sandbox", "workspace", env={"GROK_SANDBOX_BACKEND": backend})
     assert boxed == plain and err == "sandbox: workspace (%s)\n" % backend
     first = [r for r in fake.chat_requests() if r.last_user == "go"]
