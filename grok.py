@@ -868,8 +868,7 @@ def corrective_message(problem):
 # --- Tools: one function each, one dict to dispatch ---
 
 class Sandbox:
-    """--sandbox: bash commands run under bubblewrap or Landlock (GROK_SANDBOX_BACKEND, else the
-    first that works here): they write only in writable(cwd). Asked for, it is never left out."""
+    """--sandbox: bash commands run under bubblewrap or Landlock and write only in writable(cwd)."""
 
     def __init__(self, profile, net_off, cwd):
         import tempfile
