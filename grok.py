@@ -1271,8 +1271,9 @@ class McpServer:
             self.proc = subprocess.Popen([self.spec["command"]] + self.spec["args"], cwd=self.cwd,
                                          env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.PIPE, start_new_session=True)
-            for target in (self.read, self.read_stderr):
-                threading.Thread(target=target, daemon=True).start()
+            self.drain = threading.Thread(target=self.read_stderr, daemon=True)
+            self.drain.start()
+            threading.Thread(target=self.read, daemon=True).start()
             timeout = self.timeout("startup_timeout_sec", "MCP_TIMEOUT", 30)
             hello = {"name": "grok", "version": __version__}    # any version it answers is taken
             self.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
@@ -1368,6 +1369,7 @@ class McpServer:
                 slot[0].set()
         else:
             why = "closed its output"
+        self.drain.join(1)     # a dying server's last words
         self.state = "failed: the server %s%s" % (why, self.stderr_tail())     # requests see it
         self.close()
 

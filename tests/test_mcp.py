@@ -456,8 +456,13 @@ def test_acp_session_cancel_during_an_mcp_call_tells_the_server(run, fake, tmp_p
                 conn.prompt(session_id=session.session_id, prompt=[acp.text_block("wait")])
             )
             await client.running.wait()
+            while not any(m.get("method") == "tools/call" for m in received(tmp_path)):
+                await asyncio.sleep(0.01)       # until the call has reached the server
             await conn.cancel(session_id=session.session_id)
-            return (await prompt).stop_reason
+            stop_reason = (await prompt).stop_reason
+            while not any(m.get("method") == "notifications/cancelled" for m in received(tmp_path)):
+                await asyncio.sleep(0.01)       # until the server has read it
+            return stop_reason
 
     assert asyncio.run(asyncio.wait_for(main(), 60)) == "cancelled"
     call_id = next(m["id"] for m in received(tmp_path) if m.get("method") == "tools/call")
