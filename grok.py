@@ -193,10 +193,9 @@ def check_base_url(url):
 def env_prices(xai):
     """GROK_PRICES as (input, cached input, output) in USD per 1M tokens; unset: None (xAI's table) on xAI, else ()."""
     value = os.environ.get("GROK_PRICES", "").strip()
-    try:
+    prices = ()
+    with suppress(ValueError):
         prices = tuple(float(p) for p in value.split(",")) if value else (None if xai else ())
-    except ValueError:
-        prices = ()
     if value and (len(prices) != 3 or not all(0 <= p <= 10000 for p in prices)):      # (not NaN)
         raise UserError("GROK_PRICES must be IN,CACHED,OUT in USD per million tokens, not %r" % value)
     return prices
@@ -356,8 +355,7 @@ def visible(text, newlines=True):
 
 
 def escaped(match):
-    """visible()'s escape (\\x0d, \\u200b, \\U000e0041) of a control, format, separator, private
-    use, surrogate or unassigned character, or a blank one of another category; else the char."""
+    """visible()'s escape (\\x0d, \\u200b, \\U000e0041) of a character not printed as itself."""
     import unicodedata
     char = match.group()
     blank = re.match("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\uffa0"     # fillers,
@@ -1020,8 +1018,7 @@ def approval_text(call, full=False):
 def arg_problem(name, args):
     """Why a call's arguments cannot run ("error: ..."), or None; asked before any approval or file
     access. The first (command, path, query) is a string, non-empty unless optional, of at most
-    ARG_CAP characters; no text holds a NUL or a lone surrogate (but \\udc80-\\udcff, a file name's
-    undecodable byte)."""
+    ARG_CAP characters; no text holds a NUL or lone surrogate (but a file name's \\udc80-\\udcff)."""
     if name not in TOOLS:       # an MCP tool: its server checks its arguments
         return None
     spec = TOOLS[name].args
@@ -1182,10 +1179,9 @@ def tool_list_files(args, agent):
 
 
 def tool_ask_user(args, agent):
-    question = args["question"]
     options = args.get("options") or []
     options = [str(o) for o in (options if isinstance(options, list) else [options])]
-    answer = agent.ui.ask_user(question, options)
+    answer = agent.ui.ask_user(args["question"], options)
     if answer is None:
         return ToolResult("no user available in this mode: decide yourself and say what you assumed", ok=False)
     return ToolResult("the user answered: %s" % answer)
@@ -2112,8 +2108,8 @@ class Agent:
 
     # -- tools ---------------------------------------------------------------
     def execute(self, calls):
-        """[(ToolCall, ToolResult)] in call order: approvals, ask_user one by one, the rest at once;
-        UI hooks here. Calls past MAX_CALLS are not run (a server may not hold a model to them)."""
+        """[(ToolCall, ToolResult)] in call order: approvals, ask_user one by one, the rest at once
+        (at most MAX_CALLS: a server may not hold a model to the schema's bound); UI hooks here."""
         items = [ToolCall(i, c["tool"], c["args"], "call_%d_%d" % (self.step_no, i + 1), self.cwd,
                           scrub(key_arg(c["tool"], c["args"])), self.cfg.sandbox)
                  for i, c in enumerate(calls)]
@@ -2173,10 +2169,9 @@ class Agent:
             raise
 
     def approved(self, item):
-        if self.cfg.always_approve or item.name in self.session_always:
-            return True
-        if arg_problem(item.name, item.args) or not needs_approval(item, self.cfg.read_dirs):
-            return True     # bad arguments: call_tool refuses them and runs nothing, so don't ask
+        free = self.cfg.always_approve or item.name in self.session_always
+        if free or arg_problem(item.name, item.args) or not needs_approval(item, self.cfg.read_dirs):
+            return True     # (bad arguments: call_tool refuses them and runs nothing)
         answer = self.ui.approve(item)
         if answer == "always":
             self.session_always.add(item.name)
@@ -2755,10 +2750,9 @@ class OutputClosed(GrokError):
 
 
 def allow_matches(call, patterns):
-    """--allow: whether a pattern matches the call: a glob on bash's command, a path glob on the
-    other tools' resolved path, a glob on an MCP tool's name (mcp__SERVER__TOOL). In a command `*` and
-    `?` stand for no shell operator: `git *` matches `git log`, not `git log; rm -rf ~`. A relative
-    path pattern matches only inside cwd."""
+    """--allow: whether a pattern matches the call: a glob on bash's command (`*`, `?` never stand
+    for a shell operator: `git *` matches `git log`, not `git log; rm -rf ~`), on the other tools'
+    resolved path (a relative one only inside cwd), on an MCP tool's name (mcp__SERVER__TOOL)."""
     import fnmatch
     if call.name not in TOOLS:      # an MCP tool
         return any(fnmatch.fnmatchcase(call.name, p) for p in patterns)
@@ -2991,11 +2985,6 @@ PERMISSION_OPTIONS = [{"optionId": option, "name": name, "kind": option} for opt
     ("allow_once", "Allow once"), ("allow_always", "Always allow"), ("reject_once", "Reject"))]
 DEFERRED = object()             # a request answered later, from a worker thread
 AUTH_METHODS = {"cached_token": "API key from a .env file", "xai.api_key": "API key from the environment"}
-
-
-def rpc_id(value):
-    """A request id as JSON-RPC has them (a string, an integer), else None."""
-    return value if isinstance(value, str) or type(value) is int else None
 
 
 def strict_json(obj, **options):
@@ -3259,8 +3248,7 @@ class AcpServer:
         except (ValueError, UnicodeDecodeError, RecursionError) as e:      # (nested too deep)
             return self.respond(None, error={"code": PARSE_ERROR, "message": "Parse error: %s" % e})
         if not isinstance(message, dict) or message.get("jsonrpc", "2.0") != "2.0":
-            request_id = rpc_id(message.get("id")) if isinstance(message, dict) else None
-            return self.respond(request_id, error={
+            return self.respond(None, error={
                 "code": INVALID_REQUEST, "message": "Invalid Request: expected a JSON-RPC 2.0 object"})
         method, request_id = message.get("method"), message.get("id")
         if method is None and "id" in message and ("result" in message or "error" in message):
@@ -3274,9 +3262,10 @@ class AcpServer:
             self.cancel(message["params"])
 
     def call(self, method, request_id, params):
-        bad_id, request_id = request_id != rpc_id(request_id), rpc_id(request_id)
+        bad_id = not isinstance(request_id, (str, type(None))) and type(request_id) is not int
         try:
             if not isinstance(method, str) or bad_id:
+                request_id = None if bad_id else request_id
                 raise RpcError(INVALID_REQUEST, "Invalid Request: no method, or a bad id")
             if method not in self.methods:
                 raise RpcError(METHOD_NOT_FOUND, "Method not found: %s" % method)
