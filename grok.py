@@ -2743,8 +2743,9 @@ class AcpSession(UI):
 
     def message(self, text, streamed=False):
         """Answer text; each round's starts a paragraph of its own, never glued to the last one."""
-        self.chunk("agent_message_chunk", "\n\n" * (self.said and not self.streamed) + text)
-        self.said, self.streamed = True, self.streamed or streamed
+        gap = self.said and not (streamed and self.streamed)     # not inside one streamed reply
+        self.chunk("agent_message_chunk", "\n\n" * gap + text)
+        self.said, self.streamed = True, streamed
 
     # -- UI hooks, called from the worker thread that runs the turn
     def step_start(self, step):

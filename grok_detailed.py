@@ -258,7 +258,7 @@ class DetailedUI(g.TerminalUI):
         ctx = "context %.1f%%" % pct if known else "window unknown"
         used = num(a.context_tokens)
         detail = ctx + " (%s/%s)" % (used, num(a.cfg.context_window)) if known else \
-            "context %s tokens, window unknown (set GROK_CONTEXT_WINDOW)" % used
+            "%s tokens, window unknown: set GROK_CONTEXT_WINDOW" % used
         cached = "cached %s" % num(g.usage_numbers(a.last_usage)["cached"])
         tiny = ("$%.4f" % spent, "ctx %.0f%%" % pct if known else "ctx ?")
         tools = "tools %d" % a.tool_count
