@@ -790,8 +790,7 @@ REPLY_SHAPE = '{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRIN
 
 
 def extract_json_object(text):
-    """The reply's JSON object amid fences or prose, raw control characters in strings accepted (as
-    llama.cpp's grammar makes them); in a broken one, only an object with a contract key."""
+    """The reply's JSON object amid fences or prose; raw control characters in its strings pass."""
     text, decoder, broken = text.strip(), json.JSONDecoder(strict=False), None
     with suppress(ValueError, RecursionError):
         return decoder.decode(text)
@@ -802,7 +801,7 @@ def extract_json_object(text):
         except (ValueError, RecursionError) as e:
             broken = broken or e
             continue
-        if broken is None or {"tool_calls", "response", "done"} & set(obj):
+        if broken is None or {"tool_calls", "response", "done"} & set(obj):    # never inner args
             return obj
     raise ContractError("the reply is not a JSON object" + (" (%s)" % broken if broken else ""))
 
@@ -2742,8 +2741,8 @@ class AcpSession(UI):
             self.message(reply["response"])
 
     def message(self, text, streamed=False):
-        """Answer text; each round's starts a paragraph of its own, never glued to the last one."""
-        gap = self.said and not (streamed and self.streamed)     # not inside one streamed reply
+        """Answer text; each round's starts a paragraph of its own (a stream's pieces join)."""
+        gap = self.said and not (streamed and self.streamed)
         self.chunk("agent_message_chunk", "\n\n" * gap + text)
         self.said, self.streamed = True, streamed
 
