@@ -107,8 +107,9 @@ def sent_schemas(run, fake):
         args = ("-p", "hi") if script == GROK else ("hi",)
         assert run(*args, script=script, env={"GROK_STREAM": "0"}).returncode == 0
         schemas[name] = fake.chat_requests()[-1].json["response_format"]["json_schema"]["schema"]
+    grok = load_grok()
     for tools in ([], ["ask_user"]):
-        schemas["grok with tools %s" % tools] = load_grok().MINIMAL.schema(tools)
+        schemas["grok with tools %s" % tools] = grok.MINIMAL.schema({t: grok.TOOLS[t] for t in tools})
     return schemas
 
 
