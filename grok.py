@@ -86,8 +86,7 @@ def read_env_file(path, names):
     got = read_regular(path, 65536)
     data = got[0] if got and len(got[0]) <= 65536 else b""
     found = {}
-    utf16 = data[:2] in (b"\xff\xfe", b"\xfe\xff")
-    for line in data.decode("utf-16" if utf16 else "utf-8-sig", "replace").splitlines():
+    for line in data.decode("utf-16" if b"\0" in data[:4] else "utf-8-sig", "replace").splitlines():
         m = re.match(r"""\s*(?:export\s+)?(\w+)\s*=\s*(?:"([^"]*)"|'([^']*)'|(.*?))\s*(?:\s#.*)?$""", line)
         if m and m.group(1) in names:
             found[m.group(1)] = next((v for v in m.groups()[1:] if v is not None), "")
@@ -167,9 +166,8 @@ class Config:
         """A number setting: unset or empty is the default; not a number from 0 to `most`: error."""
         value = os.environ.get(name, "").strip()
         with suppress(ValueError):
-            number = float(value) if value else default
-            if 0 <= number <= most:     # (not NaN)
-                return number
+            if 0 <= float(value or default) <= most:    # (not NaN)
+                return float(value or default)
         raise UserError("%s must be a number from 0 to %g, not %r" % (name, most, value))
 
 
@@ -601,19 +599,19 @@ class ReplyReader:
 def find_proxy(scheme, host):
     """(host, port, headers) of the proxy from http_proxy / https_proxy (or upper case), unless no_proxy exempts
     host; headers: Proxy-Authorization for a user:password in its URL."""
-    name = next((n for n in (scheme + "_proxy", scheme.upper() + "_PROXY") if os.environ.get(n)), 0)
-    if not name:
+    url = os.environ.get(scheme + "_proxy") or os.environ.get(scheme.upper() + "_PROXY")
+    if not url:
         return None
     import urllib.request
     if urllib.request.proxy_bypass_environment(host):
         return None
-    url = os.environ[name]
     u = urlsplit(url if "://" in url else "http://" + url)
     port = None
     with suppress(ValueError):      # a port that is not one
         port = u.hostname and (u.port or 1080)
     if not port:
-        raise UserError("%s is not a proxy URL (HOST:PORT, a port up to 65535): %r" % (name, url))
+        raise UserError("%s_proxy / %s_PROXY is not a proxy URL (HOST:PORT, a port up to 65535): %r"
+                        % (scheme, scheme.upper(), url))
     if u.username is None:
         return u.hostname, port, {}
     import base64
@@ -1023,14 +1021,13 @@ def approval_text(call, full=False):
 def arg_problem(name, args):
     """Why a call's arguments cannot run ("error: ..."), or None; asked before any approval or file
     access. The first (command, path, query) is a string, non-empty unless optional, of at most
-    ARG_CAP characters; no text holds a NUL or lone surrogate (but a file name's \\udc80-\\udcff)."""
+    ARG_CAP characters; no text holds a NUL or a lone surrogate (but a file name's byte)."""
     if name not in TOOLS:       # an MCP tool: its server checks its arguments
         return None
     spec = TOOLS[name].args
     key = next(iter(spec))
     value = args.get(key)
-    if spec[key].startswith("string") and not (isinstance(value, str) and value.strip()
-                                               or spec[key].endswith("?") and not value):
+    if not (isinstance(value, str) and value.strip() or spec[key].endswith("?") and not value):
         return "error: %s needs a non-empty string %r argument" % (name, key)
     if isinstance(value, str) and len(value) > ARG_CAP:
         return ("error: not run: the %s is too long (%d characters, at most %d); put long text in "
@@ -2117,14 +2114,13 @@ class Agent:
 
     # -- tools ---------------------------------------------------------------
     def execute(self, calls):
-        """[(ToolCall, ToolResult)] in call order: approvals, ask_user one by one, the rest at once
-        (at most MAX_CALLS: a server may not hold a model to the schema's bound); UI hooks here."""
+        """[(ToolCall, ToolResult)] in call order: approvals, ask_user, then the rest at once."""
         items = [ToolCall(i, c["tool"], c["args"], "call_%d_%d" % (self.step_no, i + 1), self.cwd,
                           scrub(key_arg(c["tool"], c["args"])), self.cfg.sandbox)
                  for i, c in enumerate(calls)]
         results, runnable = [None] * len(items), []
         for item in items:
-            if item.index >= MAX_CALLS:
+            if item.index >= MAX_CALLS:     # (a server may not hold a model to the schema)
                 capped = "error: not run: one reply runs at most %d tool calls; ask again for it"
                 results[item.index] = self.finish_tool(item, ToolResult(capped % MAX_CALLS, False))
             elif not self.approved(item):
@@ -2146,13 +2142,12 @@ class Agent:
         """Run tool calls on a pool of at most MAX_CALLS threads, each result finished on this
         thread as it comes: the one place tools run. One call runs here, all if no thread starts."""
         import queue
-        from collections import deque
-        todo, finished, threads = deque(items), queue.Queue(), []
+        todo, finished, threads = items[::-1], queue.Queue(), []
 
         def work():
-            with suppress(IndexError):      # (popleft is atomic: IndexError when all are taken)
+            with suppress(IndexError):      # (pop is atomic: IndexError when all are taken)
                 while True:
-                    item = todo.popleft()
+                    item = todo.pop()
                     try:
                         result = self.call_tool(item)
                     except Exception as e:      # Cancelled: a thread must never print a traceback
@@ -2178,8 +2173,8 @@ class Agent:
             raise
 
     def approved(self, item):
-        free = self.cfg.always_approve or item.name in self.session_always
-        if free or arg_problem(item.name, item.args) or not needs_approval(item, self.cfg.read_dirs):
+        ok = self.cfg.always_approve or item.name in self.session_always
+        if ok or arg_problem(item.name, item.args) or not needs_approval(item, self.cfg.read_dirs):
             return True     # (bad arguments: call_tool refuses them and runs nothing)
         answer = self.ui.approve(item)
         if answer == "always":
@@ -3212,8 +3207,7 @@ class AcpServer:
 
     # -- the wire
     def send(self, message):
-        data = strict_json(scrub_all(message), ensure_ascii=False).encode("utf-8", "replace")
-        data += b"\n"
+        data = (strict_json(scrub_all(message), ensure_ascii=False) + "\n").encode(errors="replace")
         with self.write_lock:
             if self.out is None:
                 return
