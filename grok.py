@@ -429,14 +429,21 @@ class Client:
         conn.close()
 
     def abort(self):
-        """Break every request in flight (from another thread, to cancel). conn.reading is our own reference to
-        the socket: http.client drops conn.sock while it reads a reply the server will close."""
-        import socket
+        """Break every request in flight (from another thread, to cancel)."""
         with self._lock:
             busy = list(self._busy)
         for conn in busy:
-            with suppress(OSError, AttributeError):     # (AttributeError: no socket opened yet)
-                (conn.sock or conn.reading).shutdown(socket.SHUT_RDWR)
+            self._shut(conn)
+
+    @staticmethod
+    def _shut(conn, expired=None):
+        """Break conn's request: to cancel, or at its deadline (`expired` is then set first). conn.reading is our
+        own reference to the socket: http.client drops conn.sock while it reads a reply the server will close."""
+        import socket
+        if expired:
+            expired.set()
+        with suppress(OSError, AttributeError):     # (AttributeError: no socket opened yet)
+            (conn.sock or conn.reading).shutdown(socket.SHUT_RDWR)
 
     def close(self):
         with self._lock:
@@ -489,27 +496,33 @@ class Client:
             try:
                 return self._attempt("POST", self.prefix + path, body, headers, on_stream, cancel, no_retry, cap)
             except RetryableFault as fault:
-                problem, retry_after, broke = fault.args
+                problem, retry_after, broke, nobody = fault.args
                 breaks += broke
                 if breaks == 2 and on_stream and attempt < self.max_retries:  # the caller asks unstreamed
                     raise StreamBroken(problem)
             if cancel.is_set():
                 break
             attempt += 1
-            if attempt > self.max_retries:
-                raise TransientError("%s (gave up after %d retries)" % (problem, self.max_retries))
+            retries = min(self.max_retries, 1) if nobody else self.max_retries
+            if attempt > retries:
+                raise TransientError("%s (gave up after %d retries)" % (problem, retries))
             delay = retry_delay(attempt, self.backoff, retry_after)
-            self.notice("%s; retrying in %.1fs (%d/%d)" % (problem, delay, attempt, self.max_retries))
+            self.notice("%s; retrying in %.1fs (%d/%d)" % (problem, delay, attempt, retries))
         raise Cancelled("cancelled")
 
     def _attempt(self, method, path, body, headers, on_stream, cancel, no_retry, cap):
-        """One request and its whole reply, within GROK_TIMEOUT and `cap` bytes; RetryableFault if worth repeating."""
+        """One request and its whole reply, within GROK_TIMEOUT and `cap` bytes; RetryableFault if worth repeating.
+        The deadline is a timer that shuts the socket: no read outlives it, however the server paces its bytes."""
         conn, reused = self._connect()      # (imports http.client, without ssl for plain http)
         import http.client
-        reusable, started = False, time.monotonic()
+        reusable, expired = False, threading.Event()
+        deadline = threading.Timer(self.timeout or 0, self._shut, (conn, expired))
+        deadline.daemon = True
+        if self.timeout:
+            deadline.start()
         try:
             resp = self._send(conn, reused, method, path, body, headers, cancel)
-            reader = ReplyReader(resp, conn.reading, self.timeout and started + self.timeout, cap)
+            reader = ReplyReader(resp, cap)
             if resp.status >= 300:
                 error = self._refusal(resp, reader, no_retry)
                 reusable = resp.status >= 400 and not resp.will_close
@@ -521,11 +534,14 @@ class Client:
                 result = self._json(reader.read())
             reusable = not resp.will_close
             return result
-        except (OSError, StreamBroken, http.client.HTTPException, ValueError) as e:
-            # (ValueError: defensive, so no parse error inside http.client can end the REPL)
-            raise network_fault(e, self.host)
+        except Exception as e:
+            fault = TimeoutError() if expired.is_set() else e       # whatever a read cut at the deadline led to
+            if not isinstance(fault, (OSError, StreamBroken, http.client.HTTPException, ValueError)):
+                raise       # (ValueError: defensive, so no parse error inside http.client can end the REPL)
+            raise network_fault(fault, self)
         finally:
-            self._release(conn, reusable)
+            deadline.cancel()
+            self._release(conn, reusable and not expired.is_set())
 
     def _refusal(self, resp, reader, no_retry):
         """The error a reply other than 2xx raises: 429/5xx a RetryableFault, unless no_retry(its HTTPStatusError)."""
@@ -540,7 +556,7 @@ class Client:
         if wait is None:
             wait = parse_retry_after(resp.getheader("retry-after-ms"), per_second=1000)     # OpenAI's
         return RetryableFault(scrub("%s (HTTP %d): %s" % ("rate limited" if resp.status == 429 else "server error",
-                                                         resp.status, err.server_message())), wait, False)
+                                                         resp.status, err.server_message())), wait, False, False)
 
     def _json(self, data):
         try:
@@ -552,26 +568,19 @@ class Client:
 
 class RetryableFault(Exception):
     """A failed attempt worth repeating. args: what went wrong (scrubbed), the seconds the server asked to wait
-    (or None), whether a reply stream broke off."""
+    (or None), whether a reply stream broke off, whether nothing answers there (worth one quick retry only)."""
 
 
 class ReplyReader:
-    """A reply body read within one deadline and a size cap: a trickling or endless stream cannot hold the turn."""
+    """A reply body read within a size cap: an endless fast stream cannot hold the turn (the deadline: _attempt)."""
 
-    def __init__(self, resp, sock, deadline, cap):
-        self.resp, self.sock, self.deadline, self.cap, self.size = resp, sock, deadline, cap, 0
-        self._count(b"")
+    def __init__(self, resp, cap):
+        self.resp, self.cap, self.size = resp, cap, 0
 
     def _count(self, data):
         self.size += len(data)
         if self.size > self.cap:
             raise ContractError("the reply passed %d MB and was abandoned" % (self.cap >> 20))
-        if self.deadline:
-            left = self.deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError()
-            if self.sock is not None and not self.resp.isclosed():
-                self.sock.settimeout(left)
         return data
 
     def readline(self):
@@ -602,17 +611,22 @@ def find_proxy(scheme, host):
     return u.hostname, u.port or 1080, {"Proxy-Authorization": "Basic " + base64.b64encode(user).decode("ascii")}
 
 
-def network_fault(e, host):
-    """The RetryableFault that says what went wrong talking to host; a UserError when retrying cannot help."""
+def network_fault(e, client):
+    """The RetryableFault that says what went wrong talking to the client's host; a UserError when retrying
+    cannot help."""
     import http.client
     import socket
+    host = client.host
     ssl = sys.modules.get("ssl")
     if ssl and isinstance(e, ssl.CertificateError):
         return UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL, or point "
                          "SSL_CERT_FILE at your CA bundle" % (host, getattr(e, "verify_message", None) or e))
+    proxy = client.proxy and "%s_PROXY" % ("HTTPS" if client.https else "HTTP")
+    addr = client.proxy[:2] if proxy else (host, client.port)
+    where = "%s:%d, the %s" % (addr + ("proxy in " + proxy if proxy else "server in GROK_BASE_URL",))
     problems = (        # the first whose exception types e is one of
-        (socket.gaierror, "cannot resolve host {host} (DNS; check GROK_BASE_URL)"),
-        (ConnectionRefusedError, "connection refused by {host} (is the server running? check GROK_BASE_URL)"),
+        (socket.gaierror, "cannot resolve host {where} (DNS)"),
+        (ConnectionRefusedError, "connection refused by {where}: is it running?"),
         ((socket.timeout, TimeoutError),
          "no complete reply from {host} within the timeout (GROK_TIMEOUT, for the whole reply)"),
         (StreamBroken, "the reply stream from {host} broke off: {e}"),
@@ -622,8 +636,9 @@ def network_fault(e, host):
          "garbled reply from {host} ({name}: {short})"),
         (Exception, "network error talking to {host}: {e}"))
     problem = next(text for kinds, text in problems if isinstance(e, kinds))
-    problem = scrub(problem.format(host=host, e=e, name=type(e).__name__, short=str(e)[:100]))
-    return RetryableFault(problem, None, isinstance(e, StreamBroken))
+    problem = scrub(problem.format(host=host, where=where, e=e, name=type(e).__name__, short=str(e)[:100]))
+    nobody = isinstance(e, (socket.gaierror, ConnectionRefusedError))
+    return RetryableFault(problem, None, isinstance(e, StreamBroken), nobody)
 
 
 class ChatResult:

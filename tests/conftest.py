@@ -84,12 +84,14 @@ def load_grok(name="grok_under_test"):
 
 
 def fast_clock(tmp_path, factor=100000):
-    """Environment overrides for a child whose monotonic clock runs `factor` times fast, so that a
+    """Environment overrides for a child whose monotonic clock and timers run `factor` times fast, so that a
     default limit of minutes passes in a moment: a test can then tell "0 = no limit" from the default."""
     site = tmp_path / "fast_clock"
     site.mkdir(exist_ok=True)
     (site / "sitecustomize.py").write_text(
-        "import time\n"
+        "import threading, time\n"
         "_real, _start = time.monotonic, time.monotonic()\n"
-        "time.monotonic = lambda: _start + (_real() - _start) * %d\n" % factor)
+        "time.monotonic = lambda: _start + (_real() - _start) * %d\n"
+        "_timer = threading.Timer\n"
+        "threading.Timer = lambda interval, *args: _timer(interval / %d, *args)\n" % (factor, factor))
     return {"PYTHONPATH": str(site)}
