@@ -41,12 +41,15 @@ APPROVAL_CHARS = 4000       # ... and characters
 RULES_CAP = 8000            # bytes per AGENTS.md / GROK.md file
 RULES_TOTAL_CAP = 24000     # bytes of project rules in all
 MAX_STRIKES = 3             # invalid replies in a row before a turn fails
+LOOP_NUDGE, LOOP_STOP = 2, 3    # rounds in a row with the same calls and results: the model is told, then stopped
 RETRY_STATUSES = (408, 429) + tuple(s for s in range(500, 600) if s not in (501, 505))
 RETRY_AFTER_CAP = 30.0      # seconds: a longer Retry-After is shortened to this
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)     # a symlink planted in place of a session file is an error, never followed
 SEARCH_ESTIMATE = 0.05      # USD reserved for a web_search before its first cost is known
 REPLY_CAP = 8 << 20         # bytes of one reply at most (or 1 KB per max_tokens, if more)
 CONNECT_TIMEOUT = 15.0      # seconds to open a connection (a host that drops packets), at most GROK_TIMEOUT
+SMALL_WINDOW = 4096         # tokens: a conversation under COMPACT_THRESHOLD of this needs no server's window
+WINDOW_ASK_TIMEOUT = 3.0    # seconds for asking a server other than xAI's its window (three ways at once)
 
 
 def env_float(name, default):
@@ -154,6 +157,7 @@ class Config:
         self.context_window = self.window_set or model_entry(WINDOWS, self.model, DEFAULT_WINDOW)
         self.max_tokens = int(env_float("GROK_MAX_TOKENS", 0)) or None
         self.max_iterations = int(env_float("GROK_MAX_ITERATIONS", 25))
+        self.loop_detection = env_flag("GROK_LOOP_DETECTION", True)
         self.bash_timeout = env_float("GROK_BASH_TIMEOUT", BASH_TIMEOUT)
         temperature = os.environ.get("GROK_TEMPERATURE", "0.5").strip()      # empty: not sent
         self.temperature = env_float("GROK_TEMPERATURE", 0.5) if temperature else None
@@ -436,12 +440,10 @@ class Client:
             self._shut(conn)
 
     @staticmethod
-    def _shut(conn, expired=None):
-        """Break conn's request: to cancel, or at its deadline (`expired` is then set first). conn.reading is our
-        own reference to the socket: http.client drops conn.sock while it reads a reply the server will close."""
+    def _shut(conn):
+        """Break conn's request: to cancel, or at its deadline. conn.reading is our own reference to the socket:
+        http.client drops conn.sock while it reads a reply the server will close."""
         import socket
-        if expired:
-            expired.set()
         with suppress(OSError, AttributeError):     # (AttributeError: no socket opened yet)
             (conn.sock or conn.reading).shutdown(socket.SHUT_RDWR)
 
@@ -475,11 +477,8 @@ class Client:
 
     def probe(self, path, payload=None):
         """get() of `path` on the server's root, or None."""
-        root = self.prefix[:-3] if self.prefix.endswith("/v1") else self.prefix
-        try:
-            return self.get(root + path, payload)
-        except (GrokError, HTTPStatusError, RetryableFault, ContractError):
-            return None
+        with suppress(GrokError, HTTPStatusError, RetryableFault, ContractError):
+            return self.get(re.sub("/v1$", "", self.prefix) + path, payload)
 
     def post(self, path, payload, on_stream=None, cancel=None, no_retry=None, cap=REPLY_CAP):
         """The JSON reply, or on_stream(reader) for an event stream; retries dropped connections, timeouts, 429
@@ -515,9 +514,8 @@ class Client:
         The deadline is a timer that shuts the socket: no read outlives it, however the server paces its bytes."""
         conn, reused = self._connect()      # (imports http.client, without ssl for plain http)
         import http.client
-        reusable, expired = False, threading.Event()
-        deadline = threading.Timer(self.timeout or 0, self._shut, (conn, expired))
-        deadline.daemon = True
+        reusable, started = False, time.monotonic()
+        deadline = threading.Timer(self.timeout or 0, self._shut, (conn,))     # (cancelled in finally)
         if self.timeout:
             deadline.start()
         try:
@@ -535,13 +533,14 @@ class Client:
             reusable = not resp.will_close
             return result
         except Exception as e:
-            fault = TimeoutError() if expired.is_set() else e       # whatever a read cut at the deadline led to
+            late = self.timeout and time.monotonic() - started >= self.timeout
+            fault = TimeoutError() if late else e       # whatever a read cut at the deadline led to
             if not isinstance(fault, (OSError, StreamBroken, http.client.HTTPException, ValueError)):
                 raise       # (ValueError: defensive, so no parse error inside http.client can end the REPL)
             raise network_fault(fault, self)
         finally:
             deadline.cancel()
-            self._release(conn, reusable and not expired.is_set())
+            self._release(conn, reusable)       # (shut by a late deadline: _send reconnects)
 
     def _refusal(self, resp, reader, no_retry):
         """The error a reply other than 2xx raises: 429/5xx a RetryableFault, unless no_retry(its HTTPStatusError)."""
@@ -1436,6 +1435,9 @@ class LimitReached(AgentError):
 
 
 INTERRUPTED = ("[interrupted by the user]", "[interrupted: the session ended during this turn]")
+LOOP_NOTE = {LOOP_NUDGE: "[Loop] You made these same tool calls and got these same results %d rounds in a row: "
+                         "repeating them changes nothing. Answer now with what you have (\"done\": true), or try "
+                         "something else." % LOOP_NUDGE}
 TURN_KEYS = ("input", "output", "reasoning", "cached", "total", "cost")
 
 
@@ -1448,7 +1450,7 @@ class Agent:
         self.client = Client(cfg.base_url, cfg.api_key, cfg.timeout, cfg.max_retries, cfg.backoff, notice=self.notice)
         self.tool_names = list(TOOLS)   # offered in the schema
         self.withdrawn = {}             # tools the server turned out not to offer: name -> the result calls get
-        self.window_asked = cfg.window_set or cfg.xai     # xAI's windows are in the table
+        self.recall_window()
         self.format_level = 0           # 0 json_schema, 1 json_object + schema, 2 plain json_object
         # Request fields a server may reject: each is dropped for the session, with one notice.
         self.optional = {k: getattr(cfg, k) for k in ("temperature", "reasoning_effort") if getattr(cfg, k) is not None}
@@ -1665,7 +1667,7 @@ class Agent:
     def after_overflow(self, e):
         """The server said the context is full: take its window size, compact, and ask once more."""
         if e.window and not self.cfg.window_set:
-            self.cfg.context_window = e.window
+            self.remember_window(e.window, "overflow error")
         self.notice("%s; compacting and asking once more" % e)
         with suppress(ContextOverflow):
             if self.compact():
@@ -1674,16 +1676,39 @@ class Agent:
                               "far as it goes: shorten the request, or give the server a larger window"
                               % (estimate_tokens(self.messages), e.window or self.cfg.context_window))
 
+    def recall_window(self):
+        """The model's window without asking: GROK_CONTEXT_WINDOW, xAI's table, what this server said in an earlier
+        run (0: it did not say), else the table's guess. window_known: whether it is more than a guess."""
+        cfg = self.cfg
+        self.window_key = "%s %s" % (cfg.base_url, self.model)     # what the window is remembered under
+        told = None if cfg.window_set or cfg.xai else read_windows(cfg.data_dir).get(self.window_key)
+        cfg.context_window = cfg.window_set or told or model_entry(WINDOWS, self.model, DEFAULT_WINDOW)
+        self.window_known = bool(cfg.window_set or cfg.xai or told)
+        self.window_asked = self.window_known or told is not None
+
     def learn_window(self):
-        """The context window a server other than xAI's reports (vLLM, llama.cpp, Ollama), asked once per session."""
+        """Ask a server other than xAI's for the model's window, the three ways vLLM, llama.cpp and Ollama answer
+        all at once and briefly; what it says, or that it says nothing, is remembered for later runs."""
         if self.window_asked:
             return
         self.window_asked = True
-        for path, payload in (("/v1/models", None), ("/props", None), ("/api/show", {"model": self.model})):
-            window = find_window(self.client.probe(path, payload))
-            if window:
-                self.cfg.context_window = window
-                return self.notice("context window: %d tokens (from the server's %s)" % (window, path))
+        from concurrent.futures import ThreadPoolExecutor
+        asker = Client(self.cfg.base_url, self.cfg.api_key, min(self.cfg.timeout or 60, WINDOW_ASK_TIMEOUT))
+        asks = (("/v1/models", None), ("/props", None), ("/api/show", {"model": self.model}))
+        with ThreadPoolExecutor(len(asks)) as pool:
+            told = list(pool.map(lambda ask: (find_window(asker.probe(*ask)), ask[0]), asks))
+        self.remember_window(*max(told, key=lambda said: said[0] is not None))
+
+    def remember_window(self, window, source):
+        """Take the window the server said (None: it did not say), for this run and in the data dir for later."""
+        self.cfg.context_window, self.window_known = window or self.cfg.context_window, bool(window)
+        self.notice("context window: %d tokens (from the server's %s)" % (window, source) if window else
+                    "the server did not say its context window: %d tokens assumed (GROK_CONTEXT_WINDOW sets it)"
+                    % self.cfg.context_window)
+        windows = dict(read_windows(self.cfg.data_dir), **{self.window_key: window or 0})
+        with suppress(OSError):
+            if not data_dir_problem(self.cfg.data_dir):
+                atomic_write(os.path.join(self.cfg.data_dir, "windows.json"), json_bytes(windows))
 
     def finish_step(self, result):
         self.ui.step_finish(self.step_no, {"finish_reason": result.finish_reason or "stop", "id": result.id,
@@ -1693,6 +1718,7 @@ class Agent:
     def run_turn(self, text):
         """Send one user message and loop until the model is done; returns the answer."""
         self.turn, self.rounds, self.strikes = dict.fromkeys(TURN_KEYS, 0), 0, 0    # turn: its usage and cost
+        self.streak = (None, 0)     # the last round's calls and results, and how many rounds in a row had them
         self.note_skills()
         self.request = {"role": "user", "content": clean_text(text)}
         self.add(self.request)
@@ -1735,11 +1761,27 @@ class Agent:
             self.finish_step(result)
         note = ("[Limit] That was the last tool round allowed in this turn (%d). Answer now with what you have and "
                 "say what is left to do; further tool calls will not run." % limit if self.rounds == limit else None)
-        self.add({"role": "user", "content": tool_results_message(results, note)})
+        seen = self.seen(calls, results)
+        self.add({"role": "user", "content": tool_results_message(results, note or LOOP_NOTE.get(seen))})
         if reply["done"] and answer.strip():     # done with tool calls: they ran; the response ends the turn
             self.add(final_reply(answer))
             return answer
-        return None
+        return self.stop_loop(answer, seen) if seen >= LOOP_STOP else None
+
+    def seen(self, calls, results):
+        """How many rounds in a row the model made these calls and got these results (0: loop detection is off)."""
+        key = json.dumps([calls, [result.output for _, result in results]], sort_keys=True)
+        self.streak = (key, (self.streak[1] + 1 if key == self.streak[0] else 1) * self.cfg.loop_detection)
+        return self.streak[1]
+
+    def stop_loop(self, answer, seen):
+        """End a turn that goes round in circles: its response is the answer; without one, an error."""
+        loop = "the model made the same tool calls and got the same results %d rounds in a row" % seen
+        if not answer.strip():
+            raise AgentError(loop + ", without an answer (GROK_LOOP_DETECTION=0 lets it go on)")
+        self.notice("loop stopped: %s; its response is the answer (GROK_LOOP_DETECTION=0 lets it go on)" % loop)
+        self.add(final_reply(answer))
+        return answer
 
     def strike(self, result, e):
         self.strikes += 1
@@ -1878,9 +1920,10 @@ class Agent:
     # -- compaction ----------------------------------------------------------
     def maybe_compact(self):
         """Compact when the last call's tokens and what came after its reply pass COMPACT_THRESHOLD."""
-        self.learn_window()
         since = max([i for i, m in enumerate(self.messages) if m["role"] == "assistant"] + [0]) + 1
         tokens = self.context_tokens + estimate_tokens(self.messages[since:])
+        if 0 < self.cfg.compact_threshold <= 100.0 * tokens / SMALL_WINDOW:     # the window could matter now
+            self.learn_window()
         if 0 < self.cfg.compact_threshold <= 100.0 * tokens / max(1, self.cfg.context_window):
             self.compact()
 
@@ -2005,6 +2048,14 @@ def find_window(obj, depth=0):
             return int(found.group(1)) if found else value
     children = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, list) else ()
     return next(filter(None, (find_window(c, depth + 1) for c in children)), None) if depth < 3 else None
+
+
+def read_windows(data_dir):
+    """{"base_url model": the window its server said, 0 if it said none}, as remembered in the data dir."""
+    got = read_regular(os.path.join(data_dir, "windows.json"), 1 << 20)
+    with suppress(TypeError, ValueError, AttributeError):      # no file, not JSON, not an object
+        return {k: v for k, v in json.loads(got[0]).items() if type(v) is int and v >= 0}
+    return {}
 
 
 def estimate_tokens(messages):
@@ -2318,9 +2369,7 @@ def run_line(agent, ui, line, keys, commands, help_text):
                 ui.write("conversation cleared\n")
             elif name == "/model":
                 agent.model = agent.cfg.model = arg.strip() or agent.model
-                if arg.strip() and not agent.cfg.window_set:        # the new model's window: the table's, or asked anew
-                    agent.cfg.context_window = model_entry(WINDOWS, agent.model, DEFAULT_WINDOW)
-                    agent.window_asked = agent.cfg.xai
+                agent.recall_window()       # the new model's: set, the table's, remembered, or asked when it matters
                 ui.write("model: %s (known: %s)\n" % (agent.model, ", ".join(sorted(PRICES))))
             elif name in commands:
                 commands[name](arg.strip())

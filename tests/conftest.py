@@ -53,8 +53,10 @@ def run(fake, isolated_env):
     def make_env(overrides=None):
         env = dict(os.environ)
         # The fake is not xAI's server: a window and grok-4.3's prices keep it answering like xAI.
+        # Scripted replies repeat one call to reach a limit: loop detection (test_stuck.py turns it on) is off.
         env.update({"GROK_API_KEY": TEST_KEY, "GROK_BASE_URL": fake.url, "GROK_RETRY_BACKOFF": "0.01",
-                    "NO_COLOR": "1", "GROK_CONTEXT_WINDOW": "1000000", "GROK_PRICES": "1.25,0.20,2.50"})
+                    "NO_COLOR": "1", "GROK_CONTEXT_WINDOW": "1000000", "GROK_PRICES": "1.25,0.20,2.50",
+                    "GROK_LOOP_DETECTION": "0"})
         for k, v in (overrides or {}).items():
             if v is None:
                 env.pop(k, None)

@@ -10,7 +10,7 @@ from conftest import GROK_DETAILED
 from fakeapi import answer, hang, raw, reply, tools
 from test_faults import closed_port, no_traceback
 
-LOCAL = {"GROK_CONTEXT_WINDOW": None, "GROK_PRICES": None}      # as a user of a local server runs it
+LOCAL = {"GROK_CONTEXT_WINDOW": None}      # as a user of a local server runs it (with prices: no notice)
 
 
 class Trickler:
@@ -113,3 +113,118 @@ def test_a_proxy_that_cannot_be_resolved_is_named_not_the_server(run, fake):
     assert p.returncode == 2 and fake.requests == []
     assert "cannot resolve host nonexistent.invalid:3128, the proxy in HTTP_PROXY (DNS)" in p.stderr
     assert "GROK_BASE_URL" not in p.stderr and p.stderr.count("retrying in") == 1
+
+
+# 3. The context window is asked only when it matters, briefly, and remembered per server and model.
+def usage(prompt, completion=50):
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def asked(fake):
+    return sorted(q.path for q in fake.requests if "/chat/" not in q.path)
+
+
+def test_a_short_conversation_asks_the_server_nothing_but_the_chat(run, fake):
+    fake.add(tools(("list_files", {})), answer("done"))
+    p = run("-p", "hi", env=LOCAL)
+    assert p.returncode == 0 and p.stdout == "done\n", p.stderr
+    assert asked(fake) == [] and "window" not in p.stderr
+
+
+def test_a_server_that_never_says_its_window_costs_a_short_wait_and_nothing_later(run, fake, isolated_env):
+    for path in ("/v1/models", "/props", "/api/show"):
+        fake.add(hang(120), path=path)
+    fake.add(tools(("list_files", {}), usage=usage(3500)), answer("done"))
+    p = run("-p", "hi", env=LOCAL, timeout=30)
+    assert p.returncode == 0 and p.stdout == "done\n", p.stderr
+    assert asked(fake) == ["/api/show", "/props", "/v1/models"]
+    assert "the server did not say its context window: 1000000 tokens assumed (GROK_CONTEXT_WINDOW sets it)\n" \
+        in p.stderr
+    fake.add(tools(("list_files", {}), usage=usage(3500)), answer("again"))
+    p = run("-p", "hi", env=LOCAL)
+    assert p.returncode == 0 and p.stdout == "again\n" and "window" not in p.stderr
+    assert len(asked(fake)) == 3        # a later run asks nothing
+
+
+def test_the_window_is_remembered_per_server_and_model(run, fake, isolated_env):
+    fake.add(raw(200, {"default_generation_settings": {"n_ctx": 8192}}), path="/props")
+    fake.add(tools(("list_files", {}), usage=usage(3500)), answer("done"))
+    p = run("-p", "hi", env=LOCAL)
+    assert p.returncode == 0 and "context window: 8192 tokens (from the server's /props)\n" in p.stderr
+    assert len(asked(fake)) == 3
+    # the next run compacts at 75% of 8,192 without asking again
+    fake.add(*[tools(("list_files", {}), usage=usage(100)) for _ in range(3)],
+             tools(("list_files", {}), usage=usage(6500)), reply("SUMMARY: listed."), answer("compacted"))
+    p = run("-p", "hi", env=LOCAL)
+    assert p.returncode == 0 and p.stdout == "compacted\n", p.stderr
+    assert "compacted 3 older messages" in p.stderr and len(asked(fake)) == 3
+    # another model on the same server is its own question
+    fake.add(raw(200, {"default_generation_settings": {"n_ctx": 2048}}), path="/props")
+    fake.add(tools(("list_files", {}), usage=usage(3500)), answer("other"))
+    p = run("-p", "hi", "-m", "other-model", env=LOCAL)
+    assert "context window: 2048 tokens (from the server's /props)" in p.stderr and len(asked(fake)) == 6
+
+
+# 4. A model that repeats itself is told once, then stopped; calls whose results change are not a loop.
+PARIS = "The capital of France is Paris."
+ON = {"GROK_LOOP_DETECTION": None}      # the default (the other tests' scripted replies turn it off)
+
+
+def looping(n, response=PARIS):
+    return [tools(("list_files", {"path": "."}), ("read_file", {"path": "notes.txt"}), response=response)] * n
+
+
+def loop_notes(fake):
+    return [i for i, q in enumerate(fake.chat_requests()) if "[Loop]" in q.last_user]
+
+
+def test_a_model_that_repeats_itself_is_told_once_then_its_response_is_the_answer(run, fake, isolated_env):
+    (isolated_env.work / "notes.txt").write_text("nothing about France\n")
+    fake.add(tools(("list_files", {})), *looping(3))
+    p = run("-p", "What is the capital of France?", env=ON)
+    assert p.returncode == 0 and p.stdout == PARIS + "\n", p.stderr
+    assert loop_notes(fake) == [3] and len(fake.chat_requests()) == 4
+    assert "You made these same tool calls and got these same results 2 rounds in a row" in fake.chat_requests()[3].last_user
+    assert p.stderr.count("loop stopped") == 1
+    assert ("loop stopped: the model made the same tool calls and got the same results 3 rounds in a row; its "
+            "response is the answer (GROK_LOOP_DETECTION=0 lets it go on)\n") in p.stderr
+
+
+def test_a_loop_without_a_response_ends_with_exit_3(run, fake, isolated_env):
+    (isolated_env.work / "notes.txt").write_text("nothing about France\n")
+    fake.add(*looping(3, response=None))
+    p = run("-p", "What is the capital of France?", env=ON)
+    assert p.returncode == 3 and p.stdout == "", p.stderr
+    assert p.stderr.endswith("grok: the model made the same tool calls and got the same results 3 rounds in a row, "
+                             "without an answer (GROK_LOOP_DETECTION=0 lets it go on)\n")
+    assert len(fake.chat_requests()) == 3
+    no_traceback(p.stderr)
+
+
+def test_polling_is_not_a_loop_until_its_results_stop_changing(run, fake):
+    poll = tools(("bash", {"command": "echo tick >> poll.log; wc -l < poll.log"}), response="still waiting")
+    stuck = tools(("bash", {"command": "echo building"}), response="still waiting")
+    fake.add(*[poll] * 4, *[stuck] * 3)
+    p = run("-p", "wait for the build", "-y", env=ON)
+    assert p.returncode == 0 and p.stdout == "still waiting\n", p.stderr
+    assert loop_notes(fake) == [6] and len(fake.chat_requests()) == 7 and p.stderr.count("loop stopped") == 1
+
+
+def test_a_repeat_between_other_calls_is_not_a_loop(run, fake, isolated_env):
+    (isolated_env.work / "notes.txt").write_text("nothing about France\n")
+    test = looping(1)[0]        # run between two edits, with the same result each time
+    edits = [tools(("write_file", {"path": "fix.py", "content": "attempt %d" % i})) for i in (1, 2)]
+    fake.add(test, edits[0], test, edits[1], test, test, test)
+    p = run("-p", "What is the capital of France?", "-y", env=ON)
+    assert p.returncode == 0 and p.stdout == PARIS + "\n", p.stderr
+    assert loop_notes(fake) == [6] and len(fake.chat_requests()) == 7 and p.stderr.count("loop stopped") == 1
+
+
+def test_loop_detection_can_be_turned_off(run, fake, isolated_env):
+    (isolated_env.work / "notes.txt").write_text("nothing about France\n")
+    fake.add(*looping(3))
+    assert run("-p", "What is the capital of France?", env=ON).returncode == 0 and len(fake.chat_requests()) == 3
+    fake.add(*looping(6))
+    p = run("-p", "What is the capital of France?", env={"GROK_LOOP_DETECTION": "0", "GROK_MAX_ITERATIONS": "5"})
+    assert p.returncode == 3 and "tool round limit reached" in p.stderr, p.stderr
+    assert loop_notes(fake) == [2] and len(fake.chat_requests()) == 9 and "loop stopped" not in p.stderr
