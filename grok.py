@@ -41,15 +41,15 @@ APPROVAL_CHARS = 4000       # ... and characters
 RULES_CAP = 8000            # bytes per AGENTS.md / GROK.md file
 RULES_TOTAL_CAP = 24000     # bytes of project rules in all
 MAX_STRIKES = 3             # invalid replies in a row before a turn fails
-LOOP_NUDGE, LOOP_STOP = 2, 3    # rounds in a row with the same calls and results: the model is told, then stopped
+LOOP_NUDGE, LOOP_STOP = 2, 3    # rounds in a row, same calls and results: told, then stopped
 RETRY_STATUSES = (408, 429) + tuple(s for s in range(500, 600) if s not in (501, 505))
 RETRY_AFTER_CAP = 30.0      # seconds: a longer Retry-After is shortened to this
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)     # a symlink planted in place of a session file is an error, never followed
 SEARCH_ESTIMATE = 0.05      # USD reserved for a web_search before its first cost is known
 REPLY_CAP = 8 << 20         # bytes of one reply at most (or 1 KB per max_tokens, if more)
 CONNECT_TIMEOUT = 15.0      # seconds to open a connection (a host that drops packets), at most GROK_TIMEOUT
-SMALL_WINDOW = 4096         # tokens: a conversation under COMPACT_THRESHOLD of this needs no server's window
-WINDOW_ASK_TIMEOUT = 3.0    # seconds for asking a server other than xAI's its window (three ways at once)
+SMALL_WINDOW = 4096         # tokens: under COMPACT_THRESHOLD of this, no window needs compacting
+WINDOW_ASK_TIMEOUT = 3.0    # seconds to ask a server (not xAI's) its window, three ways at once
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts")    # writable in a sandbox
 
 
@@ -445,8 +445,8 @@ class Client:
 
     @staticmethod
     def _shut(conn):
-        """Break conn's request: to cancel, or at its deadline. conn.reading is our own reference to the socket:
-        http.client drops conn.sock while it reads a reply the server will close."""
+        """Break conn's request: to cancel, or at its deadline. conn.reading is our own reference to
+        the socket: http.client drops conn.sock while it reads a reply the server will close."""
         import socket
         with suppress(OSError, AttributeError):     # (AttributeError: no socket opened yet)
             (conn.sock or conn.reading).shutdown(socket.SHUT_RDWR)
@@ -499,27 +499,25 @@ class Client:
             try:
                 return self._attempt("POST", self.prefix + path, body, headers, on_stream, cancel, no_retry, cap)
             except RetryableFault as fault:
-                problem, retry_after, broke, nobody = fault.args
+                problem, retry_after, broke = fault.args
                 breaks += broke
                 if breaks == 2 and on_stream and attempt < self.max_retries:  # the caller asks unstreamed
                     raise StreamBroken(problem)
             if cancel.is_set():
                 break
             attempt += 1
-            retries = min(self.max_retries, 1) if nobody else self.max_retries
-            if attempt > retries:
-                raise TransientError("%s (gave up after %d retries)" % (problem, retries))
+            if attempt > self.max_retries:
+                raise TransientError("%s (gave up after %d retries)" % (problem, self.max_retries))
             delay = retry_delay(attempt, self.backoff, retry_after)
-            self.notice("%s; retrying in %.1fs (%d/%d)" % (problem, delay, attempt, retries))
+            self.notice("%s; retrying in %.1fs (%d/%d)" % (problem, delay, attempt, self.max_retries))
         raise Cancelled("cancelled")
 
     def _attempt(self, method, path, body, headers, on_stream, cancel, no_retry, cap):
-        """One request and its whole reply, within GROK_TIMEOUT and `cap` bytes; RetryableFault if worth repeating.
-        The deadline is a timer that shuts the socket: no read outlives it, however the server paces its bytes."""
+        """One request and its whole reply, within GROK_TIMEOUT and `cap` bytes; RetryableFault if worth repeating."""
         conn, reused = self._connect()      # (imports http.client, without ssl for plain http)
         import http.client
         reusable, started = False, time.monotonic()
-        deadline = threading.Timer(self.timeout or 0, self._shut, (conn,))     # (cancelled in finally)
+        deadline = threading.Timer(self.timeout or 0, self._shut, (conn,))     # cuts any read
         if self.timeout:
             deadline.start()
         try:
@@ -536,12 +534,12 @@ class Client:
                 result = self._json(reader.read())
             reusable = not resp.will_close
             return result
-        except Exception as e:
-            late = self.timeout and time.monotonic() - started >= self.timeout
-            fault = TimeoutError() if late else e       # whatever a read cut at the deadline led to
-            if not isinstance(fault, (OSError, StreamBroken, http.client.HTTPException, ValueError)):
-                raise       # (ValueError: defensive, so no parse error inside http.client can end the REPL)
-            raise network_fault(fault, self)
+        except Exception as e:      # a read cut at the deadline may end in any of these
+            if self.timeout and time.monotonic() - started >= self.timeout:
+                e = TimeoutError()
+            elif not isinstance(e, (OSError, StreamBroken, http.client.HTTPException, ValueError)):
+                raise       # (ValueError: defensive: no parse error in http.client ends the REPL)
+            raise network_fault(e, self)
         finally:
             deadline.cancel()
             self._release(conn, reusable)       # (shut by a late deadline: _send reconnects)
@@ -559,7 +557,7 @@ class Client:
         if wait is None:
             wait = parse_retry_after(resp.getheader("retry-after-ms"), per_second=1000)     # OpenAI's
         return RetryableFault(scrub("%s (HTTP %d): %s" % ("rate limited" if resp.status == 429 else "server error",
-                                                         resp.status, err.server_message())), wait, False, False)
+                                                         resp.status, err.server_message())), wait, False)
 
     def _json(self, data):
         try:
@@ -571,11 +569,11 @@ class Client:
 
 class RetryableFault(Exception):
     """A failed attempt worth repeating. args: what went wrong (scrubbed), the seconds the server asked to wait
-    (or None), whether a reply stream broke off, whether nothing answers there (worth one quick retry only)."""
+    (or None), whether a reply stream broke off."""
 
 
 class ReplyReader:
-    """A reply body read within a size cap: an endless fast stream cannot hold the turn (the deadline: _attempt)."""
+    """A reply body read within a size cap: an endless fast stream cannot hold the turn."""
 
     def __init__(self, resp, cap):
         self.resp, self.cap, self.size = resp, cap, 0
@@ -615,8 +613,7 @@ def find_proxy(scheme, host):
 
 
 def network_fault(e, client):
-    """The RetryableFault that says what went wrong talking to the client's host; a UserError when retrying
-    cannot help."""
+    """The RetryableFault that says what went wrong talking to host; a UserError when retrying cannot help."""
     import http.client
     import socket
     host = client.host
@@ -625,8 +622,8 @@ def network_fault(e, client):
         return UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL, or point "
                          "SSL_CERT_FILE at your CA bundle" % (host, getattr(e, "verify_message", None) or e))
     proxy = client.proxy and "%s_PROXY" % ("HTTPS" if client.https else "HTTP")
-    addr = client.proxy[:2] if proxy else (host, client.port)
-    where = "%s:%d, the %s" % (addr + ("proxy in " + proxy if proxy else "server in GROK_BASE_URL",))
+    where = ("%s:%d, the proxy in %s" % (client.proxy[:2] + (proxy,)) if proxy
+             else "%s:%d, the server in GROK_BASE_URL" % (host, client.port))
     problems = (        # the first whose exception types e is one of
         (socket.gaierror, "cannot resolve host {where} (DNS)"),
         (ConnectionRefusedError, "connection refused by {where}: is it running?"),
@@ -639,9 +636,11 @@ def network_fault(e, client):
          "garbled reply from {host} ({name}: {short})"),
         (Exception, "network error talking to {host}: {e}"))
     problem = next(text for kinds, text in problems if isinstance(e, kinds))
-    problem = scrub(problem.format(host=host, where=where, e=e, name=type(e).__name__, short=str(e)[:100]))
-    nobody = isinstance(e, (socket.gaierror, ConnectionRefusedError))
-    return RetryableFault(problem, None, isinstance(e, StreamBroken), nobody)
+    problem = scrub(problem.format(host=host, where=where, e=e, name=type(e).__name__,
+                                   short=str(e)[:100]))
+    if isinstance(e, (socket.gaierror, ConnectionRefusedError)):      # nothing answers there
+        return TransientError(problem)
+    return RetryableFault(problem, None, isinstance(e, StreamBroken))
 
 
 class ChatResult:
@@ -1514,9 +1513,9 @@ class LimitReached(AgentError):
 
 
 INTERRUPTED = ("[interrupted by the user]", "[interrupted: the session ended during this turn]")
-LOOP_NOTE = {LOOP_NUDGE: "[Loop] You made these same tool calls and got these same results %d rounds in a row: "
-                         "repeating them changes nothing. Answer now with what you have (\"done\": true), or try "
-                         "something else." % LOOP_NUDGE}
+LOOP_NOTE = {LOOP_NUDGE: "[Loop] You made these same tool calls and got these same results %d "
+                         "rounds in a row: repeating them changes nothing. Answer now "
+                         "(\"done\": true), or try something else." % LOOP_NUDGE}
 TURN_KEYS = ("input", "output", "reasoning", "cached", "total", "cost")
 
 
@@ -1756,34 +1755,32 @@ class Agent:
                               % (estimate_tokens(self.messages), e.window or self.cfg.context_window))
 
     def recall_window(self):
-        """The model's window without asking: GROK_CONTEXT_WINDOW, xAI's table, what this server said in an earlier
-        run (0: it did not say), else the table's guess. window_known: whether it is more than a guess."""
-        cfg = self.cfg
-        self.window_key = "%s %s" % (cfg.base_url, self.model)     # what the window is remembered under
-        told = None if cfg.window_set or cfg.xai else read_windows(cfg.data_dir).get(self.window_key)
-        cfg.context_window = cfg.window_set or told or model_entry(WINDOWS, self.model, DEFAULT_WINDOW)
-        self.window_known = bool(cfg.window_set or cfg.xai or told)
+        """The model's window without asking: set, xAI's, what this server said, else a guess."""
+        cfg, self.window_key = self.cfg, "%s %s" % (self.cfg.base_url, self.model)
+        told = read_windows(cfg.data_dir).get(self.window_key)
+        guess = model_entry(WINDOWS, self.model, DEFAULT_WINDOW)
+        cfg.context_window = cfg.window_set or told or guess
+        self.window_known = bool(cfg.window_set or cfg.xai or told)    # else the window is a guess
         self.window_asked = self.window_known or told is not None
 
     def learn_window(self):
-        """Ask a server other than xAI's for the model's window, the three ways vLLM, llama.cpp and Ollama answer
-        all at once and briefly; what it says, or that it says nothing, is remembered for later runs."""
+        """Ask a server other than xAI's for the model's window, the three ways vLLM, llama.cpp and
+        Ollama answer, at once and briefly; what it says, or its silence, is remembered."""
         if self.window_asked:
             return
         self.window_asked = True
         from concurrent.futures import ThreadPoolExecutor
-        asker = Client(self.cfg.base_url, self.cfg.api_key, min(self.cfg.timeout or 60, WINDOW_ASK_TIMEOUT))
+        asker = Client(self.cfg.base_url, self.cfg.api_key, WINDOW_ASK_TIMEOUT)
         asks = (("/v1/models", None), ("/props", None), ("/api/show", {"model": self.model}))
         with ThreadPoolExecutor(len(asks)) as pool:
             told = list(pool.map(lambda ask: (find_window(asker.probe(*ask)), ask[0]), asks))
         self.remember_window(*max(told, key=lambda said: said[0] is not None))
 
     def remember_window(self, window, source):
-        """Take the window the server said (None: it did not say), for this run and in the data dir for later."""
+        """Take the window the server said (None: it said none), now and, in the data dir, later."""
         self.cfg.context_window, self.window_known = window or self.cfg.context_window, bool(window)
-        self.notice("context window: %d tokens (from the server's %s)" % (window, source) if window else
-                    "the server did not say its context window: %d tokens assumed (GROK_CONTEXT_WINDOW sets it)"
-                    % self.cfg.context_window)
+        if window:
+            self.notice("context window: %d tokens (from the server's %s)" % (window, source))
         windows = dict(read_windows(self.cfg.data_dir), **{self.window_key: window or 0})
         with suppress(OSError):
             if not data_dir_problem(self.cfg.data_dir):
@@ -1797,7 +1794,7 @@ class Agent:
     def run_turn(self, text):
         """Send one user message and loop until the model is done; returns the answer."""
         self.turn, self.rounds, self.strikes = dict.fromkeys(TURN_KEYS, 0), 0, 0    # turn: its usage and cost
-        self.streak = (None, 0)     # the last round's calls and results, and how many rounds in a row had them
+        self.streak = (None, 0)     # the last round's calls and results, and rounds in a row
         self.note_skills()
         self.request = {"role": "user", "content": clean_text(text)}
         self.add(self.request)
@@ -1841,24 +1838,26 @@ class Agent:
         note = ("[Limit] That was the last tool round allowed in this turn (%d). Answer now with what you have and "
                 "say what is left to do; further tool calls will not run." % limit if self.rounds == limit else None)
         seen = self.seen(calls, results)
-        self.add({"role": "user", "content": tool_results_message(results, note or LOOP_NOTE.get(seen))})
+        note = note or LOOP_NOTE.get(seen)
+        self.add({"role": "user", "content": tool_results_message(results, note)})
         if reply["done"] and answer.strip():     # done with tool calls: they ran; the response ends the turn
             self.add(final_reply(answer))
             return answer
         return self.stop_loop(answer, seen) if seen >= LOOP_STOP else None
 
     def seen(self, calls, results):
-        """How many rounds in a row the model made these calls and got these results (0: loop detection is off)."""
+        """How many rounds in a row the model made these calls and got these results (0: off)."""
         key = json.dumps([calls, [result.output for _, result in results]], sort_keys=True)
-        self.streak = (key, (self.streak[1] + 1 if key == self.streak[0] else 1) * self.cfg.loop_detection)
+        count = self.streak[1] + 1 if key == self.streak[0] else 1
+        self.streak = (key, count * self.cfg.loop_detection)
         return self.streak[1]
 
     def stop_loop(self, answer, seen):
-        """End a turn that goes round in circles: its response is the answer; without one, an error."""
-        loop = "the model made the same tool calls and got the same results %d rounds in a row" % seen
+        """End a turn that goes round in circles: its response is the answer, else an error."""
+        loop = "the model repeated the same tool calls and results %d rounds in a row" % seen
         if not answer.strip():
             raise AgentError(loop + ", without an answer (GROK_LOOP_DETECTION=0 lets it go on)")
-        self.notice("loop stopped: %s; its response is the answer (GROK_LOOP_DETECTION=0 lets it go on)" % loop)
+        self.notice("loop stopped: %s; its response is the answer" % loop)
         self.add(final_reply(answer))
         return answer
 
@@ -2002,7 +2001,7 @@ class Agent:
         """Compact when the last call's tokens and what came after its reply pass COMPACT_THRESHOLD."""
         since = max([i for i, m in enumerate(self.messages) if m["role"] == "assistant"] + [0]) + 1
         tokens = self.context_tokens + estimate_tokens(self.messages[since:])
-        if 0 < self.cfg.compact_threshold <= 100.0 * tokens / SMALL_WINDOW:     # the window could matter now
+        if 0 < self.cfg.compact_threshold <= 100.0 * tokens / SMALL_WINDOW:     # the window matters
             self.learn_window()
         if 0 < self.cfg.compact_threshold <= 100.0 * tokens / max(1, self.cfg.context_window):
             self.compact()
@@ -2131,7 +2130,7 @@ def find_window(obj, depth=0):
 
 
 def read_windows(data_dir):
-    """{"base_url model": the window its server said, 0 if it said none}, as remembered in the data dir."""
+    """{"base_url model": the window its server said, 0 if none}, as remembered in the data dir."""
     got = read_regular(os.path.join(data_dir, "windows.json"), 1 << 20)
     with suppress(TypeError, ValueError, AttributeError):      # no file, not JSON, not an object
         return {k: v for k, v in json.loads(got[0]).items() if type(v) is int and v >= 0}
@@ -2449,7 +2448,7 @@ def run_line(agent, ui, line, keys, commands, help_text):
                 ui.write("conversation cleared\n")
             elif name == "/model":
                 agent.model = agent.cfg.model = arg.strip() or agent.model
-                agent.recall_window()       # the new model's: set, the table's, remembered, or asked when it matters
+                agent.recall_window()       # the new model's: set, the table's, remembered, asked
                 ui.write("model: %s (known: %s)\n" % (agent.model, ", ".join(sorted(PRICES))))
             elif name in commands:
                 commands[name](arg.strip())

@@ -66,7 +66,7 @@ def test_a_summary_that_is_cut_off_or_larger_is_not_taken(run, fake, summary):
     assert b"SSSS" not in after.body and b"LLLL" not in after.body
 
 
-# 4. The context window is learned from the server (llama.cpp, vLLM, Ollama), asked the three ways at once.
+# 4. The context window is learned from the server (llama.cpp, vLLM, Ollama), asked 3 ways at once.
 @pytest.mark.parametrize("path,body", [
     ("/props", {"default_generation_settings": {"n_ctx": 8192}, "total_slots": 1}),
     ("/v1/models", {"object": "list", "data": [{"id": "m", "object": "model", "max_model_len": 8192}]}),
@@ -89,7 +89,7 @@ def test_another_model_gets_its_own_context_window(run, fake):
     fake.add(raw(200, {"default_generation_settings": {"n_ctx": 8192}}),
              raw(200, {"default_generation_settings": {"n_ctx": 4096}}), path="/props")
     fake.add(answer("one"), answer("two"))
-    first = "word " * 3000      # past 75% of a 4,096-token window: the window matters from the first request
+    first = "word " * 3000      # past 75% of 4,096 tokens: the window matters from the start
     r = piped(run, first + "\n/model small-model\nsecond\n", env=LOCAL)
     assert r.returncode == 0, r.stderr
     assert "context window: 8192 tokens" in r.stderr and "context window: 4096 tokens" in r.stderr
