@@ -517,9 +517,8 @@ class Client:
         conn, reused = self._connect()      # (imports http.client, without ssl for plain http)
         import http.client
         reusable, started = False, time.monotonic()
-        deadline = threading.Timer(self.timeout or 0, self._shut, (conn,))     # cuts any read
-        if self.timeout:
-            deadline.start()
+        deadline = threading.Timer(self.timeout or threading.TIMEOUT_MAX, self._shut, (conn,))
+        deadline.start()        # it shuts the socket, cutting any read, however slow
         try:
             resp = self._send(conn, reused, method, path, body, headers, cancel)
             reader = ReplyReader(resp, cap)
@@ -775,10 +774,9 @@ class ResponseStreamer:
 
     @staticmethod
     def _decode(raw):
-        try:
+        with suppress(ValueError):          # a bad escape: the text without it
             return json.loads('"%s"' % raw, strict=False)
-        except ValueError:          # a bad escape: the text without it
-            return raw.replace("\\", "")
+        return raw.replace("\\", "")
 
 
 # --- The JSON contract ---
@@ -1756,8 +1754,12 @@ class Agent:
 
     def recall_window(self):
         """The model's window without asking: set, xAI's, what this server said, else a guess."""
-        cfg, self.window_key = self.cfg, "%s %s" % (self.cfg.base_url, self.model)
-        told = read_windows(cfg.data_dir).get(self.window_key)
+        cfg, self.window_key, self.windows = self.cfg, "%s %s" % (self.cfg.base_url, self.model), {}
+        got = read_regular(os.path.join(cfg.data_dir, "windows.json"), 1 << 20)
+        with suppress(TypeError, ValueError, AttributeError):      # no file, no JSON object
+            said = json.loads(got[0]).items()
+            self.windows = {k: n for k, n in said if type(n) is int and n >= 0}
+        told = self.windows.get(self.window_key)
         guess = model_entry(WINDOWS, self.model, DEFAULT_WINDOW)
         cfg.context_window = cfg.window_set or told or guess
         self.window_known = bool(cfg.window_set or cfg.xai or told)    # else the window is a guess
@@ -1781,10 +1783,10 @@ class Agent:
         self.cfg.context_window, self.window_known = window or self.cfg.context_window, bool(window)
         if window:
             self.notice("context window: %d tokens (from the server's %s)" % (window, source))
-        windows = dict(read_windows(self.cfg.data_dir), **{self.window_key: window or 0})
+        self.windows[self.window_key] = window or 0
         with suppress(OSError):
             if not data_dir_problem(self.cfg.data_dir):
-                atomic_write(os.path.join(self.cfg.data_dir, "windows.json"), json_bytes(windows))
+                atomic_write(self.cfg.data_dir + "/windows.json", json_bytes(self.windows))
 
     def finish_step(self, result):
         self.ui.step_finish(self.step_no, {"finish_reason": result.finish_reason or "stop", "id": result.id,
@@ -2104,10 +2106,9 @@ def tool_results_message(results, note=None):
 
 def clean_text(text):
     """Undecodable input bytes (surrogate escapes from stdin or argv) as U+FFFD, so the text encodes as UTF-8."""
-    try:
+    with suppress(UnicodeEncodeError):
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "replace").decode("utf-8")
+    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def failure_reason(output):
@@ -2127,14 +2128,6 @@ def find_window(obj, depth=0):
             return int(found.group(1)) if found else value
     children = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, list) else ()
     return next(filter(None, (find_window(c, depth + 1) for c in children)), None) if depth < 3 else None
-
-
-def read_windows(data_dir):
-    """{"base_url model": the window its server said, 0 if none}, as remembered in the data dir."""
-    got = read_regular(os.path.join(data_dir, "windows.json"), 1 << 20)
-    with suppress(TypeError, ValueError, AttributeError):      # no file, not JSON, not an object
-        return {k: v for k, v in json.loads(got[0]).items() if type(v) is int and v >= 0}
-    return {}
 
 
 def estimate_tokens(messages):

@@ -308,3 +308,15 @@ def test_loop_detection_can_be_turned_off(run, fake, isolated_env):
         and len(fake.chat_requests()) == 9
         and "loop stopped" not in p.stderr
     )
+
+
+@pytest.mark.parametrize("saved", [b"\xff\xfe not json", b"[8192]", b'{"x": "8192", "y": -1}'])
+def test_a_damaged_window_file_is_asked_again_and_rewritten(run, fake, isolated_env, saved):
+    windows = isolated_env.home / ".local" / "share" / "grok-agent" / "windows.json"
+    windows.parent.mkdir(parents=True, mode=0o700)
+    windows.write_bytes(saved)
+    fake.add(raw(200, {"default_generation_settings": {"n_ctx": 8192}}), path="/props")
+    fake.add(tools(("list_files", {}), usage=usage(3500)), answer("done"))
+    p = run("-p", "hi", env=LOCAL)
+    assert p.returncode == 0 and "context window: 8192 tokens" in p.stderr, p.stderr
+    assert json.loads(windows.read_text())["%s grok-4.3" % fake.url] == 8192
