@@ -1763,14 +1763,12 @@ class Agent:
         guess = model_entry(WINDOWS, self.model, DEFAULT_WINDOW)
         cfg.context_window = cfg.window_set or told or guess
         self.window_known = bool(cfg.window_set or cfg.xai or told)    # else the window is a guess
-        self.window_asked = self.window_known or told is not None
 
     def learn_window(self):
         """Ask a server other than xAI's for the model's window, the three ways vLLM, llama.cpp and
         Ollama answer, at once and briefly; what it says, or its silence, is remembered."""
-        if self.window_asked:
+        if self.window_known or self.window_key in self.windows:       # (0: asked, not told)
             return
-        self.window_asked = True
         from concurrent.futures import ThreadPoolExecutor
         asker = Client(self.cfg.base_url, self.cfg.api_key, WINDOW_ASK_TIMEOUT)
         asks = (("/v1/models", None), ("/props", None), ("/api/show", {"model": self.model}))
