@@ -2083,11 +2083,10 @@ def final_reply(text):
 
 def tool_calls_in(content):
     """How many tool calls an assistant message asked for."""
-    try:
+    with suppress(ContractError, AttributeError):
         calls = extract_json_object(str(content)).get("tool_calls")
-    except (ContractError, AttributeError):
-        return 0
-    return len(calls) if isinstance(calls, list) else 0
+        return len(calls) if isinstance(calls, list) else 0
+    return 0
 
 
 def tool_results_message(results, note=None):
@@ -3257,9 +3256,9 @@ ENV_HELP = """environment:
   GROK_DATA_DIR                sessions and history (default ~/.local/share/grok-agent)
   GROK_PRICES                  IN,CACHED,OUT USD per million tokens, for servers other than xAI's
   also (see the README): GROK_CONTEXT_WINDOW, GROK_TEMPERATURE, GROK_TIMEOUT, GROK_MAX_RETRIES,
-  GROK_RETRY_BACKOFF, GROK_MAX_ITERATIONS, GROK_MAX_TOKENS, GROK_BASH_TIMEOUT, GROK_SUMMARY_MODEL,
-  GROK_STREAM, GROK_ALWAYS_APPROVE, GROK_DEBUG, COMPACT_THRESHOLD, HTTPS_PROXY / HTTP_PROXY /
-  NO_PROXY, NO_COLOR, GROK_SANDBOX, GROK_SANDBOX_BACKEND
+  GROK_RETRY_BACKOFF, GROK_MAX_ITERATIONS, GROK_LOOP_DETECTION, GROK_MAX_TOKENS, GROK_BASH_TIMEOUT,
+  GROK_SUMMARY_MODEL, GROK_STREAM, GROK_ALWAYS_APPROVE, GROK_DEBUG, COMPACT_THRESHOLD, HTTPS_PROXY /
+  HTTP_PROXY / NO_PROXY, NO_COLOR, GROK_SANDBOX, GROK_SANDBOX_BACKEND
 
 other commands: grok models [--json]   the server's models (the default marked)
 

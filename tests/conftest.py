@@ -42,6 +42,8 @@ def isolated_env(tmp_path, monkeypatch):
     for name in list(os.environ):
         if name.startswith(_SCRUB_PREFIXES) or name in _SCRUB_NAMES:
             monkeypatch.delenv(name)
+    # Scripted replies repeat a call to reach a limit: loop detection off (test_stuck turns it on).
+    monkeypatch.setenv("GROK_LOOP_DETECTION", "0")
     monkeypatch.chdir(work)
     return types.SimpleNamespace(home=home, work=work)
 
@@ -66,11 +68,8 @@ def run(fake, isolated_env):
     def make_env(overrides=None):
         env = dict(os.environ)
         # The fake is not xAI's server: a window and grok-4.3's prices keep it answering like xAI.
-        # Scripted replies repeat one call to reach a limit: loop detection is off (test_stuck.py
-        # turns it on).
         env.update({"GROK_API_KEY": TEST_KEY, "GROK_BASE_URL": fake.url, "GROK_RETRY_BACKOFF": "0.01",
-                    "NO_COLOR": "1", "GROK_CONTEXT_WINDOW": "1000000",
-                    "GROK_PRICES": "1.25,0.20,2.50", "GROK_LOOP_DETECTION": "0"})
+                    "NO_COLOR": "1", "GROK_CONTEXT_WINDOW": "1000000", "GROK_PRICES": "1.25,0.20,2.50"})
         for k, v in (overrides or {}).items():
             if v is None:
                 env.pop(k, None)
