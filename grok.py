@@ -1837,7 +1837,7 @@ class Agent:
             self.finish_step(result)
         note = ("[Limit] That was the last tool round allowed in this turn (%d). Answer now with what you have and "
                 "say what is left to do; further tool calls will not run." % limit if self.rounds == limit else None)
-        seen = self.seen(calls, results)
+        seen = self.seen(results)
         note = note or LOOP_NOTE.get(seen)
         self.add({"role": "user", "content": tool_results_message(results, note)})
         if reply["done"] and answer.strip():     # done with tool calls: they ran; the response ends the turn
@@ -1845,9 +1845,9 @@ class Agent:
             return answer
         return self.stop_loop(answer, seen) if seen >= LOOP_STOP else None
 
-    def seen(self, calls, results):
-        """How many rounds in a row the model made these calls and got these results (0: off)."""
-        key = json.dumps([calls, [result.output for _, result in results]], sort_keys=True)
+    def seen(self, results):
+        """How many rounds in a row had these calls and results, in any order or number (0: off)."""
+        key = sorted({json.dumps([i.name, i.args, r.output], sort_keys=True) for i, r in results})
         count = self.streak[1] + 1 if key == self.streak[0] else 1
         self.streak = (key, count * self.cfg.loop_detection)
         return self.streak[1]

@@ -217,11 +217,10 @@ ON = {"GROK_LOOP_DETECTION": None}  # the default (the other tests' scripted rep
 
 
 def looping(n, response=PARIS):
-    return [
-        tools(
-            ("list_files", {"path": "."}), ("read_file", {"path": "notes.txt"}), response=response
-        )
-    ] * n
+    """The same calls round after round, in another order and number each time (as SmolLM2 did)."""
+    listing, reading = ("list_files", {"path": "."}), ("read_file", {"path": "notes.txt"})
+    rounds = [(listing, reading), (reading, listing, listing)]
+    return [tools(*rounds[i % 2], response=response) for i in range(n)]
 
 
 def loop_notes(fake):
