@@ -68,7 +68,7 @@ def run(fake, isolated_env):
         # The fake is not xAI's server: a window and grok-4.3's prices keep it answering like xAI.
         env.update({"GROK_API_KEY": TEST_KEY, "GROK_BASE_URL": fake.url, "GROK_RETRY_BACKOFF": "0.01",
                     "NO_COLOR": "1", "GROK_CONTEXT_WINDOW": "1000000", "GROK_PRICES": "1.25,0.20,2.50"})
-        env["GROK_LOOP_DETECTION"] = "0"    # scripted replies repeat a call (test_stuck turns it on)
+        env["GROK_LOOP_DETECTION"] = "0"    # scripted replies repeat calls (test_stuck turns it on)
         for k, v in (overrides or {}).items():
             if v is None:
                 env.pop(k, None)
