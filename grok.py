@@ -46,6 +46,7 @@ RETRY_AFTER_CAP = 30.0      # seconds: a longer Retry-After is shortened to this
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)     # a symlink planted in place of a session file is an error, never followed
 SEARCH_ESTIMATE = 0.05      # USD reserved for a web_search before its first cost is known
 REPLY_CAP = 8 << 20         # bytes of one reply at most (or 1 KB per max_tokens, if more)
+DENIED = "denied: the user did not allow this %s call; do not retry it, ask or take another way"
 CONNECT_TIMEOUT = 15.0      # seconds to open a connection (a host that drops packets), at most GROK_TIMEOUT
 
 
@@ -123,15 +124,46 @@ def env_flag(name, default=False):
     return value not in ("0", "false", "no") if value else default
 
 
+def own_setting(name):
+    """$name, else its value in the person's own .env files (a project's ./.env never picks a server)."""
+    files = [os.path.expanduser(f) for f in ENV_FILES if f != "./.env"]
+    return os.environ.get(name) or next(filter(None, (read_env_file(f, (name,)) for f in files)), None)
+
+
+def ask_api_key():
+    """On a terminal: (the key typed, not shown; where it is kept): ~/.grok/.env (0600) if the person agrees."""
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        return None, None
+    import getpass
+    sys.stderr.write("grok: no API key yet (get one at https://console.x.ai).\n")
+    try:
+        key = "".join(getpass.getpass("API key (not shown; empty to quit): ", sys.stderr).split())
+    except EOFError:
+        key = ""
+    if key and (ask_tty("save it to %s (0600)? [Y/n] " % ENV_FILES[0]) or "y").lower().startswith("y"):
+        path = os.path.expanduser(ENV_FILES[0])
+        try:
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            with open(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o600), "a") as f:
+                f.write("\nGROK_API_KEY=%s\n" % key)
+            os.chmod(path, 0o600)
+            sys.stderr.write("grok: saved to %s\n" % path)
+        except OSError as e:
+            sys.stderr.write("grok: not saved (%s: %s); used for this run only\n" % (path, e.strerror or e))
+    return (key, "the terminal") if key else (None, None)
+
+
 class Config:
     """Everything the engine needs, from flags with an environment fallback."""
 
     def __init__(self, model=None, cwd=None, always_approve=False, require_key=True, effort=None):
         self.api_key, self.key_source = find_api_key()
         if require_key and not self.api_key:
+            self.api_key, self.key_source = ask_api_key()
+        if require_key and not self.api_key:
             raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put GROK_API_KEY=... in "
                             + ", ".join(ENV_FILES))
-        self.base_url = (os.environ.get("GROK_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        self.base_url = (own_setting("GROK_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         url = check_base_url(self.base_url)
         self.xai = ("." + url.hostname).endswith(".x.ai")
         SECRETS.update(filter(None, (self.api_key, url.password)))
@@ -145,7 +177,7 @@ class Config:
         self.stream = env_flag("GROK_STREAM", True)
         if model == "grok-build" != os.environ.get("GROK_MODEL"):
             model = None        # the model name of xAI's CLI, which its clients pass: the default model here
-        self.model = model or os.environ.get("GROK_MODEL") or DEFAULT_MODEL
+        self.model = model or own_setting("GROK_MODEL") or DEFAULT_MODEL
         self.reasoning_effort = effort
         self.summary_model = os.environ.get("GROK_SUMMARY_MODEL") or self.model
         self.cost_limit = env_float("COST_LIMIT", 10.0)
@@ -1390,13 +1422,25 @@ def list_sessions(directory):
         yield session_id, mtime, ("[bash grok] " if s.legacy else "") + " ".join(first.split()).rstrip(" -")[:80], cost
 
 
+def sessions_text(agent, width):
+    """/sessions: the newest ten saved sessions (* this one) but those nobody typed into, a line each."""
+    here = agent.session.id
+    found = [s for s in list_sessions(agent.cfg.data_dir) if s[2] or s[0] == here]
+    lines = ["%s %s  %s  $%.4f  %s" % ("*" if sid == here else " ", sid, time.strftime("%Y-%m-%d %H:%M", (
+        time.localtime(mtime))), cost, first or "(empty)") for sid, mtime, first, cost in found[:10]]
+    lines += ["  (%d older sessions not shown)" % (len(found) - 10)] * (len(found) > 10)
+    lines = [(line if len(line) <= width else line[:width - 3] + "...") for line in map(visible, lines)]
+    return "\n".join(lines or ["no saved sessions in %s" % os.path.join(agent.cfg.data_dir, "sessions")]) + "\n"
+
+
 def find_session(directory, key):
     """The saved session `key` names: its whole id, the start of it, or its random suffix."""
     ids = session_ids(directory)
     found = [i for i in ids if i == key] or [i for i in ids if i.startswith(key) or i.endswith(key)]
     if len(found) != 1:
-        raise UserError("%r matches %d sessions; give more of the id" % (key, len(found)) if found
-                        else "no session %r in %s" % (key, os.path.join(directory, "sessions")))
+        raise UserError("%r matches %d sessions; give more of the id: %s%s" % (
+            key, len(found), ", ".join(found[:8]), ", ..." * (len(found) > 8)) if found
+            else "no session %r in %s" % (key, os.path.join(directory, "sessions")))
     return found[0]
 
 
@@ -1476,10 +1520,18 @@ class Agent:
         with self.ui_lock:         # tools running in threads may report retries
             self.ui.notice(scrub(text))
 
-    def once(self, key, text):
-        if key not in self.said:
-            self.said.add(key)
-            self.notice(text)
+    def once(self, key, text, remember=False):
+        """A notice given once a session; remember: once ever (the keys are kept in the data dir's `told`)."""
+        key, path = scrub(key), os.path.join(self.cfg.data_dir, "told")
+        told = remember and (read_regular(path, 65536) or (b"",))[0].decode("utf-8", "replace").splitlines()
+        if key in self.said or key in (told or ()):
+            return
+        self.said.add(key)
+        self.notice(text)
+        if remember and not data_dir_problem(self.cfg.data_dir):
+            with suppress(OSError), open(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o600),
+                                         "a") as f:
+                f.write(key + "\n")
 
     def add(self, message):
         """A message; one the program writes itself has a "kind" ("note", "summary"): stored, not sent."""
@@ -1515,8 +1567,9 @@ class Agent:
         cost, known = usage_cost(model, usage, self.cfg.prices)
         if not known:
             limit = ", so COST_LIMIT cannot apply" if self.cfg.cost_limit > 0 else ""
-            self.once("price", "price unknown for model %s at %s: cost is not tracked%s (GROK_PRICES=IN,CACHED,OUT "
-                      "sets prices in USD per million tokens)" % (model, self.cfg.base_url, limit))
+            self.once("price " + self.cfg.base_url, "price unknown for model %s at %s: cost is not tracked%s "
+                      "(GROK_PRICES=IN,CACHED,OUT sets prices in USD per million tokens; shown once per server)"
+                      % (model, self.cfg.base_url, limit), remember=True)
         if usage_numbers(usage)["odd"]:
             self.once("odd", "the server's usage has numbers that are not counts (%s): ignored"
                       % json.dumps(usage, default=str)[:200])
@@ -1770,8 +1823,7 @@ class Agent:
         results, runnable = [None] * len(items), []
         for item in items:
             if not self.approved(item):
-                denied = "denied: the user did not allow this %s call; do not retry it, ask or take another way"
-                results[item.index] = self.finish_tool(item, ToolResult(denied % item.name, ok=False))
+                results[item.index] = self.finish_tool(item, ToolResult(DENIED % item.name, ok=False))
             elif item.name == "ask_user":
                 self.ui.tool_start(item)
                 results[item.index] = self.finish_tool(item, self.call_tool(item))
@@ -2122,6 +2174,17 @@ class TerminalUI(UI):
     def paint(self, code, text):
         return "\033[%sm%s\033[0m" % (code, text) if self.color else text
 
+    def width(self):
+        return max(40, terminal_width())
+
+    def fitted(self, text, more="  "):
+        """On a terminal, the lines too long for it broken at spaces; a continued line is indented more."""
+        import textwrap
+        width = self.width() if self.out.isatty() else 1 << 30
+        return "\n".join(line if len(line) <= width else "\n".join(textwrap.wrap(
+            line, width, expand_tabs=False, replace_whitespace=False, break_on_hyphens=False,
+            subsequent_indent=line[:len(line) - len(line.lstrip())] + more)) for line in text.split("\n"))
+
     def write(self, text):
         self.wait_stop()
         self.raw(text)
@@ -2177,12 +2240,13 @@ class TerminalUI(UI):
 
     def tool_start(self, call):
         self.stream_reset()
-        self.write(self.paint("90", visible("[%s] %s" % (call.name, call.shown[:200]), newlines=False)) + "\n")
+        self.write(self.paint("90", self.fitted(visible("[%s] %s" % (call.name, call.shown[:200]), False))) + "\n")
 
     def tool_end(self, call, result):
         if not result.ok:       # failed or denied
-            self.write(self.paint("31", visible("✗ [%s] %s: %s" % (call.name, call.shown[:60], failure_reason(
-                result.output)), newlines=False)) + "\n")
+            why = "denied, not run" if result.output == DENIED % call.name else failure_reason(result.output)
+            self.write(self.paint("31", self.fitted(visible("✗ [%s] %s: %s" % (call.name, call.shown[:60], why),
+                                                            False))) + "\n")
 
     def answer(self, text):
         self.write(("\n\n" if self.open_line else "\n") if self.streamed else "\n%s\n\n" % visible(text))
@@ -2190,7 +2254,7 @@ class TerminalUI(UI):
 
     def notice(self, text):
         self.pause()
-        print(self.paint("33", visible(text)), file=sys.stderr, flush=True)
+        print(self.paint("33", self.fitted(visible(text))), file=sys.stderr, flush=True)
 
     def approve(self, call):
         """Shows exactly what would run; asks again until the answer is y, n (the default), a or s."""
@@ -2198,8 +2262,8 @@ class TerminalUI(UI):
         full = False
         while True:
             text, hidden = approval_text(call, full)
-            answer = ask_tty("%s\n  run it? [y]es / [N]o / [a]lways%s: " % (self.paint("1", text),
-                                                                      " / [s]how all" if hidden else ""))
+            ask = self.fitted("  run it? [y]es / [N]o / [a]lways%s:" % (" / [s]how all" if hidden else ""))
+            answer = ask_tty("%s\n%s " % (self.paint("1", self.fitted(text)), ask))
             if answer is None:
                 self.notice("no terminal to ask for approval: %s denied (use --always-approve / -y)" % call.name)
                 return "no"
@@ -2210,8 +2274,8 @@ class TerminalUI(UI):
 
     def ask_user(self, question, options):
         self.pause()
-        lines = ["", self.paint("1", visible(question))]
-        lines += ["  %d) %s" % (i + 1, visible(o, newlines=False)) for i, o in enumerate(options)]
+        lines = ["", self.paint("1", self.fitted(visible(question)))]
+        lines += [self.fitted("  %d) %s" % (i + 1, visible(o, newlines=False)), "   ") for i, o in enumerate(options)]
         answer = ask_tty("\n".join(lines) + "\n  answer (number or text): ")
         return options[int(answer) - 1] if answer and answer.isdigit() and 1 <= int(answer) <= len(options) else answer
 
@@ -2219,6 +2283,7 @@ class TerminalUI(UI):
 HELP = """commands:
   /clear        start a new conversation
   /model [NAME] show the model, or use NAME from the next request on
+  /sessions     list saved sessions: id, date, cost, first message
   /help         this help (also /?)
   /exit         quit (also /q, Ctrl-D)
 End a line with \\ to go on on the next one; lines pasted together are one message.
@@ -2296,7 +2361,9 @@ def run_line(agent, ui, line, keys, commands, help_text):
             if not name:
                 agent.run_turn(line)
             elif name in ("/help", "/?"):
-                ui.write(help_text + "\n")
+                ui.write(ui.fitted(help_text, "                ") + "\n")
+            elif name == "/sessions":
+                ui.write(sessions_text(agent, ui.width()))
             elif name == "/clear":
                 agent.reset([])
                 agent.context_tokens = 0
@@ -2330,7 +2397,8 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="gro
     rl = setup_readline(agent.cfg.data_dir) if interactive else None
     keys = EscKey(sys.stdin.fileno() if interactive else None)
     if interactive:
-        ui.write("%s %s · %s · /help for commands, Ctrl-D to quit\n" % (prog, __version__, agent.model))
+        ui.write(ui.fitted("%s %s · %s · /help for commands, Ctrl-D to quit" % (prog, __version__, agent.model), "")
+                 + "\n")
     status, line = 0, first
     try:
         while line.partition(" ")[0] not in ("/exit", "/quit", "/q"):
@@ -2417,6 +2485,7 @@ class HeadlessUI(UI):
         self.allow, self.session_id, self.step, self.last = allow, None, 0, {}
         self.partial = False                    # a write was cut off mid-line (an interrupt)
         self.printed = self.attempt = ""        # text mode: the answer text on stdout; that of the stream going on
+        self.held = []                          # notices that came while the answer's line was open
         tolerate_unencodable(sys.stdout)
         self.shown = visible if not self.json and sys.stdout.isatty() else str     # the answer on a terminal
 
@@ -2519,8 +2588,13 @@ class HeadlessUI(UI):
             self.out(end + text + end)
         elif text[len(self.printed):] + end:
             self.out(text[len(self.printed):] + end)
+        self.printed, held, self.held = "", self.held, []
+        for text in held:
+            self.notice(text)
 
     def notice(self, text):
+        if self.printed and not self.json:      # held until the answer's line ends: never joined to it (2>&1)
+            return self.held.append(text)
         sys.stderr.write(visible(scrub(text)) + "\n")
         sys.stderr.flush()
 
@@ -3260,6 +3334,9 @@ def main(argv=None):
         try:
             return repl(agent, ui, first=" ".join(args.message))
         finally:
+            if len(agent.messages) > 1 and sys.stdin.isatty():
+                sid = agent.session.id
+                ui.write(ui.paint("90", ui.fitted("session %s (grok --resume %s)" % (sid, sid))) + "\n")
             agent.close()
 
     return guarded("grok", body, on_error)

@@ -459,7 +459,7 @@ class Commands:
         self.agent, self.ui = agent, ui
 
     def table(self):
-        names = ("/cd", "/sessions", "/resume", "/compact", "/cost", "/tools")
+        names = ("/cd", "/resume", "/compact", "/cost", "/tools")
         return {name: getattr(self, name[1:]) for name in names}
 
     def cd(self, arg):
@@ -479,20 +479,6 @@ class Commands:
                 note += "\n\n%s\n%s" % (marker, text)
         a.add({"role": "user", "kind": "note", "content": note})
         self.ui.write("working directory: %s (the model is told)\n" % path)
-
-    def sessions(self, arg):
-        here = self.agent.session.id
-        # A session nobody typed into (each start opens one) is not worth resuming.
-        found = [s for s in g.list_sessions(self.agent.cfg.data_dir) if s[2] or s[0] == here]
-        if not found:
-            return self.ui.write("no saved sessions in %s\n" % os.path.join(self.agent.cfg.data_dir, "sessions"))
-        for sid, mtime, first, cost in found[:10]:
-            mark = "*" if sid == here else " "
-            line = "%s %s  %s  $%.4f  %s" % (mark, as_text(sid), time.strftime("%Y-%m-%d %H:%M", time.localtime(mtime)),
-                                             cost, as_text(first) or "(empty)")
-            self.ui.write(clip(g.visible(line), self.ui.width(), self.ui.glyph["more"]) + "\n")
-        if len(found) > 10:
-            self.ui.write("  (%d older sessions not shown)\n" % (len(found) - 10))
 
     def resume(self, arg):
         if not arg:

@@ -1,9 +1,12 @@
 """What a newcomer meets on the first day: the README's commands on a fresh machine, notices that
 fit the terminal, the session id, a local server set up in the person's own .env, a wrong URL."""
+import re
+import subprocess
 import sys
 
-from conftest import ROOT
-from ptyrun import PtyProcess
+from conftest import GROK, GROK_DETAILED, ROOT, TEST_KEY
+from fakeapi import answer, tools
+from ptyrun import PROMPT, PtyProcess
 
 # Two tests whose REPL answers a tool call that needs approval, which is asked on /dev/tty.
 ASKS_APPROVAL = ("tests/test_original.py::test_detailed_shows_a_skill_line_when_a_skill_is_read",
@@ -17,3 +20,97 @@ def test_the_suite_typed_into_a_terminal_never_asks_on_it(run):
         m = p.expect(r"run it\? \[y\]es|\d+ (?:passed|failed)[^\n]*", timeout=120, plain=True)
         assert m.group(0).startswith("2 passed"), p.plain_output[-3000:]
         assert p.wait(60) == 0
+
+
+def test_without_a_key_a_terminal_asks_for_it_and_saves_it_privately(run, fake, isolated_env):
+    """The README's first command on a fresh machine: no key anywhere, so grok asks (not echoed),
+    offers to save it to ~/.grok/.env (0600), and the chat goes on with it."""
+    fake.add(answer("hello there"))
+    with PtyProcess([sys.executable, str(GROK)], run.env(GROK_API_KEY=None), isolated_env.work) as p:
+        p.expect(r"API key \(not shown; empty to quit\): ", plain=True)
+        p.send(TEST_KEY + "\n")
+        p.expect(r"save it to ~/\.grok/\.env \(0600\)\? \[Y/n\] ", plain=True)
+        p.send("\n")
+        p.expect(PROMPT)
+        p.send("hi\n")
+        p.expect("hello there")
+        p.expect(PROMPT)
+        p.sendeof()
+        assert p.wait() == 0
+    assert TEST_KEY not in p.output                                     # never echoed
+    saved = isolated_env.home / ".grok" / ".env"
+    assert saved.read_text().split() == ["GROK_API_KEY=" + TEST_KEY]
+    assert saved.stat().st_mode & 0o777 == 0o600
+    assert fake.requests[0].headers["authorization"] == "Bearer " + TEST_KEY
+
+
+def test_a_local_server_set_in_the_persons_own_env_file_is_used_and_a_projects_is_not(run, fake, isolated_env):
+    (isolated_env.home / ".grok").mkdir()
+    (isolated_env.home / ".grok" / ".env").write_text("GROK_BASE_URL=%s\nGROK_MODEL=smol\n" % fake.url)
+    (isolated_env.work / ".env").write_text("GROK_BASE_URL=http://127.0.0.1:9/v1\nGROK_MODEL=theirs\n")
+    fake.add(answer("from the local server"))
+    r = run("-p", "hi", env={"GROK_BASE_URL": None, "GROK_MODEL": None})
+    assert r.returncode == 0 and r.stdout == "from the local server\n", r.stderr
+    assert fake.requests[0].json["model"] == "smol"
+
+
+def test_a_server_without_prices_is_told_once_and_never_on_the_answers_line(run, fake):
+    """`grok -p ... 2>&1 | grep -v 'price unknown'` keeps the answer; the next run says nothing."""
+    fake.add(answer("It is for Grok."), answer("again"))
+    env = run.env(GROK_PRICES=None)
+    first, second = (subprocess.run([sys.executable, str(GROK), "-p", "hi"], env=env, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
+                     for _ in range(2))
+    lines = first.stdout.splitlines()
+    assert lines[0] == "It is for Grok." and lines[1].startswith("price unknown for model grok-4.3 at ")
+    assert len(lines) == 2 and second.stdout == "again\n"
+
+
+def lines_of(p):
+    """What the person saw, line by line (a waiting line redrawn with \\r counts as its own)."""
+    return [line for line in re.split(r"\r\n|\r|\n", p.plain_output) if line.strip()]
+
+
+def test_at_40_columns_quick_grok_fits_and_tells_its_session_id(run, fake, isolated_env):
+    command = "echo one two three four five six seven eight nine ten eleven twelve thirteen"
+    fake.add(tools(("bash", {"command": command})), answer("done"))
+    with PtyProcess([sys.executable, str(GROK)], run.env(GROK_PRICES=None), isolated_env.work, cols=40) as p:
+        p.expect(PROMPT)
+        p.send("go\n")
+        p.expect(r"\[a\]lways: ")
+        p.send("n\n")
+        p.expect("done")
+        p.expect(PROMPT)
+        p.send("/sessions\n")
+        p.expect(PROMPT)
+        p.sendeof()
+        assert p.wait() == 0
+    sid = next((isolated_env.home / ".local/share/grok-agent/sessions").glob("*.jsonl")).stem
+    seen = lines_of(p)
+    assert max(map(len, seen)) <= 40, "\n".join(seen)
+    assert "✗ [bash] echo one two three four five" in seen and "  denied, not run" in seen
+    assert any(line.startswith("* " + sid) for line in seen)                   # /sessions
+    assert seen[-2:] == ["session %s (grok" % sid, "  --resume %s)" % sid]     # at the end
+    assert "retry" not in p.plain_output                                       # words meant for the model
+
+
+def test_an_ambiguous_session_prefix_lists_the_sessions_it_matches(run, fake, isolated_env):
+    fake.add(answer("a"), answer("b"))
+    assert run("-p", "one").returncode == run("-p", "two").returncode == 0
+    ids = sorted(p.stem for p in (isolated_env.home / ".local/share/grok-agent/sessions").glob("*.jsonl"))
+    r = run("-p", "three", "--resume", "20")
+    assert r.returncode == 1 and ids[0] in r.stderr and ids[1] in r.stderr and "matches 2 sessions" in r.stderr
+
+
+def test_at_60_columns_grok_detailed_fits_its_banner_and_notices(run, fake, isolated_env):
+    fake.add(answer("fine"))
+    with PtyProcess([sys.executable, str(GROK_DETAILED)], run.env(GROK_PRICES=None), isolated_env.work,
+                    cols=60) as p:
+        p.expect(PROMPT)
+        p.send("hi\n")
+        p.expect("price unknown")
+        p.expect(PROMPT)
+        p.sendeof()
+        assert p.wait() == 0
+    seen = lines_of(p)
+    assert max(map(len, seen)) <= 60, "\n".join(line for line in seen if len(line) > 60)
