@@ -1178,7 +1178,8 @@ def tool_line(name, bash_timeout):
 
 def key_arg(name, args):
     """The one argument that says what a tool call does, for one-line displays."""
-    value = args.get(next(iter(TOOLS[name].args)) if name in TOOLS else "", "")
+    key = next(iter(TOOLS[name].args)) if name in TOOLS else ""
+    value = args.get(key, "") if key in args or not args else args     # without it: what the call has
     if not value and name == "list_files":
         value = "."
     if not isinstance(value, str):
@@ -1454,7 +1455,7 @@ class UI:
         return None
 
     step_start = stream_text = stream_reset = reply = tool_start = tool_end = step_finish = answer = notice = _skip
-    thought = ask_user = approve = _skip        # thought(text): the model's reasoning, in pieces as it arrives
+    thought = ask_user = approve = invalid = _skip  # thought: reasoning as it arrives; invalid: a broken reply
 
 
 ToolCall = namedtuple("ToolCall", "index name args id cwd shown")     # shown: its key argument, scrubbed
@@ -1784,6 +1785,7 @@ class Agent:
         content = result.content or ""
         self.add({"role": "assistant", "content": content[:4000] + ("...[truncated]" if len(content) > 4000 else "")})
         self.finish_step(result)
+        self.ui.invalid(content)
         if self.strikes >= MAX_STRIKES:
             raise AgentError("the model broke the JSON contract %d times in a row (last: %s)" % (self.strikes, e))
         self.notice("invalid reply from the model (%s); asking again" % e)
@@ -2568,6 +2570,8 @@ class HeadlessUI(UI):
             self.notice("[%s] %s" % (call.name, call.shown))
 
     def tool_end(self, call, result):
+        if not (self.json or result.ok):
+            self.notice("✗ [%s] %s" % (call.name, failure_reason(result.output)))
         if self.json:
             started, finished = int(result.started * 1000), int(result.finished * 1000)
             self.emit("tool_use", toolCall={"id": call.id, "name": call.name, "args": call.args},

@@ -368,6 +368,12 @@ class DetailedUI(g.TerminalUI):
         out += [self.field_lines(label, text, code) for label, text, code in fields if text]
         self.write("".join(out))
 
+    def invalid(self, content):
+        """A reply that broke the contract: what the model said (capped), above the notice saying why."""
+        text = as_text(content) or "(nothing)"
+        more = " %s [%d characters]" % (self.glyph["more"], len(text)) if len(text) > 600 else ""
+        self.write(self.field_lines("invalid", text[:600] + more, "31"))
+
     def tool_line(self, call):
         detail = as_text(call.shown)
         if call.name == "write_file":

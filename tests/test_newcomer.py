@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 from conftest import GROK, GROK_DETAILED, ROOT, TEST_KEY
-from fakeapi import answer, tools
+from fakeapi import answer, reply, tools
 from ptyrun import PROMPT, PtyProcess
 
 # Two tests whose REPL answers a tool call that needs approval, which is asked on /dev/tty.
@@ -114,3 +114,21 @@ def test_at_60_columns_grok_detailed_fits_its_banner_and_notices(run, fake, isol
         assert p.wait() == 0
     seen = lines_of(p)
     assert max(map(len, seen)) <= 60, "\n".join(line for line in seen if len(line) > 60)
+
+
+def test_grok_detailed_shows_what_an_invalid_reply_said_and_why_a_call_is_malformed(run, fake):
+    fake.add(reply("I think the answer is 42, but let me phrase it as prose."),
+             tools(("bash", {"cmd": "ls"})), answer("done"))
+    r = run("-y", input="go\n", script=GROK_DETAILED)
+    assert r.returncode == 0, r.stderr
+    out = " ".join(r.stdout.split())
+    assert "invalid I think the answer is 42, but let me phrase it as prose." in out
+    assert '[1] bash {"cmd": "ls"}' in out and "bash needs a non-empty string 'command' argument" in out
+
+
+def test_headless_says_why_a_malformed_call_failed(run, fake):
+    fake.add(tools(("bash", {"cmd": "ls"})), answer("done"))
+    r = run("-p", "go", "-y")
+    assert r.returncode == 0 and r.stdout == "done\n", r.stderr
+    assert r.stderr.splitlines() == ['[bash] {"cmd": "ls"}',
+                                     "✗ [bash] error: bash needs a non-empty string 'command' argument"]
