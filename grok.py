@@ -204,6 +204,9 @@ def check_base_url(url):
     """The URL split (with a host name); a UserError now rather than an odd network error later."""
     if not url.startswith(("http://", "https://")):
         raise UserError("GROK_BASE_URL must start with http:// or https://, not %r" % url)
+    if url.endswith("/chat/completions"):
+        raise UserError("GROK_BASE_URL is the API's base (such as %s), not /chat/completions: grok adds that"
+                        % url[:-len("/chat/completions")])
     if any(ord(c) <= 32 or ord(c) == 127 for c in url):
         raise UserError("GROK_BASE_URL must not contain spaces or control characters")
     try:
@@ -310,8 +313,9 @@ class HTTPStatusError(Exception):
     def server_message(self):
         try:
             obj = json.loads(self.text)
-        except (ValueError, RecursionError):
-            return " ".join(self.text.split())[:300] or "(empty body)"
+        except (ValueError, RecursionError):        # an HTML page: its words, not its markup
+            return " ".join(re.sub(r"(?s)<(script|style).*?</\1>|<[^>]*>", " ", self.text).split())[:300] or (
+                "(empty body)")
         err = obj.get("error", obj.get("message", obj.get("detail"))) if isinstance(obj, dict) else None
         if isinstance(err, dict):
             err = err.get("message") or json.dumps(err)
@@ -420,6 +424,7 @@ class Client:
         self.https = u.scheme == "https"
         self.host = u.hostname or "localhost"
         self.port = u.port or (443 if self.https else 80)
+        self.origin = "%s://%s:%d" % (u.scheme, self.host, self.port)
         self.proxy = find_proxy(u.scheme, self.host)
         # through a plain-http proxy the request line names the whole URL; https goes through a CONNECT tunnel
         self.prefix = ("http://" + u.netloc if self.proxy and not self.https else "") + u.path.rstrip("/")
@@ -542,6 +547,8 @@ class Client:
         try:
             resp = self._send(conn, reused, method, path, body, headers, cancel)
             reader = ReplyReader(resp, conn.reading, self.timeout and started + self.timeout, cap)
+            if "html" in (resp.getheader("Content-Type") or "") and resp.status not in RETRY_STATUSES:
+                raise self.not_api(method, path, resp, reader.read())
             if resp.status >= 300:
                 error = self._refusal(resp, reader, no_retry)
                 reusable = resp.status >= 400 and not resp.will_close
@@ -550,7 +557,7 @@ class Client:
                 result = on_stream(reader)
                 reader.read()       # the end of the chunked body, so the connection can be reused
             else:
-                result = self._json(reader.read())
+                result = self._json(method, path, resp, reader.read())
             reusable = not resp.will_close
             return result
         except (OSError, StreamBroken, http.client.HTTPException, ValueError) as e:
@@ -574,12 +581,19 @@ class Client:
         return RetryableFault(scrub("%s (HTTP %d): %s" % ("rate limited" if resp.status == 429 else "server error",
                                                          resp.status, err.server_message())), wait, False)
 
-    def _json(self, data):
+    def _json(self, method, path, resp, data):
         try:
             return json.loads(data.decode("utf-8", "replace"))
         except (ValueError, RecursionError):
-            raise UserError(scrub("the server at %s did not answer with JSON (is GROK_BASE_URL an "
-                                  "OpenAI-compatible API?): %r" % (self.host, data[:120])))
+            raise self.not_api(method, path, resp, data)
+
+    def not_api(self, method, path, resp, data):
+        """A reply that is no OpenAI-style API's: the URL asked, and what came back."""
+        said = HTTPStatusError(resp.status, data).server_message()[:120]
+        url, ctype = path if "://" in path else self.origin + path, resp.getheader("Content-Type") or "no type"
+        return UserError(scrub("%s %s did not answer with JSON (HTTP %d, %s): %r; is GROK_BASE_URL an OpenAI-"
+                               "compatible API (its base, such as http://localhost:8080/v1)?"
+                               % (method, url, resp.status, ctype, said)))
 
 
 class RetryableFault(Exception):
@@ -2570,7 +2584,7 @@ class HeadlessUI(UI):
             self.notice("[%s] %s" % (call.name, call.shown))
 
     def tool_end(self, call, result):
-        if not (self.json or result.ok):
+        if not self.json and result.output.startswith("error: "):      # a malformed call: why it did not run
             self.notice("✗ [%s] %s" % (call.name, failure_reason(result.output)))
         if self.json:
             started, finished = int(result.started * 1000), int(result.finished * 1000)

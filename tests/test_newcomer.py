@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 from conftest import GROK, GROK_DETAILED, ROOT, TEST_KEY
-from fakeapi import answer, reply, tools
+from fakeapi import answer, raw, reply, tools
 from ptyrun import PROMPT, PtyProcess
 
 # Two tests whose REPL answers a tool call that needs approval, which is asked on /dev/tty.
@@ -132,3 +132,24 @@ def test_headless_says_why_a_malformed_call_failed(run, fake):
     assert r.returncode == 0 and r.stdout == "done\n", r.stderr
     assert r.stderr.splitlines() == ['[bash] {"cmd": "ls"}',
                                      "✗ [bash] error: bash needs a non-empty string 'command' argument"]
+
+
+PAGE = b"<!doctype html><html><head><title>Welcome to nginx!</title><style>body{width:35em}</style></head>" \
+       b"<body><h1>Welcome to nginx!</h1><p>If you see this page, the web server works.</p></body></html>"
+
+
+def test_a_web_server_in_place_of_the_api_is_named_with_the_url_and_what_came_back(run, fake):
+    for status in (200, 404):
+        fake.add(raw(status, PAGE, headers={"Content-Type": "text/html"}))
+        r = run("-p", "hi")
+        assert r.returncode == 1, r.stderr
+        assert r.stderr.startswith("grok: POST %s/chat/completions did not answer with JSON (HTTP %d, "
+                                   "text/html): 'Welcome to nginx! Welcome to nginx! If you see" % (fake.url, status))
+        assert "<" not in r.stderr and "GROK_BASE_URL" in r.stderr
+
+
+def test_the_full_chat_completions_url_as_base_url_says_what_to_set(run, fake):
+    r = run("-p", "hi", env={"GROK_BASE_URL": fake.url + "/chat/completions"})
+    assert r.returncode == 1 and not fake.requests
+    assert r.stderr == "grok: GROK_BASE_URL is the API's base (such as %s), not /chat/completions: " \
+                       "grok adds that\n" % fake.url
