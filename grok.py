@@ -2166,14 +2166,14 @@ class EscKey:
                 self.typed += data
 
     def take(self):
-        """(the first whole line typed meanwhile or None, the unfinished rest), edited as the terminal would."""
+        """(the whole lines typed meanwhile or None, the unfinished rest), edited as the terminal would."""
         text = self.typed.decode("utf-8", "replace")
         text, n = re.sub(r"\x1b(\[[0-?]*[ -/]*[@-~]|O.)?|[^\n\t\x7f\b -\U0010ffff]", "", text), 1
         while n:        # a backspace deletes the character before it, never a line already entered
             text, n = re.subn(r"[^\n\x7f\b][\x7f\b]|(?:^|(?<=\n))[\x7f\b]", "", text)
-        line, sep, rest = text.partition("\n")
+        lines, sep, rest = text.rpartition("\n")        # the whole lines: one message (a paste), as at the prompt
         self.typed = rest.encode("utf-8") if sep else b""
-        return (line, "") if sep else (None, line)
+        return (lines, "") if sep else (None, rest)
 
 
 class TerminalUI(UI):
@@ -2385,11 +2385,16 @@ def run_line(agent, ui, line, keys, commands, help_text):
                 agent.context_tokens = 0
                 ui.write("conversation cleared\n")
             elif name == "/model":
+                known = None
+                with suppress(Exception):       # a server that cannot list its models: unchecked
+                    known = server_models(agent.client)
+                if arg.strip() and known and arg.strip() not in known:
+                    ui.notice("%s is not among the server's models; using it anyway" % arg.strip())
                 agent.model = agent.cfg.model = arg.strip() or agent.model
                 if arg.strip() and not agent.cfg.window_set:        # the new model's window: the table's, or asked anew
                     agent.cfg.context_window = model_entry(WINDOWS, agent.model, DEFAULT_WINDOW)
                     agent.window_asked = agent.cfg.xai
-                ui.write("model: %s (known: %s)\n" % (agent.model, ", ".join(sorted(PRICES))))
+                ui.write(ui.fitted("model: %s (known: %s)" % (agent.model, ", ".join(known or sorted(PRICES)))) + "\n")
             elif name in commands:
                 commands[name](arg.strip())
             else:
@@ -3175,8 +3180,11 @@ def arg_parser(prog="grok", description=None):
 
     class Parser(argparse.ArgumentParser):
         def error(self, message):
+            import difflib
             self.print_usage(sys.stderr)
-            raise UserError(message)
+            flag = re.search(r"(?:unrecognized arguments|ambiguous option): (--?[^\s=]+)", message)
+            near = flag and difflib.get_close_matches(flag.group(1), self._option_string_actions, 1, 0.7)
+            raise UserError(message + ("; did you mean %s?" % near[0] if near else ""))
 
     # An explicit width, or argparse imports shutil (with bz2, lzma, zlib: 2.5 ms) on every start.
     p = Parser(prog=prog, description=description or "A minimal agent harness for xAI's Grok models.", epilog=ENV_HELP,
@@ -3305,6 +3313,12 @@ def json_requested(argv):
     return fmt in ("json", "streaming-json")
 
 
+def server_models(client):
+    """The ids of the models the server lists ({base}/models); what the request raises if it cannot."""
+    return [m["id"] for m in client.get(client.prefix + "/models")["data"] if m["id"].isprintable() and
+            " " not in m["id"]]
+
+
 def list_models(argv):
     """`grok models [--json]`: the server's models ({base}/models), else the built-in table."""
     if set(argv) - {"--json"}:
@@ -3312,8 +3326,7 @@ def list_models(argv):
     cfg = Config(require_key=False)
     client = Client(cfg.base_url, cfg.api_key, min(cfg.timeout or 15, 15))     # (a redirect is refused, not followed)
     try:
-        data = client.get(client.prefix + "/models")["data"]
-        ids = [m["id"] for m in data if m["id"].isprintable() and " " not in m["id"]] or list(WINDOWS)
+        ids = server_models(client) or list(WINDOWS)
     except Exception as e:          # unreachable, refused, not a model list: the built-in table
         why = e.args[0] if isinstance(e, RetryableFault) else str(e) or type(e).__name__
         sys.stderr.write(visible(scrub("grok: cannot list the models of %s (%s); the built-in list follows"

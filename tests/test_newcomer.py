@@ -3,9 +3,11 @@ fit the terminal, the session id, a local server set up in the person's own .env
 import re
 import subprocess
 import sys
+import textwrap
+import threading
 
 from conftest import GROK, GROK_DETAILED, ROOT, TEST_KEY
-from fakeapi import answer, raw, reply, tools
+from fakeapi import answer, models, raw, reply, tools
 from ptyrun import PROMPT, PtyProcess
 
 # Two tests whose REPL answers a tool call that needs approval, which is asked on /dev/tty.
@@ -153,3 +155,53 @@ def test_the_full_chat_completions_url_as_base_url_says_what_to_set(run, fake):
     assert r.returncode == 1 and not fake.requests
     assert r.stderr == "grok: GROK_BASE_URL is the API's base (such as %s), not /chat/completions: " \
                        "grok adds that\n" % fake.url
+
+
+def test_a_mistyped_flag_gets_a_did_you_mean_from_the_flags_there_are(run, fake):
+    r = run("--modle", "grok-4.3", "-p", "hi")
+    assert r.returncode == 1 and r.stderr.endswith("grok: unrecognized arguments: --modle; did you mean --model?\n")
+    r = run("--agnet", "goal", script=GROK_DETAILED)
+    assert r.returncode == 1 and r.stderr.endswith("did you mean --agent?\n")
+    r = run("--frobnicate", "-p", "hi")
+    assert r.returncode == 1 and r.stderr.endswith("grok: unrecognized arguments: --frobnicate\n")
+    assert not fake.requests
+
+
+def test_model_is_checked_against_the_servers_list_and_used_anyway(run, fake):
+    fake.add(models("smol-135m", "qwen-0.5b"), models("smol-135m", "qwen-0.5b"), path="/models")
+    fake.add(answer("as you wish"))
+    r = run(input="/model grok-9\n/model qwen-0.5b\nhi\n")
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == "grok-9 is not among the server's models; using it anyway\n"
+    assert "model: grok-9 (known: smol-135m, qwen-0.5b)" in r.stdout
+    assert fake.chat_requests()[0].json["model"] == "qwen-0.5b"
+
+
+def test_a_paste_that_arrives_while_a_turn_runs_is_one_message(run, fake, isolated_env):
+    hold = threading.Event()
+    fake.add(answer("The first answer streams slowly until the paste is in.", hold=hold, stream=True),
+             answer("one answer for the paste"))
+    with PtyProcess([sys.executable, str(GROK)], run.env(), isolated_env.work) as p:
+        p.expect(PROMPT)
+        p.send("first\n")
+        p.expect("The first answer")
+        p.send("line one\nline two\nline three\n")
+        hold.set()
+        p.expect("one answer for the paste")
+        p.expect(PROMPT)
+        p.sendeof()
+        assert p.wait() == 0
+    assert [q.last_user for q in fake.chat_requests()] == ["first", "line one\nline two\nline three"]
+
+
+def test_the_readmes_recipe_for_a_new_tool_works_as_written(run, fake, tmp_path):
+    recipe = (ROOT / "README.md").read_text().split("### Adding a tool in three steps")[1].split("\n## ")[0]
+    function = textwrap.dedent(recipe.split("```python\n")[1].split("```")[0])
+    entry = re.search(r'`("calc": Tool\(.*?\),)`', recipe).group(1)
+    source = GROK.read_text().replace("\nTOOLS = {\n", "\n%s\n\nTOOLS = {\n    %s\n" % (function, entry), 1)
+    (tmp_path / "grok.py").write_text(source)
+    fake.add(tools(("calc", {"expression": "6*7"})), answer("42"))
+    r = run("-p", "what is 6*7?", script=tmp_path / "grok.py")
+    assert r.returncode == 0 and r.stdout == "42\n", r.stderr
+    assert "calc {\"expression\": \"...\"}: evaluate arithmetic" in fake.chat_requests()[0].messages[0]["content"]
+    assert "[calc] 6*7" in r.stderr and "42" in fake.chat_requests()[1].last_user
