@@ -297,7 +297,7 @@ class AgentError(GrokError):
 
 
 class ContextOverflow(UserError):
-    window = None           # the server's context window, when it says
+    window = asked = None       # the server's context window and the tokens it counted, when it says
 
 
 class Cancelled(GrokError):
@@ -334,6 +334,8 @@ class HTTPStatusError(Exception):
         e = ContextOverflow("the request does not fit the server's context window%s (HTTP %d): %s" % (
             " of %s tokens" % size if size else "", self.status, self.server_message()))
         e.window = int(size) if size else None
+        asked = re.search(r'"n_prompt_tokens"\s*:\s*(\d+)|requested (?:tokens \()?(\d+)', self.text, re.I)
+        e.asked = asked and int(asked.group(1) or asked.group(2))
         return e
 
 
@@ -1720,12 +1722,16 @@ class Agent:
         if e.window and not self.cfg.window_set:
             self.cfg.context_window = e.window
         self.notice("%s; compacting and asking once more" % e)
-        with suppress(ContextOverflow):
-            if self.compact():
+        try:
+            if self.compact(to_request=True):
                 return self.chat(self.messages, on_text=self.ui.stream_text, on_thought=self.ui.thought)
-        raise ContextOverflow("about %d tokens do not fit the server's context window (%d tokens), even compacted as "
-                              "far as it goes: shorten the request, or give the server a larger window"
-                              % (estimate_tokens(self.messages), e.window or self.cfg.context_window))
+        except ContextOverflow as again:
+            e = again
+        asked = "%d tokens (the server's count)" % e.asked if e.asked else "about %d tokens" % estimate_tokens(
+            self.messages)
+        raise ContextOverflow("%s do not fit the server's context window (%d tokens), even compacted as far as it "
+                              "goes: shorten the request, or give the server a larger window"
+                              % (asked, e.window or self.cfg.context_window))
 
     def learn_window(self):
         """The context window a server other than xAI's reports (vLLM, llama.cpp, Ollama), asked once per session."""
@@ -1937,12 +1943,14 @@ class Agent:
         if 0 < self.cfg.compact_threshold <= 100.0 * tokens / max(1, self.cfg.context_window):
             self.compact()
 
-    def compact(self, keep=6):
-        """Summarise older history, keeping the recent tail and, mid-turn, the request verbatim; False: too little."""
+    def compact(self, keep=6, to_request=False):
+        """Summarise older history, keeping the recent tail and, mid-turn, the request verbatim; False: too little.
+        to_request (after an overflow): if need be, all before the request, which the summary then quotes."""
         self.learn_window()
         pct = self.cfg.compact_threshold if self.cfg.compact_threshold > 0 else 75.0
         history = self.messages[1:]
         cut = compact_cut(history, keep, self.cfg.context_window * pct / 200.0)
+        cut = len(history) if cut is None and to_request and len(history) > 1 else cut
         if cut is None:
             return False
         old, tail = history[:cut], history[cut:]

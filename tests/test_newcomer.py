@@ -7,7 +7,7 @@ import textwrap
 import threading
 
 from conftest import GROK, GROK_DETAILED, ROOT, TEST_KEY
-from fakeapi import answer, models, raw, reply, tools
+from fakeapi import answer, error, models, raw, reply, tools
 from ptyrun import PROMPT, PtyProcess
 
 # Two tests whose REPL answers a tool call that needs approval, which is asked on /dev/tty.
@@ -205,3 +205,27 @@ def test_the_readmes_recipe_for_a_new_tool_works_as_written(run, fake, tmp_path)
     assert r.returncode == 0 and r.stdout == "42\n", r.stderr
     assert "calc {\"expression\": \"...\"}: evaluate arithmetic" in fake.chat_requests()[0].messages[0]["content"]
     assert "[calc] 6*7" in r.stderr and "42" in fake.chat_requests()[1].last_user
+
+
+LOCAL = {"GROK_CONTEXT_WINDOW": None, "GROK_PRICES": None}
+OVERFLOW = {"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it",
+                      "type": "exceed_context_size_error", "n_prompt_tokens": 9568, "n_ctx": 8192}}
+
+
+def test_an_overflow_after_one_long_answer_compacts_down_to_the_question(run, fake):
+    fake.add(answer("long " * 1500), error(400, OVERFLOW), reply("SUMMARY: a long answer was given."),
+             answer("fits now"))
+    r = run(input="tell me everything\nand now?\n", env=LOCAL)
+    assert r.returncode == 0 and r.stdout.split()[-2:] == ["fits", "now"], r.stderr
+    last = fake.chat_requests()[-1].messages
+    assert len(last) == 2 and last[1]["content"].startswith("[Summary of the earlier conversation")
+    assert last[1]["content"].endswith("[The request being worked on, verbatim]\nand now?")
+
+
+def test_an_overflow_that_cannot_be_helped_quotes_the_servers_count(run, fake):
+    fake.add(error(400, OVERFLOW))
+    r = run("-p", "word " * 9000, env=LOCAL)
+    assert r.returncode == 1
+    assert r.stderr.endswith("grok: 9568 tokens (the server's count) do not fit the server's context window "
+                             "(8192 tokens), even compacted as far as it goes: shorten the request, or give "
+                             "the server a larger window\n")
