@@ -125,31 +125,34 @@ def env_flag(name, default=False):
 
 
 def own_setting(name):
-    """$name, else its value in the person's own .env files (a project's ./.env never picks a server)."""
-    files = [os.path.expanduser(f) for f in ENV_FILES if f != "./.env"]
-    return os.environ.get(name) or next(filter(None, (read_env_file(f, (name,)) for f in files)), None)
+    """$name, else its value in the person's own .env files (never a project's ./.env)."""
+    found = (read_env_file(os.path.expanduser(f), [name]) for f in ENV_FILES if f != "./.env")
+    return os.environ.get(name) or next(filter(None, found), "")
+
+
+def append_private(path, text):
+    """text added to a file made 0600 (a symlink in its place is an OSError, not followed)."""
+    with open(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o600), "a") as f:
+        os.fchmod(f.fileno(), 0o600)
+        f.write(text)
 
 
 def ask_api_key():
-    """On a terminal: (the key typed, not shown; where it is kept): ~/.grok/.env (0600) if the person agrees."""
-    if not (sys.stdin.isatty() and sys.stderr.isatty()):
-        return None, None
-    import getpass
-    sys.stderr.write("grok: no API key yet (get one at https://console.x.ai).\n")
-    try:
-        key = "".join(getpass.getpass("API key (not shown; empty to quit): ", sys.stderr).split())
-    except EOFError:
-        key = ""
-    if key and (ask_tty("save it to %s (0600)? [Y/n] " % ENV_FILES[0]) or "y").lower().startswith("y"):
-        path = os.path.expanduser(ENV_FILES[0])
+    """On a terminal: (the key typed, not shown; "the terminal"), saved to ~/.grok/.env if agreed"""
+    key, path = "", os.path.expanduser(ENV_FILES[0])
+    with suppress(EOFError):
+        if sys.stdin.isatty() and sys.stderr.isatty():
+            import getpass
+            sys.stderr.write("grok: no API key yet (make one at https://console.x.ai)\n")
+            key = "".join(getpass.getpass("API key (hidden; empty to quit): ", sys.stderr).split())
+    save = key and ask_tty("save it to %s (0600)? [Y/n] " % ENV_FILES[0])
+    if key and (save or "y").lower().startswith("y"):
         try:
             os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-            with open(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o600), "a") as f:
-                f.write("\nGROK_API_KEY=%s\n" % key)
-            os.chmod(path, 0o600)
+            append_private(path, "\nGROK_API_KEY=%s\n" % key)
             sys.stderr.write("grok: saved to %s\n" % path)
         except OSError as e:
-            sys.stderr.write("grok: not saved (%s: %s); used for this run only\n" % (path, e.strerror or e))
+            sys.stderr.write("grok: not saved (%s: %s)\n" % (path, e.strerror or e))
     return (key, "the terminal") if key else (None, None)
 
 
@@ -205,8 +208,8 @@ def check_base_url(url):
     if not url.startswith(("http://", "https://")):
         raise UserError("GROK_BASE_URL must start with http:// or https://, not %r" % url)
     if url.endswith("/chat/completions"):
-        raise UserError("GROK_BASE_URL is the API's base (such as %s), not /chat/completions: grok adds that"
-                        % url[:-len("/chat/completions")])
+        raise UserError("GROK_BASE_URL is the API's base (such as %s), not /chat/completions: "
+                        "grok adds that" % url[:-len("/chat/completions")])
     if any(ord(c) <= 32 or ord(c) == 127 for c in url):
         raise UserError("GROK_BASE_URL must not contain spaces or control characters")
     try:
@@ -297,7 +300,7 @@ class AgentError(GrokError):
 
 
 class ContextOverflow(UserError):
-    window = asked = None       # the server's context window and the tokens it counted, when it says
+    window = asked = None       # the server's context window and its count of tokens, if it says
 
 
 class Cancelled(GrokError):
@@ -314,8 +317,8 @@ class HTTPStatusError(Exception):
         try:
             obj = json.loads(self.text)
         except (ValueError, RecursionError):        # an HTML page: its words, not its markup
-            return " ".join(re.sub(r"(?s)<(script|style).*?</\1>|<[^>]*>", " ", self.text).split())[:300] or (
-                "(empty body)")
+            words = re.sub(r"(?s)<(script|style).*?</\1>|<[^>]*>", " ", self.text).split()
+            return " ".join(words)[:300] or "(empty body)"
         err = obj.get("error", obj.get("message", obj.get("detail"))) if isinstance(obj, dict) else None
         if isinstance(err, dict):
             err = err.get("message") or json.dumps(err)
@@ -334,7 +337,8 @@ class HTTPStatusError(Exception):
         e = ContextOverflow("the request does not fit the server's context window%s (HTTP %d): %s" % (
             " of %s tokens" % size if size else "", self.status, self.server_message()))
         e.window = int(size) if size else None
-        asked = re.search(r'"n_prompt_tokens"\s*:\s*(\d+)|requested (?:tokens \()?(\d+)', self.text, re.I)
+        asked = re.search(r'"n_prompt_tokens"\s*:\s*(\d+)|requested (?:tokens \()?(\d+)', self.text,
+                          re.I)
         e.asked = asked and int(asked.group(1) or asked.group(2))
         return e
 
@@ -426,7 +430,6 @@ class Client:
         self.https = u.scheme == "https"
         self.host = u.hostname or "localhost"
         self.port = u.port or (443 if self.https else 80)
-        self.origin = "%s://%s:%d" % (u.scheme, self.host, self.port)
         self.proxy = find_proxy(u.scheme, self.host)
         # through a plain-http proxy the request line names the whole URL; https goes through a CONNECT tunnel
         self.prefix = ("http://" + u.netloc if self.proxy and not self.https else "") + u.path.rstrip("/")
@@ -549,7 +552,8 @@ class Client:
         try:
             resp = self._send(conn, reused, method, path, body, headers, cancel)
             reader = ReplyReader(resp, conn.reading, self.timeout and started + self.timeout, cap)
-            if "html" in (resp.getheader("Content-Type") or "") and resp.status not in RETRY_STATUSES:
+            html = "html" in (resp.getheader("Content-Type") or "")
+            if html and resp.status not in RETRY_STATUSES:
                 raise self.not_api(method, path, resp, reader.read())
             if resp.status >= 300:
                 error = self._refusal(resp, reader, no_retry)
@@ -592,9 +596,10 @@ class Client:
     def not_api(self, method, path, resp, data):
         """A reply that is no OpenAI-style API's: the URL asked, and what came back."""
         said = HTTPStatusError(resp.status, data).server_message()[:120]
-        url, ctype = path if "://" in path else self.origin + path, resp.getheader("Content-Type") or "no type"
-        return UserError(scrub("%s %s did not answer with JSON (HTTP %d, %s): %r; is GROK_BASE_URL an OpenAI-"
-                               "compatible API (its base, such as http://localhost:8080/v1)?"
+        host = "http%s://%s:%d" % ("s" * self.https, self.host, self.port)
+        url, ctype = path if "://" in path else host + path, resp.getheader("Content-Type") or "-"
+        return UserError(scrub("%s %s did not answer with JSON (HTTP %d, %s): %r; is GROK_BASE_URL"
+                               " an OpenAI-compatible API (its base, as http://localhost:8080/v1)?"
                                % (method, url, resp.status, ctype, said)))
 
 
@@ -1195,7 +1200,7 @@ def tool_line(name, bash_timeout):
 def key_arg(name, args):
     """The one argument that says what a tool call does, for one-line displays."""
     key = next(iter(TOOLS[name].args)) if name in TOOLS else ""
-    value = args.get(key, "") if key in args or not args else args     # without it: what the call has
+    value = args.get(key, "") if key in args or not args else args     # else what the call has
     if not value and name == "list_files":
         value = "."
     if not isinstance(value, str):
@@ -1440,14 +1445,15 @@ def list_sessions(directory):
 
 
 def sessions_text(agent, width):
-    """/sessions: the newest ten saved sessions (* this one) but those nobody typed into, a line each."""
-    here = agent.session.id
+    """/sessions: the newest ten saved sessions (* this one) but those nobody typed into."""
+    here, where = agent.session.id, os.path.join(agent.cfg.data_dir, "sessions")
     found = [s for s in list_sessions(agent.cfg.data_dir) if s[2] or s[0] == here]
-    lines = ["%s %s  %s  $%.4f  %s" % ("*" if sid == here else " ", sid, time.strftime("%Y-%m-%d %H:%M", (
-        time.localtime(mtime))), cost, first or "(empty)") for sid, mtime, first, cost in found[:10]]
+    lines = ["%s %s  %s  $%.4f  %s" % ("*" if sid == here else " ", sid, time.strftime(
+        "%Y-%m-%d %H:%M", time.localtime(mtime)), cost, first or "(empty)")
+        for sid, mtime, first, cost in found[:10]]
     lines += ["  (%d older sessions not shown)" % (len(found) - 10)] * (len(found) > 10)
-    lines = [(line if len(line) <= width else line[:width - 3] + "...") for line in map(visible, lines)]
-    return "\n".join(lines or ["no saved sessions in %s" % os.path.join(agent.cfg.data_dir, "sessions")]) + "\n"
+    lines = [ln if len(ln) <= width else ln[:width - 3] + "..." for ln in map(visible, lines)]
+    return "\n".join(lines or ["no saved sessions in %s" % where]) + "\n"
 
 
 def find_session(directory, key):
@@ -1471,7 +1477,7 @@ class UI:
         return None
 
     step_start = stream_text = stream_reset = reply = tool_start = tool_end = step_finish = answer = notice = _skip
-    thought = ask_user = approve = invalid = _skip  # thought: reasoning as it arrives; invalid: a broken reply
+    thought = ask_user = approve = invalid = _skip  # reasoning as it arrives; a reply off contract
 
 
 ToolCall = namedtuple("ToolCall", "index name args id cwd shown")     # shown: its key argument, scrubbed
@@ -1538,17 +1544,15 @@ class Agent:
             self.ui.notice(scrub(text))
 
     def once(self, key, text, remember=False):
-        """A notice given once a session; remember: once ever (the keys are kept in the data dir's `told`)."""
+        """A notice given once a session; remember: once ever (the keys kept in the data dir)."""
         key, path = scrub(key), os.path.join(self.cfg.data_dir, "told")
-        told = remember and (read_regular(path, 65536) or (b"",))[0].decode("utf-8", "replace").splitlines()
-        if key in self.said or key in (told or ()):
-            return
-        self.said.add(key)
-        self.notice(text)
-        if remember and not data_dir_problem(self.cfg.data_dir):
-            with suppress(OSError), open(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o600),
-                                         "a") as f:
-                f.write(key + "\n")
+        told = remember and (read_regular(path, 65536) or [b""])[0].decode("utf-8", "replace")
+        if key not in self.said and key not in (told or "").split("\n"):
+            self.said.add(key)
+            self.notice(text)
+            if remember and not data_dir_problem(self.cfg.data_dir):
+                with suppress(OSError):
+                    append_private(path, key + "\n")
 
     def add(self, message):
         """A message; one the program writes itself has a "kind" ("note", "summary"): stored, not sent."""
@@ -1584,9 +1588,9 @@ class Agent:
         cost, known = usage_cost(model, usage, self.cfg.prices)
         if not known:
             limit = ", so COST_LIMIT cannot apply" if self.cfg.cost_limit > 0 else ""
-            self.once("price " + self.cfg.base_url, "price unknown for model %s at %s: cost is not tracked%s "
-                      "(GROK_PRICES=IN,CACHED,OUT sets prices in USD per million tokens; shown once per server)"
-                      % (model, self.cfg.base_url, limit), remember=True)
+            self.once("price " + self.cfg.base_url, "price unknown for model %s at %s: cost is not "
+                      "tracked%s (GROK_PRICES=IN,CACHED,OUT sets prices in USD per million tokens; "
+                      "shown once per server)" % (model, self.cfg.base_url, limit), remember=True)
         if usage_numbers(usage)["odd"]:
             self.once("odd", "the server's usage has numbers that are not counts (%s): ignored"
                       % json.dumps(usage, default=str)[:200])
@@ -1727,10 +1731,11 @@ class Agent:
                 return self.chat(self.messages, on_text=self.ui.stream_text, on_thought=self.ui.thought)
         except ContextOverflow as again:
             e = again
-        asked = "%d tokens (the server's count)" % e.asked if e.asked else "about %d tokens" % estimate_tokens(
-            self.messages)
-        raise ContextOverflow("%s do not fit the server's context window (%d tokens), even compacted as far as it "
-                              "goes: shorten the request, or give the server a larger window"
+        asked = ("%d tokens (the server's count)" % e.asked if e.asked
+                 else "about %d tokens" % estimate_tokens(self.messages))
+        raise ContextOverflow("%s do not fit the server's context window (%d tokens), even "
+                              "compacted as far as it goes: shorten the request, or give the "
+                              "server a larger window"
                               % (asked, e.window or self.cfg.context_window))
 
     def learn_window(self):
@@ -1845,7 +1850,7 @@ class Agent:
         results, runnable = [None] * len(items), []
         for item in items:
             if not self.approved(item):
-                results[item.index] = self.finish_tool(item, ToolResult(DENIED % item.name, ok=False))
+                results[item.index] = self.finish_tool(item, ToolResult(DENIED % item.name, False))
             elif item.name == "ask_user":
                 self.ui.tool_start(item)
                 results[item.index] = self.finish_tool(item, self.call_tool(item))
@@ -1944,8 +1949,8 @@ class Agent:
             self.compact()
 
     def compact(self, keep=6, to_request=False):
-        """Summarise older history, keeping the recent tail and, mid-turn, the request verbatim; False: too little.
-        to_request (after an overflow): if need be, all before the request, which the summary then quotes."""
+        """Summarise older history, keeping the recent tail and, mid-turn, the request verbatim;
+        False: too little. to_request (after an overflow): all of it if need be (request quoted)."""
         self.learn_window()
         pct = self.cfg.compact_threshold if self.cfg.compact_threshold > 0 else 75.0
         history = self.messages[1:]
@@ -2174,12 +2179,12 @@ class EscKey:
                 self.typed += data
 
     def take(self):
-        """(the whole lines typed meanwhile or None, the unfinished rest), edited as the terminal would."""
+        """(the lines typed meanwhile or None, the unfinished rest), edited as a terminal would."""
         text = self.typed.decode("utf-8", "replace")
         text, n = re.sub(r"\x1b(\[[0-?]*[ -/]*[@-~]|O.)?|[^\n\t\x7f\b -\U0010ffff]", "", text), 1
         while n:        # a backspace deletes the character before it, never a line already entered
             text, n = re.subn(r"[^\n\x7f\b][\x7f\b]|(?:^|(?<=\n))[\x7f\b]", "", text)
-        lines, sep, rest = text.rpartition("\n")        # the whole lines: one message (a paste), as at the prompt
+        lines, sep, rest = text.rpartition("\n")        # all whole lines: one message (a paste)
         self.typed = rest.encode("utf-8") if sep else b""
         return (lines, "") if sep else (None, rest)
 
@@ -2202,12 +2207,17 @@ class TerminalUI(UI):
         return max(40, terminal_width())
 
     def fitted(self, text, more="  "):
-        """On a terminal, the lines too long for it broken at spaces; a continued line is indented more."""
+        """On a terminal, lines too long for it broken at spaces; a continued line indented more."""
         import textwrap
         width = self.width() if self.out.isatty() else 1 << 30
         return "\n".join(line if len(line) <= width else "\n".join(textwrap.wrap(
             line, width, expand_tabs=False, replace_whitespace=False, break_on_hyphens=False,
-            subsequent_indent=line[:len(line) - len(line.lstrip())] + more)) for line in text.split("\n"))
+            subsequent_indent=line[:len(line) - len(line.lstrip())] + more))
+            for line in text.split("\n"))
+
+    def line(self, code, text):
+        """A line of grok's own in colour `code`: escapes made visible, fitted to the terminal."""
+        return self.paint(code, self.fitted(visible(text, newlines=False))) + "\n"
 
     def write(self, text):
         self.wait_stop()
@@ -2264,13 +2274,13 @@ class TerminalUI(UI):
 
     def tool_start(self, call):
         self.stream_reset()
-        self.write(self.paint("90", self.fitted(visible("[%s] %s" % (call.name, call.shown[:200]), False))) + "\n")
+        self.write(self.line("90", "[%s] %s" % (call.name, call.shown[:200])))
 
     def tool_end(self, call, result):
         if not result.ok:       # failed or denied
-            why = "denied, not run" if result.output == DENIED % call.name else failure_reason(result.output)
-            self.write(self.paint("31", self.fitted(visible("✗ [%s] %s: %s" % (call.name, call.shown[:60], why),
-                                                            False))) + "\n")
+            denied = result.output == DENIED % call.name
+            why = "denied, not run" if denied else failure_reason(result.output)
+            self.write(self.line("31", "✗ [%s] %s: %s" % (call.name, call.shown[:60], why)))
 
     def answer(self, text):
         self.write(("\n\n" if self.open_line else "\n") if self.streamed else "\n%s\n\n" % visible(text))
@@ -2286,7 +2296,8 @@ class TerminalUI(UI):
         full = False
         while True:
             text, hidden = approval_text(call, full)
-            ask = self.fitted("  run it? [y]es / [N]o / [a]lways%s:" % (" / [s]how all" if hidden else ""))
+            more = " / [s]how all" if hidden else ""
+            ask = self.fitted("  run it? [y]es / [N]o / [a]lways%s:" % more)
             answer = ask_tty("%s\n%s " % (self.paint("1", self.fitted(text)), ask))
             if answer is None:
                 self.notice("no terminal to ask for approval: %s denied (use --always-approve / -y)" % call.name)
@@ -2299,7 +2310,8 @@ class TerminalUI(UI):
     def ask_user(self, question, options):
         self.pause()
         lines = ["", self.paint("1", self.fitted(visible(question)))]
-        lines += [self.fitted("  %d) %s" % (i + 1, visible(o, newlines=False)), "   ") for i, o in enumerate(options)]
+        lines += [self.fitted("  %d) %s" % (i, visible(o, False)), "   ")
+                  for i, o in enumerate(options, 1)]
         answer = ask_tty("\n".join(lines) + "\n  answer (number or text): ")
         return options[int(answer) - 1] if answer and answer.isdigit() and 1 <= int(answer) <= len(options) else answer
 
@@ -2402,7 +2414,8 @@ def run_line(agent, ui, line, keys, commands, help_text):
                 if arg.strip() and not agent.cfg.window_set:        # the new model's window: the table's, or asked anew
                     agent.cfg.context_window = model_entry(WINDOWS, agent.model, DEFAULT_WINDOW)
                     agent.window_asked = agent.cfg.xai
-                ui.write(ui.fitted("model: %s (known: %s)" % (agent.model, ", ".join(known or sorted(PRICES)))) + "\n")
+                known = ", ".join(known or sorted(PRICES))
+                ui.write(ui.fitted("model: %s (known: %s)" % (agent.model, known)) + "\n")
             elif name in commands:
                 commands[name](arg.strip())
             else:
@@ -2426,8 +2439,8 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="gro
     rl = setup_readline(agent.cfg.data_dir) if interactive else None
     keys = EscKey(sys.stdin.fileno() if interactive else None)
     if interactive:
-        ui.write(ui.fitted("%s %s · %s · /help for commands, Ctrl-D to quit" % (prog, __version__, agent.model), "")
-                 + "\n")
+        head = "%s %s · %s · /help for commands, Ctrl-D to quit" % (prog, __version__, agent.model)
+        ui.write(ui.fitted(head, "") + "\n")
     status, line = 0, first
     try:
         while line.partition(" ")[0] not in ("/exit", "/quit", "/q"):
@@ -2564,6 +2577,7 @@ class HeadlessUI(UI):
         if self.json or self.events:
             with suppress(OutputClosed):
                 self.emit("error", message=message)
+        self.printed = ""
         self.notice("grok: %s" % message)
         return code
 
@@ -2597,7 +2611,7 @@ class HeadlessUI(UI):
             self.notice("[%s] %s" % (call.name, call.shown))
 
     def tool_end(self, call, result):
-        if not self.json and result.output.startswith("error: "):      # a malformed call: why it did not run
+        if not self.json and result.output.startswith("error: "):  # why a bad call did not run
             self.notice("✗ [%s] %s" % (call.name, failure_reason(result.output)))
         if self.json:
             started, finished = int(result.started * 1000), int(result.finished * 1000)
@@ -2619,15 +2633,16 @@ class HeadlessUI(UI):
             self.out(end + text + end)
         elif text[len(self.printed):] + end:
             self.out(text[len(self.printed):] + end)
-        self.printed, held, self.held = "", self.held, []
-        for text in held:
-            self.notice(text)
+        self.printed = ""
+        self.notice()
 
-    def notice(self, text):
-        if self.printed and not self.json:      # held until the answer's line ends: never joined to it (2>&1)
-            return self.held.append(text)
-        sys.stderr.write(visible(scrub(text)) + "\n")
-        sys.stderr.flush()
+    def notice(self, text=None):
+        """A line on stderr (None: those held); held while the answer's line is open (2>&1)."""
+        self.held += [] if text is None else [text]
+        if not self.printed or self.json:
+            sys.stderr.write("".join(visible(scrub(t)) + "\n" for t in self.held))
+            sys.stderr.flush()
+            self.held = []
 
     def approve(self, call):
         if allow_matches(call, self.allow):     # (with -y the agent does not ask)
@@ -3191,7 +3206,8 @@ def arg_parser(prog="grok", description=None):
             import difflib
             self.print_usage(sys.stderr)
             flag = re.search(r"(?:unrecognized arguments|ambiguous option): (--?[^\s=]+)", message)
-            near = flag and difflib.get_close_matches(flag.group(1), self._option_string_actions, 1, 0.7)
+            near = flag and difflib.get_close_matches(flag.group(1), self._option_string_actions, 1,
+                                                      0.7)
             raise UserError(message + ("; did you mean %s?" % near[0] if near else ""))
 
     # An explicit width, or argparse imports shutil (with bz2, lzma, zlib: 2.5 ms) on every start.
@@ -3322,9 +3338,9 @@ def json_requested(argv):
 
 
 def server_models(client):
-    """The ids of the models the server lists ({base}/models); what the request raises if it cannot."""
-    return [m["id"] for m in client.get(client.prefix + "/models")["data"] if m["id"].isprintable() and
-            " " not in m["id"]]
+    """The ids of the models the server lists ({base}/models); an exception if it cannot."""
+    ids = [m["id"] for m in client.get(client.prefix + "/models")["data"]]
+    return [i for i in ids if i.isprintable() and " " not in i]
 
 
 def list_models(argv):
@@ -3375,7 +3391,7 @@ def main(argv=None):
         finally:
             if len(agent.messages) > 1 and sys.stdin.isatty():
                 sid = agent.session.id
-                ui.write(ui.paint("90", ui.fitted("session %s (grok --resume %s)" % (sid, sid))) + "\n")
+                ui.write(ui.line("90", "session %s (grok --resume %s)" % (sid, sid)))
             agent.close()
 
     return guarded("grok", body, on_error)

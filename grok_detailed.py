@@ -369,7 +369,7 @@ class DetailedUI(g.TerminalUI):
         self.write("".join(out))
 
     def invalid(self, content):
-        """A reply that broke the contract: what the model said (capped), above the notice saying why."""
+        """A reply that broke the contract: what the model said (capped), before the why."""
         text = as_text(content) or "(nothing)"
         more = " %s [%d characters]" % (self.glyph["more"], len(text)) if len(text) > 600 else ""
         self.write(self.field_lines("invalid", text[:600] + more, "31"))

@@ -29,7 +29,7 @@ def test_without_a_key_a_terminal_asks_for_it_and_saves_it_privately(run, fake, 
     offers to save it to ~/.grok/.env (0600), and the chat goes on with it."""
     fake.add(answer("hello there"))
     with PtyProcess([sys.executable, str(GROK)], run.env(GROK_API_KEY=None), isolated_env.work) as p:
-        p.expect(r"API key \(not shown; empty to quit\): ", plain=True)
+        p.expect(r"API key \(hidden; empty to quit\): ", plain=True)
         p.send(TEST_KEY + "\n")
         p.expect(r"save it to ~/\.grok/\.env \(0600\)\? \[Y/n\] ", plain=True)
         p.send("\n")
