@@ -919,18 +919,18 @@ class Sandbox:
             net = ["--unshare-net"] * self.net_off + ["--"]
             return [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev"] + binds + net + argv, None
         import struct
-        syscall, abi, net = self.libc.syscall, self.abi, 3 * self.net_off   # net: TCP bind, connect
+        syscall, prctl, abi, net = self.libc.syscall, self.libc.prctl, self.abi, 3 * self.net_off
         tree = 0x1ff2 | (abi >= 2) << 13 | (abi >= 3) << 14    # write, remove, make; move, truncate
         rules = [(p, tree) for p in self.writable(cwd)] + [(d, tree & 0x4002) for d in DEVICES]
 
-        def restrict():     # in the child after fork: nothing imported here
-            ruleset = syscall(444, struct.pack("=QQ", tree, net), 16 if net else 8, 0)
+        def restrict():     # in the child after fork: nothing imported or looked up (dlsym) here
+            ruleset = syscall(444, struct.pack("=QQ", tree, net), 16 if net else 8, 0)    # net: TCP
             for path, allowed in rules:
                 with suppress(OSError):
                     fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
                     syscall(445, ruleset, 1, struct.pack("=Qi", allowed, fd), 0)    # path beneath
                     os.close(fd)
-            if ruleset < 0 or self.libc.prctl(38, 1, 0, 0, 0) or syscall(446, ruleset, 0):
+            if ruleset < 0 or prctl(38, 1, 0, 0, 0) or syscall(446, ruleset, 0):
                 raise OSError("Landlock refused the sandbox")       # 38: PR_SET_NO_NEW_PRIVS
         return argv, restrict
 

@@ -18,6 +18,7 @@ from ptyrun import PROMPT, PtyProcess
 
 DENIED = {"bwrap": "Read-only file system", "landlock": "Permission denied"}      # what a refused write says
 REFUSED_TCP = {"bwrap": "ConnectionRefusedError", "landlock": "PermissionError"}  # no route out / TCP cut
+LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 def bwrap_problem():
@@ -28,8 +29,7 @@ def bwrap_problem():
 
 
 def landlock_abi():
-    libc = ctypes.CDLL(None, use_errno=True)
-    return libc.syscall(444, None, 0, 1) if sys.platform == "linux" else -1
+    return LIBC.syscall(444, None, 0, 1) if sys.platform == "linux" else -1
 
 
 @pytest.fixture(params=["bwrap", "landlock"])
@@ -128,8 +128,8 @@ def test_network_off_cuts_the_commands_tcp_but_not_grok_s_own(grok, fake, backen
     command = ("%s -c \"import socket; socket.create_connection(('127.0.0.1', %d), 5); print('connected')\" 2>&1 "
                "| tail -1" % (sys.executable, listener.getsockname()[1]))
     env = {"GROK_SANDBOX_BACKEND": backend}
-    out, _ = one_command(grok, fake, command, "--sandbox", "workspace", env=env)
-    assert out == "connected\n" and connects(listener)
+    out, err = one_command(grok, fake, command, env=dict(env, GROK_SANDBOX="workspace"))
+    assert out == "connected\n" and connects(listener) and err == "sandbox: workspace (%s)\n" % backend
     out, err = one_command(grok, fake, command, "--sandbox", "workspace", "--sandbox-network", "off", env=env)
     assert out.startswith(REFUSED_TCP[backend] + ": ") and not connects(listener)
     assert err == "sandbox: workspace (%s, no network)\n" % backend
@@ -155,13 +155,18 @@ def test_write_file_outside_the_sandbox_is_refused_whatever_allows_it(grok, fake
     assert (isolated_env.work / "in.txt").read_text() == "y"
 
 
+# A seccomp filter (classic BPF) that answers ENOSYS to landlock_create_ruleset (444), as an old kernel does:
+# load the syscall number; if 444, return ERRNO(ENOSYS); else allow. Built here, not in the forked child.
+FILTER = [(0x20, 0, 0, 0), (0x15, 0, 1, 444), (0x06, 0, 0, 0x00050000 | 38), (0x06, 0, 0, 0x7fff0000)]
+PROGRAM = ctypes.create_string_buffer(b"".join(struct.pack("=HBBI", *op) for op in FILTER))
+FPROG = struct.pack("=HxxxxxxQ", len(FILTER), ctypes.addressof(PROGRAM))
+PRCTL = LIBC.prctl
+
+
 def no_landlock():
-    """A preexec_fn: a seccomp filter that answers ENOSYS to landlock_create_ruleset (444), as an old kernel does."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    code = [(0x20, 0, 0, 0), (0x15, 0, 1, 444), (0x06, 0, 0, 0x00050000 | 38), (0x06, 0, 0, 0x7fff0000)]
-    program = ctypes.create_string_buffer(b"".join(struct.pack("=HBBI", *op) for op in code))
-    fprog = struct.pack("=HxxxxxxQ", len(code), ctypes.addressof(program))
-    assert libc.prctl(38, 1, 0, 0, 0) == 0 and libc.prctl(22, 2, fprog, 0, 0) == 0     # NO_NEW_PRIVS; SECCOMP
+    """A preexec_fn: the child (grok) runs under that filter; 38: NO_NEW_PRIVS, 22: SECCOMP (2: a filter)."""
+    if PRCTL(38, 1, 0, 0, 0) or PRCTL(22, 2, FPROG, 0, 0):
+        raise OSError("seccomp refused the filter")
 
 
 def without_bwrap(tmp_path, fake_bwrap=None):
@@ -222,7 +227,7 @@ def test_without_sandbox_nothing_changes_and_with_it_an_ordinary_command_runs_th
     assert boxed == plain and err == "sandbox: workspace (%s)\n" % backend
     first = [r for r in fake.chat_requests() if r.last_user == "go"]
     assert first[0].json == first[1].json       # the model is told nothing different
-    out, err = one_command(grok, fake, WRITES)
+    out, err = one_command(grok, fake, WRITES, "--sandbox", "off", env={"GROK_SANDBOX": "read-only"})
     assert out == "tree=0\nhome=0\ntmp=0\nnull=0\n" and err == ""        # off: writes anywhere, as before
     assert (isolated_env.home / "escaped.txt").read_text() == "b\n"
 
