@@ -164,6 +164,7 @@ class Config:
         data_home = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
         self.data_dir = os.path.expanduser(os.environ.get("GROK_DATA_DIR") or os.path.join(data_home, "grok-agent"))
         self.read_dirs = [self.skills_dir]      # read_file/list_files run there without asking, as in cwd
+        self.mcp = {}                           # MCP servers to start: {name: spec}
         self.always_approve = always_approve or env_flag("GROK_ALWAYS_APPROVE")
         self.cwd = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
         if not os.path.isdir(self.cwd):
@@ -777,10 +778,11 @@ class ContractError(Exception):
 class Contract(namedtuple("Contract", "name extra_properties extra_prompt max_tokens", defaults=({}, "", 4000))):
     """What the model is asked to return: the schema, its description, defaults."""
 
-    def schema(self, tool_names):
+    def schema(self, tools):
         calls = [{"type": "object", "properties": {"tool": {"type": "string", "enum": [name]},
-                                                   "args": TOOLS[name].schema()},
-                  "required": ["tool", "args"], "additionalProperties": False} for name in tool_names]
+                                                   "args": tool.schema()},
+                  "required": ["tool", "args"], "additionalProperties": False}
+                 for name, tool in tools.items()]
         props = dict(self.extra_properties)
         props.update({"tool_calls": {"type": "array", "items": {"anyOf": calls} if calls else {},
                                      "maxItems": MAX_CALLS if calls else 0},
@@ -959,8 +961,8 @@ def path_glob(pattern, path):
 
 
 def needs_approval(call, free_dirs=()):
-    """bash and write_file always; read_file and list_files outside cwd and the free dirs."""
-    if call.name in NEEDS_APPROVAL:
+    """bash, write_file, MCP tools always; read_file and list_files outside cwd and free dirs."""
+    if call.name in NEEDS_APPROVAL or call.name not in TOOLS:
         return True
     path = call.args.get("path") or "."
     return (call.name in ("read_file", "list_files") and isinstance(path, str)
@@ -973,7 +975,10 @@ def approval_text(call, full=False):
     head, body = "bash", str(call.args.get("command"))
     if call.sandbox:
         head = "bash (sandbox: %s)" % call.sandbox.label
-    if call.name != "bash":
+    if call.name.startswith("mcp__"):
+        head = "MCP server %s, tool %s" % tuple(call.name.split("__", 2)[1:])
+        body = json.dumps(call.args, indent=2)
+    elif call.name != "bash":
         path = canonical(call.cwd, call.args.get("path") or ".")
         head, body = "%s %s (outside the working directory)" % (call.name, path), ""
     if call.name == "write_file":
@@ -1188,10 +1193,12 @@ def responses_answer(obj):
     return text, list(dict.fromkeys(u for u in urls + list(obj.get("citations") or ()) if u and isinstance(u, str)))
 
 
-class Tool(namedtuple("Tool", "run doc args")):
+class Tool(namedtuple("Tool", "run doc args input", defaults=(None,))):
     """Its function, what it does, {argument: JSON type} ("?" ends an optional one; the first is the one displayed)."""
 
     def schema(self):
+        if self.input:      # an MCP tool's own JSON schema of its args
+            return self.input
         props = {k: {"type": "array", "items": {"type": "string"}} if t.startswith("array") else {"type": t.rstrip("?")}
                  for k, t in self.args.items()}
         return {"type": "object", "properties": props, "additionalProperties": False,
@@ -1215,9 +1222,9 @@ NEEDS_APPROVAL = ("bash", "write_file")
 TOOL_SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"      # what the bash tool runs
 
 
-def tool_line(name, bash_timeout):
+def tool_line(name, bash_timeout, tool=None):
     """`name {"arg": "...", ...}: what it does`, as the system prompt lists it."""
-    tool = TOOLS[name]
+    tool = tool or TOOLS[name]
     example = ", ".join('"%s": %s' % (k, '["...", "..."]' if t.startswith("array") else '"..."')
                         for k, t in tool.args.items())
     return "%s {%s}: %s" % (name, example, tool.doc.replace("%d", str(int(bash_timeout))))
@@ -1225,7 +1232,7 @@ def tool_line(name, bash_timeout):
 
 def key_arg(name, args):
     """The one argument that says what a tool call does, for one-line displays."""
-    value = args.get(next(iter(TOOLS[name].args)) if name in TOOLS else "", "")
+    value = args.get(next(iter(TOOLS[name].args)), "") if name in TOOLS else args
     if not value and name == "list_files":
         value = "."
     if not isinstance(value, str):
@@ -1235,6 +1242,229 @@ def key_arg(name, args):
     if "\n" in value or "\r" in value:        # one line, but no line of a command hidden in it
         value = " ⏎ ".join(line.strip() for line in value.splitlines() if line.strip())
     return value
+
+
+# --- MCP: the tools of MCP servers (stdio, newline-delimited JSON-RPC 2.0) ---
+
+MCP_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")  # ours
+
+
+class McpError(Exception):
+    """An MCP server failed a request, died, or did not answer in time."""
+
+
+class McpServer:
+    """A stdio MCP server: its process, a thread routing its answers to requests by id, tools."""
+
+    def __init__(self, name, spec, cwd):
+        self.name, self.spec, self.cwd, self.proc, self.tools = name, spec, cwd, None, {}
+        self.state, self.pending, self.err, self.ids = "starting", {}, b"", iter(range(1, 1 << 62))
+        self.lock, self.changed = threading.Lock(), False
+
+    def timeout(self, key, env_ms, default):     # seconds in its config, else ms (Claude Code's)
+        return float(self.spec.get(key) or env_float(env_ms, default * 1000) / 1000)
+
+    def start(self):
+        import subprocess
+        env = dict({k: v for k, v in os.environ.items() if k in MCP_ENV}, **self.spec["env"])
+        try:
+            self.proc = subprocess.Popen([self.spec["command"]] + self.spec["args"], cwd=self.cwd,
+                                         env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, start_new_session=True)
+            self.drain = threading.Thread(target=self.read_stderr, daemon=True)
+            self.drain.start()
+            threading.Thread(target=self.read, daemon=True).start()
+            timeout = self.timeout("startup_timeout_sec", "MCP_TIMEOUT", 30)
+            hello = {"name": "grok", "version": __version__}    # any version it answers is taken
+            self.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                        "clientInfo": hello}, timeout)
+            self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            self.list_tools(timeout)
+        except (OSError, ValueError, McpError) as e:
+            self.state = "failed: %s" % e
+            self.close()
+
+    def list_tools(self, timeout):
+        tools, page, self.changed = {}, {}, False
+        for _ in range(100):
+            page = self.request("tools/list", page and {"cursor": page["nextCursor"]}, timeout)
+            tools.update(("mcp__%s__%s" % (self.name, tool["name"]), self.tool(tool))
+                         for tool in page.get("tools") or () if isinstance(tool, dict))
+            if not page.get("nextCursor"):
+                break
+        self.tools, self.state = tools, "%d tool%s" % (len(tools), "s" * (len(tools) != 1))
+
+    def tool(self, tool):
+        """A Tool; its args' schema is the inputSchema unless too big for a local grammar."""
+        schema = tool.get("inputSchema") if isinstance(tool.get("inputSchema"), dict) else {}
+        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        doc = " ".join(str(tool.get("description") or "").split())[:999]
+        small = len(json.dumps(schema)) < 4000
+        return Tool(lambda args, agent: self.call(str(tool["name"]), args, agent.cancel),
+                    "(MCP server %s) %s" % (self.name, doc), dict.fromkeys(props, "string"),
+                    dict(schema, type="object") if small else {"type": "object"})
+
+    def call(self, tool, args, cancel):
+        """tools/call as a ToolResult: text content joined, other content named, capped as bash."""
+        try:
+            got = self.request("tools/call", {"name": tool, "arguments": args},
+                               self.timeout("tool_timeout_sec", "MCP_TOOL_TIMEOUT", 600), cancel)
+        except McpError as e:
+            return ToolResult("error: MCP server %s: %s" % (self.name, e), ok=False)
+        parts = [p.get("text") if p.get("type") == "text" else "[%s content]" % p.get("type")
+                 for p in got.get("content") or () if isinstance(p, dict)]
+        text = "\n".join(map(str, parts)) or json.dumps(got.get("structuredContent", "(no output)"))
+        omitted = len(text) - OUTPUT_HEAD - OUTPUT_TAIL
+        if omitted > 0:
+            text = "%s\n[... %d characters omitted: output truncated ...]\n%s" % (
+                text[:OUTPUT_HEAD], omitted, text[-OUTPUT_TAIL:])
+        return ToolResult(text, ok=not got.get("isError"))
+
+    def request(self, method, params, timeout, cancel=None):
+        """Its result; McpError when the server fails it, has failed, or does not answer in time."""
+        with self.lock:
+            request_id = next(self.ids)
+        slot = self.pending[str(request_id)] = [threading.Event(), None]
+        self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params or {}})
+        deadline = time.time() + timeout if timeout > 0 else float("inf")
+        try:
+            while not slot[0].wait(0.05):
+                failed = self.state.startswith("failed")
+                late = time.time() > deadline and "no answer to %s within %gs" % (method, timeout)
+                stop = cancel and cancel.is_set() and "cancelled by the user"
+                why = self.state[8:] if failed else stop or late
+                if why:
+                    self.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                               "params": {"requestId": request_id, "reason": why}})
+                    raise McpError(why + ("" if failed else self.stderr_tail()))
+        finally:
+            self.pending.pop(str(request_id), None)
+        if not isinstance(slot[1].get("result"), dict):
+            raise McpError("%s failed: %s" % (method, json.dumps(slot[1].get("error"))[:2000]))
+        return slot[1]["result"]
+
+    def send(self, message):
+        with self.lock, suppress(OSError, ValueError, AttributeError):    # dead: read() says so
+            self.proc.stdin.write((json.dumps(message) + "\n").encode())
+            self.proc.stdin.flush()
+
+    def read(self):
+        """Answers wake their requests; a ping is answered; a changed tool list is read again."""
+        for line in iter(lambda: self.proc.stdout.readline(16 << 20), b""):
+            with suppress(ValueError, RecursionError):
+                message = None
+                message = json.loads(line) if line.endswith(b"\n") else None
+            if not isinstance(message, dict):
+                why = "wrote what is not a JSON-RPC message of at most 16 MB: %r" % line[:100]
+                break
+            method, slot = message.get("method"), self.pending.get(str(message.get("id")))
+            if method == "notifications/tools/list_changed":      # read before the next request
+                self.changed = True
+            elif method and "id" in message:
+                answer = {"result": {}} if method == "ping" else {
+                    "error": {"code": -32601, "message": method}}
+                self.send(dict(answer, jsonrpc="2.0", id=message["id"]))
+            elif slot and not method:
+                slot[1] = message
+                slot[0].set()
+        else:
+            why = "closed its output"
+        self.drain.join(1)     # a dying server's last words
+        self.state = "failed: the server %s%s" % (why, self.stderr_tail())     # requests see it
+        self.close()
+
+    def read_stderr(self):
+        with suppress(OSError, ValueError):
+            for chunk in iter(lambda: self.proc.stderr.read1(4096), b""):
+                self.err = (self.err + chunk)[-2000:]
+
+    def stderr_tail(self):
+        lines = self.err.decode("utf-8", "replace").strip().splitlines()[-3:]
+        return " (its stderr: %s)" % " | ".join(lines) if lines else ""
+
+    def close(self, grace=0.0):
+        """Its stdin closed (a server exits then), its process group killed after `grace` s."""
+        with suppress(Exception):       # no process; a timeout
+            self.proc.stdin.close()
+            self.proc.wait(grace)
+        if self.proc:
+            kill_group(self.proc)
+
+
+def start_mcp(specs, cwd, notice):
+    """The servers, started in parallel (each within its start-up timeout), each state told."""
+    servers = [McpServer(name, spec, cwd) for name, spec in specs.items()]
+    threads = [threading.Thread(target=server.start, daemon=True) for server in servers]
+    for thread in threads:
+        thread.start()
+    for server, thread in zip(servers, threads):
+        thread.join()
+        notice("MCP server %s: %s" % (server.name, server.state))
+    return servers
+
+
+def mcp_specs(table, where, notice):
+    """The stdio servers of a config's {name: {command, args, env, ...}}; others named, skipped."""
+    specs = {}
+    for name, spec in table.items() if isinstance(table, dict) else ():
+        try:
+            args = spec.get("args") or []
+            if spec.get("enabled", True) is not False:
+                specs[name.replace("__", "_")] = dict(spec, command=str(spec["command"]), args=[
+                    str(a) for a in (args if isinstance(args, list) else None)],
+                    env={str(k): str(v) for k, v in (spec.get("env") or {}).items()})
+        except (AttributeError, KeyError, TypeError):
+            notice("%s: MCP server %s skipped: only stdio servers (command, args [...], env {...}) "
+                   "are supported" % (where, name))
+    return specs
+
+
+def mcp_config(cfg, files, ask, notice):
+    """{name: spec}: ~/.grok/config.toml's [mcp_servers.NAME], each --mcp-config FILE, the project's
+    .mcp.json once ask(text) approves its content (ask None: only with -y; False: not read)."""
+    path = os.path.join(os.path.expanduser("~"), ".grok", "config.toml")
+    data, specs = (read_regular(path, 1 << 20) or (b"",))[0], {}
+    if b"mcp_servers" in data:      # else nothing is imported
+        try:
+            import tomllib      # novermin: 3.11+; before, the notice below
+            table = tomllib.loads(data.decode("utf-8", "replace")).get("mcp_servers")
+            specs = mcp_specs(table, path, notice)
+        except (ImportError, ValueError) as e:      # Python < 3.11 has no tomllib
+            notice("%s: [mcp_servers] skipped: %s" % (path, e))
+    for path in files:
+        try:
+            with open(path, "rb") as f:
+                specs.update(mcp_specs(json.loads(f.read()).get("mcpServers"), path, notice))
+        except (OSError, ValueError, AttributeError) as e:
+            raise UserError("--mcp-config %s: %s" % (path, getattr(e, "strerror", None) or e))
+    path = os.path.join(cfg.cwd, ".mcp.json")
+    return dict(specs, **project_mcp(cfg, path, ask, notice)) if ask is not False else specs
+
+
+def project_mcp(cfg, path, ask, notice):
+    """A project's .mcp.json runs what its authors chose: used once the person approves it."""
+    data = (read_regular(path, 1 << 20) or (b"",))[0]
+    if not data:        # none (or not a regular file)
+        return {}
+    try:
+        specs = mcp_specs(json.loads(data).get("mcpServers"), path, notice)
+    except (ValueError, AttributeError) as e:
+        return notice("%s is not used: %s" % (path, e)) or {}
+    import hashlib
+    store = os.path.join(cfg.data_dir, "mcp-approved")
+    known = (read_regular(store, 1 << 20) or (b"",))[0]
+    mark = ("%s %s\n" % (hashlib.sha256(data).hexdigest(), os.path.realpath(path))).encode()
+    if not specs or mark in known or ask is None and cfg.always_approve:
+        return specs
+    if ask is None:
+        return notice("%s (its MCP servers) is not used: pass -y to use it" % path) or {}
+    listed = "".join("\n  %s: %s" % (n, " ".join([s["command"]] + s["args"]))
+                     for n, s in specs.items())
+    if not ask("%s starts MCP servers, as you:%s\nuse them? [y/N] " % (path, visible(listed))):
+        return {}
+    if not data_dir_problem(cfg.data_dir):
+        atomic_write(store, known + mark)
+    return specs
 
 
 # --- System prompt: contract, tools, runtime info, skills, project rules ---
@@ -1302,7 +1532,7 @@ def find_project_rules(cwd):
     return found
 
 
-def build_system_prompt(cfg, contract, cwd):
+def build_system_prompt(cfg, contract, cwd, tools=None):
     uname = os.uname()      # not `platform`: it takes 2 ms to import
     parts = ["You are Grok, an agent working on the user's computer through tools.",
              "Always reply with exactly one JSON object and nothing else:", REPLY_SHAPE,
@@ -1315,7 +1545,8 @@ def build_system_prompt(cfg, contract, cwd):
              "- Answers are plain text for a terminal: concise, no markdown."]
     if contract.extra_prompt:
         parts.append(contract.extra_prompt)
-    parts += ["", "TOOLS:"] + ["- " + tool_line(name, cfg.bash_timeout) for name in TOOLS]
+    tools = (tools or TOOLS).items()
+    parts += ["", "TOOLS:"] + ["- " + tool_line(name, cfg.bash_timeout, t) for name, t in tools]
     parts += ["", "RUNTIME (at the start of this session):", "- date: %s" % time.strftime("%A %Y-%m-%d %H:%M %Z"),
               "- system: %s %s, Python %s" % (uname[0], uname[2], sys.version.split()[0]),
               "- shell: the bash tool runs %s -c; the user's login shell is %s" % (
@@ -1524,6 +1755,7 @@ class Agent:
         self.partial = ""               # the answer text shown so far in this model call
         self.prompt_skills = find_skills(cfg.skills_dir)
         self.skills_seen = (None, self.prompt_skills)       # (stamp, skills) the model knows of
+        self.mcp = []                   # MCP servers, started by open_session
         self.open_session(session or Session(cfg.data_dir, warn=self.notice), resume)
 
     def open_session(self, session, resume=False):
@@ -1532,7 +1764,8 @@ class Agent:
             session._open()     # the lock first: one process per session, nothing interleaves
         system, messages, self.cost_usd, cwd = session.load() if resume else (None, [], 0.0, None)
         self.cwd = cwd if cwd and os.path.isdir(cwd) else self.cfg.cwd
-        system = system or build_system_prompt(self.cfg, self.contract, self.cwd)
+        self.mcp = self.mcp or start_mcp(self.cfg.mcp, self.cwd, self.notice)   # session is ours
+        system = system or build_system_prompt(self.cfg, self.contract, self.cwd, self.tools())
         self.messages = [{"role": "system", "content": system}] + messages
         self.context_tokens = estimate_tokens(self.messages) if resume else 0
         self.tool_count = sum(tool_calls_in(m["content"]) for m in messages if m["role"] == "assistant")
@@ -1629,6 +1862,15 @@ class Agent:
         self.search_costs.append(self.add_cost(obj.get("usage") if isinstance(obj, dict) else None, kind="web_search"))
         return obj
 
+    def tools(self):
+        """The tools offered now: built-in ones not withdrawn, the MCP servers' (may change)."""
+        tools = {name: TOOLS[name] for name in self.tool_names}
+        for server in self.mcp:
+            with suppress(McpError):
+                server.changed and server.list_tools(30)
+            tools.update(server.tools)
+        return tools
+
     def tool_env(self):
         return {k: v for k, v in os.environ.items() if k not in KEY_VARS}
 
@@ -1664,7 +1906,7 @@ class Agent:
                    "max_tokens": max_tokens or self.cfg.max_tokens or self.contract.max_tokens}
         payload.update(self.optional)
         if contract:
-            schema = self.contract.schema(self.tool_names)
+            schema = self.contract.schema(self.tools())
             formats = ({"type": "json_schema", "json_schema": {"name": self.contract.name, "schema": schema}},
                        {"type": "json_object", "schema": schema}, {"type": "json_object"})
             payload["response_format"] = formats[self.format_level]
@@ -1778,7 +2020,8 @@ class Agent:
         try:
             if result.problem:
                 raise ContractError(result.problem)
-            reply = parse_reply(result.content, self.tool_names + list(self.withdrawn), result.finish_reason)
+            names = list(self.tools()) + list(self.withdrawn)
+            reply = parse_reply(result.content, names, result.finish_reason)
         except ContractError as e:
             return self.strike(result, e)
         self.strikes = 0
@@ -1896,7 +2139,7 @@ class Agent:
     def approved(self, item):
         if self.cfg.always_approve or item.name in self.session_always:
             return True
-        subject = item.args.get(next(iter(TOOLS[item.name].args)))
+        subject = item.args.get(next(iter(TOOLS[item.name].args))) if item.name in TOOLS else "MCP"
         if not isinstance(subject, str) or not subject.strip() or not needs_approval(item, self.cfg.read_dirs):
             return True     # no command/path: the tool refuses its arguments and runs nothing, so don't ask
         answer = self.ui.approve(item)
@@ -1921,7 +2164,7 @@ class Agent:
             if self.cancel.is_set():        # the turn was cancelled after this call was approved
                 raise Cancelled("cancelled")
             result = (ToolResult(self.withdrawn[item.name], ok=False) if item.name in self.withdrawn
-                      else TOOLS[item.name].run(item.args, self))
+                      else self.tools()[item.name].run(item.args, self))
         except ToolArgError as e:
             result = ToolResult("error: %s" % e, ok=False)
         except (KeyboardInterrupt, Cancelled):
@@ -1999,6 +2242,8 @@ class Agent:
     def close(self):
         self.client.close()
         self.session.close()
+        for server in self.mcp:     # each is given a second to end
+            server.close(1.0)
 
 
 def compact_cut(history, keep, room):
@@ -2299,6 +2544,7 @@ class TerminalUI(UI):
 HELP = """commands:
   /clear        start a new conversation
   /model [NAME] show the model, or use NAME from the next request on
+  /mcp          the MCP servers and their tools
   /help         this help (also /?)
   /exit         quit (also /q, Ctrl-D)
 End a line with \\ to go on on the next one; lines pasted together are one message.
@@ -2387,6 +2633,10 @@ def run_line(agent, ui, line, keys, commands, help_text):
                     agent.cfg.context_window = model_entry(WINDOWS, agent.model, DEFAULT_WINDOW)
                     agent.window_asked = agent.cfg.xai
                 ui.write("model: %s (known: %s)\n" % (agent.model, ", ".join(sorted(PRICES))))
+            elif name == "/mcp":        # each server's state and tools
+                ui.write(visible("".join("%s: %s\n" % (s.name, s.state) + "".join(
+                    "  %s: %s\n" % (n, t.doc) for n, t in s.tools.items()) for s in agent.mcp)
+                                 or "no MCP servers (see the README: MCP servers)\n"))
             elif name in commands:
                 commands[name](arg.strip())
             else:
@@ -2476,6 +2726,8 @@ def allow_matches(call, patterns):
     for no shell operator: `git *` allows `git log`, not `git log; rm -rf ~` (every operator in the command is in
     the pattern, or it is `*`). A path is matched resolved (`..`, symlinks): a relative pattern only inside cwd."""
     import fnmatch
+    if call.name not in TOOLS:      # an MCP tool: a glob on its name, mcp__SERVER__TOOL
+        return any(fnmatch.fnmatchcase(call.name, p) for p in patterns)
     value = call.args.get("command" if call.name == "bash" else "path") or ("." if call.name == "list_files" else "")
     if not isinstance(value, str) or not value:
         return False
@@ -2581,7 +2833,8 @@ class HeadlessUI(UI):
     def tool_end(self, call, result):
         if self.json:
             started, finished = int(result.started * 1000), int(result.finished * 1000)
-            self.emit("tool_use", toolCall={"id": call.id, "name": call.name, "args": call.args},
+            server = {"server": call.name.split("__")[1]} if call.name not in TOOLS else {}
+            self.emit("tool_use", toolCall=dict(server, id=call.id, name=call.name, args=call.args),
                       toolResult={"id": call.id, "success": bool(result.ok), "output": result.output},
                       timing={"startedAt": started, "finishedAt": finished, "durationMs": finished - started})
 
@@ -2607,8 +2860,9 @@ class HeadlessUI(UI):
     def approve(self, call):
         if allow_matches(call, self.allow):     # (with -y the agent does not ask)
             return "yes"
+        what = "command" if call.name == "bash" else "path" if call.name in TOOLS else "MCP tool"
         raise AgentError("Tool `%s` denied: %s not in allowlist: %s%s (allow it with --allow PATTERN or "
-                         "--always-approve)" % (call.name, "command" if call.name == "bash" else "path",
+                         "--always-approve)" % (call.name, what,
                                                 call.shown[:200], "..." if len(call.shown) > 200 else ""))
 
 
@@ -2665,6 +2919,9 @@ def headless(args, cfg):
 
 def open_agent(cfg, ui, contract, args, new_if_busy=False):
     """A new agent, or one resuming --resume ID / -c (latest); if that one is busy and new_if_busy, a new one."""
+    ask = None if isinstance(ui, HeadlessUI) else (
+        lambda text: (ask_tty(text) or "").lower() in ("y", "yes"))
+    cfg.mcp = mcp_config(cfg, args.mcp_config, ask, ui.notice)
     session_id = args.resume and find_session(cfg.data_dir, args.resume)
     if args.cont and not session_id:
         session_id = next((s[0] for s in list_sessions(cfg.data_dir) if s[2]), None)     # the newest typed into
@@ -2876,7 +3133,7 @@ class AcpSession(UI):
             if role != "assistant" or not isinstance(content, str):
                 continue
             try:
-                reply = parse_reply(content, list(TOOLS))
+                reply = parse_reply(content, list(TOOLS) + list(self.agent.tools()))
             except ContractError:
                 continue            # an invalid reply the model was asked to redo
             self.say(reply)
@@ -3004,23 +3261,25 @@ class AcpServer:
             raise RpcError(AUTH_REQUIRED, "no API key: set GROK_API_KEY or XAI_API_KEY in the environment the "
                            "client starts grok with, or put GROK_API_KEY=... in " + ", ".join(ENV_FILES))
 
-    def session_cwd(self, params, optional=False):
-        """The cwd of session/new or session/load (None: load got none); the MCP servers given are ignored."""
+    def session_setup(self, params, optional=False):
+        """The cwd (None: load got none) and the stdio MCP servers of session/new or /load."""
         cwd, servers = params.get("cwd"), params.get("mcpServers", [])
         if not (optional and cwd is None or isinstance(cwd, str) and os.path.isabs(cwd) and os.path.isdir(cwd)):
             raise RpcError(INVALID_PARAMS, "Invalid params: cwd must be the absolute path of a directory, not %s"
                            % json.dumps(cwd))
         if not isinstance(servers, list):
             raise RpcError(INVALID_PARAMS, "Invalid params: mcpServers must be an array")
-        if servers:
-            names = [str(s.get("name")) if isinstance(s, dict) else "?" for s in servers]
-            self.log("MCP servers are not supported; ignoring: %s" % ", ".join(names))
-        return cwd and os.path.normpath(cwd)
+        try:
+            table = {s["name"]: dict(s, env={e["name"]: e["value"] for e in s.get("env") or ()})
+                     for s in servers}
+        except (TypeError, KeyError, AttributeError):
+            raise RpcError(INVALID_PARAMS, "Invalid params: an mcpServer with no name or a bad env")
+        return cwd and os.path.normpath(cwd), mcp_specs(table, "mcpServers", self.log)
 
-    def start(self, cwd, **resume):
-        """A new AcpSession whose Agent works in cwd; resume: the stored session it continues."""
+    def start(self, cwd, mcp, **resume):
+        """A new AcpSession whose Agent works in cwd with these MCP servers; resume: its session."""
         cfg = Config.__new__(Config)
-        cfg.__dict__.update(self.cfg.__dict__, cwd=cwd)
+        cfg.__dict__.update(self.cfg.__dict__, cwd=cwd, mcp=dict(self.cfg.mcp, **mcp))
         session = AcpSession(self)
         session.agent = Agent(cfg, session, **resume)
         session.id = session.agent.session.id
@@ -3052,15 +3311,15 @@ class AcpServer:
         return {}
 
     def new_session(self, params, request_id):
-        cwd = self.session_cwd(params)
+        cwd, mcp = self.session_setup(params)
         self.need_key()
-        return {"sessionId": self.start(cwd).id}
+        return {"sessionId": self.start(cwd, mcp).id}
 
     def load_session(self, params, request_id):
         session_id = params.get("sessionId")
         if not isinstance(session_id, str) or not session_id:
             raise RpcError(INVALID_PARAMS, "Invalid params: sessionId must be a string")
-        cwd = self.session_cwd(params, optional=True)
+        cwd, mcp = self.session_setup(params, optional=True)
         session = self.sessions.get(session_id)
         if session is None:         # not held by this process yet: open its file
             self.need_key()
@@ -3069,7 +3328,7 @@ class AcpServer:
             if bad or not os.path.isfile(store.path):
                 raise RpcError(RESOURCE_NOT_FOUND, "no session %s in %s" % (json.dumps(session_id), store.dir))
             try:
-                session = self.start(cwd or self.cfg.cwd, session=store, resume=True)
+                session = self.start(cwd or self.cfg.cwd, mcp, session=store, resume=True)
             except UserError as e:
                 raise RpcError(RESOURCE_NOT_FOUND, str(e))
         if session.busy:
@@ -3140,12 +3399,14 @@ class AcpServer:
             session.agent.stop()
 
 
-def acp_main(cfg):
-    """`grok --acp` / `grok agent stdio`: serve ACP until stdin closes; exit 0."""
+def acp_main(cfg, mcp_files):
+    """`grok --acp` / `grok agent stdio`: serve ACP until stdin closes; exit 0. A project's
+    .mcp.json is not read: the editor passes the servers it chose in session/new."""
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)       # from here a stray print or child writes to stderr; stdout is protocol only
     sys.stdout = sys.stderr
     server = AcpServer(cfg, out)
+    cfg.mcp = mcp_config(cfg, mcp_files, False, server.log)
     try:
         server.serve(sys.stdin.buffer)
     finally:
@@ -3177,6 +3438,8 @@ def arg_parser(prog="grok", description=None):
     p.add_argument("-y", "--always-approve", action="store_true", help="run bash/write_file without asking")
     p.add_argument("--sandbox", choices=("workspace", "read-only", "off"), help="see README")
     p.add_argument("--sandbox-network", choices=("on", "off"), help="off: commands get no network")
+    p.add_argument("--mcp-config", action="append", default=[], metavar="FILE",
+                   help="start the MCP servers of this .mcp.json-style file (repeatable)")
     session = p.add_mutually_exclusive_group()
     session.add_argument("--resume", metavar="ID", help="continue a saved session")
     session.add_argument("-c", "--continue", dest="cont", action="store_true", help="continue the latest session")
@@ -3334,7 +3597,7 @@ def main(argv=None):
         cfg = Config(model=args.model, cwd=args.cwd, always_approve=args.always_approve, effort=args.effort,
                      require_key=not args.acp, sandbox=args.sandbox, net=args.sandbox_network)
         if args.acp:        # a missing key is reported at session/new
-            return acp_main(cfg)
+            return acp_main(cfg, args.mcp_config)
         if args.prompt is not None:
             return headless(args, cfg)
         ui = TerminalUI()

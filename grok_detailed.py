@@ -446,6 +446,7 @@ HELP = """commands:
   /cost [N]     show the cost, or set the session's limit to N USD (0 = no limit)
   /model [NAME] show the model, or use NAME from the next request on
   /tools        list the tools
+  /mcp          the MCP servers: state, tools
   /help         this help (also /?)
   /exit         quit (also /q, Ctrl-D)
 End a line with \\ to go on on the next one; lines pasted together are one message.
@@ -523,9 +524,10 @@ class Commands:
             self.agent.cost_usd, "$%.2f" % cfg.cost_limit if cfg.cost_limit > 0 else "none"))
 
     def tools(self, arg):
-        for name in self.agent.tool_names:
-            ask = name in g.NEEDS_APPROVAL and not self.agent.cfg.always_approve
-            doc = g.tool_line(name, self.agent.cfg.bash_timeout).partition(" ")[2]
+        for name, tool in self.agent.tools().items():
+            ask = name in g.NEEDS_APPROVAL or name not in g.TOOLS     # an MCP tool asks too
+            ask = ask and not self.agent.cfg.always_approve
+            doc = g.tool_line(name, self.agent.cfg.bash_timeout, tool).partition(" ")[2]
             self.ui.write(self.ui.field_lines(name, as_text(doc + (" [asks first]" if ask else ""))))
 
 
