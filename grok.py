@@ -784,7 +784,8 @@ class Contract(namedtuple("Contract", "name extra_properties extra_prompt max_to
                   "required": ["tool", "args"], "additionalProperties": False}
                  for name, tool in tools.items()]
         props = dict(self.extra_properties)
-        props.update({"tool_calls": {"type": "array", "items": {"anyOf": calls} if calls else {},
+        items = {"anyOf": calls} if calls else {"type": "object"}   # {} breaks llama.cpp's grammars
+        props.update({"tool_calls": {"type": "array", "items": items,
                                      "maxItems": MAX_CALLS if calls else 0},
                       "response": {"type": ["string", "null"]}, "done": {"type": "boolean"}})
         return {"type": "object", "properties": props, "required": list(props)}
@@ -795,17 +796,20 @@ REPLY_SHAPE = '{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRIN
 
 
 def extract_json_object(text):
-    """The first JSON object in text: tolerates code fences and prose around it."""
-    text = text.strip()
+    """The reply's JSON object amid fences or prose; raw control characters in its strings pass."""
+    text, decoder, broken = text.strip(), json.JSONDecoder(strict=False), None
     with suppress(ValueError, RecursionError):
-        return json.loads(text)
+        return decoder.decode(text)
     from itertools import islice
     for brace in islice(re.finditer("{", text), 20):
-        with suppress(ValueError, RecursionError):
-            obj = json.JSONDecoder().raw_decode(text, brace.start())[0]
-            if isinstance(obj, dict):
-                return obj
-    raise ContractError("the reply is not a JSON object")
+        try:
+            obj = decoder.raw_decode(text, brace.start())[0]
+        except (ValueError, RecursionError) as e:
+            broken = broken or e
+            continue
+        if broken is None or {"tool_calls", "response", "done"} & set(obj):    # never inner args
+            return obj
+    raise ContractError("the reply is not a JSON object" + (" (%s)" % broken if broken else ""))
 
 
 def parse_reply(content, tool_names, finish_reason=None):
@@ -813,7 +817,8 @@ def parse_reply(content, tool_names, finish_reason=None):
     if content is None or not str(content).strip():
         raise ContractError("the reply was empty")
     try:        # a cut-off reply may still hold an inner object: never take that
-        obj = json.loads(content) if finish_reason == "length" else extract_json_object(str(content))
+        cut = finish_reason == "length"
+        obj = json.loads(content, strict=False) if cut else extract_json_object(str(content))
     except (ValueError, RecursionError):
         raise ContractError("the reply was cut off at max_tokens before its JSON ended: reply shorter, "
                             "with fewer tool calls")
@@ -1743,7 +1748,7 @@ class Agent:
         self.client = Client(cfg.base_url, cfg.api_key, cfg.timeout, cfg.max_retries, cfg.backoff, notice=self.notice)
         self.tool_names = list(TOOLS)   # offered in the schema
         self.withdrawn = {}             # tools the server turned out not to offer: name -> the result calls get
-        self.window_asked = cfg.window_set or cfg.xai     # xAI's windows are in the table
+        self.window_known = self.window_asked = bool(cfg.window_set or cfg.xai)  # or learned
         self.format_level = 0           # 0 json_schema, 1 json_object + schema, 2 plain json_object
         # Request fields a server may reject: each is dropped for the session, with one notice.
         self.optional = {k: getattr(cfg, k) for k in ("temperature", "reasoning_effort") if getattr(cfg, k) is not None}
@@ -1971,7 +1976,7 @@ class Agent:
     def after_overflow(self, e):
         """The server said the context is full: take its window size, compact, and ask once more."""
         if e.window and not self.cfg.window_set:
-            self.cfg.context_window = e.window
+            self.cfg.context_window, self.window_known = e.window, True
         self.notice("%s; compacting and asking once more" % e)
         with suppress(ContextOverflow):
             if self.compact():
@@ -1988,7 +1993,7 @@ class Agent:
         for path, payload in (("/v1/models", None), ("/props", None), ("/api/show", {"model": self.model})):
             window = find_window(self.client.probe(path, payload))
             if window:
-                self.cfg.context_window = window
+                self.cfg.context_window, self.window_known = window, True
                 return self.notice("context window: %d tokens (from the server's %s)" % (window, path))
 
     def finish_step(self, result):
@@ -2024,10 +2029,14 @@ class Agent:
             reply = parse_reply(result.content, names, result.finish_reason)
         except ContractError as e:
             return self.strike(result, e)
-        self.strikes = 0
-        self.add({"role": "assistant", "content": kept_reply(result.content, reply)})
-        self.ui.reply(reply, self.step_no)
+        self.strikes, content = 0, kept_reply(result.content, reply)
         calls, answer, limit = reply["tool_calls"], reply.get("response") or "", self.cfg.max_iterations
+        if calls and 0 < limit <= self.rounds and reply["done"] and answer.strip():
+            self.notice("tool round limit reached: the answer ends the turn, its calls did not run")
+            calls = reply["tool_calls"] = []
+            content = json.dumps(reply)
+        self.add({"role": "assistant", "content": content})
+        self.ui.reply(reply, self.step_no)
         if not calls:
             self.finish_step(result)
             return answer
@@ -2631,7 +2640,7 @@ def run_line(agent, ui, line, keys, commands, help_text):
                 agent.model = agent.cfg.model = arg.strip() or agent.model
                 if arg.strip() and not agent.cfg.window_set:        # the new model's window: the table's, or asked anew
                     agent.cfg.context_window = model_entry(WINDOWS, agent.model, DEFAULT_WINDOW)
-                    agent.window_asked = agent.cfg.xai
+                    agent.window_known = agent.window_asked = agent.cfg.xai
                 ui.write("model: %s (known: %s)\n" % (agent.model, ", ".join(sorted(PRICES))))
             elif name == "/mcp":        # each server's state and tools
                 ui.write(visible("".join("%s: %s\n" % (s.name, s.state) + "".join(
@@ -3052,7 +3061,7 @@ class AcpSession(UI):
         self.calls = itertools.count(1)     # numbers toolCallIds; a turn and session/load never run at once
         self.ids = []           # the toolCallIds of the last reply's calls, in call order
         self.fields = {}        # toolCallId -> what tool_call announced, for open calls
-        self.streamed, self.finish_reason, self.request_id = False, None, None
+        self.streamed, self.said, self.finish_reason, self.request_id = False, False, None, None
 
     def update(self, session_update, **fields):
         params = {"sessionId": self.id, "update": dict(sessionUpdate=session_update, **fields)}
@@ -3066,15 +3075,20 @@ class AcpSession(UI):
         if isinstance(reply.get("thinking"), str) and reply["thinking"].strip():
             self.chunk("agent_thought_chunk", reply["thinking"])
         if reply.get("response") and not streamed:
-            self.chunk("agent_message_chunk", reply["response"])
+            self.message(reply["response"])
+
+    def message(self, text, streamed=False):
+        """Answer text; each round's starts a paragraph of its own (a stream's pieces join)."""
+        gap = self.said and not (streamed and self.streamed)
+        self.chunk("agent_message_chunk", "\n\n" * gap + text)
+        self.said, self.streamed = True, streamed
 
     # -- UI hooks, called from the worker thread that runs the turn
     def step_start(self, step):
         self.streamed = False
 
     def stream_text(self, text, final_hint):
-        self.streamed = True
-        self.chunk("agent_message_chunk", text)
+        self.message(text, streamed=True)
 
     def thought(self, text):
         self.chunk("agent_thought_chunk", text)
@@ -3128,7 +3142,7 @@ class AcpSession(UI):
             role, content = message.get("role"), message.get("content")
             if role == "user" and message.get("kind") != "note" and isinstance(content, str) and not content.startswith(
                     ("Tool results:", corrective, "[the user cancelled")):     # what the person typed, or a summary
-                summary = message.get("kind") == "summary"
+                summary, self.said = message.get("kind") == "summary", False
                 self.chunk("agent_thought_chunk" if summary else "user_message_chunk", content)
             if role != "assistant" or not isinstance(content, str):
                 continue
@@ -3358,7 +3372,7 @@ class AcpServer:
 
     def run_prompt(self, session, request_id, text):
         agent, note, error = session.agent, None, None
-        session.finish_reason = session.request_id = None
+        session.finish_reason, session.request_id, session.said = None, None, False
         try:
             agent.run_turn(text)
             reason = "refusal" if session.finish_reason == "content_filter" else "end_turn"

@@ -254,10 +254,14 @@ class DetailedUI(g.TerminalUI):
             return
         limit, spent, pct, short = a.cfg.cost_limit, a.cost_usd, a.context_pct(), a.session.id.rsplit("-", 1)[-1]
         cost = "$%.4f/%s" % (spent, "$%.2f" % limit if limit > 0 else "no limit")
-        ctx = "context %.1f%%" % pct
-        detail = ctx + " (%s/%s)" % (num(a.context_tokens), num(a.cfg.context_window))
+        known = a.window_known      # else a default window: a percentage would mislead
+        ctx = "context %.1f%%" % pct if known else "window unknown"
+        used = num(a.context_tokens)
+        detail = ctx + " (%s/%s)" % (used, num(a.cfg.context_window)) if known else \
+            "%s tokens, window unknown: set GROK_CONTEXT_WINDOW" % used
         cached = "cached %s" % num(g.usage_numbers(a.last_usage)["cached"])
-        tools, tiny = "tools %d" % a.tool_count, ("$%.4f" % spent, "ctx %.0f%%" % pct)
+        tiny = ("$%.4f" % spent, "ctx %.0f%%" % pct if known else "ctx ?")
+        tools = "tools %d" % a.tool_count
         codes = {a.session.id: "1", short: "1", cost: "31" if 0 < limit <= spent else "33" if 0 < limit * 0.8 <= spent
                  else None, ctx: "33" if 0 < a.cfg.compact_threshold * 0.8 <= pct else None}
         codes.update({detail: codes[ctx], tiny[0]: codes[cost], tiny[1]: codes[ctx]})
@@ -403,9 +407,13 @@ class DetailedUI(g.TerminalUI):
             self.write("".join(out))
 
     def step_finish(self, step, info):
-        n = info["tokens"]
-        parts = ["in %s" % num(n["input"]) + (" (%s cached)" % num(n["cached"]) if n["cached"] else ""),
-                 "out %s" % num(n["output"])]
+        n, a = info["tokens"], self.agent
+        guess = "~" if a and not n["total"] and not n["input"] else ""    # no usage: estimated here
+        if guess:
+            n = dict(n, input=a.context_tokens, output=g.estimate_tokens(a.messages[-1:]))
+        cached = " (%s cached)" % num(n["cached"]) if n["cached"] else ""
+        parts = ["in %s%s%s" % (guess, num(n["input"]), cached), "out " + guess + num(n["output"])]
+        parts += ["estimated: the server reports no usage"] if guess else []
         if n["reasoning"]:
             parts.append("reasoning %s" % num(n["reasoning"]))
         parts += ["$%.4f" % info.get("cost", 0.0), "%.1fs" % info.get("duration", 0.0)]
@@ -946,7 +954,7 @@ class AgentRun:
                               DETAILED.extra_prompt + "\n\nAGENT MODE: you work under this controller "
                               "(Agents.md from the workspace):\n\n" + capped(self.ws.read("Agents.md")),
                               DETAILED.max_tokens)
-        self.agent = g.Agent(self.cfg, self.ui, contract)
+        self.agent = self.ui.agent = g.Agent(self.cfg, self.ui, contract)   # the ui reads it too
         self.agent.cost_usd = float(self.meta.get("cost_usd") or 0.0)     # COST_LIMIT covers the whole goal
         self.meta["sessions"].append(self.agent.session.id)
         try:
@@ -1027,8 +1035,10 @@ class AgentRun:
 
     def header(self, step):
         where = "loop %d/%d · " % (self.meta["loop"], self.max_loops) if step in LOOP_STEPS else ""
-        line = "── agent · %s%s → %s · $%.4f · context %.1f%% ──" % (
-            where, STEP_ROLES[step], step + ".md", self.agent.cost_usd, self.agent.context_pct())
+        a = self.agent
+        ctx = "context %.1f%%" % a.context_pct() if a.window_known else "window unknown"
+        line = "── agent · %s%s → %s · $%.4f · %s ──" % (where, STEP_ROLES[step], step + ".md",
+                                                        a.cost_usd, ctx)
         self.ui.write("\n" + self.ui.paint("1;36", line) + "\n")
 
     def verdict(self):
