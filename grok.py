@@ -48,6 +48,7 @@ SEARCH_ESTIMATE = 0.05      # USD reserved for a web_search before its first cos
 REPLY_CAP = 8 << 20         # bytes of one reply at most (or 1 KB per max_tokens, if more)
 DENIED = "denied: the user did not allow this %s call; do not retry it, ask or take another way"
 CONNECT_TIMEOUT = 15.0      # seconds to open a connection (a host that drops packets), at most GROK_TIMEOUT
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts")    # writable in a sandbox
 
 
 def env_float(name, default):
@@ -159,7 +160,8 @@ def ask_api_key():
 class Config:
     """Everything the engine needs, from flags with an environment fallback."""
 
-    def __init__(self, model=None, cwd=None, always_approve=False, require_key=True, effort=None):
+    def __init__(self, model=None, cwd=None, always_approve=False, require_key=True, effort=None,
+                 sandbox=None, net=None):
         self.api_key, self.key_source = find_api_key()
         if require_key and not self.api_key:
             self.api_key, self.key_source = ask_api_key()
@@ -197,10 +199,13 @@ class Config:
         data_home = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
         self.data_dir = os.path.expanduser(os.environ.get("GROK_DATA_DIR") or os.path.join(data_home, "grok-agent"))
         self.read_dirs = [self.skills_dir]      # read_file/list_files run there without asking, as in cwd
+        self.mcp = {}                           # MCP servers to start: {name: spec}
         self.always_approve = always_approve or env_flag("GROK_ALWAYS_APPROVE")
         self.cwd = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
         if not os.path.isdir(self.cwd):
             raise UserError("--cwd: no such directory: %s" % self.cwd)
+        sandbox = sandbox or os.environ.get("GROK_SANDBOX") or "off"     # its backend: chosen once
+        self.sandbox = None if sandbox == "off" != net else Sandbox(sandbox, net == "off", self.cwd)
 
 
 def check_base_url(url):
@@ -826,12 +831,14 @@ class ContractError(Exception):
 class Contract(namedtuple("Contract", "name extra_properties extra_prompt max_tokens", defaults=({}, "", 4000))):
     """What the model is asked to return: the schema, its description, defaults."""
 
-    def schema(self, tool_names):
+    def schema(self, tools):
         calls = [{"type": "object", "properties": {"tool": {"type": "string", "enum": [name]},
-                                                   "args": TOOLS[name].schema()},
-                  "required": ["tool", "args"], "additionalProperties": False} for name in tool_names]
+                                                   "args": tool.schema()},
+                  "required": ["tool", "args"], "additionalProperties": False}
+                 for name, tool in tools.items()]
         props = dict(self.extra_properties)
-        props.update({"tool_calls": {"type": "array", "items": {"anyOf": calls} if calls else {},
+        items = {"anyOf": calls} if calls else {"type": "object"}   # {} breaks llama.cpp's grammars
+        props.update({"tool_calls": {"type": "array", "items": items,
                                      "maxItems": MAX_CALLS if calls else 0},
                       "response": {"type": ["string", "null"]}, "done": {"type": "boolean"}})
         return {"type": "object", "properties": props, "required": list(props)}
@@ -842,17 +849,20 @@ REPLY_SHAPE = '{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRIN
 
 
 def extract_json_object(text):
-    """The first JSON object in text: tolerates code fences and prose around it."""
-    text = text.strip()
+    """The reply's JSON object amid fences or prose; raw control characters in its strings pass."""
+    text, decoder, broken = text.strip(), json.JSONDecoder(strict=False), None
     with suppress(ValueError, RecursionError):
-        return json.loads(text)
+        return decoder.decode(text)
     from itertools import islice
     for brace in islice(re.finditer("{", text), 20):
-        with suppress(ValueError, RecursionError):
-            obj = json.JSONDecoder().raw_decode(text, brace.start())[0]
-            if isinstance(obj, dict):
-                return obj
-    raise ContractError("the reply is not a JSON object")
+        try:
+            obj = decoder.raw_decode(text, brace.start())[0]
+        except (ValueError, RecursionError) as e:
+            broken = broken or e
+            continue
+        if broken is None or {"tool_calls", "response", "done"} & set(obj):    # never inner args
+            return obj
+    raise ContractError("the reply is not a JSON object" + (" (%s)" % broken if broken else ""))
 
 
 def parse_reply(content, tool_names, finish_reason=None):
@@ -860,7 +870,8 @@ def parse_reply(content, tool_names, finish_reason=None):
     if content is None or not str(content).strip():
         raise ContractError("the reply was empty")
     try:        # a cut-off reply may still hold an inner object: never take that
-        obj = json.loads(content) if finish_reason == "length" else extract_json_object(str(content))
+        cut = finish_reason == "length"
+        obj = json.loads(content, strict=False) if cut else extract_json_object(str(content))
     except (ValueError, RecursionError):
         raise ContractError("the reply was cut off at max_tokens before its JSON ended: reply shorter, "
                             "with fewer tool calls")
@@ -916,6 +927,74 @@ def corrective_message(problem):
 
 # --- Tools: one function each, one dict to dispatch ---
 
+class Sandbox:
+    """--sandbox: bash commands run under bubblewrap or Landlock and write only in writable(cwd)."""
+
+    def __init__(self, profile, net_off, cwd):
+        import tempfile
+        forced = os.environ.get("GROK_SANDBOX_BACKEND", "")
+        if profile not in ("workspace", "read-only"):
+            raise UserError("--sandbox/GROK_SANDBOX %r: use workspace or read-only (or off, the "
+                            "default; --sandbox-network off needs one of the first two)" % profile)
+        if forced not in ("", "bwrap", "landlock"):
+            raise UserError("GROK_SANDBOX_BACKEND must be bwrap or landlock, not %r" % forced)
+        self.profile, self.net_off, problems = profile, net_off, []
+        self.tmp = os.path.realpath(tempfile.gettempdir())
+        if profile == "read-only":      # a temp dir of its own, the only place commands write
+            self.tmp = os.environ["TMPDIR"] = tempfile.mkdtemp(prefix="grok-", dir=self.tmp)
+            __import__("atexit").register(__import__("shutil").rmtree, self.tmp, True)
+        for self.backend in [b for b in ("bwrap", "landlock") if forced in ("", b)]:
+            problems.append(getattr(self, "probe_" + self.backend)(cwd))
+            if not problems[-1]:
+                break
+        if problems[-1]:
+            raise UserError("--sandbox %s: none works here: %s" % (profile, "; ".join(problems)))
+        self.label = "%s (%s%s)" % (profile, self.backend, ", no network" * net_off)
+        sys.stderr.write("sandbox: %s\n" % self.label)
+
+    def probe_bwrap(self, cwd):
+        import shutil
+        import subprocess
+        self.bwrap = shutil.which("bwrap")
+        if not self.bwrap:
+            return "bubblewrap is not installed (apt-get install bubblewrap)"
+        probe = subprocess.run(self.wrap(["true"], cwd)[0], capture_output=True, errors="replace")
+        return probe.returncode and "bubblewrap fails here: %s" % probe.stderr.strip()[:300]
+
+    def probe_landlock(self, cwd):
+        import ctypes
+        self.libc = ctypes.CDLL(None, use_errno=True)      # syscall 444, flag 1: the Landlock ABI
+        abi = self.abi = self.libc.syscall(444, None, 0, 1) if sys.platform == "linux" else -1
+        if abi < 1:
+            return "the kernel has no Landlock (Linux 5.13+, landlock in the lsm= boot parameter)"
+        return "Landlock ABI %d cannot cut TCP (4 can)" % abi if self.net_off and abi < 4 else ""
+
+    def writable(self, cwd):        # /dev/shm: POSIX semaphores (Python's multiprocessing)
+        return [self.tmp] + [os.path.realpath(cwd), "/dev/shm"] * (self.profile == "workspace")
+
+    def wrap(self, argv, cwd):
+        """(argv, preexec_fn) that run argv in the sandbox: by bwrap, or Landlock in the child."""
+        if self.backend == "bwrap":
+            binds = [arg for path in self.writable(cwd) for arg in ("--bind-try", path, path)]
+            net = ["--unshare-net"] * self.net_off + ["--"]
+            return [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev"] + binds + net + argv, None
+        import struct
+        syscall, prctl, abi, net = self.libc.syscall, self.libc.prctl, self.abi, 3 * self.net_off
+        tree = 0x1ff2 | (abi >= 2) << 13 | (abi >= 3) << 14    # write, remove, make; move, truncate
+        rules = [(p, tree) for p in self.writable(cwd)] + [(d, tree & 0x4002) for d in DEVICES]
+
+        def restrict():     # in the child after fork: nothing imported or looked up (dlsym) here
+            ruleset = syscall(444, struct.pack("=QQ", tree, net), 16 if net else 8, 0)    # net: TCP
+            for path, allowed in rules:
+                with suppress(OSError):
+                    fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+                    syscall(445, ruleset, 1, struct.pack("=Qi", allowed, fd), 0)    # path beneath
+                    os.close(fd)
+            if ruleset < 0 or prctl(38, 1, 0, 0, 0) or syscall(446, ruleset, 0):
+                raise OSError("Landlock refused the sandbox")       # 38: PR_SET_NO_NEW_PRIVS
+        return argv, restrict
+
+
 class ToolResult:
     def __init__(self, output, ok=True):
         self.output, self.ok = output, ok
@@ -940,8 +1019,8 @@ def path_glob(pattern, path):
 
 
 def needs_approval(call, free_dirs=()):
-    """bash and write_file always; read_file and list_files outside cwd and the free dirs."""
-    if call.name in NEEDS_APPROVAL:
+    """bash, write_file, MCP tools always; read_file and list_files outside cwd and free dirs."""
+    if call.name in NEEDS_APPROVAL or call.name not in TOOLS:
         return True
     path = call.args.get("path") or "."
     return (call.name in ("read_file", "list_files") and isinstance(path, str)
@@ -952,7 +1031,12 @@ def approval_text(call, full=False):
     """(text, hidden): what an approval shows: the whole command, every line; or the resolved path, whether it
     exists and the content (or a diff). Control characters visible; unless full, capped: hidden says how much."""
     head, body = "bash", str(call.args.get("command"))
-    if call.name != "bash":
+    if call.sandbox:
+        head = "bash (sandbox: %s)" % call.sandbox.label
+    if call.name.startswith("mcp__"):
+        head = "MCP server %s, tool %s" % tuple(call.name.split("__", 2)[1:])
+        body = json.dumps(call.args, indent=2)
+    elif call.name != "bash":
         path = canonical(call.cwd, call.args.get("path") or ".")
         head, body = "%s %s (outside the working directory)" % (call.name, path), ""
     if call.name == "write_file":
@@ -998,12 +1082,14 @@ def kill_group(proc):
 
 def tool_bash(args, agent):
     import subprocess
-    command = need_str(args, "command", "bash")
+    argv, preexec = [TOOL_SHELL, "-c", need_str(args, "command", "bash")], None
+    if agent.cfg.sandbox:
+        argv, preexec = agent.cfg.sandbox.wrap(argv, agent.cwd)
     try:
-        proc = subprocess.Popen([TOOL_SHELL, "-c", command], cwd=agent.cwd, env=agent.tool_env(),
+        proc = subprocess.Popen(argv, cwd=agent.cwd, env=agent.tool_env(), preexec_fn=preexec,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 start_new_session=True)
-    except OSError as e:
+    except (OSError, subprocess.SubprocessError) as e:
         return ToolResult("error: cannot start %s: %s" % (TOOL_SHELL, e), ok=False)
     agent.procs.add(proc)
     out, total = bytearray(), [0]
@@ -1090,6 +1176,9 @@ def tool_write_file(args, agent):
     path = canonical(agent.cwd, need_str(args, "path", "write_file"))
     content = args.get("content", "")
     data = (content if isinstance(content, str) else json.dumps(content, indent=2)).encode("utf-8")
+    dirs = agent.cfg.sandbox.writable(agent.cwd) if agent.cfg.sandbox else [path]
+    if not any(inside(path, d) for d in dirs):
+        return ToolResult("error: the sandbox allows writes only in " + ", ".join(dirs), False)
     if os.path.isdir(path):
         return ToolResult("error: %s is a directory" % path, ok=False)
     try:        # the path is resolved: a symlink is written through, not replaced
@@ -1162,10 +1251,12 @@ def responses_answer(obj):
     return text, list(dict.fromkeys(u for u in urls + list(obj.get("citations") or ()) if u and isinstance(u, str)))
 
 
-class Tool(namedtuple("Tool", "run doc args")):
+class Tool(namedtuple("Tool", "run doc args input", defaults=(None,))):
     """Its function, what it does, {argument: JSON type} ("?" ends an optional one; the first is the one displayed)."""
 
     def schema(self):
+        if self.input:      # an MCP tool's own JSON schema of its args
+            return self.input
         props = {k: {"type": "array", "items": {"type": "string"}} if t.startswith("array") else {"type": t.rstrip("?")}
                  for k, t in self.args.items()}
         return {"type": "object", "properties": props, "additionalProperties": False,
@@ -1189,9 +1280,9 @@ NEEDS_APPROVAL = ("bash", "write_file")
 TOOL_SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"      # what the bash tool runs
 
 
-def tool_line(name, bash_timeout):
+def tool_line(name, bash_timeout, tool=None):
     """`name {"arg": "...", ...}: what it does`, as the system prompt lists it."""
-    tool = TOOLS[name]
+    tool = tool or TOOLS[name]
     example = ", ".join('"%s": %s' % (k, '["...", "..."]' if t.startswith("array") else '"..."')
                         for k, t in tool.args.items())
     return "%s {%s}: %s" % (name, example, tool.doc.replace("%d", str(int(bash_timeout))))
@@ -1199,8 +1290,8 @@ def tool_line(name, bash_timeout):
 
 def key_arg(name, args):
     """The one argument that says what a tool call does, for one-line displays."""
-    key = next(iter(TOOLS[name].args)) if name in TOOLS else ""
-    value = args.get(key, "") if key in args or not args else args     # else what the call has
+    key = next(iter(TOOLS[name].args)) if name in TOOLS else None
+    value = args.get(key, "") if key in args or key and not args else args     # else all it has
     if not value and name == "list_files":
         value = "."
     if not isinstance(value, str):
@@ -1210,6 +1301,229 @@ def key_arg(name, args):
     if "\n" in value or "\r" in value:        # one line, but no line of a command hidden in it
         value = " ⏎ ".join(line.strip() for line in value.splitlines() if line.strip())
     return value
+
+
+# --- MCP: the tools of MCP servers (stdio, newline-delimited JSON-RPC 2.0) ---
+
+MCP_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")  # ours
+
+
+class McpError(Exception):
+    """An MCP server failed a request, died, or did not answer in time."""
+
+
+class McpServer:
+    """A stdio MCP server: its process, a thread routing its answers to requests by id, tools."""
+
+    def __init__(self, name, spec, cwd):
+        self.name, self.spec, self.cwd, self.proc, self.tools = name, spec, cwd, None, {}
+        self.state, self.pending, self.err, self.ids = "starting", {}, b"", iter(range(1, 1 << 62))
+        self.lock, self.changed = threading.Lock(), False
+
+    def timeout(self, key, env_ms, default):     # seconds in its config, else ms (Claude Code's)
+        return float(self.spec.get(key) or env_float(env_ms, default * 1000) / 1000)
+
+    def start(self):
+        import subprocess
+        env = dict({k: v for k, v in os.environ.items() if k in MCP_ENV}, **self.spec["env"])
+        try:
+            self.proc = subprocess.Popen([self.spec["command"]] + self.spec["args"], cwd=self.cwd,
+                                         env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, start_new_session=True)
+            self.drain = threading.Thread(target=self.read_stderr, daemon=True)
+            self.drain.start()
+            threading.Thread(target=self.read, daemon=True).start()
+            timeout = self.timeout("startup_timeout_sec", "MCP_TIMEOUT", 30)
+            hello = {"name": "grok", "version": __version__}    # any version it answers is taken
+            self.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                        "clientInfo": hello}, timeout)
+            self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            self.list_tools(timeout)
+        except (OSError, ValueError, McpError) as e:
+            self.state = "failed: %s" % e
+            self.close()
+
+    def list_tools(self, timeout):
+        tools, page, self.changed = {}, {}, False
+        for _ in range(100):
+            page = self.request("tools/list", page and {"cursor": page["nextCursor"]}, timeout)
+            tools.update(("mcp__%s__%s" % (self.name, tool["name"]), self.tool(tool))
+                         for tool in page.get("tools") or () if isinstance(tool, dict))
+            if not page.get("nextCursor"):
+                break
+        self.tools, self.state = tools, "%d tool%s" % (len(tools), "s" * (len(tools) != 1))
+
+    def tool(self, tool):
+        """A Tool; its args' schema is the inputSchema unless too big for a local grammar."""
+        schema = tool.get("inputSchema") if isinstance(tool.get("inputSchema"), dict) else {}
+        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        doc = " ".join(str(tool.get("description") or "").split())[:999]
+        small = len(json.dumps(schema)) < 4000
+        return Tool(lambda args, agent: self.call(str(tool["name"]), args, agent.cancel),
+                    "(MCP server %s) %s" % (self.name, doc), dict.fromkeys(props, "string"),
+                    dict(schema, type="object") if small else {"type": "object"})
+
+    def call(self, tool, args, cancel):
+        """tools/call as a ToolResult: text content joined, other content named, capped as bash."""
+        try:
+            got = self.request("tools/call", {"name": tool, "arguments": args},
+                               self.timeout("tool_timeout_sec", "MCP_TOOL_TIMEOUT", 600), cancel)
+        except McpError as e:
+            return ToolResult("error: MCP server %s: %s" % (self.name, e), ok=False)
+        parts = [p.get("text") if p.get("type") == "text" else "[%s content]" % p.get("type")
+                 for p in got.get("content") or () if isinstance(p, dict)]
+        text = "\n".join(map(str, parts)) or json.dumps(got.get("structuredContent", "(no output)"))
+        omitted = len(text) - OUTPUT_HEAD - OUTPUT_TAIL
+        if omitted > 0:
+            text = "%s\n[... %d characters omitted: output truncated ...]\n%s" % (
+                text[:OUTPUT_HEAD], omitted, text[-OUTPUT_TAIL:])
+        return ToolResult(text, ok=not got.get("isError"))
+
+    def request(self, method, params, timeout, cancel=None):
+        """Its result; McpError when the server fails it, has failed, or does not answer in time."""
+        with self.lock:
+            request_id = next(self.ids)
+        slot = self.pending[str(request_id)] = [threading.Event(), None]
+        self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params or {}})
+        deadline = time.time() + timeout if timeout > 0 else float("inf")
+        try:
+            while not slot[0].wait(0.05):
+                failed = self.state.startswith("failed")
+                late = time.time() > deadline and "no answer to %s within %gs" % (method, timeout)
+                stop = cancel and cancel.is_set() and "cancelled by the user"
+                why = self.state[8:] if failed else stop or late
+                if why:
+                    self.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                               "params": {"requestId": request_id, "reason": why}})
+                    raise McpError(why + ("" if failed else self.stderr_tail()))
+        finally:
+            self.pending.pop(str(request_id), None)
+        if not isinstance(slot[1].get("result"), dict):
+            raise McpError("%s failed: %s" % (method, json.dumps(slot[1].get("error"))[:2000]))
+        return slot[1]["result"]
+
+    def send(self, message):
+        with self.lock, suppress(OSError, ValueError, AttributeError):    # dead: read() says so
+            self.proc.stdin.write((json.dumps(message) + "\n").encode())
+            self.proc.stdin.flush()
+
+    def read(self):
+        """Answers wake their requests; a ping is answered; a changed tool list is read again."""
+        for line in iter(lambda: self.proc.stdout.readline(16 << 20), b""):
+            with suppress(ValueError, RecursionError):
+                message = None
+                message = json.loads(line) if line.endswith(b"\n") else None
+            if not isinstance(message, dict):
+                why = "wrote what is not a JSON-RPC message of at most 16 MB: %r" % line[:100]
+                break
+            method, slot = message.get("method"), self.pending.get(str(message.get("id")))
+            if method == "notifications/tools/list_changed":      # read before the next request
+                self.changed = True
+            elif method and "id" in message:
+                answer = {"result": {}} if method == "ping" else {
+                    "error": {"code": -32601, "message": method}}
+                self.send(dict(answer, jsonrpc="2.0", id=message["id"]))
+            elif slot and not method:
+                slot[1] = message
+                slot[0].set()
+        else:
+            why = "closed its output"
+        self.drain.join(1)     # a dying server's last words
+        self.state = "failed: the server %s%s" % (why, self.stderr_tail())     # requests see it
+        self.close()
+
+    def read_stderr(self):
+        with suppress(OSError, ValueError):
+            for chunk in iter(lambda: self.proc.stderr.read1(4096), b""):
+                self.err = (self.err + chunk)[-2000:]
+
+    def stderr_tail(self):
+        lines = self.err.decode("utf-8", "replace").strip().splitlines()[-3:]
+        return " (its stderr: %s)" % " | ".join(lines) if lines else ""
+
+    def close(self, grace=0.0):
+        """Its stdin closed (a server exits then), its process group killed after `grace` s."""
+        with suppress(Exception):       # no process; a timeout
+            self.proc.stdin.close()
+            self.proc.wait(grace)
+        if self.proc:
+            kill_group(self.proc)
+
+
+def start_mcp(specs, cwd, notice):
+    """The servers, started in parallel (each within its start-up timeout), each state told."""
+    servers = [McpServer(name, spec, cwd) for name, spec in specs.items()]
+    threads = [threading.Thread(target=server.start, daemon=True) for server in servers]
+    for thread in threads:
+        thread.start()
+    for server, thread in zip(servers, threads):
+        thread.join()
+        notice("MCP server %s: %s" % (server.name, server.state))
+    return servers
+
+
+def mcp_specs(table, where, notice):
+    """The stdio servers of a config's {name: {command, args, env, ...}}; others named, skipped."""
+    specs = {}
+    for name, spec in table.items() if isinstance(table, dict) else ():
+        try:
+            args = spec.get("args") or []
+            if spec.get("enabled", True) is not False:
+                specs[name.replace("__", "_")] = dict(spec, command=str(spec["command"]), args=[
+                    str(a) for a in (args if isinstance(args, list) else None)],
+                    env={str(k): str(v) for k, v in (spec.get("env") or {}).items()})
+        except (AttributeError, KeyError, TypeError):
+            notice("%s: MCP server %s skipped: only stdio servers (command, args [...], env {...}) "
+                   "are supported" % (where, name))
+    return specs
+
+
+def mcp_config(cfg, files, ask, notice):
+    """{name: spec}: ~/.grok/config.toml's [mcp_servers.NAME], each --mcp-config FILE, the project's
+    .mcp.json once ask(text) approves its content (ask None: only with -y; False: not read)."""
+    path = os.path.join(os.path.expanduser("~"), ".grok", "config.toml")
+    data, specs = (read_regular(path, 1 << 20) or (b"",))[0], {}
+    if b"mcp_servers" in data:      # else nothing is imported
+        try:
+            import tomllib      # novermin: 3.11+; before, the notice below
+            table = tomllib.loads(data.decode("utf-8", "replace")).get("mcp_servers")
+            specs = mcp_specs(table, path, notice)
+        except (ImportError, ValueError) as e:      # Python < 3.11 has no tomllib
+            notice("%s: [mcp_servers] skipped: %s" % (path, e))
+    for path in files:
+        try:
+            with open(path, "rb") as f:
+                specs.update(mcp_specs(json.loads(f.read()).get("mcpServers"), path, notice))
+        except (OSError, ValueError, AttributeError) as e:
+            raise UserError("--mcp-config %s: %s" % (path, getattr(e, "strerror", None) or e))
+    path = os.path.join(cfg.cwd, ".mcp.json")
+    return dict(specs, **project_mcp(cfg, path, ask, notice)) if ask is not False else specs
+
+
+def project_mcp(cfg, path, ask, notice):
+    """A project's .mcp.json runs what its authors chose: used once the person approves it."""
+    data = (read_regular(path, 1 << 20) or (b"",))[0]
+    if not data:        # none (or not a regular file)
+        return {}
+    try:
+        specs = mcp_specs(json.loads(data).get("mcpServers"), path, notice)
+    except (ValueError, AttributeError) as e:
+        return notice("%s is not used: %s" % (path, e)) or {}
+    import hashlib
+    store = os.path.join(cfg.data_dir, "mcp-approved")
+    known = (read_regular(store, 1 << 20) or (b"",))[0]
+    mark = ("%s %s\n" % (hashlib.sha256(data).hexdigest(), os.path.realpath(path))).encode()
+    if not specs or mark in known or ask is None and cfg.always_approve:
+        return specs
+    if ask is None:
+        return notice("%s (its MCP servers) is not used: pass -y to use it" % path) or {}
+    listed = "".join("\n  %s: %s" % (n, " ".join([s["command"]] + s["args"]))
+                     for n, s in specs.items())
+    if not ask("%s starts MCP servers, as you:%s\nuse them? [y/N] " % (path, visible(listed))):
+        return {}
+    if not data_dir_problem(cfg.data_dir):
+        atomic_write(store, known + mark)
+    return specs
 
 
 # --- System prompt: contract, tools, runtime info, skills, project rules ---
@@ -1277,7 +1591,7 @@ def find_project_rules(cwd):
     return found
 
 
-def build_system_prompt(cfg, contract, cwd):
+def build_system_prompt(cfg, contract, cwd, tools=None):
     uname = os.uname()      # not `platform`: it takes 2 ms to import
     parts = ["You are Grok, an agent working on the user's computer through tools.",
              "Always reply with exactly one JSON object and nothing else:", REPLY_SHAPE,
@@ -1290,7 +1604,8 @@ def build_system_prompt(cfg, contract, cwd):
              "- Answers are plain text for a terminal: concise, no markdown."]
     if contract.extra_prompt:
         parts.append(contract.extra_prompt)
-    parts += ["", "TOOLS:"] + ["- " + tool_line(name, cfg.bash_timeout) for name in TOOLS]
+    tools = (tools or TOOLS).items()
+    parts += ["", "TOOLS:"] + ["- " + tool_line(name, cfg.bash_timeout, t) for name, t in tools]
     parts += ["", "RUNTIME (at the start of this session):", "- date: %s" % time.strftime("%A %Y-%m-%d %H:%M %Z"),
               "- system: %s %s, Python %s" % (uname[0], uname[2], sys.version.split()[0]),
               "- shell: the bash tool runs %s -c; the user's login shell is %s" % (
@@ -1480,7 +1795,7 @@ class UI:
     thought = ask_user = approve = invalid = _skip  # reasoning as it arrives; a reply off contract
 
 
-ToolCall = namedtuple("ToolCall", "index name args id cwd shown")     # shown: its key argument, scrubbed
+ToolCall = namedtuple("ToolCall", "index name args id cwd shown sandbox")     # shown: scrubbed
 
 
 class LimitReached(AgentError):
@@ -1500,7 +1815,7 @@ class Agent:
         self.client = Client(cfg.base_url, cfg.api_key, cfg.timeout, cfg.max_retries, cfg.backoff, notice=self.notice)
         self.tool_names = list(TOOLS)   # offered in the schema
         self.withdrawn = {}             # tools the server turned out not to offer: name -> the result calls get
-        self.window_asked = cfg.window_set or cfg.xai     # xAI's windows are in the table
+        self.window_known = self.window_asked = bool(cfg.window_set or cfg.xai)  # or learned
         self.format_level = 0           # 0 json_schema, 1 json_object + schema, 2 plain json_object
         # Request fields a server may reject: each is dropped for the session, with one notice.
         self.optional = {k: getattr(cfg, k) for k in ("temperature", "reasoning_effort") if getattr(cfg, k) is not None}
@@ -1512,6 +1827,7 @@ class Agent:
         self.partial = ""               # the answer text shown so far in this model call
         self.prompt_skills = find_skills(cfg.skills_dir)
         self.skills_seen = (None, self.prompt_skills)       # (stamp, skills) the model knows of
+        self.mcp = []                   # MCP servers, started by open_session
         self.open_session(session or Session(cfg.data_dir, warn=self.notice), resume)
 
     def open_session(self, session, resume=False):
@@ -1520,7 +1836,8 @@ class Agent:
             session._open()     # the lock first: one process per session, nothing interleaves
         system, messages, self.cost_usd, cwd = session.load() if resume else (None, [], 0.0, None)
         self.cwd = cwd if cwd and os.path.isdir(cwd) else self.cfg.cwd
-        system = system or build_system_prompt(self.cfg, self.contract, self.cwd)
+        self.mcp = self.mcp or start_mcp(self.cfg.mcp, self.cwd, self.notice)   # session is ours
+        system = system or build_system_prompt(self.cfg, self.contract, self.cwd, self.tools())
         self.messages = [{"role": "system", "content": system}] + messages
         self.context_tokens = estimate_tokens(self.messages) if resume else 0
         self.tool_count = sum(tool_calls_in(m["content"]) for m in messages if m["role"] == "assistant")
@@ -1624,6 +1941,15 @@ class Agent:
         self.search_costs.append(self.add_cost(obj.get("usage") if isinstance(obj, dict) else None, kind="web_search"))
         return obj
 
+    def tools(self):
+        """The tools offered now: built-in ones not withdrawn, the MCP servers' (may change)."""
+        tools = {name: TOOLS[name] for name in self.tool_names}
+        for server in self.mcp:
+            with suppress(McpError):
+                server.changed and server.list_tools(30)
+            tools.update(server.tools)
+        return tools
+
     def tool_env(self):
         return {k: v for k, v in os.environ.items() if k not in KEY_VARS}
 
@@ -1659,7 +1985,7 @@ class Agent:
                    "max_tokens": max_tokens or self.cfg.max_tokens or self.contract.max_tokens}
         payload.update(self.optional)
         if contract:
-            schema = self.contract.schema(self.tool_names)
+            schema = self.contract.schema(self.tools())
             formats = ({"type": "json_schema", "json_schema": {"name": self.contract.name, "schema": schema}},
                        {"type": "json_object", "schema": schema}, {"type": "json_object"})
             payload["response_format"] = formats[self.format_level]
@@ -1724,7 +2050,7 @@ class Agent:
     def after_overflow(self, e):
         """The server said the context is full: take its window size, compact, and ask once more."""
         if e.window and not self.cfg.window_set:
-            self.cfg.context_window = e.window
+            self.cfg.context_window, self.window_known = e.window, True
         self.notice("%s; compacting and asking once more" % e)
         try:
             if self.compact(to_request=True):
@@ -1746,7 +2072,7 @@ class Agent:
         for path, payload in (("/v1/models", None), ("/props", None), ("/api/show", {"model": self.model})):
             window = find_window(self.client.probe(path, payload))
             if window:
-                self.cfg.context_window = window
+                self.cfg.context_window, self.window_known = window, True
                 return self.notice("context window: %d tokens (from the server's %s)" % (window, path))
 
     def finish_step(self, result):
@@ -1778,13 +2104,18 @@ class Agent:
         try:
             if result.problem:
                 raise ContractError(result.problem)
-            reply = parse_reply(result.content, self.tool_names + list(self.withdrawn), result.finish_reason)
+            names = list(self.tools()) + list(self.withdrawn)
+            reply = parse_reply(result.content, names, result.finish_reason)
         except ContractError as e:
             return self.strike(result, e)
-        self.strikes = 0
-        self.add({"role": "assistant", "content": kept_reply(result.content, reply)})
-        self.ui.reply(reply, self.step_no)
+        self.strikes, content = 0, kept_reply(result.content, reply)
         calls, answer, limit = reply["tool_calls"], reply.get("response") or "", self.cfg.max_iterations
+        if calls and 0 < limit <= self.rounds and reply["done"] and answer.strip():
+            self.notice("tool round limit reached: the answer ends the turn, its calls did not run")
+            calls = reply["tool_calls"] = []
+            content = json.dumps(reply)
+        self.add({"role": "assistant", "content": content})
+        self.ui.reply(reply, self.step_no)
         if not calls:
             self.finish_step(result)
             return answer
@@ -1846,7 +2177,8 @@ class Agent:
     def execute(self, calls):
         """[(ToolCall, ToolResult)] in call order: approvals, ask_user one by one, the rest at once; UI hooks here."""
         items = [ToolCall(i, c["tool"], c["args"], "call_%d_%d" % (self.step_no, i + 1), self.cwd,
-                          scrub(key_arg(c["tool"], c["args"]))) for i, c in enumerate(calls)]
+                          scrub(key_arg(c["tool"], c["args"])), self.cfg.sandbox)
+                 for i, c in enumerate(calls)]
         results, runnable = [None] * len(items), []
         for item in items:
             if not self.approved(item):
@@ -1895,7 +2227,7 @@ class Agent:
     def approved(self, item):
         if self.cfg.always_approve or item.name in self.session_always:
             return True
-        subject = item.args.get(next(iter(TOOLS[item.name].args)))
+        subject = item.args.get(next(iter(TOOLS[item.name].args))) if item.name in TOOLS else "MCP"
         if not isinstance(subject, str) or not subject.strip() or not needs_approval(item, self.cfg.read_dirs):
             return True     # no command/path: the tool refuses its arguments and runs nothing, so don't ask
         answer = self.ui.approve(item)
@@ -1920,7 +2252,7 @@ class Agent:
             if self.cancel.is_set():        # the turn was cancelled after this call was approved
                 raise Cancelled("cancelled")
             result = (ToolResult(self.withdrawn[item.name], ok=False) if item.name in self.withdrawn
-                      else TOOLS[item.name].run(item.args, self))
+                      else self.tools()[item.name].run(item.args, self))
         except ToolArgError as e:
             result = ToolResult("error: %s" % e, ok=False)
         except (KeyboardInterrupt, Cancelled):
@@ -2000,6 +2332,8 @@ class Agent:
     def close(self):
         self.client.close()
         self.session.close()
+        for server in self.mcp:     # each is given a second to end
+            server.close(1.0)
 
 
 def compact_cut(history, keep, room):
@@ -2320,6 +2654,7 @@ HELP = """commands:
   /clear        start a new conversation
   /model [NAME] show the model, or use NAME from the next request on
   /sessions     list saved sessions: id, date, cost, first message
+  /mcp          the MCP servers and their tools
   /help         this help (also /?)
   /exit         quit (also /q, Ctrl-D)
 End a line with \\ to go on on the next one; lines pasted together are one message.
@@ -2413,9 +2748,13 @@ def run_line(agent, ui, line, keys, commands, help_text):
                 agent.model = agent.cfg.model = arg.strip() or agent.model
                 if arg.strip() and not agent.cfg.window_set:        # the new model's window: the table's, or asked anew
                     agent.cfg.context_window = model_entry(WINDOWS, agent.model, DEFAULT_WINDOW)
-                    agent.window_asked = agent.cfg.xai
+                    agent.window_known = agent.window_asked = agent.cfg.xai
                 known = ", ".join(known or sorted(PRICES))
                 ui.write(ui.fitted("model: %s (known: %s)" % (agent.model, known)) + "\n")
+            elif name == "/mcp":        # each server's state and tools
+                ui.write(visible("".join("%s: %s\n" % (s.name, s.state) + "".join(
+                    "  %s: %s\n" % (n, t.doc) for n, t in s.tools.items()) for s in agent.mcp)
+                                 or "no MCP servers (see the README: MCP servers)\n"))
             elif name in commands:
                 commands[name](arg.strip())
             else:
@@ -2506,6 +2845,8 @@ def allow_matches(call, patterns):
     for no shell operator: `git *` allows `git log`, not `git log; rm -rf ~` (every operator in the command is in
     the pattern, or it is `*`). A path is matched resolved (`..`, symlinks): a relative pattern only inside cwd."""
     import fnmatch
+    if call.name not in TOOLS:      # an MCP tool: a glob on its name, mcp__SERVER__TOOL
+        return any(fnmatch.fnmatchcase(call.name, p) for p in patterns)
     value = call.args.get("command" if call.name == "bash" else "path") or ("." if call.name == "list_files" else "")
     if not isinstance(value, str) or not value:
         return False
@@ -2615,7 +2956,8 @@ class HeadlessUI(UI):
             self.notice("✗ [%s] %s" % (call.name, failure_reason(result.output)))
         if self.json:
             started, finished = int(result.started * 1000), int(result.finished * 1000)
-            self.emit("tool_use", toolCall={"id": call.id, "name": call.name, "args": call.args},
+            server = {"server": call.name.split("__")[1]} if call.name not in TOOLS else {}
+            self.emit("tool_use", toolCall=dict(server, id=call.id, name=call.name, args=call.args),
                       toolResult={"id": call.id, "success": bool(result.ok), "output": result.output},
                       timing={"startedAt": started, "finishedAt": finished, "durationMs": finished - started})
 
@@ -2647,8 +2989,9 @@ class HeadlessUI(UI):
     def approve(self, call):
         if allow_matches(call, self.allow):     # (with -y the agent does not ask)
             return "yes"
+        what = "command" if call.name == "bash" else "path" if call.name in TOOLS else "MCP tool"
         raise AgentError("Tool `%s` denied: %s not in allowlist: %s%s (allow it with --allow PATTERN or "
-                         "--always-approve)" % (call.name, "command" if call.name == "bash" else "path",
+                         "--always-approve)" % (call.name, what,
                                                 call.shown[:200], "..." if len(call.shown) > 200 else ""))
 
 
@@ -2705,6 +3048,9 @@ def headless(args, cfg):
 
 def open_agent(cfg, ui, contract, args, new_if_busy=False):
     """A new agent, or one resuming --resume ID / -c (latest); if that one is busy and new_if_busy, a new one."""
+    ask = None if isinstance(ui, HeadlessUI) else (
+        lambda text: (ask_tty(text) or "").lower() in ("y", "yes"))
+    cfg.mcp = mcp_config(cfg, args.mcp_config, ask, ui.notice)
     session_id = args.resume and find_session(cfg.data_dir, args.resume)
     if args.cont and not session_id:
         session_id = next((s[0] for s in list_sessions(cfg.data_dir) if s[2]), None)     # the newest typed into
@@ -2835,7 +3181,7 @@ class AcpSession(UI):
         self.calls = itertools.count(1)     # numbers toolCallIds; a turn and session/load never run at once
         self.ids = []           # the toolCallIds of the last reply's calls, in call order
         self.fields = {}        # toolCallId -> what tool_call announced, for open calls
-        self.streamed, self.finish_reason, self.request_id = False, None, None
+        self.streamed, self.said, self.finish_reason, self.request_id = False, False, None, None
 
     def update(self, session_update, **fields):
         params = {"sessionId": self.id, "update": dict(sessionUpdate=session_update, **fields)}
@@ -2849,15 +3195,20 @@ class AcpSession(UI):
         if isinstance(reply.get("thinking"), str) and reply["thinking"].strip():
             self.chunk("agent_thought_chunk", reply["thinking"])
         if reply.get("response") and not streamed:
-            self.chunk("agent_message_chunk", reply["response"])
+            self.message(reply["response"])
+
+    def message(self, text, streamed=False):
+        """Answer text; each round's starts a paragraph of its own (a stream's pieces join)."""
+        gap = self.said and not (streamed and self.streamed)
+        self.chunk("agent_message_chunk", "\n\n" * gap + text)
+        self.said, self.streamed = True, streamed
 
     # -- UI hooks, called from the worker thread that runs the turn
     def step_start(self, step):
         self.streamed = False
 
     def stream_text(self, text, final_hint):
-        self.streamed = True
-        self.chunk("agent_message_chunk", text)
+        self.message(text, streamed=True)
 
     def thought(self, text):
         self.chunk("agent_thought_chunk", text)
@@ -2911,12 +3262,12 @@ class AcpSession(UI):
             role, content = message.get("role"), message.get("content")
             if role == "user" and message.get("kind") != "note" and isinstance(content, str) and not content.startswith(
                     ("Tool results:", corrective, "[the user cancelled")):     # what the person typed, or a summary
-                summary = message.get("kind") == "summary"
+                summary, self.said = message.get("kind") == "summary", False
                 self.chunk("agent_thought_chunk" if summary else "user_message_chunk", content)
             if role != "assistant" or not isinstance(content, str):
                 continue
             try:
-                reply = parse_reply(content, list(TOOLS))
+                reply = parse_reply(content, list(TOOLS) + list(self.agent.tools()))
             except ContractError:
                 continue            # an invalid reply the model was asked to redo
             self.say(reply)
@@ -3044,23 +3395,25 @@ class AcpServer:
             raise RpcError(AUTH_REQUIRED, "no API key: set GROK_API_KEY or XAI_API_KEY in the environment the "
                            "client starts grok with, or put GROK_API_KEY=... in " + ", ".join(ENV_FILES))
 
-    def session_cwd(self, params, optional=False):
-        """The cwd of session/new or session/load (None: load got none); the MCP servers given are ignored."""
+    def session_setup(self, params, optional=False):
+        """The cwd (None: load got none) and the stdio MCP servers of session/new or /load."""
         cwd, servers = params.get("cwd"), params.get("mcpServers", [])
         if not (optional and cwd is None or isinstance(cwd, str) and os.path.isabs(cwd) and os.path.isdir(cwd)):
             raise RpcError(INVALID_PARAMS, "Invalid params: cwd must be the absolute path of a directory, not %s"
                            % json.dumps(cwd))
         if not isinstance(servers, list):
             raise RpcError(INVALID_PARAMS, "Invalid params: mcpServers must be an array")
-        if servers:
-            names = [str(s.get("name")) if isinstance(s, dict) else "?" for s in servers]
-            self.log("MCP servers are not supported; ignoring: %s" % ", ".join(names))
-        return cwd and os.path.normpath(cwd)
+        try:
+            table = {s["name"]: dict(s, env={e["name"]: e["value"] for e in s.get("env") or ()})
+                     for s in servers}
+        except (TypeError, KeyError, AttributeError):
+            raise RpcError(INVALID_PARAMS, "Invalid params: an mcpServer with no name or a bad env")
+        return cwd and os.path.normpath(cwd), mcp_specs(table, "mcpServers", self.log)
 
-    def start(self, cwd, **resume):
-        """A new AcpSession whose Agent works in cwd; resume: the stored session it continues."""
+    def start(self, cwd, mcp, **resume):
+        """A new AcpSession whose Agent works in cwd with these MCP servers; resume: its session."""
         cfg = Config.__new__(Config)
-        cfg.__dict__.update(self.cfg.__dict__, cwd=cwd)
+        cfg.__dict__.update(self.cfg.__dict__, cwd=cwd, mcp=dict(self.cfg.mcp, **mcp))
         session = AcpSession(self)
         session.agent = Agent(cfg, session, **resume)
         session.id = session.agent.session.id
@@ -3092,15 +3445,15 @@ class AcpServer:
         return {}
 
     def new_session(self, params, request_id):
-        cwd = self.session_cwd(params)
+        cwd, mcp = self.session_setup(params)
         self.need_key()
-        return {"sessionId": self.start(cwd).id}
+        return {"sessionId": self.start(cwd, mcp).id}
 
     def load_session(self, params, request_id):
         session_id = params.get("sessionId")
         if not isinstance(session_id, str) or not session_id:
             raise RpcError(INVALID_PARAMS, "Invalid params: sessionId must be a string")
-        cwd = self.session_cwd(params, optional=True)
+        cwd, mcp = self.session_setup(params, optional=True)
         session = self.sessions.get(session_id)
         if session is None:         # not held by this process yet: open its file
             self.need_key()
@@ -3109,7 +3462,7 @@ class AcpServer:
             if bad or not os.path.isfile(store.path):
                 raise RpcError(RESOURCE_NOT_FOUND, "no session %s in %s" % (json.dumps(session_id), store.dir))
             try:
-                session = self.start(cwd or self.cfg.cwd, session=store, resume=True)
+                session = self.start(cwd or self.cfg.cwd, mcp, session=store, resume=True)
             except UserError as e:
                 raise RpcError(RESOURCE_NOT_FOUND, str(e))
         if session.busy:
@@ -3139,7 +3492,7 @@ class AcpServer:
 
     def run_prompt(self, session, request_id, text):
         agent, note, error = session.agent, None, None
-        session.finish_reason = session.request_id = None
+        session.finish_reason, session.request_id, session.said = None, None, False
         try:
             agent.run_turn(text)
             reason = "refusal" if session.finish_reason == "content_filter" else "end_turn"
@@ -3180,12 +3533,14 @@ class AcpServer:
             session.agent.stop()
 
 
-def acp_main(cfg):
-    """`grok --acp` / `grok agent stdio`: serve ACP until stdin closes; exit 0."""
+def acp_main(cfg, mcp_files):
+    """`grok --acp` / `grok agent stdio`: serve ACP until stdin closes; exit 0. A project's
+    .mcp.json is not read: the editor passes the servers it chose in session/new."""
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)       # from here a stray print or child writes to stderr; stdout is protocol only
     sys.stdout = sys.stderr
     server = AcpServer(cfg, out)
+    cfg.mcp = mcp_config(cfg, mcp_files, False, server.log)
     try:
         server.serve(sys.stdin.buffer)
     finally:
@@ -3219,6 +3574,10 @@ def arg_parser(prog="grok", description=None):
                    help="sent as reasoning_effort (dropped if the server rejects it)")
     p.add_argument("--cwd", metavar="DIR", help="working directory for the tools")
     p.add_argument("-y", "--always-approve", action="store_true", help="run bash/write_file without asking")
+    p.add_argument("--sandbox", choices=("workspace", "read-only", "off"), help="see README")
+    p.add_argument("--sandbox-network", choices=("on", "off"), help="off: commands get no network")
+    p.add_argument("--mcp-config", action="append", default=[], metavar="FILE",
+                   help="start the MCP servers of this .mcp.json-style file (repeatable)")
     session = p.add_mutually_exclusive_group()
     session.add_argument("--resume", metavar="ID", help="continue a saved session")
     session.add_argument("-c", "--continue", dest="cont", action="store_true", help="continue the latest session")
@@ -3247,7 +3606,7 @@ ENV_HELP = """environment:
   also (see the README): GROK_CONTEXT_WINDOW, GROK_TEMPERATURE, GROK_TIMEOUT, GROK_MAX_RETRIES,
   GROK_RETRY_BACKOFF, GROK_MAX_ITERATIONS, GROK_MAX_TOKENS, GROK_BASH_TIMEOUT, GROK_SUMMARY_MODEL,
   GROK_STREAM, GROK_ALWAYS_APPROVE, GROK_DEBUG, COMPACT_THRESHOLD, HTTPS_PROXY / HTTP_PROXY /
-  NO_PROXY, NO_COLOR
+  NO_PROXY, NO_COLOR, GROK_SANDBOX, GROK_SANDBOX_BACKEND
 
 other commands: grok models [--json]   the server's models (the default marked)
 
@@ -3379,9 +3738,9 @@ def main(argv=None):
         args = parse_args(argv)
         json_errors[0] = args.prompt is not None and args.format != "text" and not args.acp
         cfg = Config(model=args.model, cwd=args.cwd, always_approve=args.always_approve, effort=args.effort,
-                     require_key=not args.acp)      # ACP reports a missing key at session/new
-        if args.acp:
-            return acp_main(cfg)
+                     require_key=not args.acp, sandbox=args.sandbox, net=args.sandbox_network)
+        if args.acp:        # a missing key is reported at session/new
+            return acp_main(cfg, args.mcp_config)
         if args.prompt is not None:
             return headless(args, cfg)
         ui = TerminalUI()

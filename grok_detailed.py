@@ -254,10 +254,14 @@ class DetailedUI(g.TerminalUI):
             return
         limit, spent, pct, short = a.cfg.cost_limit, a.cost_usd, a.context_pct(), a.session.id.rsplit("-", 1)[-1]
         cost = "$%.4f/%s" % (spent, "$%.2f" % limit if limit > 0 else "no limit")
-        ctx = "context %.1f%%" % pct
-        detail = ctx + " (%s/%s)" % (num(a.context_tokens), num(a.cfg.context_window))
+        known = a.window_known      # else a default window: a percentage would mislead
+        ctx = "context %.1f%%" % pct if known else "window unknown"
+        used = num(a.context_tokens)
+        detail = ctx + " (%s/%s)" % (used, num(a.cfg.context_window)) if known else \
+            "%s tokens, window unknown: set GROK_CONTEXT_WINDOW" % used
         cached = "cached %s" % num(g.usage_numbers(a.last_usage)["cached"])
-        tools, tiny = "tools %d" % a.tool_count, ("$%.4f" % spent, "ctx %.0f%%" % pct)
+        tiny = ("$%.4f" % spent, "ctx %.0f%%" % pct if known else "ctx ?")
+        tools = "tools %d" % a.tool_count
         codes = {a.session.id: "1", short: "1", cost: "31" if 0 < limit <= spent else "33" if 0 < limit * 0.8 <= spent
                  else None, ctx: "33" if 0 < a.cfg.compact_threshold * 0.8 <= pct else None}
         codes.update({detail: codes[ctx], tiny[0]: codes[cost], tiny[1]: codes[ctx]})
@@ -409,9 +413,13 @@ class DetailedUI(g.TerminalUI):
             self.write("".join(out))
 
     def step_finish(self, step, info):
-        n = info["tokens"]
-        parts = ["in %s" % num(n["input"]) + (" (%s cached)" % num(n["cached"]) if n["cached"] else ""),
-                 "out %s" % num(n["output"])]
+        n, a = info["tokens"], self.agent
+        guess = "~" if a and not n["total"] and not n["input"] else ""    # no usage: estimated here
+        if guess:
+            n = dict(n, input=a.context_tokens, output=g.estimate_tokens(a.messages[-1:]))
+        cached = " (%s cached)" % num(n["cached"]) if n["cached"] else ""
+        parts = ["in %s%s%s" % (guess, num(n["input"]), cached), "out " + guess + num(n["output"])]
+        parts += ["estimated: the server reports no usage"] if guess else []
         if n["reasoning"]:
             parts.append("reasoning %s" % num(n["reasoning"]))
         parts += ["$%.4f" % info.get("cost", 0.0), "%.1fs" % info.get("duration", 0.0)]
@@ -452,6 +460,7 @@ HELP = """commands:
   /cost [N]     show the cost, or set the session's limit to N USD (0 = no limit)
   /model [NAME] show the model, or use NAME from the next request on
   /tools        list the tools
+  /mcp          the MCP servers: state, tools
   /help         this help (also /?)
   /exit         quit (also /q, Ctrl-D)
 End a line with \\ to go on on the next one; lines pasted together are one message.
@@ -515,9 +524,10 @@ class Commands:
             self.agent.cost_usd, "$%.2f" % cfg.cost_limit if cfg.cost_limit > 0 else "none"))
 
     def tools(self, arg):
-        for name in self.agent.tool_names:
-            ask = name in g.NEEDS_APPROVAL and not self.agent.cfg.always_approve
-            doc = g.tool_line(name, self.agent.cfg.bash_timeout).partition(" ")[2]
+        for name, tool in self.agent.tools().items():
+            ask = name in g.NEEDS_APPROVAL or name not in g.TOOLS     # an MCP tool asks too
+            ask = ask and not self.agent.cfg.always_approve
+            doc = g.tool_line(name, self.agent.cfg.bash_timeout, tool).partition(" ")[2]
             self.ui.write(self.ui.field_lines(name, as_text(doc + (" [asks first]" if ask else ""))))
 
 
@@ -936,7 +946,7 @@ class AgentRun:
                               DETAILED.extra_prompt + "\n\nAGENT MODE: you work under this controller "
                               "(Agents.md from the workspace):\n\n" + capped(self.ws.read("Agents.md")),
                               DETAILED.max_tokens)
-        self.agent = g.Agent(self.cfg, self.ui, contract)
+        self.agent = self.ui.agent = g.Agent(self.cfg, self.ui, contract)   # the ui reads it too
         self.agent.cost_usd = float(self.meta.get("cost_usd") or 0.0)     # COST_LIMIT covers the whole goal
         self.meta["sessions"].append(self.agent.session.id)
         try:
@@ -1017,8 +1027,10 @@ class AgentRun:
 
     def header(self, step):
         where = "loop %d/%d · " % (self.meta["loop"], self.max_loops) if step in LOOP_STEPS else ""
-        line = "── agent · %s%s → %s · $%.4f · context %.1f%% ──" % (
-            where, STEP_ROLES[step], step + ".md", self.agent.cost_usd, self.agent.context_pct())
+        a = self.agent
+        ctx = "context %.1f%%" % a.context_pct() if a.window_known else "window unknown"
+        line = "── agent · %s%s → %s · $%.4f · %s ──" % (where, STEP_ROLES[step], step + ".md",
+                                                        a.cost_usd, ctx)
         self.ui.write("\n" + self.ui.paint("1;36", line) + "\n")
 
     def verdict(self):
@@ -1181,7 +1193,8 @@ def main(argv=None):
                             "in $GROK_AGENT_DIR (default ~/.grok_agent)")
         p.add_argument("--max-loops", type=int, default=5, metavar="N", help="agent mode: at most N loops (default 5)")
         args = p.parse_args(argv)
-        cfg = g.Config(model=args.model, cwd=args.cwd, always_approve=args.always_approve, effort=args.effort)
+        cfg = g.Config(model=args.model, cwd=args.cwd, always_approve=args.always_approve, effort=args.effort,
+                       sandbox=args.sandbox, net=args.sandbox_network)
         if args.agent is not None:
             return run_agent_mode(args, cfg)
         return interactive(args, cfg)
