@@ -41,12 +41,16 @@ APPROVAL_CHARS = 4000       # ... and characters
 RULES_CAP = 8000            # bytes per AGENTS.md / GROK.md file
 RULES_TOTAL_CAP = 24000     # bytes of project rules in all
 MAX_STRIKES = 3             # invalid replies in a row before a turn fails
+LOOP_NUDGE, LOOP_STOP = 2, 3    # rounds in a row, same calls and results: told, then stopped
 RETRY_STATUSES = (408, 429) + tuple(s for s in range(500, 600) if s not in (501, 505))
 RETRY_AFTER_CAP = 30.0      # seconds: a longer Retry-After is shortened to this
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)     # a symlink planted in place of a session file is an error, never followed
 SEARCH_ESTIMATE = 0.05      # USD reserved for a web_search before its first cost is known
 REPLY_CAP = 8 << 20         # bytes of one reply at most (or 1 KB per max_tokens, if more)
+DENIED = "denied: the user did not allow this %s call; do not retry it, ask or take another way"
 CONNECT_TIMEOUT = 15.0      # seconds to open a connection (a host that drops packets), at most GROK_TIMEOUT
+SMALL_WINDOW = 4096         # tokens: under COMPACT_THRESHOLD of this, no window needs compacting
+WINDOW_ASK_TIMEOUT = 3.0    # seconds to ask a server (not xAI's) its window, three ways at once
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts")    # writable in a sandbox
 
 
@@ -115,6 +119,38 @@ def env_flag(name, default=False):
     return value not in ("0", "false", "no") if value else default
 
 
+def own_setting(name):
+    """$name, else its value in the person's own .env files (never a project's ./.env)."""
+    found = (read_env_file(os.path.expanduser(f), [name]) for f in ENV_FILES if f != "./.env")
+    return os.environ.get(name) or next(filter(None, found), "")
+
+
+def append_private(path, text):
+    """text added to a file made 0600 (a symlink in its place is an OSError, not followed)."""
+    with open(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o600), "a") as f:
+        os.fchmod(f.fileno(), 0o600)
+        f.write(text)
+
+
+def ask_api_key():
+    """On a terminal: (the key typed, not shown; "the terminal"), saved to ~/.grok/.env if agreed"""
+    key, path = "", os.path.expanduser(ENV_FILES[0])
+    with suppress(EOFError):
+        if sys.stdin.isatty() and sys.stderr.isatty():
+            import getpass
+            sys.stderr.write("grok: no API key yet (make one at https://console.x.ai)\n")
+            key = "".join(getpass.getpass("API key (hidden; empty to quit): ", sys.stderr).split())
+    save = key and ask_tty("save it to %s (0600)? [Y/n] " % ENV_FILES[0])
+    if key and (save or "y").lower().startswith("y"):
+        try:
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            append_private(path, "\nGROK_API_KEY=%s\n" % key)
+            sys.stderr.write("grok: saved to %s\n" % path)
+        except OSError as e:
+            sys.stderr.write("grok: not saved (%s: %s)\n" % (path, e.strerror or e))
+    return (key, "the terminal") if key else (None, None)
+
+
 class Config:
     """Everything the engine needs, from flags with an environment fallback."""
 
@@ -122,9 +158,11 @@ class Config:
                  sandbox=None, net=None):
         self.api_key, self.key_source = find_api_key()
         if require_key and not self.api_key:
+            self.api_key, self.key_source = ask_api_key()
+        if require_key and not self.api_key:
             raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put GROK_API_KEY=... in "
                             + ", ".join(ENV_FILES))
-        self.base_url = (os.environ.get("GROK_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        self.base_url = (own_setting("GROK_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         url = check_base_url(self.base_url)
         self.xai = ("." + url.hostname).endswith(".x.ai")
         SECRETS.update(filter(None, (self.api_key, url.password)))
@@ -136,7 +174,7 @@ class Config:
         self.stream = env_flag("GROK_STREAM", True)
         if model == "grok-build" != os.environ.get("GROK_MODEL"):
             model = None        # the model name of xAI's CLI, which its clients pass: the default model here
-        self.model = model or os.environ.get("GROK_MODEL") or DEFAULT_MODEL
+        self.model = model or own_setting("GROK_MODEL") or DEFAULT_MODEL
         self.reasoning_effort = effort
         self.summary_model = os.environ.get("GROK_SUMMARY_MODEL") or self.model
         self.cost_limit = self.number("COST_LIMIT", 10.0)
@@ -145,6 +183,7 @@ class Config:
         self.context_window = self.window_set or model_entry(WINDOWS, self.model, DEFAULT_WINDOW)
         self.max_tokens = int(self.number("GROK_MAX_TOKENS", 0, 1e8)) or None
         self.max_iterations = int(self.number("GROK_MAX_ITERATIONS", 25))
+        self.loop_detection = env_flag("GROK_LOOP_DETECTION", True)
         self.bash_timeout = self.number("GROK_BASH_TIMEOUT", BASH_TIMEOUT)
         temperature = os.environ.get("GROK_TEMPERATURE", "0.5").strip()      # empty: not sent
         self.temperature = self.number("GROK_TEMPERATURE", 0.5, 100) if temperature else None
@@ -175,6 +214,9 @@ def check_base_url(url):
     """The URL split (with a host name); a UserError now rather than an odd network error later."""
     if not url.startswith(("http://", "https://")):
         raise UserError("GROK_BASE_URL must start with http:// or https://, not %r" % url)
+    if url.endswith("/chat/completions"):
+        raise UserError("GROK_BASE_URL is the API's base (such as %s), not /chat/completions: "
+                        "grok adds that" % url[:-len("/chat/completions")])
     if any(ord(c) <= 32 or ord(c) == 127 for c in url):
         raise UserError("GROK_BASE_URL must not contain spaces or control characters")
     try:
@@ -264,7 +306,7 @@ class AgentError(GrokError):
 
 
 class ContextOverflow(UserError):
-    window = None           # the server's context window, when it says
+    window = asked = None       # the server's context window and its count of tokens, if it says
 
 
 class Cancelled(GrokError):
@@ -280,8 +322,9 @@ class HTTPStatusError(Exception):
     def server_message(self):
         try:
             obj = json.loads(self.text)
-        except (ValueError, RecursionError):
-            return " ".join(self.text.split())[:300] or "(empty body)"
+        except (ValueError, RecursionError):        # an HTML page: its words, not its markup
+            words = re.sub(r"(?s)<(script|style).*?</\1>|<[^>]*>", " ", self.text).split()
+            return " ".join(words)[:300] or "(empty body)"
         err = obj.get("error", obj.get("message", obj.get("detail"))) if isinstance(obj, dict) else None
         if isinstance(err, dict):
             err = err.get("message") or json.dumps(err)
@@ -300,6 +343,9 @@ class HTTPStatusError(Exception):
         e = ContextOverflow("the request does not fit the server's context window%s (HTTP %d): %s" % (
             " of %s tokens" % size if size else "", self.status, self.server_message()))
         e.window = int(size) if size else None
+        asked = re.search(r'"n_prompt_tokens"\s*:\s*(\d+)|requested (?:tokens \()?(\d+)', self.text,
+                          re.I)
+        e.asked = asked and int(asked.group(1) or asked.group(2))
         return e
 
 
@@ -441,14 +487,19 @@ class Client:
         conn.close()
 
     def abort(self):
-        """Break every request in flight (from another thread, to cancel). conn.reading is our own reference to
-        the socket: http.client drops conn.sock while it reads a reply the server will close."""
-        import socket
+        """Break every request in flight (from another thread, to cancel)."""
         with self._lock:
             busy = list(self._busy)
         for conn in busy:
-            with suppress(OSError, AttributeError):     # (AttributeError: no socket opened yet)
-                (conn.sock or conn.reading).shutdown(socket.SHUT_RDWR)
+            self._shut(conn)
+
+    @staticmethod
+    def _shut(conn):
+        """Break conn's request: to cancel, or at its deadline. conn.reading is our own reference to
+        the socket: http.client drops conn.sock while it reads a reply the server will close."""
+        import socket
+        with suppress(OSError, AttributeError):     # (AttributeError: no socket opened yet)
+            (conn.sock or conn.reading).shutdown(socket.SHUT_RDWR)
 
     def close(self):
         with self._lock:
@@ -480,11 +531,8 @@ class Client:
 
     def probe(self, path, payload=None):
         """get() of `path` on the server's root, or None."""
-        root = self.prefix[:-3] if self.prefix.endswith("/v1") else self.prefix
-        try:
-            return self.get(root + path, payload)
-        except (GrokError, HTTPStatusError, RetryableFault, ContractError):
-            return None
+        with suppress(GrokError, HTTPStatusError, RetryableFault, ContractError):
+            return self.get(re.sub("/v1$", "", self.prefix) + path, payload)
 
     def post(self, path, payload, on_stream=None, cancel=None, no_retry=None, cap=REPLY_CAP):
         """The JSON reply, or on_stream(reader) for an event stream; retries dropped connections, timeouts, 429
@@ -519,9 +567,14 @@ class Client:
         conn, reused = self._connect()      # (imports http.client, without ssl for plain http)
         import http.client
         reusable, started = False, time.monotonic()
+        deadline = threading.Timer(self.timeout or threading.TIMEOUT_MAX, self._shut, (conn,))
+        deadline.start()        # it shuts the socket, cutting any read, however slow
         try:
             resp = self._send(conn, reused, method, path, body, headers, cancel)
-            reader = ReplyReader(resp, conn.reading, self.timeout and started + self.timeout, cap)
+            reader = ReplyReader(resp, cap)
+            html = "html" in (resp.getheader("Content-Type") or "")
+            if html and resp.status not in RETRY_STATUSES:
+                raise self.not_api(method, path, resp, reader.read())
             if resp.status >= 300:
                 error = self._refusal(resp, reader, no_retry)
                 reusable = resp.status >= 400 and not resp.will_close
@@ -530,14 +583,18 @@ class Client:
                 result = on_stream(reader)
                 reader.read()       # the end of the chunked body, so the connection can be reused
             else:
-                result = self._json(reader.read())
+                result = self._json(method, path, resp, reader.read())
             reusable = not resp.will_close
             return result
-        except (OSError, StreamBroken, http.client.HTTPException, ValueError) as e:
-            # (ValueError: defensive, so no parse error inside http.client can end the REPL)
-            raise network_fault(e, self.host)
+        except Exception as e:      # a read cut at the deadline may end in any of these
+            if self.timeout and time.monotonic() - started >= self.timeout:
+                e = TimeoutError()
+            elif not isinstance(e, (OSError, StreamBroken, http.client.HTTPException, ValueError)):
+                raise       # (ValueError: defensive: no parse error in http.client ends the REPL)
+            raise network_fault(e, self)
         finally:
-            self._release(conn, reusable)
+            deadline.cancel()
+            self._release(conn, reusable)       # (shut by a late deadline: _send reconnects)
 
     def _refusal(self, resp, reader, no_retry):
         """The error a reply other than 2xx raises: 429/5xx a RetryableFault, unless no_retry(its HTTPStatusError)."""
@@ -554,12 +611,20 @@ class Client:
         return RetryableFault(scrub("%s (HTTP %d): %s" % ("rate limited" if resp.status == 429 else "server error",
                                                          resp.status, err.server_message())), wait, False)
 
-    def _json(self, data):
+    def _json(self, method, path, resp, data):
         try:
             return json.loads(data.decode("utf-8", "replace"))
         except (ValueError, RecursionError):
-            raise UserError(scrub("the server at %s did not answer with JSON (is GROK_BASE_URL an "
-                                  "OpenAI-compatible API?): %r" % (self.host, data[:120])))
+            raise self.not_api(method, path, resp, data)
+
+    def not_api(self, method, path, resp, data):
+        """A reply that is no OpenAI-style API's: the URL asked, and what came back."""
+        said = HTTPStatusError(resp.status, data).server_message()[:120]
+        host = "http%s://%s:%d" % ("s" * self.https, self.host, self.port)
+        url, ctype = path if "://" in path else host + path, resp.getheader("Content-Type") or "-"
+        return UserError(scrub("%s %s did not answer with JSON (HTTP %d, %s): %r; is GROK_BASE_URL"
+                               " an OpenAI-compatible API (its base, as http://localhost:8080/v1)?"
+                               % (method, url, resp.status, ctype, said)))
 
 
 class RetryableFault(Exception):
@@ -568,22 +633,15 @@ class RetryableFault(Exception):
 
 
 class ReplyReader:
-    """A reply body read within one deadline and a size cap: a trickling or endless stream cannot hold the turn."""
+    """A reply body read within a size cap: an endless fast stream cannot hold the turn."""
 
-    def __init__(self, resp, sock, deadline, cap):
-        self.resp, self.sock, self.deadline, self.cap, self.size = resp, sock, deadline, cap, 0
-        self._count(b"")
+    def __init__(self, resp, cap):
+        self.resp, self.cap, self.size = resp, cap, 0
 
     def _count(self, data):
         self.size += len(data)
         if self.size > self.cap:
             raise ContractError("the reply passed %d MB and was abandoned" % (self.cap >> 20))
-        if self.deadline:
-            left = self.deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError()
-            if self.sock is not None and not self.resp.isclosed():
-                self.sock.settimeout(left)
         return data
 
     def readline(self):
@@ -620,17 +678,21 @@ def find_proxy(scheme, host):
     return u.hostname, port, {"Proxy-Authorization": "Basic " + base64.b64encode(user).decode()}
 
 
-def network_fault(e, host):
+def network_fault(e, client):
     """The RetryableFault that says what went wrong talking to host; a UserError when retrying cannot help."""
     import http.client
     import socket
+    host = client.host
     ssl = sys.modules.get("ssl")
     if ssl and isinstance(e, ssl.CertificateError):
         return UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL, or point "
                          "SSL_CERT_FILE at your CA bundle" % (host, getattr(e, "verify_message", None) or e))
+    proxy = client.proxy and "%s_PROXY" % ("HTTPS" if client.https else "HTTP")
+    where = ("%s:%d, the proxy in %s" % (client.proxy[:2] + (proxy,)) if proxy
+             else "%s:%d, the server in GROK_BASE_URL" % (host, client.port))
     problems = (        # the first whose exception types e is one of
-        (socket.gaierror, "cannot resolve host {host} (DNS; check GROK_BASE_URL)"),
-        (ConnectionRefusedError, "connection refused by {host} (is the server running? check GROK_BASE_URL)"),
+        (socket.gaierror, "cannot resolve host {where} (DNS)"),
+        (ConnectionRefusedError, "connection refused by {where}: is it running?"),
         ((socket.timeout, TimeoutError),
          "no complete reply from {host} within the timeout (GROK_TIMEOUT, for the whole reply)"),
         (StreamBroken, "the reply stream from {host} broke off: {e}"),
@@ -640,7 +702,10 @@ def network_fault(e, host):
          "garbled reply from {host} ({name}: {short})"),
         (Exception, "network error talking to {host}: {e}"))
     problem = next(text for kinds, text in problems if isinstance(e, kinds))
-    problem = scrub(problem.format(host=host, e=e, name=type(e).__name__, short=str(e)[:100]))
+    problem = scrub(problem.format(host=host, where=where, e=e, name=type(e).__name__,
+                                   short=str(e)[:100]))
+    if isinstance(e, (socket.gaierror, ConnectionRefusedError)):      # nothing answers there
+        return TransientError(problem)
     return RetryableFault(problem, None, isinstance(e, StreamBroken))
 
 
@@ -776,10 +841,9 @@ class ResponseStreamer:
 
     @staticmethod
     def _decode(raw):
-        try:
+        with suppress(ValueError):          # a bad escape: the text without it
             return json.loads('"%s"' % raw, strict=False)
-        except ValueError:          # a bad escape: the text without it
-            return raw.replace("\\", "")
+        return raw.replace("\\", "")
 
 
 # --- The JSON contract ---
@@ -939,18 +1003,18 @@ class Sandbox:
             net = ["--unshare-net"] * self.net_off + ["--"]
             return [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev"] + binds + net + argv, None
         import struct
-        syscall, abi, net = self.libc.syscall, self.abi, 3 * self.net_off   # net: TCP bind, connect
+        syscall, prctl, abi, net = self.libc.syscall, self.libc.prctl, self.abi, 3 * self.net_off
         tree = 0x1ff2 | (abi >= 2) << 13 | (abi >= 3) << 14    # write, remove, make; move, truncate
         rules = [(p, tree) for p in self.writable(cwd)] + [(d, tree & 0x4002) for d in DEVICES]
 
-        def restrict():     # in the child after fork: nothing imported here
-            ruleset = syscall(444, struct.pack("=QQ", tree, net), 16 if net else 8, 0)
+        def restrict():     # in the child after fork: nothing imported or looked up (dlsym) here
+            ruleset = syscall(444, struct.pack("=QQ", tree, net), 16 if net else 8, 0)    # net: TCP
             for path, allowed in rules:
                 with suppress(OSError):
                     fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
                     syscall(445, ruleset, 1, struct.pack("=Qi", allowed, fd), 0)    # path beneath
                     os.close(fd)
-            if ruleset < 0 or self.libc.prctl(38, 1, 0, 0, 0) or syscall(446, ruleset, 0):
+            if ruleset < 0 or prctl(38, 1, 0, 0, 0) or syscall(446, ruleset, 0):
                 raise OSError("Landlock refused the sandbox")       # 38: PR_SET_NO_NEW_PRIVS
         return argv, restrict
 
@@ -1256,7 +1320,8 @@ def tool_line(name, bash_timeout, tool=None):
 
 def key_arg(name, args):
     """The one argument that says what a tool call does, for one-line displays."""
-    value = args.get(next(iter(TOOLS[name].args)), "") if name in TOOLS else args
+    key = next(iter(TOOLS[name].args)) if name in TOOLS else None
+    value = args.get(key, "") if key in args or key and not args else args     # else all it has
     if not value and name == "list_files":
         value = "."
     if not isinstance(value, str):
@@ -1724,13 +1789,26 @@ def list_sessions(directory):
         yield session_id, mtime, ("[bash grok] " if s.legacy else "") + " ".join(first.split()).rstrip(" -")[:80], cost
 
 
+def sessions_text(agent, width):
+    """/sessions: the newest ten saved sessions (* this one) but those nobody typed into."""
+    here, where = agent.session.id, os.path.join(agent.cfg.data_dir, "sessions")
+    found = [s for s in list_sessions(agent.cfg.data_dir) if s[2] or s[0] == here]
+    lines = ["%s %s  %s  $%.4f  %s" % ("*" if sid == here else " ", sid, time.strftime(
+        "%Y-%m-%d %H:%M", time.localtime(mtime)), cost, first or "(empty)")
+        for sid, mtime, first, cost in found[:10]]
+    lines += ["  (%d older sessions not shown)" % (len(found) - 10)] * (len(found) > 10)
+    lines = [ln if len(ln) <= width else ln[:width - 3] + "..." for ln in map(visible, lines)]
+    return "\n".join(lines or ["no saved sessions in %s" % where]) + "\n"
+
+
 def find_session(directory, key):
     """The saved session `key` names: its whole id, the start of it, or its random suffix."""
     ids = session_ids(directory)
     found = [i for i in ids if i == key] or [i for i in ids if i.startswith(key) or i.endswith(key)]
     if len(found) != 1:
-        raise UserError("%r matches %d sessions; give more of the id" % (key, len(found)) if found
-                        else "no session %r in %s" % (key, os.path.join(directory, "sessions")))
+        raise UserError("%r matches %d sessions; give more of the id: %s%s" % (
+            key, len(found), ", ".join(found[:8]), ", ..." * (len(found) > 8)) if found
+            else "no session %r in %s" % (key, os.path.join(directory, "sessions")))
     return found[0]
 
 
@@ -1744,7 +1822,7 @@ class UI:
         return None
 
     step_start = stream_text = stream_reset = reply = tool_start = tool_end = step_finish = answer = notice = _skip
-    thought = ask_user = approve = _skip        # thought(text): the model's reasoning, in pieces as it arrives
+    thought = ask_user = approve = invalid = _skip  # reasoning as it arrives; a reply off contract
 
 
 ToolCall = namedtuple("ToolCall", "index name args id cwd shown sandbox")     # shown: scrubbed
@@ -1755,6 +1833,9 @@ class LimitReached(AgentError):
 
 
 INTERRUPTED = ("[interrupted by the user]", "[interrupted: the session ended during this turn]")
+LOOP_NOTE = {LOOP_NUDGE: "[Loop] You made these same tool calls and got these same results %d "
+                         "rounds in a row: repeating them changes nothing. Answer now "
+                         "(\"done\": true), or try something else." % LOOP_NUDGE}
 TURN_KEYS = ("input", "output", "reasoning", "cached", "total", "cost")
 
 
@@ -1767,7 +1848,7 @@ class Agent:
         self.client = Client(cfg.base_url, cfg.api_key, cfg.timeout, cfg.max_retries, cfg.backoff, notice=self.notice)
         self.tool_names = list(TOOLS)   # offered in the schema
         self.withdrawn = {}             # tools the server turned out not to offer: name -> the result calls get
-        self.window_known = self.window_asked = bool(cfg.window_set or cfg.xai)  # or learned
+        self.recall_window()
         self.format_level = 0           # 0 json_schema, 1 json_object + schema, 2 plain json_object
         # Request fields a server may reject: each is dropped for the session, with one notice.
         self.optional = {k: getattr(cfg, k) for k in ("temperature", "reasoning_effort") if getattr(cfg, k) is not None}
@@ -1812,10 +1893,16 @@ class Agent:
         with self.ui_lock:         # tools running in threads may report retries
             self.ui.notice(scrub(text))
 
-    def once(self, key, text):
-        if key not in self.said:
+    def once(self, key, text, remember=False):
+        """A notice given once a session; remember: once ever (the keys kept in the data dir)."""
+        key, path = scrub(key), os.path.join(self.cfg.data_dir, "told")
+        told = remember and (read_regular(path, 65536) or [b""])[0].decode("utf-8", "replace")
+        if key not in self.said and key not in (told or "").split("\n"):
             self.said.add(key)
             self.notice(text)
+            if remember and not data_dir_problem(self.cfg.data_dir):
+                with suppress(OSError):
+                    append_private(path, key + "\n")
 
     def add(self, message):
         """A message; one the program writes itself has a "kind" ("note", "summary"): stored, not sent."""
@@ -1851,8 +1938,9 @@ class Agent:
         cost, known = usage_cost(model, usage, self.cfg.prices)
         if not known:
             limit = ", so COST_LIMIT cannot apply" if self.cfg.cost_limit > 0 else ""
-            self.once("price", "price unknown for model %s at %s: cost is not tracked%s (GROK_PRICES=IN,CACHED,OUT "
-                      "sets prices in USD per million tokens)" % (model, self.cfg.base_url, limit))
+            self.once("price " + self.cfg.base_url, "price unknown for model %s at %s: cost is not "
+                      "tracked%s (GROK_PRICES=IN,CACHED,OUT sets prices in USD per million tokens; "
+                      "shown once per server)" % (model, self.cfg.base_url, limit), remember=True)
         if usage_numbers(usage)["odd"]:
             self.once("odd", "the server's usage has numbers that are not counts (%s): ignored"
                       % json.dumps(usage, default=str)[:200])
@@ -1995,25 +2083,53 @@ class Agent:
     def after_overflow(self, e):
         """The server said the context is full: take its window size, compact, and ask once more."""
         if e.window and not self.cfg.window_set:
-            self.cfg.context_window, self.window_known = e.window, True
+            self.remember_window(e.window, "overflow error")
         self.notice("%s; compacting and asking once more" % e)
-        with suppress(ContextOverflow):
-            if self.compact():
+        try:
+            if self.compact(to_request=True):
                 return self.chat(self.messages, on_text=self.ui.stream_text, on_thought=self.ui.thought)
-        raise ContextOverflow("about %d tokens do not fit the server's context window (%d tokens), even compacted as "
-                              "far as it goes: shorten the request, or give the server a larger window"
-                              % (estimate_tokens(self.messages), e.window or self.cfg.context_window))
+        except ContextOverflow as again:
+            e = again
+        asked = ("%d tokens (the server's count)" % e.asked if e.asked
+                 else "about %d tokens" % estimate_tokens(self.messages))
+        raise ContextOverflow("%s do not fit the server's context window (%d tokens), even "
+                              "compacted as far as it goes: shorten the request, or give the "
+                              "server a larger window"
+                              % (asked, e.window or self.cfg.context_window))
+
+    def recall_window(self):
+        """The model's window without asking: set, xAI's, what this server said, else a guess."""
+        cfg, self.window_key, self.windows = self.cfg, "%s %s" % (self.cfg.base_url, self.model), {}
+        got = read_regular(os.path.join(cfg.data_dir, "windows.json"), 1 << 20)
+        with suppress(TypeError, ValueError, AttributeError):      # no file, no JSON object
+            said = json.loads(got[0]).items()
+            self.windows = {k: n for k, n in said if type(n) is int and n >= 0}
+        told = self.windows.get(self.window_key)
+        guess = model_entry(WINDOWS, self.model, DEFAULT_WINDOW)
+        cfg.context_window = cfg.window_set or told or guess
+        self.window_known = bool(cfg.window_set or cfg.xai or told)    # else the window is a guess
 
     def learn_window(self):
-        """The context window a server other than xAI's reports (vLLM, llama.cpp, Ollama), asked once per session."""
-        if self.window_asked:
+        """Ask a server other than xAI's for the model's window, the three ways vLLM, llama.cpp and
+        Ollama answer, at once and briefly; what it says, or its silence, is remembered."""
+        if self.window_known or self.window_key in self.windows:       # (0: asked, not told)
             return
-        self.window_asked = True
-        for path, payload in (("/v1/models", None), ("/props", None), ("/api/show", {"model": self.model})):
-            window = find_window(self.client.probe(path, payload))
-            if window:
-                self.cfg.context_window, self.window_known = window, True
-                return self.notice("context window: %d tokens (from the server's %s)" % (window, path))
+        from concurrent.futures import ThreadPoolExecutor
+        asker = Client(self.cfg.base_url, self.cfg.api_key, WINDOW_ASK_TIMEOUT)
+        asks = (("/v1/models", None), ("/props", None), ("/api/show", {"model": self.model}))
+        with ThreadPoolExecutor(len(asks)) as pool:
+            told = list(pool.map(lambda ask: (find_window(asker.probe(*ask)), ask[0]), asks))
+        self.remember_window(*max(told, key=lambda said: said[0] is not None))
+
+    def remember_window(self, window, source):
+        """Take the window the server said (None: it said none), now and, in the data dir, later."""
+        self.cfg.context_window, self.window_known = window or self.cfg.context_window, bool(window)
+        if window:
+            self.notice("context window: %d tokens (from the server's %s)" % (window, source))
+        self.windows[self.window_key] = window or 0
+        with suppress(OSError):
+            if not data_dir_problem(self.cfg.data_dir):
+                atomic_write(self.cfg.data_dir + "/windows.json", json_bytes(self.windows))
 
     def finish_step(self, result):
         self.ui.step_finish(self.step_no, {"finish_reason": result.finish_reason or "stop", "id": result.id,
@@ -2023,6 +2139,7 @@ class Agent:
     def run_turn(self, text):
         """Send one user message and loop until the model is done; returns the answer."""
         self.turn, self.rounds, self.strikes = dict.fromkeys(TURN_KEYS, 0), 0, 0    # turn: its usage and cost
+        self.streak = (None, 0)     # the last round's calls and results, and rounds in a row
         self.note_skills()
         self.request = {"role": "user", "content": clean_text(text)}
         self.add(self.request)
@@ -2070,17 +2187,36 @@ class Agent:
             self.finish_step(result)
         note = ("[Limit] That was the last tool round allowed in this turn (%d). Answer now with what you have and "
                 "say what is left to do; further tool calls will not run." % limit if self.rounds == limit else None)
+        seen = self.seen(results)
+        note = note or LOOP_NOTE.get(seen)
         self.add({"role": "user", "content": tool_results_message(results, note)})
         if reply["done"] and answer.strip():     # done with tool calls: they ran; the response ends the turn
             self.add(final_reply(answer))
             return answer
-        return None
+        return self.stop_loop(answer, seen) if seen >= LOOP_STOP else None
+
+    def seen(self, results):
+        """How many rounds in a row had these calls and results, in any order or number (0: off)."""
+        key = sorted({json.dumps([i.name, i.args, r.output], sort_keys=True) for i, r in results})
+        count = self.streak[1] + 1 if key == self.streak[0] else 1
+        self.streak = (key, count * self.cfg.loop_detection)
+        return self.streak[1]
+
+    def stop_loop(self, answer, seen):
+        """End a turn that goes round in circles: its response is the answer, else an error."""
+        loop = "the model repeated the same tool calls and results %d rounds in a row" % seen
+        if not answer.strip():
+            raise AgentError(loop + ", without an answer (GROK_LOOP_DETECTION=0 lets it go on)")
+        self.notice("loop stopped: %s; its response is the answer" % loop)
+        self.add(final_reply(answer))
+        return answer
 
     def strike(self, result, e):
         self.strikes += 1
         content = result.content or ""
         self.add({"role": "assistant", "content": content[:4000] + ("...[truncated]" if len(content) > 4000 else "")})
         self.finish_step(result)
+        self.ui.invalid(content)
         if self.strikes >= MAX_STRIKES:
             raise AgentError("the model broke the JSON contract %d times in a row (last: %s)" % (self.strikes, e))
         self.notice("invalid reply from the model (%s); asking again" % e)
@@ -2124,8 +2260,7 @@ class Agent:
                 capped = "error: not run: one reply runs at most %d tool calls; ask again for it"
                 results[item.index] = self.finish_tool(item, ToolResult(capped % MAX_CALLS, False))
             elif not self.approved(item):
-                denied = "denied: the user did not allow this %s call; do not retry it, ask or take another way"
-                results[item.index] = self.finish_tool(item, ToolResult(denied % item.name, ok=False))
+                results[item.index] = self.finish_tool(item, ToolResult(DENIED % item.name, False))
             elif item.name == "ask_user":
                 self.ui.tool_start(item)
                 results[item.index] = self.finish_tool(item, self.call_tool(item))
@@ -2218,18 +2353,21 @@ class Agent:
     # -- compaction ----------------------------------------------------------
     def maybe_compact(self):
         """Compact when the last call's tokens and what came after its reply pass COMPACT_THRESHOLD."""
-        self.learn_window()
         since = max([i for i, m in enumerate(self.messages) if m["role"] == "assistant"] + [0]) + 1
         tokens = self.context_tokens + estimate_tokens(self.messages[since:])
+        if 0 < self.cfg.compact_threshold <= 100.0 * tokens / SMALL_WINDOW:     # the window matters
+            self.learn_window()
         if 0 < self.cfg.compact_threshold <= 100.0 * tokens / max(1, self.cfg.context_window):
             self.compact()
 
-    def compact(self, keep=6):
-        """Summarise older history, keeping the recent tail and, mid-turn, the request verbatim; False: too little."""
+    def compact(self, keep=6, to_request=False):
+        """Summarise older history, keeping the recent tail and, mid-turn, the request verbatim;
+        False: too little. to_request (after an overflow): all of it if need be (request quoted)."""
         self.learn_window()
         pct = self.cfg.compact_threshold if self.cfg.compact_threshold > 0 else 75.0
         history = self.messages[1:]
         cut = compact_cut(history, keep, self.cfg.context_window * pct / 200.0)
+        cut = len(history) if cut is None and to_request and len(history) > 1 else cut
         if cut is None:
             return False
         old, tail = history[:cut], history[cut:]
@@ -2303,11 +2441,10 @@ def final_reply(text):
 
 def tool_calls_in(content):
     """How many tool calls an assistant message asked for."""
-    try:
+    with suppress(ContractError, AttributeError):
         calls = extract_json_object(str(content)).get("tool_calls")
-    except (ContractError, AttributeError):
-        return 0
-    return len(calls) if isinstance(calls, list) else 0
+        return len(calls) if isinstance(calls, list) else 0
+    return 0
 
 
 def tool_results_message(results, note=None):
@@ -2324,10 +2461,9 @@ def tool_results_message(results, note=None):
 
 def clean_text(text):
     """Undecodable input bytes (surrogate escapes from stdin or argv) as U+FFFD, so the text encodes as UTF-8."""
-    try:
+    with suppress(UnicodeEncodeError):
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "replace").decode("utf-8")
+    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def failure_reason(output):
@@ -2455,14 +2591,14 @@ class EscKey:
                 self.typed += data
 
     def take(self):
-        """(the first whole line typed meanwhile or None, the unfinished rest), edited as the terminal would."""
+        """(the lines typed meanwhile or None, the unfinished rest), edited as a terminal would."""
         text = self.typed.decode("utf-8", "replace")
         text, n = re.sub(r"\x1b(\[[0-?]*[ -/]*[@-~]|O.)?|[^\n\t\x7f\b -\U0010ffff]", "", text), 1
         while n:        # a backspace deletes the character before it, never a line already entered
             text, n = re.subn(r"[^\n\x7f\b][\x7f\b]|(?:^|(?<=\n))[\x7f\b]", "", text)
-        line, sep, rest = text.partition("\n")
+        lines, sep, rest = text.rpartition("\n")        # all whole lines: one message (a paste)
         self.typed = rest.encode("utf-8") if sep else b""
-        return (line, "") if sep else (None, line)
+        return (lines, "") if sep else (None, rest)
 
 
 class TerminalUI(UI):
@@ -2478,6 +2614,22 @@ class TerminalUI(UI):
 
     def paint(self, code, text):
         return "\033[%sm%s\033[0m" % (code, text) if self.color else text
+
+    def width(self):
+        return max(40, terminal_width())
+
+    def fitted(self, text, more="  "):
+        """On a terminal, lines too long for it broken at spaces; a continued line indented more."""
+        import textwrap
+        width = self.width() if self.out.isatty() else 1 << 30
+        return "\n".join(line if len(line) <= width else "\n".join(textwrap.wrap(
+            line, width, expand_tabs=False, replace_whitespace=False, break_on_hyphens=False,
+            subsequent_indent=line[:len(line) - len(line.lstrip())] + more))
+            for line in text.split("\n"))
+
+    def line(self, code, text):
+        """A line of grok's own in colour `code`: escapes made visible, fitted to the terminal."""
+        return self.paint(code, self.fitted(visible(text, newlines=False))) + "\n"
 
     def write(self, text):
         self.wait_stop()
@@ -2534,12 +2686,13 @@ class TerminalUI(UI):
 
     def tool_start(self, call):
         self.stream_reset()
-        self.write(self.paint("90", visible("[%s] %s" % (call.name, call.shown[:200]), newlines=False)) + "\n")
+        self.write(self.line("90", "[%s] %s" % (call.name, call.shown[:200])))
 
     def tool_end(self, call, result):
         if not result.ok:       # failed or denied
-            self.write(self.paint("31", visible("✗ [%s] %s: %s" % (call.name, call.shown[:60], failure_reason(
-                result.output)), newlines=False)) + "\n")
+            denied = result.output == DENIED % call.name
+            why = "denied, not run" if denied else failure_reason(result.output)
+            self.write(self.line("31", "✗ [%s] %s: %s" % (call.name, call.shown[:60], why)))
 
     def answer(self, text):
         self.write(("\n\n" if self.open_line else "\n") if self.streamed else "\n%s\n\n" % visible(text))
@@ -2547,7 +2700,7 @@ class TerminalUI(UI):
 
     def notice(self, text):
         self.pause()
-        print(self.paint("33", visible(text)), file=sys.stderr, flush=True)
+        print(self.paint("33", self.fitted(visible(text))), file=sys.stderr, flush=True)
 
     def approve(self, call):
         """Shows exactly what would run; asks again until the answer is y, n (the default), a or s."""
@@ -2555,8 +2708,9 @@ class TerminalUI(UI):
         full = False
         while True:
             text, hidden = approval_text(call, full)
-            answer = ask_tty("%s\n  run it? [y]es / [N]o / [a]lways%s: " % (self.paint("1", text),
-                                                                      " / [s]how all" if hidden else ""))
+            more = " / [s]how all" if hidden else ""
+            ask = self.fitted("  run it? [y]es / [N]o / [a]lways%s:" % more)
+            answer = ask_tty("%s\n%s " % (self.paint("1", self.fitted(text)), ask))
             if answer is None:
                 self.notice("no terminal to ask for approval: %s denied (use --always-approve / -y)" % call.name)
                 return "no"
@@ -2567,8 +2721,9 @@ class TerminalUI(UI):
 
     def ask_user(self, question, options):
         self.pause()
-        lines = ["", self.paint("1", visible(question))]
-        lines += ["  %d) %s" % (i + 1, visible(o, newlines=False)) for i, o in enumerate(options)]
+        lines = ["", self.paint("1", self.fitted(visible(question)))]
+        lines += [self.fitted("  %d) %s" % (i, visible(o, False)), "   ")
+                  for i, o in enumerate(options, 1)]
         answer = ask_tty("\n".join(lines) + "\n  answer (number or text): ")
         return options[int(answer) - 1] if answer and answer.isdigit() and 1 <= int(answer) <= len(options) else answer
 
@@ -2576,6 +2731,7 @@ class TerminalUI(UI):
 HELP = """commands:
   /clear        start a new conversation
   /model [NAME] show the model, or use NAME from the next request on
+  /sessions     list saved sessions: id, date, cost, first message
   /mcp          the MCP servers and their tools
   /help         this help (also /?)
   /exit         quit (also /q, Ctrl-D)
@@ -2654,17 +2810,23 @@ def run_line(agent, ui, line, keys, commands, help_text):
             if not name:
                 agent.run_turn(line)
             elif name in ("/help", "/?"):
-                ui.write(help_text + "\n")
+                ui.write(ui.fitted(help_text, "                ") + "\n")
+            elif name == "/sessions":
+                ui.write(sessions_text(agent, ui.width()))
             elif name == "/clear":
                 agent.reset([])
                 agent.context_tokens = 0
                 ui.write("conversation cleared\n")
             elif name == "/model":
+                known = None
+                with suppress(Exception):       # a server that cannot list its models: unchecked
+                    known = server_models(agent.client)
+                if arg.strip() and known and arg.strip() not in known:
+                    ui.notice("%s is not among the server's models; using it anyway" % arg.strip())
                 agent.model = agent.cfg.model = arg.strip() or agent.model
-                if arg.strip() and not agent.cfg.window_set:        # the new model's window: the table's, or asked anew
-                    agent.cfg.context_window = model_entry(WINDOWS, agent.model, DEFAULT_WINDOW)
-                    agent.window_known = agent.window_asked = agent.cfg.xai
-                ui.write("model: %s (known: %s)\n" % (agent.model, ", ".join(sorted(PRICES))))
+                agent.recall_window()       # the new model's: set, the table's, remembered, asked
+                known = ", ".join(known or sorted(PRICES))
+                ui.write(ui.fitted("model: %s (known: %s)" % (agent.model, known)) + "\n")
             elif name == "/mcp":        # each server's state and tools
                 ui.write(visible("".join("%s: %s\n" % (s.name, s.state) + "".join(
                     "  %s: %s\n" % (n, t.doc) for n, t in s.tools.items()) for s in agent.mcp)
@@ -2692,7 +2854,8 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="gro
     rl = setup_readline(agent.cfg.data_dir) if interactive else None
     keys = EscKey(sys.stdin.fileno() if interactive else None)
     if interactive:
-        ui.write("%s %s · %s · /help for commands, Ctrl-D to quit\n" % (prog, __version__, agent.model))
+        head = "%s %s · %s · /help for commands, Ctrl-D to quit" % (prog, __version__, agent.model)
+        ui.write(ui.fitted(head, "") + "\n")
     status, line = 0, first
     try:
         while line.partition(" ")[0] not in ("/exit", "/quit", "/q"):
@@ -2782,6 +2945,7 @@ class HeadlessUI(UI):
         self.allow, self.session_id, self.step, self.last = allow, None, 0, {}
         self.partial = False                    # a write was cut off mid-line (an interrupt)
         self.printed = self.attempt = ""        # text mode: the answer text on stdout; that of the stream going on
+        self.held = []                          # notices that came while the answer's line was open
         tolerate_unencodable(sys.stdout)
         self.shown = visible if not self.json and sys.stdout.isatty() else str     # the answer on a terminal
 
@@ -2831,6 +2995,7 @@ class HeadlessUI(UI):
         if self.json or self.events:
             with suppress(OutputClosed):
                 self.emit("error", message=message)
+        self.printed = ""
         self.notice("grok: %s" % message)
         return code
 
@@ -2864,6 +3029,8 @@ class HeadlessUI(UI):
             self.notice("[%s] %s" % (call.name, call.shown))
 
     def tool_end(self, call, result):
+        if not self.json and result.output.startswith("error: "):  # why a bad call did not run
+            self.notice("✗ [%s] %s" % (call.name, failure_reason(result.output)))
         if self.json:
             started, finished = int(result.started * 1000), int(result.finished * 1000)
             server = {"server": call.name.split("__")[1]} if call.name not in TOOLS else {}
@@ -2885,10 +3052,16 @@ class HeadlessUI(UI):
             self.out(end + text + end)
         elif text[len(self.printed):] + end:
             self.out(text[len(self.printed):] + end)
+        self.printed = ""
+        self.notice()
 
-    def notice(self, text):
-        sys.stderr.write(visible(scrub(text)) + "\n")
-        sys.stderr.flush()
+    def notice(self, text=None):
+        """A line on stderr (None: those held); held while the answer's line is open (2>&1)."""
+        self.held += [] if text is None else [text]
+        if not self.printed or self.json:
+            sys.stderr.write("".join(visible(scrub(t)) + "\n" for t in self.held))
+            sys.stderr.flush()
+            self.held = []
 
     def approve(self, call):
         if allow_matches(call, self.allow):     # (with -y the agent does not ask)
@@ -3468,8 +3641,12 @@ def arg_parser(prog="grok", description=None):
 
     class Parser(argparse.ArgumentParser):
         def error(self, message):
+            import difflib
             self.print_usage(sys.stderr)
-            raise UserError(message)
+            flag = re.search(r"(?:unrecognized arguments|ambiguous option): (--?[^\s=]+)", message)
+            near = flag and difflib.get_close_matches(flag.group(1), self._option_string_actions, 1,
+                                                      0.7)
+            raise UserError(message + ("; did you mean %s?" % near[0] if near else ""))
 
     # An explicit width, or argparse imports shutil (with bz2, lzma, zlib: 2.5 ms) on every start.
     p = Parser(prog=prog, description=description or "A minimal agent harness for xAI's Grok models.", epilog=ENV_HELP,
@@ -3510,9 +3687,9 @@ ENV_HELP = """environment:
   GROK_DATA_DIR                sessions and history (default ~/.local/share/grok-agent)
   GROK_PRICES                  IN,CACHED,OUT USD per million tokens, for servers other than xAI's
   also (see the README): GROK_CONTEXT_WINDOW, GROK_TEMPERATURE, GROK_TIMEOUT, GROK_MAX_RETRIES,
-  GROK_RETRY_BACKOFF, GROK_MAX_ITERATIONS, GROK_MAX_TOKENS, GROK_BASH_TIMEOUT, GROK_SUMMARY_MODEL,
-  GROK_STREAM, GROK_ALWAYS_APPROVE, GROK_DEBUG, COMPACT_THRESHOLD, HTTPS_PROXY / HTTP_PROXY /
-  NO_PROXY, NO_COLOR, GROK_SANDBOX, GROK_SANDBOX_BACKEND
+  GROK_RETRY_BACKOFF, GROK_MAX_ITERATIONS, GROK_LOOP_DETECTION, GROK_MAX_TOKENS, GROK_BASH_TIMEOUT,
+  GROK_SUMMARY_MODEL, GROK_STREAM, GROK_ALWAYS_APPROVE, GROK_DEBUG, COMPACT_THRESHOLD, HTTPS_PROXY /
+  HTTP_PROXY / NO_PROXY, NO_COLOR, GROK_SANDBOX, GROK_SANDBOX_BACKEND
 
 other commands: grok models [--json]   the server's models (the default marked)
 
@@ -3602,6 +3779,12 @@ def json_requested(argv):
     return fmt in ("json", "streaming-json")
 
 
+def server_models(client):
+    """The ids of the models the server lists ({base}/models); an exception if it cannot."""
+    ids = [m["id"] for m in client.get(client.prefix + "/models")["data"]]
+    return [i for i in ids if i.isprintable() and " " not in i]
+
+
 def list_models(argv):
     """`grok models [--json]`: the server's models ({base}/models), else the built-in table."""
     if set(argv) - {"--json"}:
@@ -3609,8 +3792,7 @@ def list_models(argv):
     cfg = Config(require_key=False)
     client = Client(cfg.base_url, cfg.api_key, min(cfg.timeout or 15, 15))     # (a redirect is refused, not followed)
     try:
-        data = client.get(client.prefix + "/models")["data"]
-        ids = [m["id"] for m in data if m["id"].isprintable() and " " not in m["id"]] or list(WINDOWS)
+        ids = server_models(client) or list(WINDOWS)
     except Exception as e:          # unreachable, refused, not a model list: the built-in table
         why = e.args[0] if isinstance(e, RetryableFault) else str(e) or type(e).__name__
         sys.stderr.write(visible(scrub("grok: cannot list the models of %s (%s); the built-in list follows"
@@ -3649,6 +3831,9 @@ def main(argv=None):
         try:
             return repl(agent, ui, first=" ".join(args.message))
         finally:
+            if len(agent.messages) > 1 and sys.stdin.isatty():
+                sid = agent.session.id
+                ui.write(ui.line("90", "session %s (grok --resume %s)" % (sid, sid)))
             agent.close()
 
     return guarded("grok", body, on_error)
