@@ -193,16 +193,18 @@ def test_6_acp_ids_that_json_rpc_does_not_allow_are_invalid_and_output_is_strict
 
 # ---------------------------------------------------------------- 7. bounded threads
 def thread_limit(tmp_path, limit):
-    """Environment for a child that cannot have more than `limit` threads, as under a container's pids limit."""
+    """Environment for a child that cannot have more than `limit` threads, as under a container's pids
+    limit; the HTTP client's deadline timers aside (they are not what this tests)."""
     site = tmp_path / "thread_limit"
     site.mkdir()
     (site / "sitecustomize.py").write_text(
         "import threading\n"
         "_start = threading._start_new_thread\n"
-        "def _limited(*args, **kw):\n"
-        "    if threading.active_count() >= %d:\n"
+        "def _limited(run, *args, **kw):\n"
+        "    timer = isinstance(getattr(run, '__self__', None), threading.Timer)\n"
+        "    if not timer and sum(not isinstance(t, threading.Timer) for t in threading.enumerate()) >= %d:\n"
         "        raise RuntimeError(\"can't start new thread\")\n"
-        "    return _start(*args, **kw)\n"
+        "    return _start(run, *args, **kw)\n"
         "threading._start_new_thread = _limited\n" % limit)
     return {"PYTHONPATH": str(site)}
 
@@ -330,24 +332,6 @@ def test_10_usage_that_is_not_a_count_costs_nothing_and_cached_never_passes_inpu
     assert ("not counts" in r.stderr) == (ticks == 0)
 
 
-def test_10_the_socket_timeout_shrinks_to_what_is_left_of_the_deadline(run, fake, tmp_path):
-    site, log = tmp_path / "timeouts", tmp_path / "timeouts.log"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(
-        "import socket\n"
-        "_settimeout = socket.socket.settimeout\n"
-        "def settimeout(self, value):\n"
-        "    with open(%r, 'a') as f:\n"
-        "        f.write('%%r\\n' %% (value,))\n"
-        "    return _settimeout(self, value)\n"
-        "socket.socket.settimeout = settimeout\n" % str(log))
-    fake.add(answer("ok"))
-    r = run("-p", "hi", env={"PYTHONPATH": site, "GROK_TIMEOUT": "10"})
-    assert r.returncode == 0, r.stderr
-    timeouts = [float(v) for v in log.read_text().split() if v != "None"]
-    assert max(timeouts) == 10 and any(0 < t < 10 for t in timeouts), timeouts
-
-
 def test_10_resume_takes_the_sessions_lock_before_reading_it(run, fake, isolated_env):
     import fcntl
     fake.add(answer("first"))
@@ -362,15 +346,6 @@ def test_10_resume_takes_the_sessions_lock_before_reading_it(run, fake, isolated
         os.close(fd)
     assert r.returncode == 0 and "second" in r.stdout, r.stderr
     assert "is in use by another grok process: starting a new session" in r.stderr
-
-
-def test_10_ollamas_llama_context_length_is_the_window(run, fake):
-    fake.add(raw(200, {"model_info": {"general.architecture": "llama", "llama.context_length": 4096}}),
-             path="/api/show")
-    fake.add(answer("ok"))
-    r = run("-p", "hi", env={"GROK_CONTEXT_WINDOW": None, "GROK_PRICES": None})
-    assert r.returncode == 0, r.stderr
-    assert "context window: 4096 tokens (from the server's /api/show)" in r.stderr
 
 
 def test_10_an_overflow_does_not_override_grok_context_window(run, fake):
