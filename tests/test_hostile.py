@@ -455,3 +455,11 @@ def test_fuzz_random_lines_never_end_the_acp_server(run, isolated_env):
     for line in acp.raw:
         assert strict(line)["jsonrpc"] == "2.0"
     no_traceback(acp.stderr.decode("utf-8", "replace"))
+
+
+def test_8_acp_names_a_bad_proxy_at_its_start(run):
+    r = subprocess.run([sys.executable, str(GROK), "--acp"], env=run.env(HTTP_PROXY="http://127.0.0.1:99999"),
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+                       start_new_session=True)
+    assert r.returncode == 1 and r.stdout == "", r.stderr
+    assert r.stderr.startswith("grok: http_proxy / HTTP_PROXY is not a proxy URL"), r.stderr
