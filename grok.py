@@ -486,8 +486,7 @@ class Client:
         for conn in busy:
             self._shut(conn)
 
-    @staticmethod
-    def _shut(conn):
+    def _shut(self, conn):
         """Break conn's request: to cancel, or at its deadline (conn.reading: see _send)."""
         import socket
         with suppress(OSError, AttributeError):     # (AttributeError: no socket opened yet)
@@ -2080,7 +2079,8 @@ class Agent:
     def recall_window(self):
         """The model's window without asking: set, xAI's, what this server said, else a guess."""
         cfg, self.window_key, self.windows = self.cfg, "%s %s" % (self.cfg.base_url, self.model), {}
-        got = read_regular(os.path.join(cfg.data_dir, "windows.json"), 1 << 20)
+        mine = not open_to_others(cfg.data_dir, (os.getuid(),))     # else a planted file is unread
+        got = mine and read_regular(os.path.join(cfg.data_dir, "windows.json"), 1 << 20)
         with suppress(TypeError, ValueError, AttributeError):      # no file, no JSON object
             said = json.loads(got[0]).items()
             self.windows = {k: n for k, n in said if type(n) is int and n >= 0}

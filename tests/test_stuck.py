@@ -12,6 +12,7 @@ import pytest
 from conftest import GROK_DETAILED
 from fakeapi import answer, hang, raw, reply, tools
 from test_faults import closed_port, no_traceback
+from test_repl import piped
 
 LOCAL = {
     "GROK_CONTEXT_WINDOW": None
@@ -319,3 +320,16 @@ def test_a_damaged_window_file_is_asked_again_and_rewritten(run, fake, isolated_
     p = run("-p", "hi", env=LOCAL)
     assert p.returncode == 0 and "context window: 8192 tokens" in p.stderr, p.stderr
     assert json.loads(windows.read_text())["%s grok-4.3" % fake.url] == 8192
+
+
+def test_a_window_file_in_a_data_dir_others_can_write_is_not_read(run, fake, isolated_env):
+    windows = isolated_env.home / ".local" / "share" / "grok-agent" / "windows.json"
+    windows.parent.mkdir(parents=True)
+    windows.parent.chmod(0o777)
+    windows.write_text(json.dumps({"%s grok-4.3" % fake.url: 100}))     # planted: compact always
+    fake.add(raw(200, {"default_generation_settings": {"n_ctx": 8192}}), path="/props")
+    fake.add(tools(("list_files", {}), usage=usage(3500)), answer("done"))
+    p = piped(run, "hi\n", env=LOCAL)       # the REPL goes on, unsaved (headless refuses such a dir)
+    assert p.returncode == 0 and "done" in p.stdout, p.stderr
+    assert "context window: 8192 tokens" in p.stderr and len(asked(fake)) == 3
+    assert json.loads(windows.read_text()) == {"%s grok-4.3" % fake.url: 100}    # nor written
