@@ -43,8 +43,8 @@ class Trickler:
             while b"\r\n\r\n" not in data:
                 data += conn.recv(65536)
             self.paths.append(data.split(b" ")[1].decode())
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: %s\r\nTransfer-Encoding: chunked\r\n\r\n"
-                         % self.content_type.encode())
+            head = "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nTransfer-Encoding: chunked\r\n\r\n"
+            conn.sendall((head % self.content_type).encode())
             body = (b"data: " if "stream" in self.content_type else b"") + b'{"choices": ['
             for i in range(100000):
                 conn.sendall(b"1\r\n%s\r\n" % (body[i:i + 1] or b" "))
@@ -199,7 +199,7 @@ def test_a_window_file_in_a_data_dir_others_can_write_is_not_read(run, fake, iso
     windows.write_text(json.dumps(planted))
     fake.add(n_ctx(8192), path="/props")
     fake.add(tools(("list_files", {}), usage=usage(3500)), answer("done"))
-    p = piped(run, "hi\n", env=LOCAL)       # the REPL goes on, unsaved (headless refuses such a dir)
+    p = piped(run, "hi\n", env=LOCAL)       # the REPL goes on unsaved (headless refuses such a dir)
     assert p.returncode == 0 and "done" in p.stdout, p.stderr
     assert "context window: 8192 tokens" in p.stderr and len(asked(fake)) == 3
     assert json.loads(windows.read_text()) == planted       # nor written
