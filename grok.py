@@ -146,8 +146,7 @@ def ask_api_key():
             import getpass
             sys.stderr.write("grok: no API key yet (make one at https://console.x.ai)\n")
             key = "".join(getpass.getpass("API key (hidden; empty to quit): ", sys.stderr).split())
-    save = key and ask_tty("save it to %s (0600)? [Y/n] " % ENV_FILES[0])
-    if key and (save or "y").lower().startswith("y"):
+    if key and (ask_tty("save it to ~/.grok/.env (0600)? [Y/n] ") or "y").lower()[0] == "y":
         try:
             os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
             append_private(path, "\nGROK_API_KEY=%s\n" % key)
@@ -342,9 +341,8 @@ class HTTPStatusError(Exception):
         e = ContextOverflow("the request does not fit the server's context window%s (HTTP %d): %s" % (
             " of %s tokens" % size if size else "", self.status, self.server_message()))
         e.window = int(size) if size else None
-        asked = re.search(r'"n_prompt_tokens"\s*:\s*(\d+)|requested (?:tokens \()?(\d+)', self.text,
-                          re.I)
-        e.asked = asked and int(asked.group(1) or asked.group(2))
+        m = re.search(r'"n_prompt_tokens": ?(\d+)|requested (?:tokens \()?(\d+)', self.text, re.I)
+        e.asked = m and int(m.group(1) or m.group(2))
         return e
 
 
@@ -602,7 +600,8 @@ class Client:
         """A reply that is no OpenAI-style API's: the URL asked, and what came back."""
         said = HTTPStatusError(resp.status, data).server_message()[:120]
         host = "http%s://%s:%d" % ("s" * self.https, self.host, self.port)
-        url, ctype = path if "://" in path else host + path, resp.getheader("Content-Type") or "-"
+        url = path if "://" in path else host + path
+        ctype = resp.getheader("Content-Type") or "-"
         return UserError(scrub("%s %s did not answer with JSON (HTTP %d, %s): %r; is GROK_BASE_URL"
                                " an OpenAI-compatible API (its base, as http://localhost:8080/v1)?"
                                % (method, url, resp.status, ctype, said)))
