@@ -48,6 +48,7 @@ NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)     # a symlink planted in place of a se
 SEARCH_ESTIMATE = 0.05      # USD reserved for a web_search before its first cost is known
 REPLY_CAP = 8 << 20         # bytes of one reply at most (or 1 KB per max_tokens, if more)
 CONNECT_TIMEOUT = 15.0      # seconds to open a connection (a host that drops packets), at most GROK_TIMEOUT
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts")    # writable in a sandbox
 
 
 def env_float(name, default):
@@ -127,7 +128,8 @@ def env_flag(name, default=False):
 class Config:
     """Everything the engine needs, from flags with an environment fallback."""
 
-    def __init__(self, model=None, cwd=None, always_approve=False, require_key=True, effort=None):
+    def __init__(self, model=None, cwd=None, always_approve=False, require_key=True, effort=None,
+                 sandbox=None, net=None):
         self.api_key, self.key_source = find_api_key()
         if require_key and not self.api_key:
             raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put GROK_API_KEY=... in "
@@ -168,6 +170,8 @@ class Config:
         self.cwd = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
         if not os.path.isdir(self.cwd):
             raise UserError("--cwd: no such directory: %s" % self.cwd)
+        sandbox = sandbox or os.environ.get("GROK_SANDBOX") or "off"     # its backend: chosen once
+        self.sandbox = None if sandbox == "off" != net else Sandbox(sandbox, net == "off", self.cwd)
 
 
 def check_base_url(url):
@@ -865,6 +869,74 @@ def corrective_message(problem):
 
 # --- Tools: one function each, one dict to dispatch ---
 
+class Sandbox:
+    """--sandbox: bash commands run under bubblewrap or Landlock and write only in writable(cwd)."""
+
+    def __init__(self, profile, net_off, cwd):
+        import tempfile
+        forced = os.environ.get("GROK_SANDBOX_BACKEND", "")
+        if profile not in ("workspace", "read-only"):
+            raise UserError("--sandbox/GROK_SANDBOX %r: use workspace or read-only (or off, the "
+                            "default; --sandbox-network off needs one of the first two)" % profile)
+        if forced not in ("", "bwrap", "landlock"):
+            raise UserError("GROK_SANDBOX_BACKEND must be bwrap or landlock, not %r" % forced)
+        self.profile, self.net_off, problems = profile, net_off, []
+        self.tmp = os.path.realpath(tempfile.gettempdir())
+        if profile == "read-only":      # a temp dir of its own, the only place commands write
+            self.tmp = os.environ["TMPDIR"] = tempfile.mkdtemp(prefix="grok-", dir=self.tmp)
+            __import__("atexit").register(__import__("shutil").rmtree, self.tmp, True)
+        for self.backend in [b for b in ("bwrap", "landlock") if forced in ("", b)]:
+            problems.append(getattr(self, "probe_" + self.backend)(cwd))
+            if not problems[-1]:
+                break
+        if problems[-1]:
+            raise UserError("--sandbox %s: none works here: %s" % (profile, "; ".join(problems)))
+        self.label = "%s (%s%s)" % (profile, self.backend, ", no network" * net_off)
+        sys.stderr.write("sandbox: %s\n" % self.label)
+
+    def probe_bwrap(self, cwd):
+        import shutil
+        import subprocess
+        self.bwrap = shutil.which("bwrap")
+        if not self.bwrap:
+            return "bubblewrap is not installed (apt-get install bubblewrap)"
+        probe = subprocess.run(self.wrap(["true"], cwd)[0], capture_output=True, errors="replace")
+        return probe.returncode and "bubblewrap fails here: %s" % probe.stderr.strip()[:300]
+
+    def probe_landlock(self, cwd):
+        import ctypes
+        self.libc = ctypes.CDLL(None, use_errno=True)      # syscall 444, flag 1: the Landlock ABI
+        abi = self.abi = self.libc.syscall(444, None, 0, 1) if sys.platform == "linux" else -1
+        if abi < 1:
+            return "the kernel has no Landlock (Linux 5.13+, landlock in the lsm= boot parameter)"
+        return "Landlock ABI %d cannot cut TCP (4 can)" % abi if self.net_off and abi < 4 else ""
+
+    def writable(self, cwd):        # /dev/shm: POSIX semaphores (Python's multiprocessing)
+        return [self.tmp] + [os.path.realpath(cwd), "/dev/shm"] * (self.profile == "workspace")
+
+    def wrap(self, argv, cwd):
+        """(argv, preexec_fn) that run argv in the sandbox: by bwrap, or Landlock in the child."""
+        if self.backend == "bwrap":
+            binds = [arg for path in self.writable(cwd) for arg in ("--bind-try", path, path)]
+            net = ["--unshare-net"] * self.net_off + ["--"]
+            return [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev"] + binds + net + argv, None
+        import struct
+        syscall, abi, net = self.libc.syscall, self.abi, 3 * self.net_off   # net: TCP bind, connect
+        tree = 0x1ff2 | (abi >= 2) << 13 | (abi >= 3) << 14    # write, remove, make; move, truncate
+        rules = [(p, tree) for p in self.writable(cwd)] + [(d, tree & 0x4002) for d in DEVICES]
+
+        def restrict():     # in the child after fork: nothing imported here
+            ruleset = syscall(444, struct.pack("=QQ", tree, net), 16 if net else 8, 0)
+            for path, allowed in rules:
+                with suppress(OSError):
+                    fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+                    syscall(445, ruleset, 1, struct.pack("=Qi", allowed, fd), 0)    # path beneath
+                    os.close(fd)
+            if ruleset < 0 or self.libc.prctl(38, 1, 0, 0, 0) or syscall(446, ruleset, 0):
+                raise OSError("Landlock refused the sandbox")       # 38: PR_SET_NO_NEW_PRIVS
+        return argv, restrict
+
+
 class ToolResult:
     def __init__(self, output, ok=True):
         self.output, self.ok = output, ok
@@ -901,6 +973,8 @@ def approval_text(call, full=False):
     """(text, hidden): what an approval shows: the whole command, every line; or the resolved path, whether it
     exists and the content (or a diff). Control characters visible; unless full, capped: hidden says how much."""
     head, body = "bash", str(call.args.get("command"))
+    if call.sandbox:
+        head = "bash (sandbox: %s)" % call.sandbox.label
     if call.name != "bash":
         path = canonical(call.cwd, call.args.get("path") or ".")
         head, body = "%s %s (outside the working directory)" % (call.name, path), ""
@@ -973,12 +1047,15 @@ def group_alive(pgid):
 
 def tool_bash(args, agent):
     import subprocess
-    command = need_str(args, "command", "bash")
-    try:        # the command waits for a line on stdin: it starts once the watchdog knows it; then stdin is empty
-        proc = subprocess.Popen([TOOL_SHELL, "-c", "read -r _ || exit; " + command], cwd=agent.cwd,
-                                env=agent.tool_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-    except OSError as e:
+    # The command waits for a line on stdin: it starts once the watchdog knows it; then its stdin is empty.
+    argv, preexec = [TOOL_SHELL, "-c", "read -r _ || exit; " + need_str(args, "command", "bash")], None
+    if agent.cfg.sandbox:
+        argv, preexec = agent.cfg.sandbox.wrap(argv, agent.cwd)
+    try:
+        proc = subprocess.Popen(argv, cwd=agent.cwd, env=agent.tool_env(), preexec_fn=preexec,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    except (OSError, subprocess.SubprocessError) as e:
         return ToolResult("error: cannot start %s: %s" % (TOOL_SHELL, e), ok=False)
     agent.procs.add(proc)
     Lifeline.update(proc.pid)
@@ -1070,6 +1147,9 @@ def tool_write_file(args, agent):
     path = canonical(agent.cwd, need_str(args, "path", "write_file"))
     content = args.get("content", "")
     data = (content if isinstance(content, str) else json.dumps(content, indent=2)).encode("utf-8")
+    dirs = agent.cfg.sandbox.writable(agent.cwd) if agent.cfg.sandbox else [path]
+    if not any(inside(path, d) for d in dirs):
+        return ToolResult("error: the sandbox allows writes only in " + ", ".join(dirs), False)
     if os.path.isdir(path):
         return ToolResult("error: %s is a directory" % path, ok=False)
     try:        # the path is resolved: a symlink is written through, not replaced
@@ -1450,7 +1530,7 @@ class UI:
     thought = ask_user = approve = _skip        # thought(text): the model's reasoning, in pieces as it arrives
 
 
-ToolCall = namedtuple("ToolCall", "index name args id cwd shown")     # shown: its key argument, scrubbed
+ToolCall = namedtuple("ToolCall", "index name args id cwd shown sandbox")     # shown: scrubbed
 
 
 class LimitReached(AgentError):
@@ -1803,7 +1883,8 @@ class Agent:
     def execute(self, calls):
         """[(ToolCall, ToolResult)] in call order: approvals, ask_user one by one, the rest at once; UI hooks here."""
         items = [ToolCall(i, c["tool"], c["args"], "call_%d_%d" % (self.step_no, i + 1), self.cwd,
-                          scrub(key_arg(c["tool"], c["args"]))) for i, c in enumerate(calls)]
+                          scrub(key_arg(c["tool"], c["args"])), self.cfg.sandbox)
+                 for i, c in enumerate(calls)]
         results, runnable = [None] * len(items), []
         for item in items:
             if not self.approved(item):
@@ -3236,6 +3317,8 @@ def arg_parser(prog="grok", description=None):
                    help="sent as reasoning_effort (dropped if the server rejects it): " + ", ".join(EFFORTS))
     p.add_argument("--cwd", metavar="DIR", help="working directory for the tools")
     p.add_argument("-y", "--always-approve", "--yolo", action="store_true", help="run bash/write_file without asking")
+    p.add_argument("--sandbox", choices=("workspace", "read-only", "off"), help="see README")
+    p.add_argument("--sandbox-network", choices=("on", "off"), help="off: commands get no network")
     session = p.add_mutually_exclusive_group()
     session.add_argument("-r", "--resume", metavar="ID", help="continue a saved session")
     session.add_argument("-c", "--continue", dest="cont", action="store_true", help="continue the latest session")
@@ -3270,7 +3353,7 @@ ENV_HELP = """environment:
   also (see the README): GROK_CONTEXT_WINDOW, GROK_TEMPERATURE, GROK_TIMEOUT, GROK_MAX_RETRIES,
   GROK_RETRY_BACKOFF, GROK_MAX_ITERATIONS, GROK_MAX_TOKENS, GROK_BASH_TIMEOUT, GROK_SUMMARY_MODEL,
   GROK_STREAM, GROK_ALWAYS_APPROVE, GROK_DEBUG, COMPACT_THRESHOLD, HTTPS_PROXY / HTTP_PROXY /
-  NO_PROXY, NO_COLOR
+  NO_PROXY, NO_COLOR, GROK_SANDBOX, GROK_SANDBOX_BACKEND
 
 other commands: grok models [--json]   the server's models (the default marked)
 
@@ -3282,8 +3365,7 @@ exit codes: 0 ok, 1 user error, 2 network/server, 3 agent or tool error, 4 inter
 # does what they ask anyway (no plan mode, subagents, memory, prompt template, auto-update or alternate screen).
 XAI_IGNORED = {"--check": 0, "--experimental-memory": 0, "--restore-code": 0, "--oauth": 0, "--fork-session": 0,
                "--include-partial-messages": 0, "--leader": 0, "--reauth": 0, "--agent-profile": None,
-               "--agent": None, "--agents": None, "--worktree": "?", "--worktree-ref": None, "--ref": None,
-               "--sandbox": None}
+               "--agent": None, "--agents": None, "--worktree": "?", "--worktree-ref": None, "--ref": None}
 XAI_SILENT = ("--no-plan", "--no-subagents", "--no-memory", "--verbatim", "--no-auto-update", "--no-alt-screen",
               "--no-leader")
 XAI_TOOL_NAMES = {"run_terminal_command": "bash", "run_terminal_cmd": "bash", "list_dir": "list_files",
@@ -3452,9 +3534,9 @@ def main(argv=None):
         args = parse_args(argv)
         json_errors[0] = args.headless and not args.acp and json_requested(["--format", args.fmt])
         cfg = Config(model=args.model, cwd=args.cwd, always_approve=args.always_approve, effort=args.effort,
-                     require_key=not args.acp)      # ACP reports a missing key at session/new
+                     require_key=not args.acp, sandbox=args.sandbox, net=args.sandbox_network)
         xai_settings(args, cfg)
-        if args.acp:
+        if args.acp:        # a missing key is reported at session/new
             return acp_main(cfg)
         if args.headless:
             return headless(args, cfg)

@@ -1189,7 +1189,8 @@ def main(argv=None):
                             "in $GROK_AGENT_DIR (default ~/.grok_agent)")
         p.add_argument("--max-loops", type=int, default=5, metavar="N", help="agent mode: at most N loops (default 5)")
         args = p.parse_args(argv)
-        cfg = g.Config(model=args.model, cwd=args.cwd, always_approve=args.always_approve, effort=args.effort)
+        cfg = g.Config(model=args.model, cwd=args.cwd, always_approve=args.always_approve, effort=args.effort,
+                       sandbox=args.sandbox, net=args.sandbox_network)
         if args.agent is not None:
             return run_agent_mode(args, cfg)
         return interactive(args, cfg)

@@ -15,6 +15,19 @@ GROK_DETAILED = ROOT / "grok_detailed.py"
 TEST_KEY = "xai-TESTKEY0123456789abcdefABCDEF"
 
 _SCRUB_PREFIXES = ("GROK_", "XAI_")
+
+
+def _own_session(init):
+    """Every child the suite spawns starts its own session, with no controlling terminal, so that
+    nothing (an approval asked on /dev/tty, a password prompt, Ctrl-C typed by the developer)
+    reaches the terminal the suite was typed into. A test may still pass start_new_session=False."""
+    def popen_init(self, *args, **kw):
+        kw.setdefault("start_new_session", True)
+        init(self, *args, **kw)
+    return popen_init
+
+
+subprocess.Popen.__init__ = _own_session(subprocess.Popen.__init__)
 _SCRUB_NAMES = ("COST_LIMIT", "COMPACT_THRESHOLD", "XDG_DATA_HOME", "NO_COLOR", "http_proxy", "https_proxy",
                 "HTTP_PROXY", "HTTPS_PROXY", "no_proxy", "NO_PROXY")
 
@@ -67,7 +80,7 @@ def run(fake, isolated_env):
         return subprocess.run([sys.executable, str(script)] + [str(a) for a in args],
                               env=make_env(env), cwd=None if cwd is None else str(cwd),
                               capture_output=True, text=True, errors="replace",
-                              timeout=timeout, **kw)
+                              timeout=timeout, start_new_session=True, **kw)
 
     _run.env = lambda **overrides: make_env(overrides)
     _run.fake = fake

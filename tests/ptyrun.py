@@ -44,6 +44,8 @@ def _exitcode(status):
 
 
 class PtyProcess:
+    """The child is a session leader whose controlling terminal is this pty (pty.fork calls setsid),
+    never the terminal the tests were started from."""
     def __init__(self, argv, env, cwd, cols=100, rows=30):
         argv = [str(a) for a in argv]
         pid, fd = pty.fork()

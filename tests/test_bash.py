@@ -22,6 +22,7 @@ def no_real_signals(monkeypatch):
         LAST[:] = [proc]
         proc.kill()
     monkeypatch.setattr(g, "kill_group", kill)
+    monkeypatch.setattr(g.Lifeline, "update", lambda add=None: None)    # no watchdog for a made-up process
 
 
 def ctx(timeout=30, cancel=False, cwd="."):
@@ -29,8 +30,8 @@ def ctx(timeout=30, cancel=False, cwd="."):
     event = threading.Event()
     if cancel:
         event.set()
-    return types.SimpleNamespace(cwd=cwd, cancel=event, procs=set(), cfg=types.SimpleNamespace(bash_timeout=timeout),
-                                 tool_env=lambda: dict(os.environ))
+    cfg = types.SimpleNamespace(bash_timeout=timeout, sandbox=None)
+    return types.SimpleNamespace(cwd=cwd, cancel=event, procs=set(), cfg=cfg, tool_env=lambda: dict(os.environ))
 
 
 def bash(fp, command, timeout=30, cancel=False, **fake):
