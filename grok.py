@@ -3329,7 +3329,7 @@ def arg_parser(prog="grok", description=None):
 
 OUTPUT_FORMATS = {"plain": "plain", "json": "result", "streaming-json": "streaming-json"}     # xAI's: ours
 EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")     # the levels xAI's CLI takes
-PERMISSION_MODES = ("default", "acceptEdits", "auto", "dontAsk", "bypassPermissions", "plan")
+MODES_HERE = (None, "default", "dontAsk", "bypassPermissions")      # --permission-mode values grok does
 
 
 def terminal_width():
@@ -3361,15 +3361,15 @@ exit codes: 0 ok, 1 user error, 2 network/server, 3 agent or tool error, 4 inter
     DEFAULT_BASE_URL, DEFAULT_MODEL)
 
 
-# Flags of xAI's CLI with nothing to do here: accepted with one notice ({flag: nargs}), or silently where grok
-# does what they ask anyway (no plan mode, subagents, memory, prompt template, auto-update or alternate screen).
-XAI_IGNORED = {"--check": 0, "--experimental-memory": 0, "--restore-code": 0, "--oauth": 0, "--fork-session": 0,
-               "--include-partial-messages": 0, "--leader": 0, "--reauth": 0, "--agent-profile": None,
-               "--agent": None, "--agents": None, "--worktree": "?", "--worktree-ref": None, "--ref": None}
-XAI_SILENT = ("--no-plan", "--no-subagents", "--no-memory", "--verbatim", "--no-auto-update", "--no-alt-screen",
-              "--no-leader")
-XAI_TOOL_NAMES = {"run_terminal_command": "bash", "run_terminal_cmd": "bash", "list_dir": "list_files",
-                  "write": "write_file", "search_replace": "write_file", "ask_user_question": "ask_user"}
+# Flags of xAI's CLI grok has nothing for ({flag: values}), accepted with one notice naming them; quietly ("q")
+# where grok does what they ask anyway (no plan mode, subagents, memory, prompt template, updates, leader).
+XAI_FLAGS = {"--check": 0, "--experimental-memory": 0, "--restore-code": 0, "--oauth": 0, "--fork-session": 0,
+             "--include-partial-messages": 0, "--leader": 0, "--reauth": 0, "--agent-profile": None, "--agent": None,
+             "--agents": None, "--worktree": "?", "--worktree-ref": None, "--ref": None, "--no-plan": "q",
+             "--no-subagents": "q", "--no-memory": "q", "--verbatim": "q", "--no-auto-update": "q",
+             "--no-alt-screen": "q", "--no-leader": "q"}
+XAI_TOOLS = {"run_terminal_command": "bash", "run_terminal_cmd": "bash", "list_dir": "list_files",
+             "write": "write_file", "search_replace": "write_file", "ask_user_question": "ask_user"}
 
 
 def parse_args(argv):
@@ -3381,36 +3381,31 @@ def parse_args(argv):
         argv = ["--acp"] + [a for a in argv[1:] if a != "stdio"]
     p, hide = arg_parser(), argparse.SUPPRESS
     p.add_argument("-p", "--prompt", "--single", help="run one prompt headless and exit ('-' reads stdin)")
-    p.add_argument("--prompt-file", metavar="PATH", help="headless, the prompt (or more of it) from a file")
-    p.add_argument("--prompt-json", metavar="JSON", help="headless, the prompt (or more of it) as content blocks")
-    out = p.add_mutually_exclusive_group()
-    out.add_argument("--format", choices=("text", "json", "streaming-json"), default="text",
-                     help="headless output: the answer, or JSONL events (default text)")
-    out.add_argument("--output-format", dest="output", choices=("plain", "json", "streaming-json"),
-                     help="headless output as xAI's CLI prints it (stdin is not read)")
+    p.add_argument("--prompt-file", metavar="PATH", help="headless: the prompt (or more of it) from a file")
+    p.add_argument("--prompt-json", metavar="JSON", help="headless: the prompt (or more of it) as ACP blocks")
+    p.add_argument("--format", choices=("text", "json", "streaming-json"), default="text",
+                   help="headless output (default text)")
+    p.add_argument("--output-format", dest="output", choices=OUTPUT_FORMATS, help="headless, as xAI's CLI prints")
     p.add_argument("--max-tool-rounds", "--max-turns", type=int, metavar="N",
                    help="headless: stop after N tool rounds, exit 3 (0 = no limit; default $GROK_MAX_ITERATIONS)")
     p.add_argument("--allow", "--allowedTools", action="append", metavar="PATTERN", default=[],
                    help="headless: allow bash commands / write_file paths matching this glob (repeatable)")
-    p.add_argument("--deny", "--disallowedTools", action="append", metavar="PATTERN", default=[],
-                   help="refuse tool calls that match (repeatable; wins over --allow and -y)")
+    p.add_argument("--deny", "--disallowedTools", action="append", metavar="RULE", default=[], help="see README")
     p.add_argument("--tools", help="only these tools (comma-separated)")
     p.add_argument("--disallowed-tools", metavar="TOOLS", help="not these tools (comma-separated)")
     p.add_argument("--disable-web-search", action="store_true", help="no web_search tool")
     p.add_argument("--rules", metavar="TEXT", help="rules added to the system prompt")
-    p.add_argument("--system-prompt-override", "--system-prompt", metavar="TEXT", help="the system prompt's guidance")
-    p.add_argument("--permission-mode", choices=PERMISSION_MODES, help=hide)
+    p.add_argument("--system-prompt-override", "--system-prompt", metavar="TEXT", help="see README")
+    p.add_argument("--permission-mode", metavar="MODE", help=hide)
     p.add_argument("--acp", action="store_true", help="serve the Agent Client Protocol on stdio")
 
-    class Ignored(argparse.Action):
+    class Accepted(argparse.Action):
         def __call__(self, parser, namespace, values, option_string=None):
-            namespace.ignored = (namespace.ignored or []) + [option_string]
-    for flag, nargs in XAI_IGNORED.items():
-        p.add_argument(flag, nargs=nargs, action=Ignored, dest="ignored", help=hide)
-    p.add_argument(*XAI_SILENT, action="store_true", help=hide)
+            flag = self.option_strings[0]
+            namespace.ignored = namespace.ignored + [flag][:XAI_FLAGS[flag] != "q"]
+    for flag, n in XAI_FLAGS.items():
+        p.add_argument(flag, nargs=0 if n == "q" else n, action=Accepted, dest="ignored", default=[], help=hide)
     args = p.parse_args(argv)
-    if args.permission_mode in ("acceptEdits", "auto", "plan"):
-        args.ignored = (args.ignored or []) + ["--permission-mode " + args.permission_mode]
     args.headless = args.prompt is not None or bool(args.prompt_file or args.prompt_json)
     args.fmt = OUTPUT_FORMATS.get(args.output) or args.format
     if args.max_tool_rounds is not None and args.max_tool_rounds < 0:
@@ -3425,12 +3420,14 @@ def parse_args(argv):
 def xai_settings(args, cfg):
     """The flags of xAI's CLI that grok honours, onto cfg; one notice names those it accepts and ignores."""
     def names(text):
-        return [XAI_TOOL_NAMES.get(n.strip(), n.strip()) for n in (text or "").split(",") if n.strip()]
+        return [XAI_TOOLS.get(n.strip(), n.strip()) for n in (text or "").split(",") if n.strip()]
     only, without = names(args.tools), names(args.disallowed_tools) + ["web_search"] * args.disable_web_search
     cfg.tools = [t for t in TOOLS if (args.tools is None or t in only) and t not in without]
     cfg.deny, cfg.rules, cfg.system_prompt = args.deny, args.rules, args.system_prompt_override
     cfg.always_approve = cfg.always_approve or args.permission_mode == "bypassPermissions"
-    ignored = (args.ignored or []) + ["tool " + n for n in only + without if n not in TOOLS]
+    mode = args.permission_mode
+    ignored = args.ignored + ["--permission-mode %s" % mode] * (mode not in MODES_HERE) + [
+        "tool " + n for n in only + without if n not in TOOLS]
     if ignored:
         sys.stderr.write("grok: accepted for xAI's CLI's clients, not supported here: %s\n" % ", ".join(ignored))
 
