@@ -165,7 +165,7 @@ class Config:
         data_home = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
         self.data_dir = os.path.expanduser(os.environ.get("GROK_DATA_DIR") or os.path.join(data_home, "grok-agent"))
         self.read_dirs = [self.skills_dir]      # read_file/list_files run there without asking, as in cwd
-        self.tools, self.deny, self.rules, self.system_prompt = list(TOOLS), (), None, None    # xAI's CLI's flags
+        self.tools, self.deny, self.rules, self.system_prompt = list(TOOLS), (), None, None
         self.always_approve = always_approve or env_flag("GROK_ALWAYS_APPROVE")
         self.cwd = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
         if not os.path.isdir(self.cwd):
@@ -1020,8 +1020,8 @@ def kill_group(proc):
 
 
 class Lifeline:
-    """Commands never outlive grok, SIGKILL too: a watchdog shell reads a pipe only grok writes, a line per change
-    naming the live process groups of its commands, and when it closes kills those of the last line."""
+    """Commands never outlive grok, SIGKILL too: a watchdog shell reads a pipe only grok writes, a
+    line per change naming the live process groups of its commands; at its end it kills those."""
     lock, fd, groups = threading.Lock(), None, set()
 
     @classmethod
@@ -1030,8 +1030,9 @@ class Lifeline:
         with cls.lock:
             if cls.fd is None:
                 read_end, cls.fd = os.pipe()
-                subprocess.Popen([TOOL_SHELL, "-c", "while read -r g; do l=$g; done; kill -9 $l"], stdin=read_end,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                subprocess.Popen([TOOL_SHELL, "-c", "while read -r g; do l=$g; done; kill -9 $l"],
+                                 stdin=read_end, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, start_new_session=True)
                 os.close(read_end)
             cls.groups = {g for g in cls.groups | {add} if g and group_alive(g)}
             with suppress(OSError):     # (the watchdog was killed: nothing to tell)
@@ -1047,14 +1048,15 @@ def group_alive(pgid):
 
 def tool_bash(args, agent):
     import subprocess
-    # The command waits for a line on stdin: it starts once the watchdog knows it; then its stdin is empty.
-    argv, preexec = [TOOL_SHELL, "-c", "read -r _ || exit; " + need_str(args, "command", "bash")], None
+    # The command waits for a line on stdin to start once the watchdog knows it; then stdin is empty
+    command = "read -r _ || exit; " + need_str(args, "command", "bash")
+    argv, preexec = [TOOL_SHELL, "-c", command], None
     if agent.cfg.sandbox:
         argv, preexec = agent.cfg.sandbox.wrap(argv, agent.cwd)
     try:
         proc = subprocess.Popen(argv, cwd=agent.cwd, env=agent.tool_env(), preexec_fn=preexec,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, start_new_session=True)
     except (OSError, subprocess.SubprocessError) as e:
         return ToolResult("error: cannot start %s: %s" % (TOOL_SHELL, e), ok=False)
     agent.procs.add(proc)
@@ -1338,7 +1340,7 @@ def find_project_rules(cwd):
 
 def build_system_prompt(cfg, contract, cwd):
     uname = os.uname()      # not `platform`: it takes 2 ms to import
-    override = cfg.system_prompt        # --system-prompt-override: in place of the guidance and the context
+    override = cfg.system_prompt        # --system-prompt-override: for the guidance and the context
     parts = [override or "You are Grok, an agent working on the user's computer through tools.",
              "Always reply with exactly one JSON object and nothing else:", REPLY_SHAPE,
              "- To act: list the tool calls (independent calls run concurrently), response null, done false. "
@@ -1347,7 +1349,7 @@ def build_system_prompt(cfg, contract, cwd):
              "runs them and then ends the turn with your response: their results reach you only with the next message.",
              "- Tools first: use web_search for facts, news and current events (put the year in the query) instead of "
              "answering from memory; prefer acting over asking; check your work with tools before you say it is done.",
-             "- Answers are plain text for a terminal: concise, no markdown."][:5 if override else None]
+             "- Answers are plain text for a terminal: concise, no markdown."][:override and 5]
     if contract.extra_prompt:
         parts.append(contract.extra_prompt)
     parts += ["", "TOOLS:"] + ["- " + tool_line(name, cfg.bash_timeout) for name in cfg.tools]
@@ -2529,33 +2531,36 @@ def allow_matches(call, patterns):
 
 
 def rule_globs(call, rules):
-    """The globs of the --allow/--deny rules that speak of this call: a plain glob of any tool; xAI's CLI's
-    `Bash(glob)`, `Write(glob)`/`Edit(glob)`, `Read(glob)` of its kind of tool (`Bash(git:*)`: `git*`; bare: all)."""
-    kinds = {"Bash": ("bash",), "Write": ("write_file",), "Edit": ("write_file",), "Read": ("read_file", "list_files")}
+    """The globs of the --allow/--deny rules that speak of this call: a plain glob of any tool;
+    xAI's CLI's `Bash(glob)`, `Write(glob)`, `Edit(glob)`, `Read(glob)` of their kind of tool
+    (`Bash(git:*)`: `git*`; no glob: any such call)."""
+    kinds = {"Bash": "bash", "Write": "write_file", "Edit": "write_file",
+             "Read": "read_file list_files"}
     found = [(re.fullmatch(r"(Bash|Write|Edit|Read)(?:\((.*)\))?", r, re.S), r) for r in rules]
-    return [r if not m else ("*" if call.name == "bash" else "/**") if m[2] is None else re.sub(r":\*$", "*", m[2])
-            for m, r in found if not m or call.name in kinds[m[1]]]
+    return [r if not m else re.sub(r":\*$", "*", m[2]) if m[2] is not None else
+            "*" if call.name == "bash" else "/**" for m, r in found
+            if not m or call.name in kinds[m[1]].split()]
 
 
 def denied_by(call, rules):
-    """--deny: a rule that matches the command or any command in it, or the path, refuses the call."""
+    """--deny: a rule that matches the command or a command in it, or the path, refuses the call."""
     import fnmatch
     globs, command = rule_globs(call, rules), str(call.args.get("command"))
     if call.name != "bash":
         return allow_matches(call, globs)
-    return any(fnmatch.fnmatchcase(part.strip(), g) for part in [command] + re.split(r"[;&|<>$`()\n]+", command)
-               for g in globs)
+    parts = [command] + re.split(r"[;&|<>$`()\n]+", command)
+    return any(fnmatch.fnmatchcase(part.strip(), g) for part in parts for g in globs)
 
 
 class HeadlessUI(UI):
-    """`grok -p`: the answer alone with progress on stderr (text; xAI's CLI's plain), JSONL events (json), or as
-    xAI's CLI prints: its events (streaming-json) or one object at the end (result, its --output-format json).
+    """`grok -p`: the answer alone with progress on stderr (text, xAI's plain), JSONL events (json),
+    or as xAI's CLI prints: its events (streaming-json), one object at the end (result, its json).
     Every hook runs on the main thread: events never interleave."""
 
     def __init__(self, fmt, allow=()):
-        self.json, self.events, self.result = fmt == "json", fmt == "streaming-json", fmt == "result"
+        self.json, self.events, self.result = (fmt == f for f in FORMATS)
         self.allow, self.session_id, self.step, self.last = allow, None, 0, {}
-        self.thoughts, self.announced = "", set()       # result: the reasoning; events: the tool calls told of
+        self.thoughts, self.announced = "", set()   # the reasoning (result); tool calls told of
         self.partial = False                    # a write was cut off mid-line (an interrupt)
         self.printed = self.attempt = ""        # text mode: the answer text on stdout; that of the stream going on
         tolerate_unencodable(sys.stdout)
@@ -2589,14 +2594,16 @@ class HeadlessUI(UI):
         self.emit("text", data=text) if self.events else self.write(self.shown(text))
 
     def end(self, agent, answer):
-        """xAI's CLI's last word: the `end` event, or the result object (with the answer)."""
-        reason = {"length": "max_tokens", "content_filter": "refusal"}.get(self.last.get("finish_reason"), "end_turn")
-        fields = dict({"text": answer} if self.result else {}, stopReason=reason, sessionId=self.session_id,
-                      requestId=self.last.get("id"), **{"thought": self.thoughts} if self.thoughts else {})
+        """xAI's CLI's last word: the `end` event, or the object of its --output-format json."""
+        reason = {"length": "max_tokens", "content_filter": "refusal"}.get(
+            self.last.get("finish_reason"), "end_turn")
+        fields = dict({"text": answer} if self.result else {}, stopReason=reason,
+                      sessionId=self.session_id, requestId=self.last.get("id"))
+        fields.update({"thought": self.thoughts} if self.thoughts else {})
         usage, cost = self.spend(agent.turn), agent.turn["cost"]
         model = {"inputTokens": usage["input_tokens"], "outputTokens": usage["output_tokens"],
-                 "cacheReadInputTokens": usage["cache_read_input_tokens"], "cacheCreationInputTokens": 0,
-                 "modelCalls": self.step}
+                 "cacheReadInputTokens": usage["cache_read_input_tokens"],
+                 "cacheCreationInputTokens": 0, "modelCalls": self.step}
         fields.update(usage=usage, num_turns=self.step, modelUsage={agent.model: model})
         if "price" not in agent.said:       # the cost is known
             model["costUSD"] = cost
@@ -2607,9 +2614,9 @@ class HeadlessUI(UI):
 
     @staticmethod
     def spend(n):
-        """usage_numbers() as xAI's CLI reports them: input without the cached part, reasoning apart."""
-        cached = min(n["cached"], n["input"])
-        return {"input_tokens": int(n["input"] - cached), "cache_read_input_tokens": int(cached),
+        """usage_numbers() as xAI's CLI has them: input without its cached part, reasoning apart."""
+        cached = int(min(n["cached"], n["input"]))
+        return {"input_tokens": int(n["input"]) - cached, "cache_read_input_tokens": cached,
                 "cache_creation_input_tokens": 0, "output_tokens": int(n["output"]),
                 "reasoning_tokens": int(n["reasoning"]), "total_tokens": int(n["total"])}
 
@@ -2658,10 +2665,11 @@ class HeadlessUI(UI):
 
     def tool_start(self, call, status="in_progress"):
         self.announced.add(call.id)
-        if self.events:     # as xAI's CLI (and ACP) say it
-            fields = acp_tool_fields(call.name, call.args, call.cwd, diff=False)
-            self.emit("tool_call", toolCallId=call.id, title=fields["title"], kind=fields["kind"], status=status,
-                      toolName=call.name, rawInput=call.args, content=[], locations=fields.get("locations", []))
+        if self.events:     # as xAI's CLI (and ACP) tell it
+            f = acp_tool_fields(call.name, call.args, call.cwd, diff=False)
+            self.emit("tool_call", toolCallId=call.id, title=f["title"], kind=f["kind"],
+                      status=status, toolName=call.name, rawInput=call.args, content=[],
+                      locations=f.get("locations", []))
         if not self.json:
             self.notice("[%s] %s" % (call.name, call.shown))
 
@@ -2669,7 +2677,8 @@ class HeadlessUI(UI):
         if self.events:
             if call.id not in self.announced:       # refused before it started
                 self.tool_start(call, "pending")
-            self.emit("tool_call_update", toolCallId=call.id, status="completed" if result.ok else "failed",
+            self.emit("tool_call_update", toolCallId=call.id,
+                      status="completed" if result.ok else "failed",
                       content=text_content(result.output), rawOutput=None, locations=[])
         if self.json:
             started, finished = int(result.started * 1000), int(result.finished * 1000)
@@ -2707,20 +2716,18 @@ class HeadlessUI(UI):
 
 
 def read_prompt(args, notice):
-    """-p's prompt (`-`: stdin), --prompt-file's and --prompt-json's text below it, then text piped in on stdin
-    (not with --output-format), cut at PIPED_CAP."""
+    """-p's prompt (`-`: stdin), --prompt-file's and --prompt-json's text below it, then text piped
+    in on stdin (not with --output-format), cut at PIPED_CAP."""
     stdin = getattr(sys.stdin, "buffer", None)
     parts = [stdin.read().decode("utf-8", "replace") if args.prompt == "-" else args.prompt]
+    got = args.prompt_file and read_regular(os.path.expanduser(args.prompt_file), PIPED_CAP)
+    if args.prompt_file and not got:
+        raise UserError("--prompt-file: cannot read %s (not a regular file)" % args.prompt_file)
+    parts += [got[0].decode("utf-8", "replace")] if got else []
     try:
-        if args.prompt_file:
-            with open(os.path.expanduser(args.prompt_file), "rb") as f:
-                parts.append(f.read().decode("utf-8", "replace"))
-        if args.prompt_json:
-            parts.append(acp_prompt_text(json.loads(args.prompt_json)))
-    except OSError as e:
-        raise UserError("--prompt-file: cannot read %s: %s" % (args.prompt_file, e.strerror or e))
+        parts += [acp_prompt_text(json.loads(args.prompt_json))] if args.prompt_json else []
     except (ValueError, RpcError) as e:
-        raise UserError("--prompt-json: %s" % (e.args[-1] if isinstance(e, RpcError) else "not JSON: %s" % e))
+        raise UserError("--prompt-json: %s" % (e.args[-1] if isinstance(e, RpcError) else e))
     prompt = "\n\n".join(p for p in parts if p)
     if not prompt.strip():
         raise UserError("the prompt is empty")
@@ -2732,33 +2739,32 @@ def read_prompt(args, notice):
 
 
 def piped_input(stdin):
-    """What a pipe or file on stdin holds, read to its end. A pipe that grok's own parent holds open for writing
-    (a program that started grok and may never close it) is read only while data comes: STDIN_WAIT seconds of
-    silence end it, so it never holds the run up."""
+    """A pipe's or file's text, read to its end; but a pipe grok's own parent holds open for writing
+    (it started grok, it may never close it) while data comes: STDIN_WAIT s of silence end it."""
     with suppress(OSError, ValueError, AttributeError):
-        kind, fd = stat.S_IFMT(os.fstat(stdin.fileno()).st_mode), stdin.fileno()
+        fd = stdin.fileno()
+        kind = stat.S_IFMT(os.fstat(fd).st_mode)
         if kind == stat.S_IFREG or kind == stat.S_IFIFO and not parent_writes(fd):
             return stdin.read(PIPED_CAP + 1)
         import select
-        data = b""
-        while kind == stat.S_IFIFO and len(data) <= PIPED_CAP and select.select([fd], [], [], STDIN_WAIT)[0]:
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break
-            data += chunk
+        data, more = b"", kind == stat.S_IFIFO
+        while more and len(data) <= PIPED_CAP:
+            more = select.select([fd], [], [], STDIN_WAIT)[0] and os.read(fd, 65536)
+            data += more or b""
         return data
     return b""
 
 
 def parent_writes(fd):
-    """Whether grok's parent process holds the pipe on fd open for writing (Linux; elsewhere: no)."""
+    """Whether grok's parent holds the pipe on fd open for writing (Linux; elsewhere: no)."""
     with suppress(OSError, ValueError, IndexError):
         pipe, parent = os.readlink("/proc/self/fd/%d" % fd), "/proc/%d/" % os.getppid()
         for name in os.listdir(parent + "fd"):
             if os.readlink(parent + "fd/" + name) == pipe:
                 with open(parent + "fdinfo/" + name) as f:
-                    if int(f.read().split("flags:")[1].split()[0], 8) & (os.O_WRONLY | os.O_RDWR):
-                        return True
+                    flags = int(f.read().split("flags:")[1].split()[0], 8)
+                if flags & (os.O_WRONLY | os.O_RDWR):
+                    return True
     return False
 
 
@@ -2799,14 +2805,15 @@ def headless(args, cfg):
 
 
 def open_agent(cfg, ui, contract, args, new_if_busy=False):
-    """A new agent (with -s UUID, that id), or one resuming --resume ID / -c (latest); if that one is busy and
-    new_if_busy, a new one."""
-    if args.session_id:
-        if not re.fullmatch(r"[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}", args.session_id):
-            raise UserError("--session-id must be a UUID (got %r)" % args.session_id)
-        if args.session_id in session_ids(cfg.data_dir):
-            raise UserError("session %s is already in use (--resume continues it)" % args.session_id)
-        return Agent(cfg, ui, contract, session=Session(cfg.data_dir, args.session_id, warn=ui.notice))
+    """A new agent (-s UUID: with that id), or one resuming --resume ID / -c (latest); if that one
+    is busy and new_if_busy, a new one."""
+    new_id = args.session_id
+    if new_id and not re.fullmatch(r"[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}", new_id):
+        raise UserError("--session-id must be a UUID (got %r)" % new_id)
+    if new_id in session_ids(cfg.data_dir):
+        raise UserError("session %s is already in use (--resume continues it)" % new_id)
+    if new_id:
+        return Agent(cfg, ui, contract, session=Session(cfg.data_dir, new_id, warn=ui.notice))
     session_id = args.resume and find_session(cfg.data_dir, args.resume)
     if args.cont and not session_id:
         session_id = next((s[0] for s in list_sessions(cfg.data_dir) if s[2]), None)     # the newest typed into
@@ -3313,23 +3320,25 @@ def arg_parser(prog="grok", description=None):
                formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(prog, width=terminal_width() - 2))
     p.add_argument("--version", action="version", version="%(prog)s " + __version__)
     p.add_argument("-m", "--model", help="model id (default $GROK_MODEL or %s)" % DEFAULT_MODEL)
-    p.add_argument("--reasoning-effort", "--effort", dest="effort", metavar="LEVEL", choices=EFFORTS,
-                   help="sent as reasoning_effort (dropped if the server rejects it): " + ", ".join(EFFORTS))
+    p.add_argument("--reasoning-effort", "--effort", dest="effort", choices=EFFORTS, metavar="E",
+                   help="%s: sent as reasoning_effort (unless refused)" % ", ".join(EFFORTS))
     p.add_argument("--cwd", metavar="DIR", help="working directory for the tools")
-    p.add_argument("-y", "--always-approve", "--yolo", action="store_true", help="run bash/write_file without asking")
+    p.add_argument("-y", "--always-approve", "--yolo", action="store_true",
+                   help="run bash/write_file without asking")
     p.add_argument("--sandbox", choices=("workspace", "read-only", "off"), help="see README")
     p.add_argument("--sandbox-network", choices=("on", "off"), help="off: commands get no network")
     session = p.add_mutually_exclusive_group()
     session.add_argument("-r", "--resume", metavar="ID", help="continue a saved session")
     session.add_argument("-c", "--continue", dest="cont", action="store_true", help="continue the latest session")
-    session.add_argument("-s", "--session-id", metavar="UUID", help="start a new session with this id")
+    session.add_argument("-s", "--session-id", metavar="UUID", help="a new session with this id")
     p.add_argument("message", nargs="*", help="start the chat with this message")
     return p
 
 
-OUTPUT_FORMATS = {"plain": "plain", "json": "result", "streaming-json": "streaming-json"}     # xAI's: ours
-EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")     # the levels xAI's CLI takes
-MODES_HERE = (None, "default", "dontAsk", "bypassPermissions")      # --permission-mode values grok does
+OUTPUT_FORMATS = {"plain": "plain", "json": "result", "streaming-json": "streaming-json"}
+FORMATS = ("json", "streaming-json", "result")      # grok's JSON events, and xAI's CLI's two
+EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")     # as xAI's CLI
+MODES_HERE = (None, "default", "dontAsk", "bypassPermissions")      # the --permission-mode grok has
 
 
 def terminal_width():
@@ -3361,13 +3370,14 @@ exit codes: 0 ok, 1 user error, 2 network/server, 3 agent or tool error, 4 inter
     DEFAULT_BASE_URL, DEFAULT_MODEL)
 
 
-# Flags of xAI's CLI grok has nothing for ({flag: values}), accepted with one notice naming them; quietly ("q")
-# where grok does what they ask anyway (no plan mode, subagents, memory, prompt template, updates, leader).
-XAI_FLAGS = {"--check": 0, "--experimental-memory": 0, "--restore-code": 0, "--oauth": 0, "--fork-session": 0,
-             "--include-partial-messages": 0, "--leader": 0, "--reauth": 0, "--agent-profile": None, "--agent": None,
-             "--agents": None, "--worktree": "?", "--worktree-ref": None, "--ref": None, "--no-plan": "q",
-             "--no-subagents": "q", "--no-memory": "q", "--verbatim": "q", "--no-auto-update": "q",
-             "--no-alt-screen": "q", "--no-leader": "q"}
+# Flags of xAI's CLI grok has nothing for ({flag: values}): accepted, named in one notice; quietly
+# ("q") where grok does what they ask anyway (no plan mode, subagents, memory, updates, leader).
+XAI_FLAGS = {"--check": 0, "--experimental-memory": 0, "--restore-code": 0, "--oauth": 0,
+             "--fork-session": 0, "--include-partial-messages": 0, "--leader": 0, "--reauth": 0,
+             "--agent-profile": None, "--agent": None, "--agents": None, "--worktree": "?",
+             "--worktree-ref": None, "--ref": None, "--no-plan": "q", "--no-subagents": "q",
+             "--no-memory": "q", "--verbatim": "q", "--no-auto-update": "q", "--no-alt-screen": "q",
+             "--no-leader": "q"}
 XAI_TOOLS = {"run_terminal_command": "bash", "run_terminal_cmd": "bash", "list_dir": "list_files",
              "write": "write_file", "search_replace": "write_file", "ask_user_question": "ask_user"}
 
@@ -3380,17 +3390,17 @@ def parse_args(argv):
             raise SystemExit(1)
         argv = ["--acp"] + [a for a in argv[1:] if a != "stdio"]
     p, hide = arg_parser(), argparse.SUPPRESS
-    p.add_argument("-p", "--prompt", "--single", help="run one prompt headless and exit ('-' reads stdin)")
-    p.add_argument("--prompt-file", metavar="PATH", help="headless: the prompt (or more of it) from a file")
-    p.add_argument("--prompt-json", metavar="JSON", help="headless: the prompt (or more of it) as ACP blocks")
+    p.add_argument("-p", "--prompt", "--single", help="run one prompt headless ('-' reads stdin)")
+    p.add_argument("--prompt-file", metavar="PATH", help="headless: (more of) the prompt")
+    p.add_argument("--prompt-json", metavar="JSON", help="headless: (more of) the prompt as blocks")
     p.add_argument("--format", choices=("text", "json", "streaming-json"), default="text",
                    help="headless output (default text)")
-    p.add_argument("--output-format", dest="output", choices=OUTPUT_FORMATS, help="headless, as xAI's CLI prints")
+    p.add_argument("--output-format", dest="output", choices=OUTPUT_FORMATS, help="as xAI's CLI")
     p.add_argument("--max-tool-rounds", "--max-turns", type=int, metavar="N",
                    help="headless: stop after N tool rounds, exit 3 (0 = no limit; default $GROK_MAX_ITERATIONS)")
     p.add_argument("--allow", "--allowedTools", action="append", metavar="PATTERN", default=[],
                    help="headless: allow bash commands / write_file paths matching this glob (repeatable)")
-    p.add_argument("--deny", "--disallowedTools", action="append", metavar="RULE", default=[], help="see README")
+    p.add_argument("--deny", "--disallowedTools", action="append", metavar="RULE", default=[])
     p.add_argument("--tools", help="only these tools (comma-separated)")
     p.add_argument("--disallowed-tools", metavar="TOOLS", help="not these tools (comma-separated)")
     p.add_argument("--disable-web-search", action="store_true", help="no web_search tool")
@@ -3404,24 +3414,26 @@ def parse_args(argv):
             flag = self.option_strings[0]
             namespace.ignored = namespace.ignored + [flag][:XAI_FLAGS[flag] != "q"]
     for flag, n in XAI_FLAGS.items():
-        p.add_argument(flag, nargs=0 if n == "q" else n, action=Accepted, dest="ignored", default=[], help=hide)
+        p.add_argument(flag, nargs=0 if n == "q" else n, action=Accepted, dest="ignored",
+                       default=[], help=hide)
     args = p.parse_args(argv)
     args.headless = args.prompt is not None or bool(args.prompt_file or args.prompt_json)
     args.fmt = OUTPUT_FORMATS.get(args.output) or args.format
     if args.max_tool_rounds is not None and args.max_tool_rounds < 0:
         p.error("--max-tool-rounds must be 0 or more")
     if (args.format != "text" or args.output) and not args.headless:
-        p.error("--format %s needs -p PROMPT (the chat has no JSON output)" % (args.output or args.format))
+        p.error("--format %s needs -p PROMPT (the chat has no JSON output)" % args.fmt)
     if args.message and (args.headless or args.acp):
         p.error("unrecognized arguments: %s (a prompt goes in -p)" % " ".join(args.message))
     return args
 
 
 def xai_settings(args, cfg):
-    """The flags of xAI's CLI that grok honours, onto cfg; one notice names those it accepts and ignores."""
+    """The flags of xAI's CLI grok honours, onto cfg; one notice names those it only accepts."""
     def names(text):
         return [XAI_TOOLS.get(n.strip(), n.strip()) for n in (text or "").split(",") if n.strip()]
-    only, without = names(args.tools), names(args.disallowed_tools) + ["web_search"] * args.disable_web_search
+    only = names(args.tools)
+    without = names(args.disallowed_tools) + ["web_search"] * args.disable_web_search
     cfg.tools = [t for t in TOOLS if (args.tools is None or t in only) and t not in without]
     cfg.deny, cfg.rules, cfg.system_prompt = args.deny, args.rules, args.system_prompt_override
     cfg.always_approve = cfg.always_approve or args.permission_mode == "bypassPermissions"
@@ -3429,7 +3441,7 @@ def xai_settings(args, cfg):
     ignored = args.ignored + ["--permission-mode %s" % mode] * (mode not in MODES_HERE) + [
         "tool " + n for n in only + without if n not in TOOLS]
     if ignored:
-        sys.stderr.write("grok: accepted for xAI's CLI's clients, not supported here: %s\n" % ", ".join(ignored))
+        sys.stderr.write("grok: accepted, but not supported here: %s\n" % ", ".join(ignored))
 
 
 class Terminated(BaseException):
@@ -3480,15 +3492,15 @@ def guarded(prog, body, on_error=None):
 
 
 def json_requested(argv):
-    """The JSON output argv asks for (json, streaming-json, result) or None, read before (and even if) the flags
-    parse."""
+    """The JSON output argv asks for (json, streaming-json, result) or None, read before (and even
+    if) the flags parse."""
     fmt = None
     for i, arg in enumerate(argv[:argv.index("--")] if "--" in argv else argv):     # no flag after `--`
         name, eq, value = arg.partition("=")
         value = value if eq else (argv[i + 1] if i + 1 < len(argv) else None)
         if len(name) >= 3 and ("--format".startswith(name) or "--output-format".startswith(name)):
-            fmt = OUTPUT_FORMATS.get(value, value) if name.startswith("--o") else value     # argparse takes --form
-    return fmt if fmt in ("json", "streaming-json", "result") else None
+            fmt = OUTPUT_FORMATS.get(value) if name.startswith("--o") else value    # --form too
+    return fmt if fmt in FORMATS else None
 
 
 def list_models(argv):
@@ -3506,11 +3518,11 @@ def list_models(argv):
                                        % (cfg.base_url, why[:200]))) + "\n")
         ids = list(WINDOWS)
     rows = [{"id": i, "default": i == cfg.model} for i in (ids if cfg.model in ids else [cfg.model] + ids)]
-    if "grok-build" not in [r["id"] for r in rows]:     # the model xAI's CLI's clients ask for: here the default
+    if "grok-build" not in [r["id"] for r in rows]:    # xAI's CLI's clients ask for it: the default
         rows.append({"id": "grok-build", "default": False, "aliasOf": cfg.model})
     print(json.dumps({"models": rows}) if "--json" in argv else "\n".join(
-        "* %s (default)" % r["id"] if r["default"] else "- %s (alias of %s)" % (r["id"], r["aliasOf"])
-        if "aliasOf" in r else "- " + r["id"] for r in rows))
+        "* %s (default)" % r["id"] if r["default"] else "- " + r["id"] + (
+            " (alias of %s)" % r["aliasOf"] if "aliasOf" in r else "") for r in rows))
     return 0
 
 
