@@ -2666,10 +2666,8 @@ class HeadlessUI(UI):
     def tool_start(self, call, status="in_progress"):
         self.announced.add(call.id)
         if self.events:     # as xAI's CLI (and ACP) tell it
-            f = acp_tool_fields(call.name, call.args, call.cwd, diff=False)
-            self.emit("tool_call", toolCallId=call.id, title=f["title"], kind=f["kind"],
-                      status=status, toolName=call.name, rawInput=call.args, content=[],
-                      locations=f.get("locations", []))
+            self.emit("tool_call", toolCallId=call.id, status=status, toolName=call.name, content=[],
+                      **dict({"locations": []}, **acp_tool_fields(call.name, call.args, call.cwd, False)))
         if not self.json:
             self.notice("[%s] %s" % (call.name, call.shown))
 
@@ -2740,18 +2738,14 @@ def read_prompt(args, notice):
 
 def piped_input(stdin):
     """A pipe's or file's text, read to its end; but a pipe grok's own parent holds open for writing
-    (it started grok, it may never close it) while data comes: STDIN_WAIT s of silence end it."""
+    (it started grok and may never close it) only once it has data or EOF within STDIN_WAIT s."""
     with suppress(OSError, ValueError, AttributeError):
+        import select
         fd = stdin.fileno()
         kind = stat.S_IFMT(os.fstat(fd).st_mode)
-        if kind == stat.S_IFREG or kind == stat.S_IFIFO and not parent_writes(fd):
-            return stdin.read(PIPED_CAP + 1)
-        import select
-        data, more = b"", kind == stat.S_IFIFO
-        while more and len(data) <= PIPED_CAP:
-            more = select.select([fd], [], [], STDIN_WAIT)[0] and os.read(fd, 65536)
-            data += more or b""
-        return data
+        if kind == stat.S_IFIFO and parent_writes(fd) and not select.select([fd], [], [], STDIN_WAIT)[0]:
+            return b""
+        return stdin.read(PIPED_CAP + 1) if kind in (stat.S_IFIFO, stat.S_IFREG) else b""
     return b""
 
 
