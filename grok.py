@@ -2804,7 +2804,7 @@ def open_agent(cfg, ui, contract, args, new_if_busy=False):
     new_id = args.session_id
     if new_id and not re.fullmatch(r"[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}", new_id):
         raise UserError("--session-id must be a UUID (got %r)" % new_id)
-    if new_id in session_ids(cfg.data_dir):
+    if new_id and os.path.exists(os.path.join(cfg.data_dir, "sessions", new_id + ".jsonl")):
         raise UserError("session %s is already in use (--resume continues it)" % new_id)
     if new_id:
         return Agent(cfg, ui, contract, session=Session(cfg.data_dir, new_id, warn=ui.notice))
