@@ -42,12 +42,16 @@ APPROVAL_CHARS = 4000       # ... and characters
 RULES_CAP = 8000            # bytes per AGENTS.md / GROK.md file
 RULES_TOTAL_CAP = 24000     # bytes of project rules in all
 MAX_STRIKES = 3             # invalid replies in a row before a turn fails
+LOOP_NUDGE, LOOP_STOP = 2, 3    # rounds in a row, same calls and results: told, then stopped
 RETRY_STATUSES = (408, 429) + tuple(s for s in range(500, 600) if s not in (501, 505))
 RETRY_AFTER_CAP = 30.0      # seconds: a longer Retry-After is shortened to this
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)     # a symlink planted in place of a session file is an error, never followed
 SEARCH_ESTIMATE = 0.05      # USD reserved for a web_search before its first cost is known
 REPLY_CAP = 8 << 20         # bytes of one reply at most (or 1 KB per max_tokens, if more)
+DENIED = "denied: the user did not allow this %s call; do not retry it, ask or take another way"
 CONNECT_TIMEOUT = 15.0      # seconds to open a connection (a host that drops packets), at most GROK_TIMEOUT
+SMALL_WINDOW = 4096         # tokens: under COMPACT_THRESHOLD of this, no window needs compacting
+WINDOW_ASK_TIMEOUT = 3.0    # seconds to ask a server (not xAI's) its window, three ways at once
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts")    # writable in a sandbox
 
 
@@ -125,6 +129,38 @@ def env_flag(name, default=False):
     return value not in ("0", "false", "no") if value else default
 
 
+def own_setting(name):
+    """$name, else its value in the person's own .env files (never a project's ./.env)."""
+    found = (read_env_file(os.path.expanduser(f), [name]) for f in ENV_FILES if f != "./.env")
+    return os.environ.get(name) or next(filter(None, found), "")
+
+
+def append_private(path, text):
+    """text added to a file made 0600 (a symlink in its place is an OSError, not followed)."""
+    with open(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o600), "a") as f:
+        os.fchmod(f.fileno(), 0o600)
+        f.write(text)
+
+
+def ask_api_key():
+    """On a terminal: (the key typed, not shown; "the terminal"), saved to ~/.grok/.env if agreed"""
+    key, path = "", os.path.expanduser(ENV_FILES[0])
+    with suppress(EOFError):
+        if sys.stdin.isatty() and sys.stderr.isatty():
+            import getpass
+            sys.stderr.write("grok: no API key yet (make one at https://console.x.ai)\n")
+            key = "".join(getpass.getpass("API key (hidden; empty to quit): ", sys.stderr).split())
+    save = key and ask_tty("save it to %s (0600)? [Y/n] " % ENV_FILES[0])
+    if key and (save or "y").lower().startswith("y"):
+        try:
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            append_private(path, "\nGROK_API_KEY=%s\n" % key)
+            sys.stderr.write("grok: saved to %s\n" % path)
+        except OSError as e:
+            sys.stderr.write("grok: not saved (%s: %s)\n" % (path, e.strerror or e))
+    return (key, "the terminal") if key else (None, None)
+
+
 class Config:
     """Everything the engine needs, from flags with an environment fallback."""
 
@@ -132,9 +168,11 @@ class Config:
                  sandbox=None, net=None):
         self.api_key, self.key_source = find_api_key()
         if require_key and not self.api_key:
+            self.api_key, self.key_source = ask_api_key()
+        if require_key and not self.api_key:
             raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put GROK_API_KEY=... in "
                             + ", ".join(ENV_FILES))
-        self.base_url = (os.environ.get("GROK_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        self.base_url = (own_setting("GROK_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         url = check_base_url(self.base_url)
         self.xai = ("." + url.hostname).endswith(".x.ai")
         SECRETS.update(filter(None, (self.api_key, url.password)))
@@ -148,7 +186,7 @@ class Config:
         self.stream = env_flag("GROK_STREAM", True)
         if model == "grok-build" != os.environ.get("GROK_MODEL"):
             model = None        # the model name of xAI's CLI, which its clients pass: the default model here
-        self.model = model or os.environ.get("GROK_MODEL") or DEFAULT_MODEL
+        self.model = model or own_setting("GROK_MODEL") or DEFAULT_MODEL
         self.reasoning_effort = effort
         self.summary_model = os.environ.get("GROK_SUMMARY_MODEL") or self.model
         self.cost_limit = env_float("COST_LIMIT", 10.0)
@@ -157,6 +195,7 @@ class Config:
         self.context_window = self.window_set or model_entry(WINDOWS, self.model, DEFAULT_WINDOW)
         self.max_tokens = int(env_float("GROK_MAX_TOKENS", 0)) or None
         self.max_iterations = int(env_float("GROK_MAX_ITERATIONS", 25))
+        self.loop_detection = env_flag("GROK_LOOP_DETECTION", True)
         self.bash_timeout = env_float("GROK_BASH_TIMEOUT", BASH_TIMEOUT)
         temperature = os.environ.get("GROK_TEMPERATURE", "0.5").strip()      # empty: not sent
         self.temperature = env_float("GROK_TEMPERATURE", 0.5) if temperature else None
@@ -165,6 +204,7 @@ class Config:
         data_home = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
         self.data_dir = os.path.expanduser(os.environ.get("GROK_DATA_DIR") or os.path.join(data_home, "grok-agent"))
         self.read_dirs = [self.skills_dir]      # read_file/list_files run there without asking, as in cwd
+        self.mcp = {}                           # MCP servers to start: {name: spec}
         self.tools, self.deny, self.rules, self.system_prompt = list(TOOLS), (), None, None
         self.always_approve = always_approve or env_flag("GROK_ALWAYS_APPROVE")
         self.cwd = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
@@ -178,6 +218,9 @@ def check_base_url(url):
     """The URL split (with a host name); a UserError now rather than an odd network error later."""
     if not url.startswith(("http://", "https://")):
         raise UserError("GROK_BASE_URL must start with http:// or https://, not %r" % url)
+    if url.endswith("/chat/completions"):
+        raise UserError("GROK_BASE_URL is the API's base (such as %s), not /chat/completions: "
+                        "grok adds that" % url[:-len("/chat/completions")])
     if any(ord(c) <= 32 or ord(c) == 127 for c in url):
         raise UserError("GROK_BASE_URL must not contain spaces or control characters")
     try:
@@ -268,7 +311,7 @@ class AgentError(GrokError):
 
 
 class ContextOverflow(UserError):
-    window = None           # the server's context window, when it says
+    window = asked = None       # the server's context window and its count of tokens, if it says
 
 
 class Cancelled(GrokError):
@@ -284,8 +327,9 @@ class HTTPStatusError(Exception):
     def server_message(self):
         try:
             obj = json.loads(self.text)
-        except (ValueError, RecursionError):
-            return " ".join(self.text.split())[:300] or "(empty body)"
+        except (ValueError, RecursionError):        # an HTML page: its words, not its markup
+            words = re.sub(r"(?s)<(script|style).*?</\1>|<[^>]*>", " ", self.text).split()
+            return " ".join(words)[:300] or "(empty body)"
         err = obj.get("error", obj.get("message", obj.get("detail"))) if isinstance(obj, dict) else None
         if isinstance(err, dict):
             err = err.get("message") or json.dumps(err)
@@ -304,6 +348,9 @@ class HTTPStatusError(Exception):
         e = ContextOverflow("the request does not fit the server's context window%s (HTTP %d): %s" % (
             " of %s tokens" % size if size else "", self.status, self.server_message()))
         e.window = int(size) if size else None
+        asked = re.search(r'"n_prompt_tokens"\s*:\s*(\d+)|requested (?:tokens \()?(\d+)', self.text,
+                          re.I)
+        e.asked = asked and int(asked.group(1) or asked.group(2))
         return e
 
 
@@ -435,14 +482,19 @@ class Client:
         conn.close()
 
     def abort(self):
-        """Break every request in flight (from another thread, to cancel). conn.reading is our own reference to
-        the socket: http.client drops conn.sock while it reads a reply the server will close."""
-        import socket
+        """Break every request in flight (from another thread, to cancel)."""
         with self._lock:
             busy = list(self._busy)
         for conn in busy:
-            with suppress(OSError, AttributeError):     # (AttributeError: no socket opened yet)
-                (conn.sock or conn.reading).shutdown(socket.SHUT_RDWR)
+            self._shut(conn)
+
+    @staticmethod
+    def _shut(conn):
+        """Break conn's request: to cancel, or at its deadline. conn.reading is our own reference to
+        the socket: http.client drops conn.sock while it reads a reply the server will close."""
+        import socket
+        with suppress(OSError, AttributeError):     # (AttributeError: no socket opened yet)
+            (conn.sock or conn.reading).shutdown(socket.SHUT_RDWR)
 
     def close(self):
         with self._lock:
@@ -474,11 +526,8 @@ class Client:
 
     def probe(self, path, payload=None):
         """get() of `path` on the server's root, or None."""
-        root = self.prefix[:-3] if self.prefix.endswith("/v1") else self.prefix
-        try:
-            return self.get(root + path, payload)
-        except (GrokError, HTTPStatusError, RetryableFault, ContractError):
-            return None
+        with suppress(GrokError, HTTPStatusError, RetryableFault, ContractError):
+            return self.get(re.sub("/v1$", "", self.prefix) + path, payload)
 
     def post(self, path, payload, on_stream=None, cancel=None, no_retry=None, cap=REPLY_CAP):
         """The JSON reply, or on_stream(reader) for an event stream; retries dropped connections, timeouts, 429
@@ -513,9 +562,14 @@ class Client:
         conn, reused = self._connect()      # (imports http.client, without ssl for plain http)
         import http.client
         reusable, started = False, time.monotonic()
+        deadline = threading.Timer(self.timeout or threading.TIMEOUT_MAX, self._shut, (conn,))
+        deadline.start()        # it shuts the socket, cutting any read, however slow
         try:
             resp = self._send(conn, reused, method, path, body, headers, cancel)
-            reader = ReplyReader(resp, conn.reading, self.timeout and started + self.timeout, cap)
+            reader = ReplyReader(resp, cap)
+            html = "html" in (resp.getheader("Content-Type") or "")
+            if html and resp.status not in RETRY_STATUSES:
+                raise self.not_api(method, path, resp, reader.read())
             if resp.status >= 300:
                 error = self._refusal(resp, reader, no_retry)
                 reusable = resp.status >= 400 and not resp.will_close
@@ -524,14 +578,18 @@ class Client:
                 result = on_stream(reader)
                 reader.read()       # the end of the chunked body, so the connection can be reused
             else:
-                result = self._json(reader.read())
+                result = self._json(method, path, resp, reader.read())
             reusable = not resp.will_close
             return result
-        except (OSError, StreamBroken, http.client.HTTPException, ValueError) as e:
-            # (ValueError: defensive, so no parse error inside http.client can end the REPL)
-            raise network_fault(e, self.host)
+        except Exception as e:      # a read cut at the deadline may end in any of these
+            if self.timeout and time.monotonic() - started >= self.timeout:
+                e = TimeoutError()
+            elif not isinstance(e, (OSError, StreamBroken, http.client.HTTPException, ValueError)):
+                raise       # (ValueError: defensive: no parse error in http.client ends the REPL)
+            raise network_fault(e, self)
         finally:
-            self._release(conn, reusable)
+            deadline.cancel()
+            self._release(conn, reusable)       # (shut by a late deadline: _send reconnects)
 
     def _refusal(self, resp, reader, no_retry):
         """The error a reply other than 2xx raises: 429/5xx a RetryableFault, unless no_retry(its HTTPStatusError)."""
@@ -548,12 +606,20 @@ class Client:
         return RetryableFault(scrub("%s (HTTP %d): %s" % ("rate limited" if resp.status == 429 else "server error",
                                                          resp.status, err.server_message())), wait, False)
 
-    def _json(self, data):
+    def _json(self, method, path, resp, data):
         try:
             return json.loads(data.decode("utf-8", "replace"))
         except (ValueError, RecursionError):
-            raise UserError(scrub("the server at %s did not answer with JSON (is GROK_BASE_URL an "
-                                  "OpenAI-compatible API?): %r" % (self.host, data[:120])))
+            raise self.not_api(method, path, resp, data)
+
+    def not_api(self, method, path, resp, data):
+        """A reply that is no OpenAI-style API's: the URL asked, and what came back."""
+        said = HTTPStatusError(resp.status, data).server_message()[:120]
+        host = "http%s://%s:%d" % ("s" * self.https, self.host, self.port)
+        url, ctype = path if "://" in path else host + path, resp.getheader("Content-Type") or "-"
+        return UserError(scrub("%s %s did not answer with JSON (HTTP %d, %s): %r; is GROK_BASE_URL"
+                               " an OpenAI-compatible API (its base, as http://localhost:8080/v1)?"
+                               % (method, url, resp.status, ctype, said)))
 
 
 class RetryableFault(Exception):
@@ -562,22 +628,15 @@ class RetryableFault(Exception):
 
 
 class ReplyReader:
-    """A reply body read within one deadline and a size cap: a trickling or endless stream cannot hold the turn."""
+    """A reply body read within a size cap: an endless fast stream cannot hold the turn."""
 
-    def __init__(self, resp, sock, deadline, cap):
-        self.resp, self.sock, self.deadline, self.cap, self.size = resp, sock, deadline, cap, 0
-        self._count(b"")
+    def __init__(self, resp, cap):
+        self.resp, self.cap, self.size = resp, cap, 0
 
     def _count(self, data):
         self.size += len(data)
         if self.size > self.cap:
             raise ContractError("the reply passed %d MB and was abandoned" % (self.cap >> 20))
-        if self.deadline:
-            left = self.deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError()
-            if self.sock is not None and not self.resp.isclosed():
-                self.sock.settimeout(left)
         return data
 
     def readline(self):
@@ -608,17 +667,21 @@ def find_proxy(scheme, host):
     return u.hostname, u.port or 1080, {"Proxy-Authorization": "Basic " + base64.b64encode(user).decode("ascii")}
 
 
-def network_fault(e, host):
+def network_fault(e, client):
     """The RetryableFault that says what went wrong talking to host; a UserError when retrying cannot help."""
     import http.client
     import socket
+    host = client.host
     ssl = sys.modules.get("ssl")
     if ssl and isinstance(e, ssl.CertificateError):
         return UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL, or point "
                          "SSL_CERT_FILE at your CA bundle" % (host, getattr(e, "verify_message", None) or e))
+    proxy = client.proxy and "%s_PROXY" % ("HTTPS" if client.https else "HTTP")
+    where = ("%s:%d, the proxy in %s" % (client.proxy[:2] + (proxy,)) if proxy
+             else "%s:%d, the server in GROK_BASE_URL" % (host, client.port))
     problems = (        # the first whose exception types e is one of
-        (socket.gaierror, "cannot resolve host {host} (DNS; check GROK_BASE_URL)"),
-        (ConnectionRefusedError, "connection refused by {host} (is the server running? check GROK_BASE_URL)"),
+        (socket.gaierror, "cannot resolve host {where} (DNS)"),
+        (ConnectionRefusedError, "connection refused by {where}: is it running?"),
         ((socket.timeout, TimeoutError),
          "no complete reply from {host} within the timeout (GROK_TIMEOUT, for the whole reply)"),
         (StreamBroken, "the reply stream from {host} broke off: {e}"),
@@ -628,7 +691,10 @@ def network_fault(e, host):
          "garbled reply from {host} ({name}: {short})"),
         (Exception, "network error talking to {host}: {e}"))
     problem = next(text for kinds, text in problems if isinstance(e, kinds))
-    problem = scrub(problem.format(host=host, e=e, name=type(e).__name__, short=str(e)[:100]))
+    problem = scrub(problem.format(host=host, where=where, e=e, name=type(e).__name__,
+                                   short=str(e)[:100]))
+    if isinstance(e, (socket.gaierror, ConnectionRefusedError)):      # nothing answers there
+        return TransientError(problem)
     return RetryableFault(problem, None, isinstance(e, StreamBroken))
 
 
@@ -764,10 +830,9 @@ class ResponseStreamer:
 
     @staticmethod
     def _decode(raw):
-        try:
+        with suppress(ValueError):          # a bad escape: the text without it
             return json.loads('"%s"' % raw, strict=False)
-        except ValueError:          # a bad escape: the text without it
-            return raw.replace("\\", "")
+        return raw.replace("\\", "")
 
 
 # --- The JSON contract ---
@@ -779,12 +844,14 @@ class ContractError(Exception):
 class Contract(namedtuple("Contract", "name extra_properties extra_prompt max_tokens", defaults=({}, "", 4000))):
     """What the model is asked to return: the schema, its description, defaults."""
 
-    def schema(self, tool_names):
+    def schema(self, tools):
         calls = [{"type": "object", "properties": {"tool": {"type": "string", "enum": [name]},
-                                                   "args": TOOLS[name].schema()},
-                  "required": ["tool", "args"], "additionalProperties": False} for name in tool_names]
+                                                   "args": tool.schema()},
+                  "required": ["tool", "args"], "additionalProperties": False}
+                 for name, tool in tools.items()]
         props = dict(self.extra_properties)
-        props.update({"tool_calls": {"type": "array", "items": {"anyOf": calls} if calls else {},
+        items = {"anyOf": calls} if calls else {"type": "object"}   # {} breaks llama.cpp's grammars
+        props.update({"tool_calls": {"type": "array", "items": items,
                                      "maxItems": MAX_CALLS if calls else 0},
                       "response": {"type": ["string", "null"]}, "done": {"type": "boolean"}})
         return {"type": "object", "properties": props, "required": list(props)}
@@ -795,17 +862,20 @@ REPLY_SHAPE = '{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRIN
 
 
 def extract_json_object(text):
-    """The first JSON object in text: tolerates code fences and prose around it."""
-    text = text.strip()
+    """The reply's JSON object amid fences or prose; raw control characters in its strings pass."""
+    text, decoder, broken = text.strip(), json.JSONDecoder(strict=False), None
     with suppress(ValueError, RecursionError):
-        return json.loads(text)
+        return decoder.decode(text)
     from itertools import islice
     for brace in islice(re.finditer("{", text), 20):
-        with suppress(ValueError, RecursionError):
-            obj = json.JSONDecoder().raw_decode(text, brace.start())[0]
-            if isinstance(obj, dict):
-                return obj
-    raise ContractError("the reply is not a JSON object")
+        try:
+            obj = decoder.raw_decode(text, brace.start())[0]
+        except (ValueError, RecursionError) as e:
+            broken = broken or e
+            continue
+        if broken is None or {"tool_calls", "response", "done"} & set(obj):    # never inner args
+            return obj
+    raise ContractError("the reply is not a JSON object" + (" (%s)" % broken if broken else ""))
 
 
 def parse_reply(content, tool_names, finish_reason=None):
@@ -813,7 +883,8 @@ def parse_reply(content, tool_names, finish_reason=None):
     if content is None or not str(content).strip():
         raise ContractError("the reply was empty")
     try:        # a cut-off reply may still hold an inner object: never take that
-        obj = json.loads(content) if finish_reason == "length" else extract_json_object(str(content))
+        cut = finish_reason == "length"
+        obj = json.loads(content, strict=False) if cut else extract_json_object(str(content))
     except (ValueError, RecursionError):
         raise ContractError("the reply was cut off at max_tokens before its JSON ended: reply shorter, "
                             "with fewer tool calls")
@@ -921,18 +992,18 @@ class Sandbox:
             net = ["--unshare-net"] * self.net_off + ["--"]
             return [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev"] + binds + net + argv, None
         import struct
-        syscall, abi, net = self.libc.syscall, self.abi, 3 * self.net_off   # net: TCP bind, connect
+        syscall, prctl, abi, net = self.libc.syscall, self.libc.prctl, self.abi, 3 * self.net_off
         tree = 0x1ff2 | (abi >= 2) << 13 | (abi >= 3) << 14    # write, remove, make; move, truncate
         rules = [(p, tree) for p in self.writable(cwd)] + [(d, tree & 0x4002) for d in DEVICES]
 
-        def restrict():     # in the child after fork: nothing imported here
-            ruleset = syscall(444, struct.pack("=QQ", tree, net), 16 if net else 8, 0)
+        def restrict():     # in the child after fork: nothing imported or looked up (dlsym) here
+            ruleset = syscall(444, struct.pack("=QQ", tree, net), 16 if net else 8, 0)    # net: TCP
             for path, allowed in rules:
                 with suppress(OSError):
                     fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
                     syscall(445, ruleset, 1, struct.pack("=Qi", allowed, fd), 0)    # path beneath
                     os.close(fd)
-            if ruleset < 0 or self.libc.prctl(38, 1, 0, 0, 0) or syscall(446, ruleset, 0):
+            if ruleset < 0 or prctl(38, 1, 0, 0, 0) or syscall(446, ruleset, 0):
                 raise OSError("Landlock refused the sandbox")       # 38: PR_SET_NO_NEW_PRIVS
         return argv, restrict
 
@@ -961,8 +1032,8 @@ def path_glob(pattern, path):
 
 
 def needs_approval(call, free_dirs=()):
-    """bash and write_file always; read_file and list_files outside cwd and the free dirs."""
-    if call.name in NEEDS_APPROVAL:
+    """bash, write_file, MCP tools always; read_file and list_files outside cwd and free dirs."""
+    if call.name in NEEDS_APPROVAL or call.name not in TOOLS:
         return True
     path = call.args.get("path") or "."
     return (call.name in ("read_file", "list_files") and isinstance(path, str)
@@ -975,7 +1046,10 @@ def approval_text(call, full=False):
     head, body = "bash", str(call.args.get("command"))
     if call.sandbox:
         head = "bash (sandbox: %s)" % call.sandbox.label
-    if call.name != "bash":
+    if call.name.startswith("mcp__"):
+        head = "MCP server %s, tool %s" % tuple(call.name.split("__", 2)[1:])
+        body = json.dumps(call.args, indent=2)
+    elif call.name != "bash":
         path = canonical(call.cwd, call.args.get("path") or ".")
         head, body = "%s %s (outside the working directory)" % (call.name, path), ""
     if call.name == "write_file":
@@ -1224,10 +1298,12 @@ def responses_answer(obj):
     return text, list(dict.fromkeys(u for u in urls + list(obj.get("citations") or ()) if u and isinstance(u, str)))
 
 
-class Tool(namedtuple("Tool", "run doc args")):
+class Tool(namedtuple("Tool", "run doc args input", defaults=(None,))):
     """Its function, what it does, {argument: JSON type} ("?" ends an optional one; the first is the one displayed)."""
 
     def schema(self):
+        if self.input:      # an MCP tool's own JSON schema of its args
+            return self.input
         props = {k: {"type": "array", "items": {"type": "string"}} if t.startswith("array") else {"type": t.rstrip("?")}
                  for k, t in self.args.items()}
         return {"type": "object", "properties": props, "additionalProperties": False,
@@ -1251,9 +1327,9 @@ NEEDS_APPROVAL = ("bash", "write_file")
 TOOL_SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"      # what the bash tool runs
 
 
-def tool_line(name, bash_timeout):
+def tool_line(name, bash_timeout, tool=None):
     """`name {"arg": "...", ...}: what it does`, as the system prompt lists it."""
-    tool = TOOLS[name]
+    tool = tool or TOOLS[name]
     example = ", ".join('"%s": %s' % (k, '["...", "..."]' if t.startswith("array") else '"..."')
                         for k, t in tool.args.items())
     return "%s {%s}: %s" % (name, example, tool.doc.replace("%d", str(int(bash_timeout))))
@@ -1261,7 +1337,8 @@ def tool_line(name, bash_timeout):
 
 def key_arg(name, args):
     """The one argument that says what a tool call does, for one-line displays."""
-    value = args.get(next(iter(TOOLS[name].args)) if name in TOOLS else "", "")
+    key = next(iter(TOOLS[name].args)) if name in TOOLS else None
+    value = args.get(key, "") if key in args or key and not args else args     # else all it has
     if not value and name == "list_files":
         value = "."
     if not isinstance(value, str):
@@ -1271,6 +1348,229 @@ def key_arg(name, args):
     if "\n" in value or "\r" in value:        # one line, but no line of a command hidden in it
         value = " ⏎ ".join(line.strip() for line in value.splitlines() if line.strip())
     return value
+
+
+# --- MCP: the tools of MCP servers (stdio, newline-delimited JSON-RPC 2.0) ---
+
+MCP_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")  # ours
+
+
+class McpError(Exception):
+    """An MCP server failed a request, died, or did not answer in time."""
+
+
+class McpServer:
+    """A stdio MCP server: its process, a thread routing its answers to requests by id, tools."""
+
+    def __init__(self, name, spec, cwd):
+        self.name, self.spec, self.cwd, self.proc, self.tools = name, spec, cwd, None, {}
+        self.state, self.pending, self.err, self.ids = "starting", {}, b"", iter(range(1, 1 << 62))
+        self.lock, self.changed = threading.Lock(), False
+
+    def timeout(self, key, env_ms, default):     # seconds in its config, else ms (Claude Code's)
+        return float(self.spec.get(key) or env_float(env_ms, default * 1000) / 1000)
+
+    def start(self):
+        import subprocess
+        env = dict({k: v for k, v in os.environ.items() if k in MCP_ENV}, **self.spec["env"])
+        try:
+            self.proc = subprocess.Popen([self.spec["command"]] + self.spec["args"], cwd=self.cwd,
+                                         env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, start_new_session=True)
+            self.drain = threading.Thread(target=self.read_stderr, daemon=True)
+            self.drain.start()
+            threading.Thread(target=self.read, daemon=True).start()
+            timeout = self.timeout("startup_timeout_sec", "MCP_TIMEOUT", 30)
+            hello = {"name": "grok", "version": __version__}    # any version it answers is taken
+            self.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                        "clientInfo": hello}, timeout)
+            self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            self.list_tools(timeout)
+        except (OSError, ValueError, McpError) as e:
+            self.state = "failed: %s" % e
+            self.close()
+
+    def list_tools(self, timeout):
+        tools, page, self.changed = {}, {}, False
+        for _ in range(100):
+            page = self.request("tools/list", page and {"cursor": page["nextCursor"]}, timeout)
+            tools.update(("mcp__%s__%s" % (self.name, tool["name"]), self.tool(tool))
+                         for tool in page.get("tools") or () if isinstance(tool, dict))
+            if not page.get("nextCursor"):
+                break
+        self.tools, self.state = tools, "%d tool%s" % (len(tools), "s" * (len(tools) != 1))
+
+    def tool(self, tool):
+        """A Tool; its args' schema is the inputSchema unless too big for a local grammar."""
+        schema = tool.get("inputSchema") if isinstance(tool.get("inputSchema"), dict) else {}
+        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        doc = " ".join(str(tool.get("description") or "").split())[:999]
+        small = len(json.dumps(schema)) < 4000
+        return Tool(lambda args, agent: self.call(str(tool["name"]), args, agent.cancel),
+                    "(MCP server %s) %s" % (self.name, doc), dict.fromkeys(props, "string"),
+                    dict(schema, type="object") if small else {"type": "object"})
+
+    def call(self, tool, args, cancel):
+        """tools/call as a ToolResult: text content joined, other content named, capped as bash."""
+        try:
+            got = self.request("tools/call", {"name": tool, "arguments": args},
+                               self.timeout("tool_timeout_sec", "MCP_TOOL_TIMEOUT", 600), cancel)
+        except McpError as e:
+            return ToolResult("error: MCP server %s: %s" % (self.name, e), ok=False)
+        parts = [p.get("text") if p.get("type") == "text" else "[%s content]" % p.get("type")
+                 for p in got.get("content") or () if isinstance(p, dict)]
+        text = "\n".join(map(str, parts)) or json.dumps(got.get("structuredContent", "(no output)"))
+        omitted = len(text) - OUTPUT_HEAD - OUTPUT_TAIL
+        if omitted > 0:
+            text = "%s\n[... %d characters omitted: output truncated ...]\n%s" % (
+                text[:OUTPUT_HEAD], omitted, text[-OUTPUT_TAIL:])
+        return ToolResult(text, ok=not got.get("isError"))
+
+    def request(self, method, params, timeout, cancel=None):
+        """Its result; McpError when the server fails it, has failed, or does not answer in time."""
+        with self.lock:
+            request_id = next(self.ids)
+        slot = self.pending[str(request_id)] = [threading.Event(), None]
+        self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params or {}})
+        deadline = time.time() + timeout if timeout > 0 else float("inf")
+        try:
+            while not slot[0].wait(0.05):
+                failed = self.state.startswith("failed")
+                late = time.time() > deadline and "no answer to %s within %gs" % (method, timeout)
+                stop = cancel and cancel.is_set() and "cancelled by the user"
+                why = self.state[8:] if failed else stop or late
+                if why:
+                    self.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                               "params": {"requestId": request_id, "reason": why}})
+                    raise McpError(why + ("" if failed else self.stderr_tail()))
+        finally:
+            self.pending.pop(str(request_id), None)
+        if not isinstance(slot[1].get("result"), dict):
+            raise McpError("%s failed: %s" % (method, json.dumps(slot[1].get("error"))[:2000]))
+        return slot[1]["result"]
+
+    def send(self, message):
+        with self.lock, suppress(OSError, ValueError, AttributeError):    # dead: read() says so
+            self.proc.stdin.write((json.dumps(message) + "\n").encode())
+            self.proc.stdin.flush()
+
+    def read(self):
+        """Answers wake their requests; a ping is answered; a changed tool list is read again."""
+        for line in iter(lambda: self.proc.stdout.readline(16 << 20), b""):
+            with suppress(ValueError, RecursionError):
+                message = None
+                message = json.loads(line) if line.endswith(b"\n") else None
+            if not isinstance(message, dict):
+                why = "wrote what is not a JSON-RPC message of at most 16 MB: %r" % line[:100]
+                break
+            method, slot = message.get("method"), self.pending.get(str(message.get("id")))
+            if method == "notifications/tools/list_changed":      # read before the next request
+                self.changed = True
+            elif method and "id" in message:
+                answer = {"result": {}} if method == "ping" else {
+                    "error": {"code": -32601, "message": method}}
+                self.send(dict(answer, jsonrpc="2.0", id=message["id"]))
+            elif slot and not method:
+                slot[1] = message
+                slot[0].set()
+        else:
+            why = "closed its output"
+        self.drain.join(1)     # a dying server's last words
+        self.state = "failed: the server %s%s" % (why, self.stderr_tail())     # requests see it
+        self.close()
+
+    def read_stderr(self):
+        with suppress(OSError, ValueError):
+            for chunk in iter(lambda: self.proc.stderr.read1(4096), b""):
+                self.err = (self.err + chunk)[-2000:]
+
+    def stderr_tail(self):
+        lines = self.err.decode("utf-8", "replace").strip().splitlines()[-3:]
+        return " (its stderr: %s)" % " | ".join(lines) if lines else ""
+
+    def close(self, grace=0.0):
+        """Its stdin closed (a server exits then), its process group killed after `grace` s."""
+        with suppress(Exception):       # no process; a timeout
+            self.proc.stdin.close()
+            self.proc.wait(grace)
+        if self.proc:
+            kill_group(self.proc)
+
+
+def start_mcp(specs, cwd, notice):
+    """The servers, started in parallel (each within its start-up timeout), each state told."""
+    servers = [McpServer(name, spec, cwd) for name, spec in specs.items()]
+    threads = [threading.Thread(target=server.start, daemon=True) for server in servers]
+    for thread in threads:
+        thread.start()
+    for server, thread in zip(servers, threads):
+        thread.join()
+        notice("MCP server %s: %s" % (server.name, server.state))
+    return servers
+
+
+def mcp_specs(table, where, notice):
+    """The stdio servers of a config's {name: {command, args, env, ...}}; others named, skipped."""
+    specs = {}
+    for name, spec in table.items() if isinstance(table, dict) else ():
+        try:
+            args = spec.get("args") or []
+            if spec.get("enabled", True) is not False:
+                specs[name.replace("__", "_")] = dict(spec, command=str(spec["command"]), args=[
+                    str(a) for a in (args if isinstance(args, list) else None)],
+                    env={str(k): str(v) for k, v in (spec.get("env") or {}).items()})
+        except (AttributeError, KeyError, TypeError):
+            notice("%s: MCP server %s skipped: only stdio servers (command, args [...], env {...}) "
+                   "are supported" % (where, name))
+    return specs
+
+
+def mcp_config(cfg, files, ask, notice):
+    """{name: spec}: ~/.grok/config.toml's [mcp_servers.NAME], each --mcp-config FILE, the project's
+    .mcp.json once ask(text) approves its content (ask None: only with -y; False: not read)."""
+    path = os.path.join(os.path.expanduser("~"), ".grok", "config.toml")
+    data, specs = (read_regular(path, 1 << 20) or (b"",))[0], {}
+    if b"mcp_servers" in data:      # else nothing is imported
+        try:
+            import tomllib      # novermin: 3.11+; before, the notice below
+            table = tomllib.loads(data.decode("utf-8", "replace")).get("mcp_servers")
+            specs = mcp_specs(table, path, notice)
+        except (ImportError, ValueError) as e:      # Python < 3.11 has no tomllib
+            notice("%s: [mcp_servers] skipped: %s" % (path, e))
+    for path in files:
+        try:
+            with open(path, "rb") as f:
+                specs.update(mcp_specs(json.loads(f.read()).get("mcpServers"), path, notice))
+        except (OSError, ValueError, AttributeError) as e:
+            raise UserError("--mcp-config %s: %s" % (path, getattr(e, "strerror", None) or e))
+    path = os.path.join(cfg.cwd, ".mcp.json")
+    return dict(specs, **project_mcp(cfg, path, ask, notice)) if ask is not False else specs
+
+
+def project_mcp(cfg, path, ask, notice):
+    """A project's .mcp.json runs what its authors chose: used once the person approves it."""
+    data = (read_regular(path, 1 << 20) or (b"",))[0]
+    if not data:        # none (or not a regular file)
+        return {}
+    try:
+        specs = mcp_specs(json.loads(data).get("mcpServers"), path, notice)
+    except (ValueError, AttributeError) as e:
+        return notice("%s is not used: %s" % (path, e)) or {}
+    import hashlib
+    store = os.path.join(cfg.data_dir, "mcp-approved")
+    known = (read_regular(store, 1 << 20) or (b"",))[0]
+    mark = ("%s %s\n" % (hashlib.sha256(data).hexdigest(), os.path.realpath(path))).encode()
+    if not specs or mark in known or ask is None and cfg.always_approve:
+        return specs
+    if ask is None:
+        return notice("%s (its MCP servers) is not used: pass -y to use it" % path) or {}
+    listed = "".join("\n  %s: %s" % (n, " ".join([s["command"]] + s["args"]))
+                     for n, s in specs.items())
+    if not ask("%s starts MCP servers, as you:%s\nuse them? [y/N] " % (path, visible(listed))):
+        return {}
+    if not data_dir_problem(cfg.data_dir):
+        atomic_write(store, known + mark)
+    return specs
 
 
 # --- System prompt: contract, tools, runtime info, skills, project rules ---
@@ -1338,7 +1638,7 @@ def find_project_rules(cwd):
     return found
 
 
-def build_system_prompt(cfg, contract, cwd):
+def build_system_prompt(cfg, contract, cwd, tools=None):
     uname = os.uname()      # not `platform`: it takes 2 ms to import
     override = cfg.system_prompt        # --system-prompt-override: for the guidance and the context
     parts = [override or "You are Grok, an agent working on the user's computer through tools.",
@@ -1352,7 +1652,8 @@ def build_system_prompt(cfg, contract, cwd):
              "- Answers are plain text for a terminal: concise, no markdown."][:override and 5]
     if contract.extra_prompt:
         parts.append(contract.extra_prompt)
-    parts += ["", "TOOLS:"] + ["- " + tool_line(name, cfg.bash_timeout) for name in cfg.tools]
+    tools = (tools or TOOLS).items()
+    parts += ["", "TOOLS:"] + ["- " + tool_line(name, cfg.bash_timeout, t) for name, t in tools]
     parts += ["", "RULES (follow them):", cfg.rules] if cfg.rules else []
     if override:
         return "\n".join(parts)
@@ -1509,13 +1810,26 @@ def list_sessions(directory):
         yield session_id, mtime, ("[bash grok] " if s.legacy else "") + " ".join(first.split()).rstrip(" -")[:80], cost
 
 
+def sessions_text(agent, width):
+    """/sessions: the newest ten saved sessions (* this one) but those nobody typed into."""
+    here, where = agent.session.id, os.path.join(agent.cfg.data_dir, "sessions")
+    found = [s for s in list_sessions(agent.cfg.data_dir) if s[2] or s[0] == here]
+    lines = ["%s %s  %s  $%.4f  %s" % ("*" if sid == here else " ", sid, time.strftime(
+        "%Y-%m-%d %H:%M", time.localtime(mtime)), cost, first or "(empty)")
+        for sid, mtime, first, cost in found[:10]]
+    lines += ["  (%d older sessions not shown)" % (len(found) - 10)] * (len(found) > 10)
+    lines = [ln if len(ln) <= width else ln[:width - 3] + "..." for ln in map(visible, lines)]
+    return "\n".join(lines or ["no saved sessions in %s" % where]) + "\n"
+
+
 def find_session(directory, key):
     """The saved session `key` names: its whole id, the start of it, or its random suffix."""
     ids = session_ids(directory)
     found = [i for i in ids if i == key] or [i for i in ids if i.startswith(key) or i.endswith(key)]
     if len(found) != 1:
-        raise UserError("%r matches %d sessions; give more of the id" % (key, len(found)) if found
-                        else "no session %r in %s" % (key, os.path.join(directory, "sessions")))
+        raise UserError("%r matches %d sessions; give more of the id: %s%s" % (
+            key, len(found), ", ".join(found[:8]), ", ..." * (len(found) > 8)) if found
+            else "no session %r in %s" % (key, os.path.join(directory, "sessions")))
     return found[0]
 
 
@@ -1529,7 +1843,7 @@ class UI:
         return None
 
     step_start = stream_text = stream_reset = reply = tool_start = tool_end = step_finish = answer = notice = _skip
-    thought = ask_user = approve = _skip        # thought(text): the model's reasoning, in pieces as it arrives
+    thought = ask_user = approve = invalid = _skip  # reasoning as it arrives; a reply off contract
 
 
 ToolCall = namedtuple("ToolCall", "index name args id cwd shown sandbox")     # shown: scrubbed
@@ -1540,6 +1854,9 @@ class LimitReached(AgentError):
 
 
 INTERRUPTED = ("[interrupted by the user]", "[interrupted: the session ended during this turn]")
+LOOP_NOTE = {LOOP_NUDGE: "[Loop] You made these same tool calls and got these same results %d "
+                         "rounds in a row: repeating them changes nothing. Answer now "
+                         "(\"done\": true), or try something else." % LOOP_NUDGE}
 TURN_KEYS = ("input", "output", "reasoning", "cached", "total", "cost")
 
 
@@ -1552,7 +1869,7 @@ class Agent:
         self.client = Client(cfg.base_url, cfg.api_key, cfg.timeout, cfg.max_retries, cfg.backoff, notice=self.notice)
         self.tool_names = list(cfg.tools)       # offered in the schema
         self.withdrawn = {}             # tools the server turned out not to offer: name -> the result calls get
-        self.window_asked = cfg.window_set or cfg.xai     # xAI's windows are in the table
+        self.recall_window()
         self.format_level = 0           # 0 json_schema, 1 json_object + schema, 2 plain json_object
         # Request fields a server may reject: each is dropped for the session, with one notice.
         self.optional = {k: getattr(cfg, k) for k in ("temperature", "reasoning_effort") if getattr(cfg, k) is not None}
@@ -1564,6 +1881,7 @@ class Agent:
         self.partial = ""               # the answer text shown so far in this model call
         self.prompt_skills = find_skills(cfg.skills_dir)
         self.skills_seen = (None, self.prompt_skills)       # (stamp, skills) the model knows of
+        self.mcp = []                   # MCP servers, started by open_session
         self.open_session(session or Session(cfg.data_dir, warn=self.notice), resume)
 
     def open_session(self, session, resume=False):
@@ -1572,7 +1890,8 @@ class Agent:
             session._open()     # the lock first: one process per session, nothing interleaves
         system, messages, self.cost_usd, cwd = session.load() if resume else (None, [], 0.0, None)
         self.cwd = cwd if cwd and os.path.isdir(cwd) else self.cfg.cwd
-        system = system or build_system_prompt(self.cfg, self.contract, self.cwd)
+        self.mcp = self.mcp or start_mcp(self.cfg.mcp, self.cwd, self.notice)   # session is ours
+        system = system or build_system_prompt(self.cfg, self.contract, self.cwd, self.tools())
         self.messages = [{"role": "system", "content": system}] + messages
         self.context_tokens = estimate_tokens(self.messages) if resume else 0
         self.tool_count = sum(tool_calls_in(m["content"]) for m in messages if m["role"] == "assistant")
@@ -1595,10 +1914,16 @@ class Agent:
         with self.ui_lock:         # tools running in threads may report retries
             self.ui.notice(scrub(text))
 
-    def once(self, key, text):
-        if key not in self.said:
+    def once(self, key, text, remember=False):
+        """A notice given once a session; remember: once ever (the keys kept in the data dir)."""
+        key, path = scrub(key), os.path.join(self.cfg.data_dir, "told")
+        told = remember and (read_regular(path, 65536) or [b""])[0].decode("utf-8", "replace")
+        if key not in self.said and key not in (told or "").split("\n"):
             self.said.add(key)
             self.notice(text)
+            if remember and not data_dir_problem(self.cfg.data_dir):
+                with suppress(OSError):
+                    append_private(path, key + "\n")
 
     def add(self, message):
         """A message; one the program writes itself has a "kind" ("note", "summary"): stored, not sent."""
@@ -1634,8 +1959,9 @@ class Agent:
         cost, known = usage_cost(model, usage, self.cfg.prices)
         if not known:
             limit = ", so COST_LIMIT cannot apply" if self.cfg.cost_limit > 0 else ""
-            self.once("price", "price unknown for model %s at %s: cost is not tracked%s (GROK_PRICES=IN,CACHED,OUT "
-                      "sets prices in USD per million tokens)" % (model, self.cfg.base_url, limit))
+            self.once("price " + self.cfg.base_url, "price unknown for model %s at %s: cost is not "
+                      "tracked%s (GROK_PRICES=IN,CACHED,OUT sets prices in USD per million tokens; "
+                      "shown once per server)" % (model, self.cfg.base_url, limit), remember=True)
         if usage_numbers(usage)["odd"]:
             self.once("odd", "the server's usage has numbers that are not counts (%s): ignored"
                       % json.dumps(usage, default=str)[:200])
@@ -1668,6 +1994,15 @@ class Agent:
                 self.reserved -= estimate
         self.search_costs.append(self.add_cost(obj.get("usage") if isinstance(obj, dict) else None, kind="web_search"))
         return obj
+
+    def tools(self):
+        """The tools offered now: built-in ones not withdrawn, the MCP servers' (may change)."""
+        tools = {name: TOOLS[name] for name in self.tool_names}
+        for server in self.mcp:
+            with suppress(McpError):
+                server.changed and server.list_tools(30)
+            tools.update(server.tools)
+        return tools
 
     def tool_env(self):
         return {k: v for k, v in os.environ.items() if k not in KEY_VARS}
@@ -1704,7 +2039,7 @@ class Agent:
                    "max_tokens": max_tokens or self.cfg.max_tokens or self.contract.max_tokens}
         payload.update(self.optional)
         if contract:
-            schema = self.contract.schema(self.tool_names)
+            schema = self.contract.schema(self.tools())
             formats = ({"type": "json_schema", "json_schema": {"name": self.contract.name, "schema": schema}},
                        {"type": "json_object", "schema": schema}, {"type": "json_object"})
             payload["response_format"] = formats[self.format_level]
@@ -1769,25 +2104,53 @@ class Agent:
     def after_overflow(self, e):
         """The server said the context is full: take its window size, compact, and ask once more."""
         if e.window and not self.cfg.window_set:
-            self.cfg.context_window = e.window
+            self.remember_window(e.window, "overflow error")
         self.notice("%s; compacting and asking once more" % e)
-        with suppress(ContextOverflow):
-            if self.compact():
+        try:
+            if self.compact(to_request=True):
                 return self.chat(self.messages, on_text=self.ui.stream_text, on_thought=self.ui.thought)
-        raise ContextOverflow("about %d tokens do not fit the server's context window (%d tokens), even compacted as "
-                              "far as it goes: shorten the request, or give the server a larger window"
-                              % (estimate_tokens(self.messages), e.window or self.cfg.context_window))
+        except ContextOverflow as again:
+            e = again
+        asked = ("%d tokens (the server's count)" % e.asked if e.asked
+                 else "about %d tokens" % estimate_tokens(self.messages))
+        raise ContextOverflow("%s do not fit the server's context window (%d tokens), even "
+                              "compacted as far as it goes: shorten the request, or give the "
+                              "server a larger window"
+                              % (asked, e.window or self.cfg.context_window))
+
+    def recall_window(self):
+        """The model's window without asking: set, xAI's, what this server said, else a guess."""
+        cfg, self.window_key, self.windows = self.cfg, "%s %s" % (self.cfg.base_url, self.model), {}
+        got = read_regular(os.path.join(cfg.data_dir, "windows.json"), 1 << 20)
+        with suppress(TypeError, ValueError, AttributeError):      # no file, no JSON object
+            said = json.loads(got[0]).items()
+            self.windows = {k: n for k, n in said if type(n) is int and n >= 0}
+        told = self.windows.get(self.window_key)
+        guess = model_entry(WINDOWS, self.model, DEFAULT_WINDOW)
+        cfg.context_window = cfg.window_set or told or guess
+        self.window_known = bool(cfg.window_set or cfg.xai or told)    # else the window is a guess
 
     def learn_window(self):
-        """The context window a server other than xAI's reports (vLLM, llama.cpp, Ollama), asked once per session."""
-        if self.window_asked:
+        """Ask a server other than xAI's for the model's window, the three ways vLLM, llama.cpp and
+        Ollama answer, at once and briefly; what it says, or its silence, is remembered."""
+        if self.window_known or self.window_key in self.windows:       # (0: asked, not told)
             return
-        self.window_asked = True
-        for path, payload in (("/v1/models", None), ("/props", None), ("/api/show", {"model": self.model})):
-            window = find_window(self.client.probe(path, payload))
-            if window:
-                self.cfg.context_window = window
-                return self.notice("context window: %d tokens (from the server's %s)" % (window, path))
+        from concurrent.futures import ThreadPoolExecutor
+        asker = Client(self.cfg.base_url, self.cfg.api_key, WINDOW_ASK_TIMEOUT)
+        asks = (("/v1/models", None), ("/props", None), ("/api/show", {"model": self.model}))
+        with ThreadPoolExecutor(len(asks)) as pool:
+            told = list(pool.map(lambda ask: (find_window(asker.probe(*ask)), ask[0]), asks))
+        self.remember_window(*max(told, key=lambda said: said[0] is not None))
+
+    def remember_window(self, window, source):
+        """Take the window the server said (None: it said none), now and, in the data dir, later."""
+        self.cfg.context_window, self.window_known = window or self.cfg.context_window, bool(window)
+        if window:
+            self.notice("context window: %d tokens (from the server's %s)" % (window, source))
+        self.windows[self.window_key] = window or 0
+        with suppress(OSError):
+            if not data_dir_problem(self.cfg.data_dir):
+                atomic_write(self.cfg.data_dir + "/windows.json", json_bytes(self.windows))
 
     def finish_step(self, result):
         self.ui.step_finish(self.step_no, {"finish_reason": result.finish_reason or "stop", "id": result.id,
@@ -1797,6 +2160,7 @@ class Agent:
     def run_turn(self, text):
         """Send one user message and loop until the model is done; returns the answer."""
         self.turn, self.rounds, self.strikes = dict.fromkeys(TURN_KEYS, 0), 0, 0    # turn: its usage and cost
+        self.streak = (None, 0)     # the last round's calls and results, and rounds in a row
         self.note_skills()
         self.request = {"role": "user", "content": clean_text(text)}
         self.add(self.request)
@@ -1818,13 +2182,18 @@ class Agent:
         try:
             if result.problem:
                 raise ContractError(result.problem)
-            reply = parse_reply(result.content, self.tool_names + list(self.withdrawn), result.finish_reason)
+            names = list(self.tools()) + list(self.withdrawn)
+            reply = parse_reply(result.content, names, result.finish_reason)
         except ContractError as e:
             return self.strike(result, e)
-        self.strikes = 0
-        self.add({"role": "assistant", "content": kept_reply(result.content, reply)})
-        self.ui.reply(reply, self.step_no)
+        self.strikes, content = 0, kept_reply(result.content, reply)
         calls, answer, limit = reply["tool_calls"], reply.get("response") or "", self.cfg.max_iterations
+        if calls and 0 < limit <= self.rounds and reply["done"] and answer.strip():
+            self.notice("tool round limit reached: the answer ends the turn, its calls did not run")
+            calls = reply["tool_calls"] = []
+            content = json.dumps(reply)
+        self.add({"role": "assistant", "content": content})
+        self.ui.reply(reply, self.step_no)
         if not calls:
             self.finish_step(result)
             return answer
@@ -1839,17 +2208,36 @@ class Agent:
             self.finish_step(result)
         note = ("[Limit] That was the last tool round allowed in this turn (%d). Answer now with what you have and "
                 "say what is left to do; further tool calls will not run." % limit if self.rounds == limit else None)
+        seen = self.seen(results)
+        note = note or LOOP_NOTE.get(seen)
         self.add({"role": "user", "content": tool_results_message(results, note)})
         if reply["done"] and answer.strip():     # done with tool calls: they ran; the response ends the turn
             self.add(final_reply(answer))
             return answer
-        return None
+        return self.stop_loop(answer, seen) if seen >= LOOP_STOP else None
+
+    def seen(self, results):
+        """How many rounds in a row had these calls and results, in any order or number (0: off)."""
+        key = sorted({json.dumps([i.name, i.args, r.output], sort_keys=True) for i, r in results})
+        count = self.streak[1] + 1 if key == self.streak[0] else 1
+        self.streak = (key, count * self.cfg.loop_detection)
+        return self.streak[1]
+
+    def stop_loop(self, answer, seen):
+        """End a turn that goes round in circles: its response is the answer, else an error."""
+        loop = "the model repeated the same tool calls and results %d rounds in a row" % seen
+        if not answer.strip():
+            raise AgentError(loop + ", without an answer (GROK_LOOP_DETECTION=0 lets it go on)")
+        self.notice("loop stopped: %s; its response is the answer" % loop)
+        self.add(final_reply(answer))
+        return answer
 
     def strike(self, result, e):
         self.strikes += 1
         content = result.content or ""
         self.add({"role": "assistant", "content": content[:4000] + ("...[truncated]" if len(content) > 4000 else "")})
         self.finish_step(result)
+        self.ui.invalid(content)
         if self.strikes >= MAX_STRIKES:
             raise AgentError("the model broke the JSON contract %d times in a row (last: %s)" % (self.strikes, e))
         self.notice("invalid reply from the model (%s); asking again" % e)
@@ -1890,8 +2278,7 @@ class Agent:
         results, runnable = [None] * len(items), []
         for item in items:
             if not self.approved(item):
-                denied = "denied: the user did not allow this %s call; do not retry it, ask or take another way"
-                results[item.index] = self.finish_tool(item, ToolResult(denied % item.name, ok=False))
+                results[item.index] = self.finish_tool(item, ToolResult(DENIED % item.name, False))
             elif item.name == "ask_user":
                 self.ui.tool_start(item)
                 results[item.index] = self.finish_tool(item, self.call_tool(item))
@@ -1938,7 +2325,7 @@ class Agent:
             return False
         if self.cfg.always_approve or item.name in self.session_always:
             return True
-        subject = item.args.get(next(iter(TOOLS[item.name].args)))
+        subject = item.args.get(next(iter(TOOLS[item.name].args))) if item.name in TOOLS else "MCP"
         if not isinstance(subject, str) or not subject.strip() or not needs_approval(item, self.cfg.read_dirs):
             return True     # no command/path: the tool refuses its arguments and runs nothing, so don't ask
         answer = self.ui.approve(item)
@@ -1963,7 +2350,7 @@ class Agent:
             if self.cancel.is_set():        # the turn was cancelled after this call was approved
                 raise Cancelled("cancelled")
             result = (ToolResult(self.withdrawn[item.name], ok=False) if item.name in self.withdrawn
-                      else TOOLS[item.name].run(item.args, self))
+                      else self.tools()[item.name].run(item.args, self))
         except ToolArgError as e:
             result = ToolResult("error: %s" % e, ok=False)
         except (KeyboardInterrupt, Cancelled):
@@ -1985,18 +2372,21 @@ class Agent:
     # -- compaction ----------------------------------------------------------
     def maybe_compact(self):
         """Compact when the last call's tokens and what came after its reply pass COMPACT_THRESHOLD."""
-        self.learn_window()
         since = max([i for i, m in enumerate(self.messages) if m["role"] == "assistant"] + [0]) + 1
         tokens = self.context_tokens + estimate_tokens(self.messages[since:])
+        if 0 < self.cfg.compact_threshold <= 100.0 * tokens / SMALL_WINDOW:     # the window matters
+            self.learn_window()
         if 0 < self.cfg.compact_threshold <= 100.0 * tokens / max(1, self.cfg.context_window):
             self.compact()
 
-    def compact(self, keep=6):
-        """Summarise older history, keeping the recent tail and, mid-turn, the request verbatim; False: too little."""
+    def compact(self, keep=6, to_request=False):
+        """Summarise older history, keeping the recent tail and, mid-turn, the request verbatim;
+        False: too little. to_request (after an overflow): all of it if need be (request quoted)."""
         self.learn_window()
         pct = self.cfg.compact_threshold if self.cfg.compact_threshold > 0 else 75.0
         history = self.messages[1:]
         cut = compact_cut(history, keep, self.cfg.context_window * pct / 200.0)
+        cut = len(history) if cut is None and to_request and len(history) > 1 else cut
         if cut is None:
             return False
         old, tail = history[:cut], history[cut:]
@@ -2041,6 +2431,8 @@ class Agent:
     def close(self):
         self.client.close()
         self.session.close()
+        for server in self.mcp:     # each is given a second to end
+            server.close(1.0)
 
 
 def compact_cut(history, keep, room):
@@ -2068,11 +2460,10 @@ def final_reply(text):
 
 def tool_calls_in(content):
     """How many tool calls an assistant message asked for."""
-    try:
+    with suppress(ContractError, AttributeError):
         calls = extract_json_object(str(content)).get("tool_calls")
-    except (ContractError, AttributeError):
-        return 0
-    return len(calls) if isinstance(calls, list) else 0
+        return len(calls) if isinstance(calls, list) else 0
+    return 0
 
 
 def tool_results_message(results, note=None):
@@ -2089,10 +2480,9 @@ def tool_results_message(results, note=None):
 
 def clean_text(text):
     """Undecodable input bytes (surrogate escapes from stdin or argv) as U+FFFD, so the text encodes as UTF-8."""
-    try:
+    with suppress(UnicodeEncodeError):
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "replace").decode("utf-8")
+    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def failure_reason(output):
@@ -2220,14 +2610,14 @@ class EscKey:
                 self.typed += data
 
     def take(self):
-        """(the first whole line typed meanwhile or None, the unfinished rest), edited as the terminal would."""
+        """(the lines typed meanwhile or None, the unfinished rest), edited as a terminal would."""
         text = self.typed.decode("utf-8", "replace")
         text, n = re.sub(r"\x1b(\[[0-?]*[ -/]*[@-~]|O.)?|[^\n\t\x7f\b -\U0010ffff]", "", text), 1
         while n:        # a backspace deletes the character before it, never a line already entered
             text, n = re.subn(r"[^\n\x7f\b][\x7f\b]|(?:^|(?<=\n))[\x7f\b]", "", text)
-        line, sep, rest = text.partition("\n")
+        lines, sep, rest = text.rpartition("\n")        # all whole lines: one message (a paste)
         self.typed = rest.encode("utf-8") if sep else b""
-        return (line, "") if sep else (None, line)
+        return (lines, "") if sep else (None, rest)
 
 
 class TerminalUI(UI):
@@ -2243,6 +2633,22 @@ class TerminalUI(UI):
 
     def paint(self, code, text):
         return "\033[%sm%s\033[0m" % (code, text) if self.color else text
+
+    def width(self):
+        return max(40, terminal_width())
+
+    def fitted(self, text, more="  "):
+        """On a terminal, lines too long for it broken at spaces; a continued line indented more."""
+        import textwrap
+        width = self.width() if self.out.isatty() else 1 << 30
+        return "\n".join(line if len(line) <= width else "\n".join(textwrap.wrap(
+            line, width, expand_tabs=False, replace_whitespace=False, break_on_hyphens=False,
+            subsequent_indent=line[:len(line) - len(line.lstrip())] + more))
+            for line in text.split("\n"))
+
+    def line(self, code, text):
+        """A line of grok's own in colour `code`: escapes made visible, fitted to the terminal."""
+        return self.paint(code, self.fitted(visible(text, newlines=False))) + "\n"
 
     def write(self, text):
         self.wait_stop()
@@ -2299,12 +2705,13 @@ class TerminalUI(UI):
 
     def tool_start(self, call):
         self.stream_reset()
-        self.write(self.paint("90", visible("[%s] %s" % (call.name, call.shown[:200]), newlines=False)) + "\n")
+        self.write(self.line("90", "[%s] %s" % (call.name, call.shown[:200])))
 
     def tool_end(self, call, result):
         if not result.ok:       # failed or denied
-            self.write(self.paint("31", visible("✗ [%s] %s: %s" % (call.name, call.shown[:60], failure_reason(
-                result.output)), newlines=False)) + "\n")
+            denied = result.output == DENIED % call.name
+            why = "denied, not run" if denied else failure_reason(result.output)
+            self.write(self.line("31", "✗ [%s] %s: %s" % (call.name, call.shown[:60], why)))
 
     def answer(self, text):
         self.write(("\n\n" if self.open_line else "\n") if self.streamed else "\n%s\n\n" % visible(text))
@@ -2312,7 +2719,7 @@ class TerminalUI(UI):
 
     def notice(self, text):
         self.pause()
-        print(self.paint("33", visible(text)), file=sys.stderr, flush=True)
+        print(self.paint("33", self.fitted(visible(text))), file=sys.stderr, flush=True)
 
     def approve(self, call):
         """Shows exactly what would run; asks again until the answer is y, n (the default), a or s."""
@@ -2320,8 +2727,9 @@ class TerminalUI(UI):
         full = False
         while True:
             text, hidden = approval_text(call, full)
-            answer = ask_tty("%s\n  run it? [y]es / [N]o / [a]lways%s: " % (self.paint("1", text),
-                                                                      " / [s]how all" if hidden else ""))
+            more = " / [s]how all" if hidden else ""
+            ask = self.fitted("  run it? [y]es / [N]o / [a]lways%s:" % more)
+            answer = ask_tty("%s\n%s " % (self.paint("1", self.fitted(text)), ask))
             if answer is None:
                 self.notice("no terminal to ask for approval: %s denied (use --always-approve / -y)" % call.name)
                 return "no"
@@ -2332,8 +2740,9 @@ class TerminalUI(UI):
 
     def ask_user(self, question, options):
         self.pause()
-        lines = ["", self.paint("1", visible(question))]
-        lines += ["  %d) %s" % (i + 1, visible(o, newlines=False)) for i, o in enumerate(options)]
+        lines = ["", self.paint("1", self.fitted(visible(question)))]
+        lines += [self.fitted("  %d) %s" % (i, visible(o, False)), "   ")
+                  for i, o in enumerate(options, 1)]
         answer = ask_tty("\n".join(lines) + "\n  answer (number or text): ")
         return options[int(answer) - 1] if answer and answer.isdigit() and 1 <= int(answer) <= len(options) else answer
 
@@ -2341,6 +2750,8 @@ class TerminalUI(UI):
 HELP = """commands:
   /clear        start a new conversation
   /model [NAME] show the model, or use NAME from the next request on
+  /sessions     list saved sessions: id, date, cost, first message
+  /mcp          the MCP servers and their tools
   /help         this help (also /?)
   /exit         quit (also /q, Ctrl-D)
 End a line with \\ to go on on the next one; lines pasted together are one message.
@@ -2418,17 +2829,27 @@ def run_line(agent, ui, line, keys, commands, help_text):
             if not name:
                 agent.run_turn(line)
             elif name in ("/help", "/?"):
-                ui.write(help_text + "\n")
+                ui.write(ui.fitted(help_text, "                ") + "\n")
+            elif name == "/sessions":
+                ui.write(sessions_text(agent, ui.width()))
             elif name == "/clear":
                 agent.reset([])
                 agent.context_tokens = 0
                 ui.write("conversation cleared\n")
             elif name == "/model":
+                known = None
+                with suppress(Exception):       # a server that cannot list its models: unchecked
+                    known = server_models(agent.client)
+                if arg.strip() and known and arg.strip() not in known:
+                    ui.notice("%s is not among the server's models; using it anyway" % arg.strip())
                 agent.model = agent.cfg.model = arg.strip() or agent.model
-                if arg.strip() and not agent.cfg.window_set:        # the new model's window: the table's, or asked anew
-                    agent.cfg.context_window = model_entry(WINDOWS, agent.model, DEFAULT_WINDOW)
-                    agent.window_asked = agent.cfg.xai
-                ui.write("model: %s (known: %s)\n" % (agent.model, ", ".join(sorted(PRICES))))
+                agent.recall_window()       # the new model's: set, the table's, remembered, asked
+                known = ", ".join(known or sorted(PRICES))
+                ui.write(ui.fitted("model: %s (known: %s)" % (agent.model, known)) + "\n")
+            elif name == "/mcp":        # each server's state and tools
+                ui.write(visible("".join("%s: %s\n" % (s.name, s.state) + "".join(
+                    "  %s: %s\n" % (n, t.doc) for n, t in s.tools.items()) for s in agent.mcp)
+                                 or "no MCP servers (see the README: MCP servers)\n"))
             elif name in commands:
                 commands[name](arg.strip())
             else:
@@ -2452,7 +2873,8 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="gro
     rl = setup_readline(agent.cfg.data_dir) if interactive else None
     keys = EscKey(sys.stdin.fileno() if interactive else None)
     if interactive:
-        ui.write("%s %s · %s · /help for commands, Ctrl-D to quit\n" % (prog, __version__, agent.model))
+        head = "%s %s · %s · /help for commands, Ctrl-D to quit" % (prog, __version__, agent.model)
+        ui.write(ui.fitted(head, "") + "\n")
     status, line = 0, first
     try:
         while line.partition(" ")[0] not in ("/exit", "/quit", "/q"):
@@ -2518,6 +2940,8 @@ def allow_matches(call, patterns):
     for no shell operator: `git *` allows `git log`, not `git log; rm -rf ~` (every operator in the command is in
     the pattern, or it is `*`). A path is matched resolved (`..`, symlinks): a relative pattern only inside cwd."""
     import fnmatch
+    if call.name not in TOOLS:      # an MCP tool: a glob on its name, mcp__SERVER__TOOL
+        return any(fnmatch.fnmatchcase(call.name, p) for p in patterns)
     value = call.args.get("command" if call.name == "bash" else "path") or ("." if call.name == "list_files" else "")
     if not isinstance(value, str) or not value:
         return False
@@ -2563,6 +2987,7 @@ class HeadlessUI(UI):
         self.thoughts, self.announced = "", set()   # the reasoning (result); tool calls told of
         self.partial = False                    # a write was cut off mid-line (an interrupt)
         self.printed = self.attempt = ""        # text mode: the answer text on stdout; that of the stream going on
+        self.held = []                          # notices that came while the answer's line was open
         tolerate_unencodable(sys.stdout)
         self.shown = visible if not self.json and sys.stdout.isatty() else str     # the answer on a terminal
 
@@ -2605,7 +3030,7 @@ class HeadlessUI(UI):
                  "cacheReadInputTokens": usage["cache_read_input_tokens"],
                  "cacheCreationInputTokens": 0, "modelCalls": self.step}
         fields.update(usage=usage, num_turns=self.step, modelUsage={agent.model: model})
-        if "price" not in agent.said:       # the cost is known
+        if usage_cost(agent.model, agent.last_usage or {}, agent.cfg.prices)[1]:     # a known cost
             model["costUSD"] = cost
             fields.update(total_cost_usd=cost, total_cost_usd_ticks=int(round(cost * 1e10)))
         if self.events:
@@ -2635,6 +3060,7 @@ class HeadlessUI(UI):
         if self.json or self.events or self.result:
             with suppress(OutputClosed):
                 self.emit("error", message=message)
+        self.printed = ""
         self.notice("grok: %s" % message)
         return code
 
@@ -2678,9 +3104,12 @@ class HeadlessUI(UI):
             self.emit("tool_call_update", toolCallId=call.id,
                       status="completed" if result.ok else "failed",
                       content=text_content(result.output), rawOutput=None, locations=[])
+        if not self.json and result.output.startswith("error: "):  # why a bad call did not run
+            self.notice("✗ [%s] %s" % (call.name, failure_reason(result.output)))
         if self.json:
             started, finished = int(result.started * 1000), int(result.finished * 1000)
-            self.emit("tool_use", toolCall={"id": call.id, "name": call.name, "args": call.args},
+            server = {"server": call.name.split("__")[1]} if call.name not in TOOLS else {}
+            self.emit("tool_use", toolCall=dict(server, id=call.id, name=call.name, args=call.args),
                       toolResult={"id": call.id, "success": bool(result.ok), "output": result.output},
                       timing={"startedAt": started, "finishedAt": finished, "durationMs": finished - started})
 
@@ -2700,16 +3129,23 @@ class HeadlessUI(UI):
             self.out(end + text + end)
         elif text[len(self.printed):] + end:
             self.out(text[len(self.printed):] + end)
+        self.printed = ""
+        self.notice()
 
-    def notice(self, text):
-        sys.stderr.write(visible(scrub(text)) + "\n")
-        sys.stderr.flush()
+    def notice(self, text=None):
+        """A line on stderr (None: those held); held while the answer's line is open (2>&1)."""
+        self.held += [] if text is None else [text]
+        if not self.printed or self.json:
+            sys.stderr.write("".join(visible(scrub(t)) + "\n" for t in self.held))
+            sys.stderr.flush()
+            self.held = []
 
     def approve(self, call):
         if allow_matches(call, rule_globs(call, self.allow)):     # (with -y the agent does not ask)
             return "yes"
+        what = "command" if call.name == "bash" else "path" if call.name in TOOLS else "MCP tool"
         raise AgentError("Tool `%s` denied: %s not in allowlist: %s%s (allow it with --allow PATTERN or "
-                         "--always-approve)" % (call.name, "command" if call.name == "bash" else "path",
+                         "--always-approve)" % (call.name, what,
                                                 call.shown[:200], "..." if len(call.shown) > 200 else ""))
 
 
@@ -2806,6 +3242,9 @@ def open_agent(cfg, ui, contract, args, new_if_busy=False):
         raise UserError("--session-id must be a UUID (got %r)" % new_id)
     if new_id and os.path.exists(os.path.join(cfg.data_dir, "sessions", new_id + ".jsonl")):
         raise UserError("session %s is already in use (--resume continues it)" % new_id)
+    ask = None if isinstance(ui, HeadlessUI) else (
+        lambda text: (ask_tty(text) or "").lower() in ("y", "yes"))
+    cfg.mcp = mcp_config(cfg, args.mcp_config, ask, ui.notice)
     if new_id:
         return Agent(cfg, ui, contract, session=Session(cfg.data_dir, new_id, warn=ui.notice))
     session_id = args.resume and find_session(cfg.data_dir, args.resume)
@@ -2938,7 +3377,7 @@ class AcpSession(UI):
         self.calls = itertools.count(1)     # numbers toolCallIds; a turn and session/load never run at once
         self.ids = []           # the toolCallIds of the last reply's calls, in call order
         self.fields = {}        # toolCallId -> what tool_call announced, for open calls
-        self.streamed, self.finish_reason, self.request_id = False, None, None
+        self.streamed, self.said, self.finish_reason, self.request_id = False, False, None, None
 
     def update(self, session_update, **fields):
         params = {"sessionId": self.id, "update": dict(sessionUpdate=session_update, **fields)}
@@ -2952,15 +3391,20 @@ class AcpSession(UI):
         if isinstance(reply.get("thinking"), str) and reply["thinking"].strip():
             self.chunk("agent_thought_chunk", reply["thinking"])
         if reply.get("response") and not streamed:
-            self.chunk("agent_message_chunk", reply["response"])
+            self.message(reply["response"])
+
+    def message(self, text, streamed=False):
+        """Answer text; each round's starts a paragraph of its own (a stream's pieces join)."""
+        gap = self.said and not (streamed and self.streamed)
+        self.chunk("agent_message_chunk", "\n\n" * gap + text)
+        self.said, self.streamed = True, streamed
 
     # -- UI hooks, called from the worker thread that runs the turn
     def step_start(self, step):
         self.streamed = False
 
     def stream_text(self, text, final_hint):
-        self.streamed = True
-        self.chunk("agent_message_chunk", text)
+        self.message(text, streamed=True)
 
     def thought(self, text):
         self.chunk("agent_thought_chunk", text)
@@ -3014,12 +3458,12 @@ class AcpSession(UI):
             role, content = message.get("role"), message.get("content")
             if role == "user" and message.get("kind") != "note" and isinstance(content, str) and not content.startswith(
                     ("Tool results:", corrective, "[the user cancelled")):     # what the person typed, or a summary
-                summary = message.get("kind") == "summary"
+                summary, self.said = message.get("kind") == "summary", False
                 self.chunk("agent_thought_chunk" if summary else "user_message_chunk", content)
             if role != "assistant" or not isinstance(content, str):
                 continue
             try:
-                reply = parse_reply(content, list(TOOLS))
+                reply = parse_reply(content, list(TOOLS) + list(self.agent.tools()))
             except ContractError:
                 continue            # an invalid reply the model was asked to redo
             self.say(reply)
@@ -3147,23 +3591,25 @@ class AcpServer:
             raise RpcError(AUTH_REQUIRED, "no API key: set GROK_API_KEY or XAI_API_KEY in the environment the "
                            "client starts grok with, or put GROK_API_KEY=... in " + ", ".join(ENV_FILES))
 
-    def session_cwd(self, params, optional=False):
-        """The cwd of session/new or session/load (None: load got none); the MCP servers given are ignored."""
+    def session_setup(self, params, optional=False):
+        """The cwd (None: load got none) and the stdio MCP servers of session/new or /load."""
         cwd, servers = params.get("cwd"), params.get("mcpServers", [])
         if not (optional and cwd is None or isinstance(cwd, str) and os.path.isabs(cwd) and os.path.isdir(cwd)):
             raise RpcError(INVALID_PARAMS, "Invalid params: cwd must be the absolute path of a directory, not %s"
                            % json.dumps(cwd))
         if not isinstance(servers, list):
             raise RpcError(INVALID_PARAMS, "Invalid params: mcpServers must be an array")
-        if servers:
-            names = [str(s.get("name")) if isinstance(s, dict) else "?" for s in servers]
-            self.log("MCP servers are not supported; ignoring: %s" % ", ".join(names))
-        return cwd and os.path.normpath(cwd)
+        try:
+            table = {s["name"]: dict(s, env={e["name"]: e["value"] for e in s.get("env") or ()})
+                     for s in servers}
+        except (TypeError, KeyError, AttributeError):
+            raise RpcError(INVALID_PARAMS, "Invalid params: an mcpServer with no name or a bad env")
+        return cwd and os.path.normpath(cwd), mcp_specs(table, "mcpServers", self.log)
 
-    def start(self, cwd, **resume):
-        """A new AcpSession whose Agent works in cwd; resume: the stored session it continues."""
+    def start(self, cwd, mcp, **resume):
+        """A new AcpSession whose Agent works in cwd with these MCP servers; resume: its session."""
         cfg = Config.__new__(Config)
-        cfg.__dict__.update(self.cfg.__dict__, cwd=cwd)
+        cfg.__dict__.update(self.cfg.__dict__, cwd=cwd, mcp=dict(self.cfg.mcp, **mcp))
         session = AcpSession(self)
         session.agent = Agent(cfg, session, **resume)
         session.id = session.agent.session.id
@@ -3195,15 +3641,15 @@ class AcpServer:
         return {}
 
     def new_session(self, params, request_id):
-        cwd = self.session_cwd(params)
+        cwd, mcp = self.session_setup(params)
         self.need_key()
-        return {"sessionId": self.start(cwd).id}
+        return {"sessionId": self.start(cwd, mcp).id}
 
     def load_session(self, params, request_id):
         session_id = params.get("sessionId")
         if not isinstance(session_id, str) or not session_id:
             raise RpcError(INVALID_PARAMS, "Invalid params: sessionId must be a string")
-        cwd = self.session_cwd(params, optional=True)
+        cwd, mcp = self.session_setup(params, optional=True)
         session = self.sessions.get(session_id)
         if session is None:         # not held by this process yet: open its file
             self.need_key()
@@ -3212,7 +3658,7 @@ class AcpServer:
             if bad or not os.path.isfile(store.path):
                 raise RpcError(RESOURCE_NOT_FOUND, "no session %s in %s" % (json.dumps(session_id), store.dir))
             try:
-                session = self.start(cwd or self.cfg.cwd, session=store, resume=True)
+                session = self.start(cwd or self.cfg.cwd, mcp, session=store, resume=True)
             except UserError as e:
                 raise RpcError(RESOURCE_NOT_FOUND, str(e))
         if session.busy:
@@ -3242,7 +3688,7 @@ class AcpServer:
 
     def run_prompt(self, session, request_id, text):
         agent, note, error = session.agent, None, None
-        session.finish_reason = session.request_id = None
+        session.finish_reason, session.request_id, session.said = None, None, False
         try:
             agent.run_turn(text)
             reason = "refusal" if session.finish_reason == "content_filter" else "end_turn"
@@ -3283,12 +3729,14 @@ class AcpServer:
             session.agent.stop()
 
 
-def acp_main(cfg):
-    """`grok --acp` / `grok agent stdio`: serve ACP until stdin closes; exit 0."""
+def acp_main(cfg, mcp_files):
+    """`grok --acp` / `grok agent stdio`: serve ACP until stdin closes; exit 0. A project's
+    .mcp.json is not read: the editor passes the servers it chose in session/new."""
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)       # from here a stray print or child writes to stderr; stdout is protocol only
     sys.stdout = sys.stderr
     server = AcpServer(cfg, out)
+    cfg.mcp = mcp_config(cfg, mcp_files, False, server.log)
     try:
         server.serve(sys.stdin.buffer)
     finally:
@@ -3306,8 +3754,12 @@ def arg_parser(prog="grok", description=None):
 
     class Parser(argparse.ArgumentParser):
         def error(self, message):
+            import difflib
             self.print_usage(sys.stderr)
-            raise UserError(message)
+            flag = re.search(r"(?:unrecognized arguments|ambiguous option): (--?[^\s=]+)", message)
+            near = flag and difflib.get_close_matches(flag.group(1), self._option_string_actions, 1,
+                                                      0.7)
+            raise UserError(message + ("; did you mean %s?" % near[0] if near else ""))
 
     # An explicit width, or argparse imports shutil (with bz2, lzma, zlib: 2.5 ms) on every start.
     p = Parser(prog=prog, description=description or "A minimal agent harness for xAI's Grok models.", epilog=ENV_HELP,
@@ -3321,6 +3773,8 @@ def arg_parser(prog="grok", description=None):
                    help="run bash/write_file without asking")
     p.add_argument("--sandbox", choices=("workspace", "read-only", "off"), help="see README")
     p.add_argument("--sandbox-network", choices=("on", "off"), help="off: commands get no network")
+    p.add_argument("--mcp-config", action="append", default=[], metavar="FILE",
+                   help="start the MCP servers of this .mcp.json-style file (repeatable)")
     session = p.add_mutually_exclusive_group()
     session.add_argument("-r", "--resume", metavar="ID", help="continue a saved session")
     session.add_argument("-c", "--continue", dest="cont", action="store_true", help="continue the latest session")
@@ -3354,9 +3808,9 @@ ENV_HELP = """environment:
   GROK_DATA_DIR                sessions and history (default ~/.local/share/grok-agent)
   GROK_PRICES                  IN,CACHED,OUT USD per million tokens, for servers other than xAI's
   also (see the README): GROK_CONTEXT_WINDOW, GROK_TEMPERATURE, GROK_TIMEOUT, GROK_MAX_RETRIES,
-  GROK_RETRY_BACKOFF, GROK_MAX_ITERATIONS, GROK_MAX_TOKENS, GROK_BASH_TIMEOUT, GROK_SUMMARY_MODEL,
-  GROK_STREAM, GROK_ALWAYS_APPROVE, GROK_DEBUG, COMPACT_THRESHOLD, HTTPS_PROXY / HTTP_PROXY /
-  NO_PROXY, NO_COLOR, GROK_SANDBOX, GROK_SANDBOX_BACKEND
+  GROK_RETRY_BACKOFF, GROK_MAX_ITERATIONS, GROK_LOOP_DETECTION, GROK_MAX_TOKENS, GROK_BASH_TIMEOUT,
+  GROK_SUMMARY_MODEL, GROK_STREAM, GROK_ALWAYS_APPROVE, GROK_DEBUG, COMPACT_THRESHOLD, HTTPS_PROXY /
+  HTTP_PROXY / NO_PROXY, NO_COLOR, GROK_SANDBOX, GROK_SANDBOX_BACKEND
 
 other commands: grok models [--json]   the server's models (the default marked)
 
@@ -3497,6 +3951,12 @@ def json_requested(argv):
     return fmt if fmt in FORMATS else None
 
 
+def server_models(client):
+    """The ids of the models the server lists ({base}/models); an exception if it cannot."""
+    ids = [m["id"] for m in client.get(client.prefix + "/models")["data"]]
+    return [i for i in ids if i.isprintable() and " " not in i]
+
+
 def list_models(argv):
     """`grok models [--json]`: the server's models ({base}/models), else the built-in table."""
     if set(argv) - {"--json"}:
@@ -3504,8 +3964,7 @@ def list_models(argv):
     cfg = Config(require_key=False)
     client = Client(cfg.base_url, cfg.api_key, min(cfg.timeout or 15, 15))     # (a redirect is refused, not followed)
     try:
-        data = client.get(client.prefix + "/models")["data"]
-        ids = [m["id"] for m in data if m["id"].isprintable() and " " not in m["id"]] or list(WINDOWS)
+        ids = server_models(client) or list(WINDOWS)
     except Exception as e:          # unreachable, refused, not a model list: the built-in table
         why = e.args[0] if isinstance(e, RetryableFault) else str(e) or type(e).__name__
         sys.stderr.write(visible(scrub("grok: cannot list the models of %s (%s); the built-in list follows"
@@ -3540,7 +3999,7 @@ def main(argv=None):
                      require_key=not args.acp, sandbox=args.sandbox, net=args.sandbox_network)
         xai_settings(args, cfg)
         if args.acp:        # a missing key is reported at session/new
-            return acp_main(cfg)
+            return acp_main(cfg, args.mcp_config)
         if args.headless:
             return headless(args, cfg)
         ui = TerminalUI()
@@ -3548,6 +4007,9 @@ def main(argv=None):
         try:
             return repl(agent, ui, first=" ".join(args.message))
         finally:
+            if len(agent.messages) > 1 and sys.stdin.isatty():
+                sid = agent.session.id
+                ui.write(ui.line("90", "session %s (grok --resume %s)" % (sid, sid)))
             agent.close()
 
     return guarded("grok", body, on_error)
