@@ -3092,8 +3092,9 @@ class HeadlessUI(UI):
     def tool_start(self, call, status="in_progress"):
         self.announced.add(call.id)
         if self.events:     # as xAI's CLI (and ACP) tell it
+            fields = dict({"locations": []}, **acp_tool_fields(call.name, call.args, call.cwd, False))
             self.emit("tool_call", toolCallId=call.id, status=status, toolName=call.name, content=[],
-                      **dict({"locations": []}, **acp_tool_fields(call.name, call.args, call.cwd, False)))
+                      **fields)
         if not self.json:
             self.notice("[%s] %s" % (call.name, call.shown))
 
@@ -3179,7 +3180,8 @@ def piped_input(stdin):
         import select
         fd = stdin.fileno()
         kind = stat.S_IFMT(os.fstat(fd).st_mode)
-        if kind == stat.S_IFIFO and parent_writes(fd) and not select.select([fd], [], [], STDIN_WAIT)[0]:
+        waited = kind == stat.S_IFIFO and parent_writes(fd)
+        if waited and not select.select([fd], [], [], STDIN_WAIT)[0]:
             return b""
         return stdin.read(PIPED_CAP + 1) if kind in (stat.S_IFIFO, stat.S_IFREG) else b""
     return b""
