@@ -3092,9 +3092,9 @@ class HeadlessUI(UI):
     def tool_start(self, call, status="in_progress"):
         self.announced.add(call.id)
         if self.events:     # as xAI's CLI (and ACP) tell it
-            fields = dict({"locations": []}, **acp_tool_fields(call.name, call.args, call.cwd, False))
-            self.emit("tool_call", toolCallId=call.id, status=status, toolName=call.name, content=[],
-                      **fields)
+            fields = acp_tool_fields(call.name, call.args, call.cwd, False)
+            self.emit("tool_call", toolCallId=call.id, status=status, toolName=call.name,
+                      content=[], **dict({"locations": []}, **fields))
         if not self.json:
             self.notice("[%s] %s" % (call.name, call.shown))
 
