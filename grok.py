@@ -55,16 +55,6 @@ WINDOW_ASK_TIMEOUT = 3.0    # seconds to ask a server (not xAI's) its window, th
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts")    # writable in a sandbox
 
 
-def env_float(name, default):
-    value = os.environ.get(name, "").strip()
-    if not value:
-        return default
-    try:
-        return float(value)
-    except ValueError:
-        raise UserError("%s must be a number, not %r" % (name, value))
-
-
 def open_to_others(path, owners):
     """Why others could plant files in a directory (owned by someone not in owners, group/world-writable), or None."""
     try:
@@ -96,13 +86,14 @@ def read_regular(path, cap):
 
 
 def read_env_file(path, names):
-    """The first of `names` defined in a .env file (a regular file under 64 KB); nothing else is taken."""
+    """The first of `names` defined in a .env file (a regular file under 64 KB, UTF-8 or UTF-16
+    with a BOM); as a shell sourcing it, the last definition of a name wins. Nothing else read."""
     got = read_regular(path, 65536)
     data = got[0] if got and len(got[0]) <= 65536 else b""
     found = {}
-    for line in data.decode("utf-8", "replace").lstrip("\ufeff").splitlines():
+    for line in data.decode("utf-16" if b"\0" in data[:4] else "utf-8-sig", "replace").splitlines():
         m = re.match(r"""\s*(?:export\s+)?(\w+)\s*=\s*(?:"([^"]*)"|'([^']*)'|(.*?))\s*(?:\s#.*)?$""", line)
-        if m and m.group(1) in names and m.group(1) not in found:
+        if m and m.group(1) in names:
             found[m.group(1)] = next((v for v in m.groups()[1:] if v is not None), "")
     return next((found[n] for n in names if found.get(n)), None)
 
@@ -177,28 +168,26 @@ class Config:
         self.xai = ("." + url.hostname).endswith(".x.ai")
         SECRETS.update(filter(None, (self.api_key, url.password)))
         self.prices = env_prices(self.xai)
-        timeout = env_float("GROK_TIMEOUT", 300.0)
-        if timeout < 0:
-            raise UserError("GROK_TIMEOUT must be 0 (no limit) or more")
-        self.timeout = timeout or None      # 0: no limit (None: block)
-        self.max_retries = max(0, int(env_float("GROK_MAX_RETRIES", 4)))
-        self.backoff = env_float("GROK_RETRY_BACKOFF", 1.0)
+        find_proxy(url.scheme, url.hostname)        # a bad proxy is named now, not after a request
+        self.timeout = self.number("GROK_TIMEOUT", 300.0) or None      # 0: no limit (None: block)
+        self.max_retries = int(self.number("GROK_MAX_RETRIES", 4, 20))
+        self.backoff = self.number("GROK_RETRY_BACKOFF", 1.0, 60)
         self.stream = env_flag("GROK_STREAM", True)
         if model == "grok-build" != os.environ.get("GROK_MODEL"):
             model = None        # the model name of xAI's CLI, which its clients pass: the default model here
         self.model = model or own_setting("GROK_MODEL") or DEFAULT_MODEL
         self.reasoning_effort = effort
         self.summary_model = os.environ.get("GROK_SUMMARY_MODEL") or self.model
-        self.cost_limit = env_float("COST_LIMIT", 10.0)
-        self.compact_threshold = env_float("COMPACT_THRESHOLD", 75.0)
-        self.window_set = int(env_float("GROK_CONTEXT_WINDOW", 0))
+        self.cost_limit = self.number("COST_LIMIT", 10.0)
+        self.compact_threshold = self.number("COMPACT_THRESHOLD", 75.0, 100)
+        self.window_set = int(self.number("GROK_CONTEXT_WINDOW", 0, 1e9))
         self.context_window = self.window_set or model_entry(WINDOWS, self.model, DEFAULT_WINDOW)
-        self.max_tokens = int(env_float("GROK_MAX_TOKENS", 0)) or None
-        self.max_iterations = int(env_float("GROK_MAX_ITERATIONS", 25))
+        self.max_tokens = int(self.number("GROK_MAX_TOKENS", 0, 1e8)) or None
+        self.max_iterations = int(self.number("GROK_MAX_ITERATIONS", 25))
         self.loop_detection = env_flag("GROK_LOOP_DETECTION", True)
-        self.bash_timeout = env_float("GROK_BASH_TIMEOUT", BASH_TIMEOUT)
+        self.bash_timeout = self.number("GROK_BASH_TIMEOUT", BASH_TIMEOUT)
         temperature = os.environ.get("GROK_TEMPERATURE", "0.5").strip()      # empty: not sent
-        self.temperature = env_float("GROK_TEMPERATURE", 0.5) if temperature else None
+        self.temperature = self.number("GROK_TEMPERATURE", 0.5, 100) if temperature else None
         self.skills_dir = os.path.expanduser(os.environ.get("GROK_SKILLS_DIR")
                                              or os.path.join(os.path.dirname(os.path.realpath(__file__)), "skills"))
         data_home = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
@@ -212,6 +201,15 @@ class Config:
             raise UserError("--cwd: no such directory: %s" % self.cwd)
         sandbox = sandbox or os.environ.get("GROK_SANDBOX") or "off"     # its backend: chosen once
         self.sandbox = None if sandbox == "off" != net else Sandbox(sandbox, net == "off", self.cwd)
+
+    @staticmethod
+    def number(name, default, most=1e6):
+        """A number setting: unset or empty is the default; not a number from 0 to `most`: error."""
+        value = os.environ.get(name, "").strip()
+        with suppress(ValueError):
+            if 0 <= float(value or default) <= most:    # (not NaN)
+                return float(value or default)
+        raise UserError("%s must be a number from 0 to %g, not %r" % (name, most, value))
 
 
 def check_base_url(url):
@@ -237,11 +235,10 @@ def check_base_url(url):
 def env_prices(xai):
     """GROK_PRICES as (input, cached input, output) in USD per 1M tokens; unset: None (xAI's table) on xAI, else ()."""
     value = os.environ.get("GROK_PRICES", "").strip()
-    try:
+    prices = ()
+    with suppress(ValueError):
         prices = tuple(float(p) for p in value.split(",")) if value else (None if xai else ())
-    except ValueError:
-        prices = ()
-    if value and (len(prices) != 3 or min(prices) < 0):
+    if value and (len(prices) != 3 or not all(0 <= p <= 10000 for p in prices)):      # (not NaN)
         raise UserError("GROK_PRICES must be IN,CACHED,OUT in USD per million tokens, not %r" % value)
     return prices
 
@@ -397,11 +394,21 @@ def scrub_all(obj):
 
 
 def visible(text, newlines=True):
-    """Text safe for a terminal: C0/C1 controls (ESC, CR, ...), bidi overrides and zero-width characters shown as
-    escapes like \\x1b; tabs and newlines stay (or \\n). For display only: the model and files get the bytes."""
+    """Text safe for a terminal: what it would not print as itself (controls, escape sequences,
+    bidi, zero-width, tag characters...) as escapes; tabs, newlines stay (or \\n). Display only."""
     text = str(text) if newlines else str(text).replace("\n", "\\n")
-    return re.sub("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff\ud800-\udfff]",
-                  lambda m: ("\\x%02x" if ord(m.group()) < 256 else "\\u%04x") % ord(m.group()), text)
+    return re.sub("[^\t\n -~]", escaped, text)
+
+
+def escaped(match):
+    """visible()'s escape (\\x0d, \\u200b, \\U000e0041) of a character not printed as itself."""
+    import unicodedata
+    char = match.group()
+    blank = re.match("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\uffa0"     # fillers,
+                     "\ufe00-\ufe0f\U000e0000-\U000e0fff]", char)         # variation selectors
+    if not blank and unicodedata.category(char) not in ("Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp"):
+        return char
+    return "\\x%02x" % ord(char) if ord(char) < 256 else ascii(char)[1:-1]
 
 
 # --- HTTP client: keep-alive, retries with backoff, SSE ---
@@ -659,12 +666,18 @@ def find_proxy(scheme, host):
     if urllib.request.proxy_bypass_environment(host):
         return None
     u = urlsplit(url if "://" in url else "http://" + url)
+    port = None
+    with suppress(ValueError):      # a port that is not one
+        port = u.hostname and (u.port or 1080)
+    if not port:
+        raise UserError("%s_proxy / %s_PROXY is not a proxy URL (HOST:PORT, a port up to 65535): %r"
+                        % (scheme, scheme.upper(), url))
     if u.username is None:
-        return u.hostname, u.port or 1080, {}
+        return u.hostname, port, {}
     import base64
     from urllib.parse import unquote
     user = ("%s:%s" % (unquote(u.username), unquote(u.password or ""))).encode("utf-8")
-    return u.hostname, u.port or 1080, {"Proxy-Authorization": "Basic " + base64.b64encode(user).decode("ascii")}
+    return u.hostname, port, {"Proxy-Authorization": "Basic " + base64.b64encode(user).decode()}
 
 
 def network_fault(e, client):
@@ -1071,18 +1084,25 @@ def approval_text(call, full=False):
     return "\n".join(lines), len(text) - len(shown)
 
 
-def need_str(args, name, tool):
-    value = args.get(name)
-    if not isinstance(value, str) or not value.strip():
-        raise ToolArgError("%s needs a non-empty string %r argument" % (tool, name))
-    if len(value) > ARG_CAP:
-        raise ToolArgError("not run: the %s is too long (%d characters, at most %d); put long text in a file "
-                           "with write_file" % (name, len(value), ARG_CAP))
-    return value
-
-
-class ToolArgError(Exception):
-    pass
+def arg_problem(name, args):
+    """Why a call's arguments cannot run ("error: ..."), or None; asked before any approval or file
+    access. The first (command, path, query) is a string, non-empty unless optional, of at most
+    ARG_CAP characters; no text holds a NUL or a lone surrogate (but a file name's byte)."""
+    if name not in TOOLS:       # an MCP tool: its server checks its arguments
+        return None
+    spec = TOOLS[name].args
+    key = next(iter(spec))
+    value = args.get(key)
+    if not (isinstance(value, str) and value.strip() or spec[key].endswith("?") and not value):
+        return "error: %s needs a non-empty string %r argument" % (name, key)
+    if isinstance(value, str) and len(value) > ARG_CAP:
+        return ("error: not run: the %s is too long (%d characters, at most %d); put long text in "
+                "a file with write_file" % (key, len(value), ARG_CAP))
+    for k in spec:
+        texts = args.get(k) if isinstance(args.get(k), list) else [args.get(k)]
+        if any(re.search("[\0\ud800-\udc7f\udd00-\udfff]", t) for t in texts if isinstance(t, str)):
+            return "error: not run: the %s holds a NUL or a lone surrogate, which text cannot" % k
+    return None
 
 
 def kill_group(proc):
@@ -1123,8 +1143,7 @@ def group_alive(pgid):
 def tool_bash(args, agent):
     import subprocess
     # The command waits for a line on stdin to start once the watchdog knows it; then stdin is empty
-    command = "read -r _ || exit; " + need_str(args, "command", "bash")
-    argv, preexec = [TOOL_SHELL, "-c", command], None
+    argv, preexec = [TOOL_SHELL, "-c", "read -r _ || exit; " + args["command"]], None
     if agent.cfg.sandbox:
         argv, preexec = agent.cfg.sandbox.wrap(argv, agent.cwd)
     try:
@@ -1147,9 +1166,9 @@ def tool_bash(args, agent):
                 out.extend(chunk)
                 del out[OUTPUT_HEAD:-OUTPUT_TAIL]       # the first and the last bytes are kept
     reader = threading.Thread(target=read, daemon=True)
-    reader.start()
     code, waited, limit = None, 0.0, agent.cfg.bash_timeout       # limit 0: none
     try:
+        reader.start()      # no thread to be had (a process limit): the command is killed
         while code is None and not agent.cancel.is_set() and not 0 < limit <= waited:
             with suppress(subprocess.TimeoutExpired):
                 code = proc.wait(0.05)
@@ -1176,7 +1195,7 @@ def tool_bash(args, agent):
 
 
 def tool_read_file(args, agent):
-    path = canonical(agent.cwd, need_str(args, "path", "read_file"))
+    path = canonical(agent.cwd, args["path"])
     got = read_regular(path, READ_CAP)
     if got is None:
         why = ("no such file: %s" if not os.path.exists(path)
@@ -1220,7 +1239,7 @@ def atomic_write(path, data, private=True):
 
 
 def tool_write_file(args, agent):
-    path = canonical(agent.cwd, need_str(args, "path", "write_file"))
+    path = canonical(agent.cwd, args["path"])
     content = args.get("content", "")
     data = (content if isinstance(content, str) else json.dumps(content, indent=2)).encode("utf-8")
     dirs = agent.cfg.sandbox.writable(agent.cwd) if agent.cfg.sandbox else [path]
@@ -1261,17 +1280,16 @@ def tool_list_files(args, agent):
 
 
 def tool_ask_user(args, agent):
-    question = need_str(args, "question", "ask_user")
     options = args.get("options") or []
     options = [str(o) for o in (options if isinstance(options, list) else [options])]
-    answer = agent.ui.ask_user(question, options)
+    answer = agent.ui.ask_user(args["question"], options)
     if answer is None:
         return ToolResult("no user available in this mode: decide yourself and say what you assumed", ok=False)
     return ToolResult("the user answered: %s" % answer)
 
 
 def tool_web_search(args, agent):
-    query = need_str(args, "query", "web_search")
+    query = args["query"]
     payload = {"model": agent.model, "input": [{"role": "user", "content": query}], "tools": [{"type": "web_search"}]}
     try:
         obj = agent.paid(lambda: agent.client.post("/responses", payload, cancel=agent.cancel))
@@ -1322,7 +1340,7 @@ TOOLS = {
     "ask_user": Tool(tool_ask_user, "ask the user when only they can decide",
                      {"question": "string", "options": "array?"}),
 }
-MAX_CALLS = 8               # tool calls in one reply (the schema's bound)
+MAX_CALLS = 8               # tool calls run from one reply (the schema's bound), and at once
 NEEDS_APPROVAL = ("bash", "write_file")
 TOOL_SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"      # what the bash tool runs
 
@@ -1368,7 +1386,7 @@ class McpServer:
         self.lock, self.changed = threading.Lock(), False
 
     def timeout(self, key, env_ms, default):     # seconds in its config, else ms (Claude Code's)
-        return float(self.spec.get(key) or env_float(env_ms, default * 1000) / 1000)
+        return float(self.spec.get(key) or Config.number(env_ms, default * 1000, 1e9) / 1000)
 
     def start(self):
         import subprocess
@@ -2271,13 +2289,16 @@ class Agent:
 
     # -- tools ---------------------------------------------------------------
     def execute(self, calls):
-        """[(ToolCall, ToolResult)] in call order: approvals, ask_user one by one, the rest at once; UI hooks here."""
+        """[(ToolCall, ToolResult)] in call order: approvals, ask_user, then the rest at once."""
         items = [ToolCall(i, c["tool"], c["args"], "call_%d_%d" % (self.step_no, i + 1), self.cwd,
                           scrub(key_arg(c["tool"], c["args"])), self.cfg.sandbox)
                  for i, c in enumerate(calls)]
         results, runnable = [None] * len(items), []
         for item in items:
-            if not self.approved(item):
+            if item.index >= MAX_CALLS:     # (a server may not hold a model to the schema)
+                capped = "error: not run: one reply runs at most %d tool calls; ask again for it"
+                results[item.index] = self.finish_tool(item, ToolResult(capped % MAX_CALLS, False))
+            elif not self.approved(item):
                 results[item.index] = self.finish_tool(item, ToolResult(DENIED % item.name, False))
             elif item.name == "ask_user":
                 self.ui.tool_start(item)
@@ -2286,29 +2307,34 @@ class Agent:
                 runnable.append(item)
         for item in runnable:
             self.ui.tool_start(item)
-        if len(runnable) == 1:
-            results[runnable[0].index] = self.finish_tool(runnable[0], self.call_tool(runnable[0]))
-        elif runnable:
-            self.run_together(runnable, results)
+        self.run_together(runnable, results)
         if self.cancel.is_set():
             raise Cancelled("cancelled")
         return list(zip(items, results))
 
     def run_together(self, items, results):
-        """Run tool calls in threads, each result finished on this thread as it comes."""
+        """Run tool calls on a pool of at most MAX_CALLS threads, each result finished on this
+        thread as it comes: the one place tools run. One call runs here, all if no thread starts."""
         import queue
-        finished = queue.Queue()
+        todo, finished, threads = items[::-1], queue.Queue(), []
 
-        def work(item):
-            try:
-                result = self.call_tool(item)
-            except BaseException as e:      # Cancelled: a worker thread must never print a traceback
-                result = ToolResult("error: %s" % (e or "cancelled"), ok=False)
-            finished.put((item, result))
+        def work():
+            with suppress(IndexError):      # (pop is atomic: IndexError when all are taken)
+                while True:
+                    item = todo.pop()
+                    try:
+                        result = self.call_tool(item)
+                    except Exception as e:      # Cancelled: a thread must never print a traceback
+                        result = ToolResult("error: %s" % (e or "cancelled"), ok=False)
+                    finished.put((item, result))
 
-        threads = [threading.Thread(target=work, args=(item,), daemon=True) for item in items]
-        for t in threads:
-            t.start()
+        with suppress(RuntimeError):        # "can't start new thread": fewer threads, or none
+            while len(items) > 1 and len(threads) < min(MAX_CALLS, len(items)):
+                threads.append(threading.Thread(target=work, daemon=True))
+                threads[-1].start()
+        threads = [t for t in threads if t.ident]        # started
+        if not threads:
+            work()      # here (Ctrl-C stops it)
         try:
             for _ in items:         # a blocked get() still takes Ctrl-C and SIGTERM
                 item, result = finished.get()
@@ -2323,11 +2349,9 @@ class Agent:
     def approved(self, item):
         if self.cfg.deny and denied_by(item, self.cfg.deny):
             return False
-        if self.cfg.always_approve or item.name in self.session_always:
-            return True
-        subject = item.args.get(next(iter(TOOLS[item.name].args))) if item.name in TOOLS else "MCP"
-        if not isinstance(subject, str) or not subject.strip() or not needs_approval(item, self.cfg.read_dirs):
-            return True     # no command/path: the tool refuses its arguments and runs nothing, so don't ask
+        ok = self.cfg.always_approve or item.name in self.session_always
+        if ok or arg_problem(item.name, item.args) or not needs_approval(item, self.cfg.read_dirs):
+            return True     # (bad arguments: call_tool refuses them and runs nothing)
         answer = self.ui.approve(item)
         if answer == "always":
             self.session_always.add(item.name)
@@ -2349,10 +2373,8 @@ class Agent:
         try:
             if self.cancel.is_set():        # the turn was cancelled after this call was approved
                 raise Cancelled("cancelled")
-            result = (ToolResult(self.withdrawn[item.name], ok=False) if item.name in self.withdrawn
-                      else self.tools()[item.name].run(item.args, self))
-        except ToolArgError as e:
-            result = ToolResult("error: %s" % e, ok=False)
+            why = self.withdrawn.get(item.name) or arg_problem(item.name, item.args)     # not run
+            result = ToolResult(why, False) if why else self.tools()[item.name].run(item.args, self)
         except (KeyboardInterrupt, Cancelled):
             raise
         except Exception as e:      # a tool never raises into the loop
@@ -2936,22 +2958,23 @@ class OutputClosed(GrokError):
 
 
 def allow_matches(call, patterns):
-    """--allow: a shell glob on the bash command, a path glob on the other tools' path. In a command, `*` stands
-    for no shell operator: `git *` allows `git log`, not `git log; rm -rf ~` (every operator in the command is in
-    the pattern, or it is `*`). A path is matched resolved (`..`, symlinks): a relative pattern only inside cwd."""
+    """--allow: whether a pattern matches the call: a glob on bash's command (`*`, `?` never stand
+    for a shell operator: `git *` matches `git log`, not `git log; rm -rf ~`), on the other tools'
+    resolved path (a relative one only inside cwd), on an MCP tool's name (mcp__SERVER__TOOL)."""
     import fnmatch
-    if call.name not in TOOLS:      # an MCP tool: a glob on its name, mcp__SERVER__TOOL
+    if call.name not in TOOLS:      # an MCP tool
         return any(fnmatch.fnmatchcase(call.name, p) for p in patterns)
     value = call.args.get("command" if call.name == "bash" else "path") or ("." if call.name == "list_files" else "")
     if not isinstance(value, str) or not value:
         return False
     if call.name == "bash":
-        ops = set(";&|<>$`()\n").intersection(value)
-        return any(p == "*" or (fnmatch.fnmatchcase(value, p) and ops <= set(p)) for p in patterns)
+        free = "[^;&|<>$`()\n]"        # what a `*` or `?` stands for: anything but a shell operator
+        return any(re.fullmatch(re.escape(p).replace(r"\*", free + "*").replace(r"\?", free), value)
+                   for p in patterns)
     full, root = canonical(call.cwd, value), os.path.realpath(call.cwd)
-    relative = os.path.relpath(full, root) if inside(full, root) else "\0"
+    relative = os.path.relpath(full, root) if inside(full, root) else None
     return any(path_glob(os.path.normpath(p), full if os.path.isabs(p) else relative)
-               for p in map(os.path.expanduser, patterns))
+               for p in map(os.path.expanduser, patterns) if os.path.isabs(p) or relative)
 
 
 def rule_globs(call, rules):
@@ -3012,7 +3035,7 @@ class HeadlessUI(UI):
                 event["stepNumber"] = self.step
         event.update(fields)
         # ASCII-only JSON: any stdout encoding works, and lone surrogates from the model cannot crash a write.
-        self.write(json.dumps(scrub_all(event), ensure_ascii=True, separators=(",", ":")) + "\n")
+        self.write(strict_json(scrub_all(event), ensure_ascii=True, separators=(",", ":")) + "\n")
 
     def out(self, text):
         """Answer text: on stdout (escapes made visible on a terminal), or as a `text` event."""
@@ -3285,6 +3308,13 @@ DEFERRED = object()             # a request answered later, from a worker thread
 AUTH_METHODS = {"cached_token": "API key from a .env file", "xai.api_key": "API key from the environment"}
 
 
+def strict_json(obj, **options):
+    """json.dumps() as every parser takes it: NaN and infinities (a model's) become null."""
+    with suppress(ValueError):
+        return json.dumps(obj, allow_nan=False, **options)
+    return json.dumps(json.loads(json.dumps(obj), parse_constant=lambda name: None), **options)
+
+
 class RpcError(Exception):
     """An error to answer a request with; .payload is its JSON-RPC error object."""
 
@@ -3303,9 +3333,8 @@ def acp_tool_fields(name, args, cwd, diff=True):
     shown = key_arg(name, args)
     fields = {"title": ("%s: %s" % (name, shown) if shown else name)[:200], "kind": TOOL_KINDS.get(name, "other"),
               "rawInput": args}
-    path = args.get("path")
-    if name in ("read_file", "write_file") and isinstance(path, str) and path.strip():
-        path = canonical(cwd, path)
+    if name in ("read_file", "write_file") and not arg_problem(name, args):
+        path = canonical(cwd, args["path"])
         fields["locations"] = [{"path": path}]
         content = args.get("content")
         if name == "write_file" and diff and isinstance(content, str):
@@ -3495,7 +3524,7 @@ class AcpServer:
 
     # -- the wire
     def send(self, message):
-        data = (json.dumps(scrub_all(message), ensure_ascii=False) + "\n").encode("utf-8", "replace")
+        data = (strict_json(scrub_all(message), ensure_ascii=False) + "\n").encode(errors="replace")
         with self.write_lock:
             if self.out is None:
                 return
@@ -3541,10 +3570,10 @@ class AcpServer:
         answer to a request of ours, which wakes the thread waiting for it."""
         try:
             message = json.loads(line.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError) as e:
+        except (ValueError, UnicodeDecodeError, RecursionError) as e:      # (nested too deep)
             return self.respond(None, error={"code": PARSE_ERROR, "message": "Parse error: %s" % e})
         if not isinstance(message, dict) or message.get("jsonrpc", "2.0") != "2.0":
-            return self.respond(message.get("id") if isinstance(message, dict) else None, error={
+            return self.respond(None, error={
                 "code": INVALID_REQUEST, "message": "Invalid Request: expected a JSON-RPC 2.0 object"})
         method, request_id = message.get("method"), message.get("id")
         if method is None and "id" in message and ("result" in message or "error" in message):
@@ -3558,10 +3587,10 @@ class AcpServer:
             self.cancel(message["params"])
 
     def call(self, method, request_id, params):
-        bad_id = isinstance(request_id, bool) or not isinstance(request_id, (str, int, float, type(None)))
+        bad_id = not isinstance(request_id, (str, type(None))) and type(request_id) is not int
         try:
             if not isinstance(method, str) or bad_id:
-                request_id = request_id if isinstance(request_id, (str, int)) else None
+                request_id = None if bad_id else request_id
                 raise RpcError(INVALID_REQUEST, "Invalid Request: no method, or a bad id")
             if method not in self.methods:
                 raise RpcError(METHOD_NOT_FOUND, "Method not found: %s" % method)
