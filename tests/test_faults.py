@@ -163,12 +163,11 @@ class RawServer:
 
 
 # ================================================================== HTTP faults
-def test_connection_refused_is_retried_then_fails_with_exit_2(run):
+def test_connection_refused_fails_at_once_with_exit_2(run):
     url = "http://127.0.0.1:%d/v1" % closed_port()
     p = run("-p", "hi", env={"GROK_BASE_URL": url, "GROK_MAX_RETRIES": 2})
     assert p.returncode == 2
-    assert "connection refused" in p.stderr and "gave up after 2 retries" in p.stderr
-    assert p.stderr.count("retrying in") == 2
+    assert "connection refused" in p.stderr and "retrying" not in p.stderr
     assert "GROK_BASE_URL" in p.stderr      # says what to check
     assert p.stdout == ""
     no_traceback(p.stderr)
