@@ -199,9 +199,6 @@ class DetailedUI(g.TerminalUI):
     def paint(self, code, text):
         return g.TerminalUI.paint(self, code, text) if code else text
 
-    def width(self):
-        return max(40, shutil.get_terminal_size((80, 24)).columns)
-
     def write(self, text):
         """Write whole lines, after erasing the live area."""
         with self.lock:
@@ -372,6 +369,12 @@ class DetailedUI(g.TerminalUI):
         out += [self.field_lines(label, text, code) for label, text, code in fields if text]
         self.write("".join(out))
 
+    def invalid(self, content):
+        """A reply that broke the contract: what the model said (capped), before the why."""
+        text = as_text(content) or "(nothing)"
+        more = " %s [%d characters]" % (self.glyph["more"], len(text)) if len(text) > 600 else ""
+        self.write(self.field_lines("invalid", text[:600] + more, "31"))
+
     def tool_line(self, call):
         detail = as_text(call.shown)
         if call.name == "write_file":
@@ -468,7 +471,7 @@ class Commands:
         self.agent, self.ui = agent, ui
 
     def table(self):
-        names = ("/cd", "/sessions", "/resume", "/compact", "/cost", "/tools")
+        names = ("/cd", "/resume", "/compact", "/cost", "/tools")
         return {name: getattr(self, name[1:]) for name in names}
 
     def cd(self, arg):
@@ -488,20 +491,6 @@ class Commands:
                 note += "\n\n%s\n%s" % (marker, text)
         a.add({"role": "user", "kind": "note", "content": note})
         self.ui.write("working directory: %s (the model is told)\n" % path)
-
-    def sessions(self, arg):
-        here = self.agent.session.id
-        # A session nobody typed into (each start opens one) is not worth resuming.
-        found = [s for s in g.list_sessions(self.agent.cfg.data_dir) if s[2] or s[0] == here]
-        if not found:
-            return self.ui.write("no saved sessions in %s\n" % os.path.join(self.agent.cfg.data_dir, "sessions"))
-        for sid, mtime, first, cost in found[:10]:
-            mark = "*" if sid == here else " "
-            line = "%s %s  %s  $%.4f  %s" % (mark, as_text(sid), time.strftime("%Y-%m-%d %H:%M", time.localtime(mtime)),
-                                             cost, as_text(first) or "(empty)")
-            self.ui.write(clip(g.visible(line), self.ui.width(), self.ui.glyph["more"]) + "\n")
-        if len(found) > 10:
-            self.ui.write("  (%d older sessions not shown)\n" % (len(found) - 10))
 
     def resume(self, arg):
         if not arg:
