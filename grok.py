@@ -33,6 +33,7 @@ BASH_TIMEOUT = 180          # seconds
 OUTPUT_HEAD = 30000         # bytes of tool output kept from the start ...
 OUTPUT_TAIL = 5000          # ... and from the end
 PIPED_CAP = 100000          # bytes of piped stdin added to a -p prompt
+STDIN_WAIT = 1.0            # seconds of silence that end a stdin pipe grok's parent holds open
 READ_CAP = 100000           # bytes read_file returns
 LIST_CAP = 500              # entries list_files returns
 ARG_CAP = 100000            # characters of a tool argument run, and kept in the history (write_file content: run)
@@ -140,8 +141,7 @@ def ask_api_key():
             import getpass
             sys.stderr.write("grok: no API key yet (make one at https://console.x.ai)\n")
             key = "".join(getpass.getpass("API key (hidden; empty to quit): ", sys.stderr).split())
-    save = key and ask_tty("save it to %s (0600)? [Y/n] " % ENV_FILES[0])
-    if key and (save or "y").lower().startswith("y"):
+    if key and (ask_tty("save it to ~/.grok/.env (0600)? [Y/n] ") or "y").lower()[0] == "y":
         try:
             os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
             append_private(path, "\nGROK_API_KEY=%s\n" % key)
@@ -193,6 +193,7 @@ class Config:
         self.data_dir = os.path.expanduser(os.environ.get("GROK_DATA_DIR") or os.path.join(data_home, "grok-agent"))
         self.read_dirs = [self.skills_dir]      # read_file/list_files run there without asking, as in cwd
         self.mcp = {}                           # MCP servers to start: {name: spec}
+        self.tools, self.deny, self.rules, self.system_prompt = list(TOOLS), (), None, None
         self.always_approve = always_approve or env_flag("GROK_ALWAYS_APPROVE")
         self.cwd = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
         if not os.path.isdir(self.cwd):
@@ -343,9 +344,8 @@ class HTTPStatusError(Exception):
         e = ContextOverflow("the request does not fit the server's context window%s (HTTP %d): %s" % (
             " of %s tokens" % size if size else "", self.status, self.server_message()))
         e.window = int(size) if size else None
-        asked = re.search(r'"n_prompt_tokens"\s*:\s*(\d+)|requested (?:tokens \()?(\d+)', self.text,
-                          re.I)
-        e.asked = asked and int(asked.group(1) or asked.group(2))
+        m = re.search(r'"n_prompt_tokens": ?(\d+)|requested (?:tokens \()?(\d+)', self.text, re.I)
+        e.asked = m and int(m.group(1) or m.group(2))
         return e
 
 
@@ -493,10 +493,8 @@ class Client:
         for conn in busy:
             self._shut(conn)
 
-    @staticmethod
-    def _shut(conn):
-        """Break conn's request: to cancel, or at its deadline. conn.reading is our own reference to
-        the socket: http.client drops conn.sock while it reads a reply the server will close."""
+    def _shut(self, conn):
+        """Break conn's request: to cancel, or at its deadline (conn.reading: see _send)."""
         import socket
         with suppress(OSError, AttributeError):     # (AttributeError: no socket opened yet)
             (conn.sock or conn.reading).shutdown(socket.SHUT_RDWR)
@@ -513,7 +511,7 @@ class Client:
         for again in (reused, False):
             try:
                 conn.request(method, path, body, headers)
-                conn.reading = conn.sock
+                conn.reading = conn.sock    # http.client drops conn.sock for a reply that closes
                 conn.sock.settimeout(self.timeout)
                 if cancel.is_set():      # abort() may have come before the socket
                     raise Cancelled("cancelled")
@@ -621,7 +619,8 @@ class Client:
         """A reply that is no OpenAI-style API's: the URL asked, and what came back."""
         said = HTTPStatusError(resp.status, data).server_message()[:120]
         host = "http%s://%s:%d" % ("s" * self.https, self.host, self.port)
-        url, ctype = path if "://" in path else host + path, resp.getheader("Content-Type") or "-"
+        url = path if "://" in path else host + path
+        ctype = resp.getheader("Content-Type") or "-"
         return UserError(scrub("%s %s did not answer with JSON (HTTP %d, %s): %r; is GROK_BASE_URL"
                                " an OpenAI-compatible API (its base, as http://localhost:8080/v1)?"
                                % (method, url, resp.status, ctype, said)))
@@ -1111,18 +1110,50 @@ def kill_group(proc):
             os.killpg(proc.pid, signal.SIGKILL)
 
 
+class Lifeline:
+    """Commands never outlive grok, SIGKILL too: a watchdog shell reads a pipe only grok writes, a
+    line per change naming the live process groups of its commands; at its end it kills those."""
+    lock, fd, groups = threading.Lock(), None, set()
+
+    @classmethod
+    def update(cls, add=None):
+        import subprocess
+        with cls.lock:
+            if cls.fd is None:
+                read_end, cls.fd = os.pipe()
+                subprocess.Popen([TOOL_SHELL, "-c", "while read -r g; do l=$g; done; kill -9 $l"],
+                                 stdin=read_end, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, start_new_session=True)
+                os.close(read_end)
+            cls.groups = {g for g in cls.groups | {add} if g and group_alive(g)}
+            with suppress(OSError):     # (the watchdog was killed: nothing to tell)
+                os.write(cls.fd, (" ".join("-%d" % g for g in cls.groups) + "\n").encode())
+
+
+def group_alive(pgid):
+    try:
+        return os.killpg(pgid, 0) or True
+    except OSError as e:
+        return not isinstance(e, ProcessLookupError)      # EPERM: it lives, as another user
+
+
 def tool_bash(args, agent):
     import subprocess
-    argv, preexec = [TOOL_SHELL, "-c", args["command"]], None
+    # The command waits for a line on stdin to start once the watchdog knows it; then stdin is empty
+    argv, preexec = [TOOL_SHELL, "-c", "read -r _ || exit; " + args["command"]], None
     if agent.cfg.sandbox:
         argv, preexec = agent.cfg.sandbox.wrap(argv, agent.cwd)
     try:
         proc = subprocess.Popen(argv, cwd=agent.cwd, env=agent.tool_env(), preexec_fn=preexec,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, start_new_session=True)
     except (OSError, subprocess.SubprocessError) as e:
         return ToolResult("error: cannot start %s: %s" % (TOOL_SHELL, e), ok=False)
     agent.procs.add(proc)
+    Lifeline.update(proc.pid)
+    with suppress(OSError):
+        proc.stdin.write(b"\n")
+        proc.stdin.close()
     out, total = bytearray(), [0]
 
     def read():         # on a thread, so the tool waits for the process, not in fixed sleeps
@@ -1146,6 +1177,7 @@ def tool_bash(args, agent):
             kill_group(proc)
             code = proc.wait()
         agent.procs.discard(proc)
+        Lifeline.update()
     reader.join(1 if note else 0.2)     # background children may keep the output open
     omitted = total[0] - len(out)
     text = (out[:OUTPUT_HEAD].decode("utf-8", "replace") + ("\n[... %d bytes omitted: output truncated ...]\n" % omitted
@@ -1623,7 +1655,8 @@ def find_project_rules(cwd):
 
 def build_system_prompt(cfg, contract, cwd, tools=None):
     uname = os.uname()      # not `platform`: it takes 2 ms to import
-    parts = ["You are Grok, an agent working on the user's computer through tools.",
+    override = cfg.system_prompt        # --system-prompt-override: for the guidance and the context
+    parts = [override or "You are Grok, an agent working on the user's computer through tools.",
              "Always reply with exactly one JSON object and nothing else:", REPLY_SHAPE,
              "- To act: list the tool calls (independent calls run concurrently), response null, done false. "
              "Their results come back in the next user message.",
@@ -1631,11 +1664,14 @@ def build_system_prompt(cfg, contract, cwd, tools=None):
              "runs them and then ends the turn with your response: their results reach you only with the next message.",
              "- Tools first: use web_search for facts, news and current events (put the year in the query) instead of "
              "answering from memory; prefer acting over asking; check your work with tools before you say it is done.",
-             "- Answers are plain text for a terminal: concise, no markdown."]
+             "- Answers are plain text for a terminal: concise, no markdown."][:override and 5]
     if contract.extra_prompt:
         parts.append(contract.extra_prompt)
     tools = (tools or TOOLS).items()
     parts += ["", "TOOLS:"] + ["- " + tool_line(name, cfg.bash_timeout, t) for name, t in tools]
+    parts += ["", "RULES (follow them):", cfg.rules] if cfg.rules else []
+    if override:
+        return "\n".join(parts)
     parts += ["", "RUNTIME (at the start of this session):", "- date: %s" % time.strftime("%A %Y-%m-%d %H:%M %Z"),
               "- system: %s %s, Python %s" % (uname[0], uname[2], sys.version.split()[0]),
               "- shell: the bash tool runs %s -c; the user's login shell is %s" % (
@@ -1833,9 +1869,9 @@ class LimitReached(AgentError):
 
 
 INTERRUPTED = ("[interrupted by the user]", "[interrupted: the session ended during this turn]")
-LOOP_NOTE = {LOOP_NUDGE: "[Loop] You made these same tool calls and got these same results %d "
-                         "rounds in a row: repeating them changes nothing. Answer now "
-                         "(\"done\": true), or try something else." % LOOP_NUDGE}
+NUDGE = {LOOP_NUDGE: "[Loop] You made these same tool calls and got these same results %d rounds "
+                     "in a row: repeating them changes nothing. Answer now (\"done\": true), or "
+                     "try something else." % LOOP_NUDGE}
 TURN_KEYS = ("input", "output", "reasoning", "cached", "total", "cost")
 
 
@@ -1846,7 +1882,7 @@ class Agent:
         self.cfg, self.ui, self.contract, self.model = cfg, ui or UI(), contract, cfg.model
         self.ui_lock, self.lock = threading.RLock(), threading.Lock()  # lock: cost and session writes from threads
         self.client = Client(cfg.base_url, cfg.api_key, cfg.timeout, cfg.max_retries, cfg.backoff, notice=self.notice)
-        self.tool_names = list(TOOLS)   # offered in the schema
+        self.tool_names = list(cfg.tools)       # offered in the schema
         self.withdrawn = {}             # tools the server turned out not to offer: name -> the result calls get
         self.recall_window()
         self.format_level = 0           # 0 json_schema, 1 json_object + schema, 2 plain json_object
@@ -2100,14 +2136,14 @@ class Agent:
     def recall_window(self):
         """The model's window without asking: set, xAI's, what this server said, else a guess."""
         cfg, self.window_key, self.windows = self.cfg, "%s %s" % (self.cfg.base_url, self.model), {}
-        got = read_regular(os.path.join(cfg.data_dir, "windows.json"), 1 << 20)
+        mine = not open_to_others(cfg.data_dir, (os.getuid(),))     # else a planted file is unread
+        got = mine and read_regular(os.path.join(cfg.data_dir, "windows.json"), 1 << 20)
         with suppress(TypeError, ValueError, AttributeError):      # no file, no JSON object
             said = json.loads(got[0]).items()
             self.windows = {k: n for k, n in said if type(n) is int and n >= 0}
-        told = self.windows.get(self.window_key)
-        guess = model_entry(WINDOWS, self.model, DEFAULT_WINDOW)
-        cfg.context_window = cfg.window_set or told or guess
-        self.window_known = bool(cfg.window_set or cfg.xai or told)    # else the window is a guess
+        told = cfg.window_set or self.windows.get(self.window_key)
+        cfg.context_window = told or model_entry(WINDOWS, cfg.model, DEFAULT_WINDOW)
+        self.window_known = bool(told or cfg.xai)       # else the window is a guess
 
     def learn_window(self):
         """Ask a server other than xAI's for the model's window, the three ways vLLM, llama.cpp and
@@ -2187,13 +2223,12 @@ class Agent:
             self.finish_step(result)
         note = ("[Limit] That was the last tool round allowed in this turn (%d). Answer now with what you have and "
                 "say what is left to do; further tool calls will not run." % limit if self.rounds == limit else None)
-        seen = self.seen(results)
-        note = note or LOOP_NOTE.get(seen)
-        self.add({"role": "user", "content": tool_results_message(results, note)})
+        same = self.seen(results)       # rounds in a row with these calls and results
+        self.add({"role": "user", "content": tool_results_message(results, NUDGE.get(same, note))})
         if reply["done"] and answer.strip():     # done with tool calls: they ran; the response ends the turn
             self.add(final_reply(answer))
             return answer
-        return self.stop_loop(answer, seen) if seen >= LOOP_STOP else None
+        return self.stop_loop(answer, same) if same >= LOOP_STOP else None
 
     def seen(self, results):
         """How many rounds in a row had these calls and results, in any order or number (0: off)."""
@@ -2308,6 +2343,8 @@ class Agent:
             raise
 
     def approved(self, item):
+        if self.cfg.deny and denied_by(item, self.cfg.deny):
+            return False
         ok = self.cfg.always_approve or item.name in self.session_always
         if ok or arg_problem(item.name, item.args) or not needs_approval(item, self.cfg.read_dirs):
             return True     # (bad arguments: call_tool refuses them and runs nothing)
@@ -2936,13 +2973,37 @@ def allow_matches(call, patterns):
                for p in map(os.path.expanduser, patterns) if os.path.isabs(p) or relative)
 
 
+def rule_globs(call, rules):
+    """The globs of the --allow/--deny rules that speak of this call: a plain glob of any tool;
+    xAI's CLI's `Bash(glob)`, `Write(glob)`, `Edit(glob)`, `Read(glob)` of their kind of tool
+    (`Bash(git:*)`: `git*`; no glob: any such call)."""
+    kinds = {"Bash": "bash", "Write": "write_file", "Edit": "write_file",
+             "Read": "read_file list_files"}
+    found = [(re.fullmatch(r"(Bash|Write|Edit|Read)(?:\((.*)\))?", r, re.S), r) for r in rules]
+    return [r if not m else re.sub(r":\*$", "*", m[2]) if m[2] is not None else
+            "*" if call.name == "bash" else "/**" for m, r in found
+            if not m or call.name in kinds[m[1]].split()]
+
+
+def denied_by(call, rules):
+    """--deny: a rule that matches the command or a command in it, or the path, refuses the call."""
+    import fnmatch
+    globs, command = rule_globs(call, rules), str(call.args.get("command"))
+    if call.name != "bash":
+        return allow_matches(call, globs)
+    parts = [command] + re.split(r"[;&|<>$`()\n]+", command)
+    return any(fnmatch.fnmatchcase(part.strip(), g) for part in parts for g in globs)
+
+
 class HeadlessUI(UI):
-    """`grok -p`: JSONL events (--format json), the answer alone with progress on stderr (text), or xAI's CLI's
-    thought/text/end/error events (streaming-json). Every hook runs on the main thread: events never interleave."""
+    """`grok -p`: the answer alone with progress on stderr (text, xAI's plain), JSONL events (json),
+    or as xAI's CLI prints: its events (streaming-json), one object at the end (result, its json).
+    Every hook runs on the main thread: events never interleave."""
 
     def __init__(self, fmt, allow=()):
-        self.json, self.events = fmt == "json", fmt == "streaming-json"
+        self.json, self.events, self.result = (fmt == f for f in FORMATS)
         self.allow, self.session_id, self.step, self.last = allow, None, 0, {}
+        self.thoughts, self.announced = "", set()   # the reasoning (result); tool calls told of
         self.partial = False                    # a write was cut off mid-line (an interrupt)
         self.printed = self.attempt = ""        # text mode: the answer text on stdout; that of the stream going on
         self.held = []                          # notices that came while the answer's line was open
@@ -2960,13 +3021,13 @@ class HeadlessUI(UI):
                 "cannot write to stdout: %s" % (e.strerror or e))
         self.partial = False
 
-    def emit(self, kind, **fields):
-        event = {"type": kind}
-        if not self.events:
+    def emit(self, event_type, **fields):
+        event = {"type": event_type}
+        if self.json:
             event["timestamp"] = int(time.time() * 1000)
             if self.session_id:
                 event["sessionID"] = self.session_id
-            if kind != "error":
+            if event_type != "error":
                 event["stepNumber"] = self.step
         event.update(fields)
         # ASCII-only JSON: any stdout encoding works, and lone surrogates from the model cannot crash a write.
@@ -2976,10 +3037,32 @@ class HeadlessUI(UI):
         """Answer text: on stdout (escapes made visible on a terminal), or as a `text` event."""
         self.emit("text", data=text) if self.events else self.write(self.shown(text))
 
-    def end(self, turn):
-        reason = {"length": "MaxTokens", "content_filter": "Refusal"}.get(self.last.get("finish_reason"), "EndTurn")
-        self.emit("end", stopReason=reason, num_turns=self.step, sessionId=self.session_id,
-                  requestId=self.last.get("id"), usage=self.usage(turn, turn["cost"]))
+    def end(self, agent, answer):
+        """xAI's CLI's last word: the `end` event, or the object of its --output-format json."""
+        reason = {"length": "max_tokens", "content_filter": "refusal"}.get(
+            self.last.get("finish_reason"), "end_turn")
+        fields = dict({"text": answer} if self.result else {}, stopReason=reason,
+                      sessionId=self.session_id, requestId=self.last.get("id"))
+        fields.update({"thought": self.thoughts} if self.thoughts else {})
+        usage, cost = self.spend(agent.turn), agent.turn["cost"]
+        model = {"inputTokens": usage["input_tokens"], "outputTokens": usage["output_tokens"],
+                 "cacheReadInputTokens": usage["cache_read_input_tokens"],
+                 "cacheCreationInputTokens": 0, "modelCalls": self.step}
+        fields.update(usage=usage, num_turns=self.step, modelUsage={agent.model: model})
+        if usage_cost(agent.model, agent.last_usage or {}, agent.cfg.prices)[1]:     # a known cost
+            model["costUSD"] = cost
+            fields.update(total_cost_usd=cost, total_cost_usd_ticks=int(round(cost * 1e10)))
+        if self.events:
+            return self.emit("end", **fields)
+        self.write(json.dumps(scrub_all(fields), ensure_ascii=True, indent=2) + "\n")
+
+    @staticmethod
+    def spend(n):
+        """usage_numbers() as xAI's CLI has them: input without its cached part, reasoning apart."""
+        cached = int(min(n["cached"], n["input"]))
+        return {"input_tokens": int(n["input"]) - cached, "cache_read_input_tokens": cached,
+                "cache_creation_input_tokens": 0, "output_tokens": int(n["output"]),
+                "reasoning_tokens": int(n["reasoning"]), "total_tokens": int(n["total"])}
 
     def usage(self, n, cost_usd):
         """usage_numbers() for events; reasoning is billed as output; costUsdTicks is in 1e-6 USD."""
@@ -2989,10 +3072,11 @@ class HeadlessUI(UI):
     def thought(self, text):
         if self.events:
             self.emit("thought", data=text)
+        self.thoughts += text if self.result else ""
 
     def fail(self, message, code):
         """The run's last word: an `error` event (json) and a line on stderr; returns the exit code."""
-        if self.json or self.events:
+        if self.json or self.events or self.result:
             with suppress(OutputClosed):
                 self.emit("error", message=message)
         self.printed = ""
@@ -3010,7 +3094,7 @@ class HeadlessUI(UI):
     def stream_text(self, text, final_hint):
         # Text mode: the answer goes to stdout as it arrives, once the reply is known to call no tools.
         # A retried or repeated stream prints only what goes beyond what is already there.
-        if self.json or final_hint != "empty":
+        if self.json or self.result or final_hint != "empty":
             return
         self.attempt += text
         if len(self.attempt) > len(self.printed) and self.attempt.startswith(self.printed):
@@ -3024,11 +3108,22 @@ class HeadlessUI(UI):
         elif text and reply["tool_calls"]:
             self.notice(text)
 
-    def tool_start(self, call):
+    def tool_start(self, call, status="in_progress"):
+        self.announced.add(call.id)
+        if self.events:     # as xAI's CLI (and ACP) tell it
+            fields = acp_tool_fields(call.name, call.args, call.cwd, False)
+            self.emit("tool_call", toolCallId=call.id, status=status, toolName=call.name,
+                      content=[], **dict({"locations": []}, **fields))
         if not self.json:
             self.notice("[%s] %s" % (call.name, call.shown))
 
     def tool_end(self, call, result):
+        if self.events:
+            if call.id not in self.announced:       # refused before it started
+                self.tool_start(call, "pending")
+            self.emit("tool_call_update", toolCallId=call.id,
+                      status="completed" if result.ok else "failed",
+                      content=text_content(result.output), rawOutput=None, locations=[])
         if not self.json and result.output.startswith("error: "):  # why a bad call did not run
             self.notice("✗ [%s] %s" % (call.name, failure_reason(result.output)))
         if self.json:
@@ -3040,11 +3135,13 @@ class HeadlessUI(UI):
 
     def step_finish(self, step, info):
         self.last = info
+        if self.events:
+            self.emit("usage", usage=self.spend(info["tokens"]))
         if self.json:
             self.emit("step_finish", finishReason=info["finish_reason"], usage=self.usage(info["tokens"], info["cost"]))
 
     def answer(self, text):
-        if self.json:
+        if self.json or self.result:
             return
         end = "" if self.events else "\n"
         if not text.startswith(self.printed):       # a reply that broke the contract streamed other text
@@ -3064,7 +3161,7 @@ class HeadlessUI(UI):
             self.held = []
 
     def approve(self, call):
-        if allow_matches(call, self.allow):     # (with -y the agent does not ask)
+        if allow_matches(call, rule_globs(call, self.allow)):     # (with -y the agent does not ask)
             return "yes"
         what = "command" if call.name == "bash" else "path" if call.name in TOOLS else "MCP tool"
         raise AgentError("Tool `%s` denied: %s not in allowlist: %s%s (allow it with --allow PATTERN or "
@@ -3072,26 +3169,61 @@ class HeadlessUI(UI):
                                                 call.shown[:200], "..." if len(call.shown) > 200 else ""))
 
 
-def read_prompt(prompt, notice):
-    """-p's prompt (`-`: stdin), with text piped in (a pipe or file, not a tty) below it, cut at PIPED_CAP."""
-    stdin, piped = getattr(sys.stdin, "buffer", None), False
-    with suppress(OSError, ValueError, AttributeError):
-        piped = prompt != "-" and stat.S_IFMT(os.fstat(stdin.fileno()).st_mode) in (stat.S_IFIFO, stat.S_IFREG)
-    prompt = stdin.read().decode("utf-8", "replace") if prompt == "-" else prompt
+def read_prompt(args, notice):
+    """-p's prompt (`-`: stdin), --prompt-file's and --prompt-json's text below it, then text piped
+    in on stdin (not with --output-format), cut at PIPED_CAP."""
+    stdin = getattr(sys.stdin, "buffer", None)
+    parts = [stdin.read().decode("utf-8", "replace") if args.prompt == "-" else args.prompt]
+    got = args.prompt_file and read_regular(os.path.expanduser(args.prompt_file), PIPED_CAP)
+    if args.prompt_file and not got:
+        raise UserError("--prompt-file: cannot read %s (not a regular file)" % args.prompt_file)
+    parts += [got[0].decode("utf-8", "replace")] if got else []
+    try:
+        parts += [acp_prompt_text(json.loads(args.prompt_json))] if args.prompt_json else []
+    except (ValueError, RpcError) as e:
+        raise UserError("--prompt-json: %s" % (e.args[-1] if isinstance(e, RpcError) else e))
+    prompt = "\n\n".join(p for p in parts if p)
     if not prompt.strip():
         raise UserError("the prompt is empty")
-    data = stdin.read(PIPED_CAP + 1) if piped else b""
+    data = piped_input(stdin) if args.prompt != "-" and not args.output else b""
     if len(data) > PIPED_CAP:
         notice("note: the piped input was cut to its first %d bytes" % PIPED_CAP)
     text = data[:PIPED_CAP].decode("utf-8", "replace")
     return "%s\n\n%s" % (prompt, text) if text.strip() else prompt
 
 
+def piped_input(stdin):
+    """A pipe's or file's text, read to its end; but a pipe grok's own parent holds open for writing
+    (it started grok and may never close it) only once it has data or EOF within STDIN_WAIT s."""
+    with suppress(OSError, ValueError, AttributeError):
+        import select
+        fd = stdin.fileno()
+        kind = stat.S_IFMT(os.fstat(fd).st_mode)
+        waited = kind == stat.S_IFIFO and parent_writes(fd)
+        if waited and not select.select([fd], [], [], STDIN_WAIT)[0]:
+            return b""
+        return stdin.read(PIPED_CAP + 1) if kind in (stat.S_IFIFO, stat.S_IFREG) else b""
+    return b""
+
+
+def parent_writes(fd):
+    """Whether grok's parent holds the pipe on fd open for writing (Linux; elsewhere: no)."""
+    with suppress(OSError, ValueError, IndexError):
+        pipe, parent = os.readlink("/proc/self/fd/%d" % fd), "/proc/%d/" % os.getppid()
+        for name in os.listdir(parent + "fd"):
+            if os.readlink(parent + "fd/" + name) == pipe:
+                with open(parent + "fdinfo/" + name) as f:
+                    flags = int(f.read().split("flags:")[1].split()[0], 8)
+                if flags & (os.O_WRONLY | os.O_RDWR):
+                    return True
+    return False
+
+
 def headless(args, cfg):
     if os.path.isdir(cfg.data_dir) and data_dir_problem(cfg.data_dir):     # others could plant a session
         raise UserError(data_dir_problem(cfg.data_dir))
-    ui = HeadlessUI(args.format, args.allow)
-    prompt = read_prompt(args.prompt, ui.notice)
+    ui = HeadlessUI(args.fmt, args.allow)
+    prompt = read_prompt(args, ui.notice)
     if args.max_tool_rounds is not None:
         cfg.max_iterations = args.max_tool_rounds
     agent = open_agent(cfg, ui, MINIMAL, args)
@@ -3101,9 +3233,9 @@ def headless(args, cfg):
         agent.settle_cancelled("[the turn failed: %s]" % reason,
                                "[the turn stopped before these tool calls ran: %s]" % reason)
     try:
-        agent.run_turn(prompt)
-        if ui.events:
-            ui.end(agent.turn)
+        answer = agent.run_turn(prompt)
+        if ui.events or ui.result:
+            ui.end(agent, answer)
         return 0
     except (Cancelled, KeyboardInterrupt):      # run_turn settled these; again is harmless
         agent.settle_cancelled()
@@ -3124,10 +3256,18 @@ def headless(args, cfg):
 
 
 def open_agent(cfg, ui, contract, args, new_if_busy=False):
-    """A new agent, or one resuming --resume ID / -c (latest); if that one is busy and new_if_busy, a new one."""
+    """A new agent (-s UUID: with that id), or one resuming --resume ID / -c (latest); if that one
+    is busy and new_if_busy, a new one."""
+    new_id = args.session_id
+    if new_id and not re.fullmatch(r"[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}", new_id):
+        raise UserError("--session-id must be a UUID (got %r)" % new_id)
+    if new_id and os.path.exists(os.path.join(cfg.data_dir, "sessions", new_id + ".jsonl")):
+        raise UserError("session %s is already in use (--resume continues it)" % new_id)
     ask = None if isinstance(ui, HeadlessUI) else (
         lambda text: (ask_tty(text) or "").lower() in ("y", "yes"))
     cfg.mcp = mcp_config(cfg, args.mcp_config, ask, ui.notice)
+    if new_id:
+        return Agent(cfg, ui, contract, session=Session(cfg.data_dir, new_id, warn=ui.notice))
     session_id = args.resume and find_session(cfg.data_dir, args.resume)
     if args.cont and not session_id:
         session_id = next((s[0] for s in list_sessions(cfg.data_dir) if s[2]), None)     # the newest typed into
@@ -3653,19 +3793,27 @@ def arg_parser(prog="grok", description=None):
                formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(prog, width=terminal_width() - 2))
     p.add_argument("--version", action="version", version="%(prog)s " + __version__)
     p.add_argument("-m", "--model", help="model id (default $GROK_MODEL or %s)" % DEFAULT_MODEL)
-    p.add_argument("--reasoning-effort", "--effort", dest="effort", choices=("low", "medium", "high"),
-                   help="sent as reasoning_effort (dropped if the server rejects it)")
+    p.add_argument("--reasoning-effort", "--effort", dest="effort", choices=EFFORTS, metavar="E",
+                   help="%s: sent as reasoning_effort (unless refused)" % ", ".join(EFFORTS))
     p.add_argument("--cwd", metavar="DIR", help="working directory for the tools")
-    p.add_argument("-y", "--always-approve", action="store_true", help="run bash/write_file without asking")
+    p.add_argument("-y", "--always-approve", "--yolo", action="store_true",
+                   help="run bash/write_file without asking")
     p.add_argument("--sandbox", choices=("workspace", "read-only", "off"), help="see README")
     p.add_argument("--sandbox-network", choices=("on", "off"), help="off: commands get no network")
     p.add_argument("--mcp-config", action="append", default=[], metavar="FILE",
                    help="start the MCP servers of this .mcp.json-style file (repeatable)")
     session = p.add_mutually_exclusive_group()
-    session.add_argument("--resume", metavar="ID", help="continue a saved session")
+    session.add_argument("-r", "--resume", metavar="ID", help="continue a saved session")
     session.add_argument("-c", "--continue", dest="cont", action="store_true", help="continue the latest session")
+    session.add_argument("-s", "--session-id", metavar="UUID", help="a new session with this id")
     p.add_argument("message", nargs="*", help="start the chat with this message")
     return p
+
+
+OUTPUT_FORMATS = {"plain": "plain", "json": "result", "streaming-json": "streaming-json"}
+FORMATS = ("json", "streaming-json", "result")      # grok's JSON events, and xAI's CLI's two
+EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")     # as xAI's CLI
+MODES_HERE = (None, "default", "dontAsk", "bypassPermissions")      # the --permission-mode grok has
 
 
 def terminal_width():
@@ -3697,29 +3845,78 @@ exit codes: 0 ok, 1 user error, 2 network/server, 3 agent or tool error, 4 inter
     DEFAULT_BASE_URL, DEFAULT_MODEL)
 
 
+# Flags of xAI's CLI grok has nothing for ({flag: values}): accepted, named in one notice; quietly
+# ("q") where grok does what they ask anyway (no plan mode, subagents, memory, updates, leader).
+XAI_FLAGS = {"--check": 0, "--experimental-memory": 0, "--restore-code": 0, "--oauth": 0,
+             "--fork-session": 0, "--include-partial-messages": 0, "--leader": 0, "--reauth": 0,
+             "--agent-profile": None, "--agent": None, "--agents": None, "--worktree": "?",
+             "--worktree-ref": None, "--ref": None, "--no-plan": "q", "--no-subagents": "q",
+             "--no-memory": "q", "--verbatim": "q", "--no-auto-update": "q", "--no-alt-screen": "q",
+             "--no-leader": "q"}
+XAI_TOOLS = {"run_terminal_command": "bash", "run_terminal_cmd": "bash", "list_dir": "list_files",
+             "write": "write_file", "search_replace": "write_file", "ask_user_question": "ask_user"}
+
+
 def parse_args(argv):
+    import argparse
     if argv[:1] == ["agent"]:       # xAI's CLI's command line: `grok agent [...] stdio` is --acp
         if "stdio" not in argv[1:]:
             sys.stderr.write("grok: usage: grok agent [--always-approve] [--model M] stdio\n")
             raise SystemExit(1)
-        argv = ["--acp"] + [a for a in argv[1:] if a not in ("stdio", "--no-leader")]
-    p = arg_parser()
-    p.add_argument("-p", "--prompt", help="run one prompt headless and exit ('-' reads stdin)")
-    p.add_argument("--format", "--output-format", choices=("text", "json", "streaming-json"), default="text",
+        argv = ["--acp"] + [a for a in argv[1:] if a != "stdio"]
+    p, hide = arg_parser(), argparse.SUPPRESS
+    p.add_argument("-p", "--prompt", "--single", help="run one prompt headless ('-' reads stdin)")
+    p.add_argument("--prompt-file", metavar="PATH", help="headless: (more of) the prompt")
+    p.add_argument("--prompt-json", metavar="JSON", help="headless: (more of) the prompt as blocks")
+    p.add_argument("--format", choices=("text", "json", "streaming-json"), default="text",
                    help="headless output (default text)")
+    p.add_argument("--output-format", dest="output", choices=OUTPUT_FORMATS, help="as xAI's CLI")
     p.add_argument("--max-tool-rounds", "--max-turns", type=int, metavar="N",
                    help="headless: stop after N tool rounds, exit 3 (0 = no limit; default $GROK_MAX_ITERATIONS)")
-    p.add_argument("--allow", action="append", metavar="PATTERN", default=[],
+    p.add_argument("--allow", "--allowedTools", action="append", metavar="PATTERN", default=[],
                    help="headless: allow bash commands / write_file paths matching this glob (repeatable)")
+    p.add_argument("--deny", "--disallowedTools", action="append", metavar="RULE", default=[])
+    p.add_argument("--tools", help="only these tools (comma-separated)")
+    p.add_argument("--disallowed-tools", metavar="TOOLS", help="not these tools (comma-separated)")
+    p.add_argument("--disable-web-search", action="store_true", help="no web_search tool")
+    p.add_argument("--rules", metavar="TEXT", help="rules added to the system prompt")
+    p.add_argument("--system-prompt-override", "--system-prompt", metavar="TEXT", help="see README")
+    p.add_argument("--permission-mode", metavar="MODE", help=hide)
     p.add_argument("--acp", action="store_true", help="serve the Agent Client Protocol on stdio")
-    args = p.parse_args([a for a in argv if a not in ("--no-subagents", "--no-plan")])     # xAI's: nothing to turn off
+
+    class Accepted(argparse.Action):
+        def __call__(self, parser, namespace, values, option_string=None):
+            flag = self.option_strings[0]
+            namespace.ignored = namespace.ignored + [flag][:XAI_FLAGS[flag] != "q"]
+    for flag, n in XAI_FLAGS.items():
+        p.add_argument(flag, nargs=0 if n == "q" else n, action=Accepted, dest="ignored",
+                       default=[], help=hide)
+    args = p.parse_args(argv)
+    args.headless = args.prompt is not None or bool(args.prompt_file or args.prompt_json)
+    args.fmt = OUTPUT_FORMATS.get(args.output) or args.format
     if args.max_tool_rounds is not None and args.max_tool_rounds < 0:
         p.error("--max-tool-rounds must be 0 or more")
-    if args.format != "text" and args.prompt is None:
-        p.error("--format %s needs -p PROMPT (the chat has no JSON output)" % args.format)
-    if args.message and (args.prompt is not None or args.acp):
+    if (args.format != "text" or args.output) and not args.headless:
+        p.error("--format %s needs -p PROMPT (the chat has no JSON output)" % args.fmt)
+    if args.message and (args.headless or args.acp):
         p.error("unrecognized arguments: %s (a prompt goes in -p)" % " ".join(args.message))
     return args
+
+
+def xai_settings(args, cfg):
+    """The flags of xAI's CLI grok honours, onto cfg; one notice names those it only accepts."""
+    def names(text):
+        return [XAI_TOOLS.get(n.strip(), n.strip()) for n in (text or "").split(",") if n.strip()]
+    only = names(args.tools)
+    without = names(args.disallowed_tools) + ["web_search"] * args.disable_web_search
+    cfg.tools = [t for t in TOOLS if (args.tools is None or t in only) and t not in without]
+    cfg.deny, cfg.rules, cfg.system_prompt = args.deny, args.rules, args.system_prompt_override
+    cfg.always_approve = cfg.always_approve or args.permission_mode == "bypassPermissions"
+    mode = args.permission_mode
+    ignored = args.ignored + ["--permission-mode %s" % mode] * (mode not in MODES_HERE) + [
+        "tool " + n for n in only + without if n not in TOOLS]
+    if ignored:
+        sys.stderr.write("grok: accepted, but not supported here: %s\n" % ", ".join(ignored))
 
 
 class Terminated(BaseException):
@@ -3770,13 +3967,15 @@ def guarded(prog, body, on_error=None):
 
 
 def json_requested(argv):
-    """Whether argv asks for JSON (--format json, streaming-json), read before (and even if) the flags parse."""
+    """The JSON output argv asks for (json, streaming-json, result) or None, read before (and even
+    if) the flags parse."""
     fmt = None
     for i, arg in enumerate(argv[:argv.index("--")] if "--" in argv else argv):     # no flag after `--`
         name, eq, value = arg.partition("=")
+        value = value if eq else (argv[i + 1] if i + 1 < len(argv) else None)
         if len(name) >= 3 and ("--format".startswith(name) or "--output-format".startswith(name)):
-            fmt = value if eq else (argv[i + 1] if i + 1 < len(argv) else None)     # argparse takes --form too
-    return fmt in ("json", "streaming-json")
+            fmt = OUTPUT_FORMATS.get(value) if name.startswith("--o") else value    # --form too
+    return fmt if fmt in FORMATS else None
 
 
 def server_models(client):
@@ -3799,8 +3998,11 @@ def list_models(argv):
                                        % (cfg.base_url, why[:200]))) + "\n")
         ids = list(WINDOWS)
     rows = [{"id": i, "default": i == cfg.model} for i in (ids if cfg.model in ids else [cfg.model] + ids)]
-    print(json.dumps({"models": rows}) if "--json" in argv else
-          "\n".join(("* %s (default)" if row["default"] else "- %s") % row["id"] for row in rows))
+    if "grok-build" not in [r["id"] for r in rows]:    # xAI's CLI's clients ask for it: the default
+        rows.append({"id": "grok-build", "default": False, "aliasOf": cfg.model})
+    print(json.dumps({"models": rows}) if "--json" in argv else "\n".join(
+        "* %s (default)" % r["id"] if r["default"] else "- " + r["id"] + (
+            " (alias of %s)" % r["aliasOf"] if "aliasOf" in r else "") for r in rows))
     return 0
 
 
@@ -3813,18 +4015,19 @@ def main(argv=None):
     def on_error(message):
         if json_errors[0]:
             try:
-                HeadlessUI("json").emit("error", message=message)
+                HeadlessUI(json_errors[0]).emit("error", message=message)
             except (OutputClosed, OSError):
                 silence()
 
     def body():
         args = parse_args(argv)
-        json_errors[0] = args.prompt is not None and args.format != "text" and not args.acp
+        json_errors[0] = args.headless and not args.acp and json_requested(["--format", args.fmt])
         cfg = Config(model=args.model, cwd=args.cwd, always_approve=args.always_approve, effort=args.effort,
                      require_key=not args.acp, sandbox=args.sandbox, net=args.sandbox_network)
+        xai_settings(args, cfg)
         if args.acp:        # a missing key is reported at session/new
             return acp_main(cfg, args.mcp_config)
-        if args.prompt is not None:
+        if args.headless:
             return headless(args, cfg)
         ui = TerminalUI()
         agent = open_agent(cfg, ui, MINIMAL, args, new_if_busy=True)
