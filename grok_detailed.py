@@ -951,9 +951,8 @@ class AgentRun:
         except (KeyboardInterrupt, g.Cancelled, g.Terminated) as e:
             self.meta["status"] = "interrupted"
             self.save()
-            self.ui.notice("%s at %s (loop %d): run `grok-detailed --agent` to resume there" % (
-                "terminated by signal %d" % e.args[0] if isinstance(e, g.Terminated) else "interrupted",
-                self.meta["step"], self.meta["loop"]))
+            self.ui.notice("%s at %s (loop %d): run `grok-detailed --agent` to resume there"
+                           % (g.turn_end(e)[0], self.meta["step"], self.meta["loop"]))
             if isinstance(e, g.Terminated):
                 raise
             return 130
@@ -1123,7 +1122,7 @@ class AgentRun:
         except AgentStopped:
             raise
         except g.AgentError as e:
-            if 0 < self.cfg.cost_limit <= self.agent.cost_usd:
+            if isinstance(e, g.LimitReached) and e.cause == "cost":
                 raise
             # The turn broke down (contract, tool rounds): the reviewer judges what is there.
             answer, error = "", g.scrub(str(e))
