@@ -1390,6 +1390,8 @@ class McpServer:
 def start_mcp(specs, cwd, notice):
     """The servers, started in parallel (each within its start-up timeout), each state told."""
     servers = [McpServer(name, spec, cwd) for name, spec in specs.items()]
+    if servers:
+        notice("MCP servers starting: %s" % ", ".join(specs))
     threads = [threading.Thread(target=server.start, daemon=True) for server in servers]
     for thread in threads:
         thread.start()
@@ -1425,8 +1427,9 @@ def mcp_config(cfg, files, ask, notice):
             import tomllib      # novermin: 3.11+; before, the notice below
             table = tomllib.loads(data.decode("utf-8", "replace")).get("mcp_servers")
             specs = mcp_specs(table, path, notice)
-        except (ImportError, ValueError) as e:      # Python < 3.11 has no tomllib
-            notice("%s: [mcp_servers] skipped: %s" % (path, e))
+        except (ImportError, ValueError) as e:
+            why = "reading TOML needs Python 3.11 or newer" if isinstance(e, ImportError) else e
+            notice("%s: [mcp_servers] skipped: %s" % (path, why))
     for path in files:
         try:
             with open(path, "rb") as f:
