@@ -493,10 +493,8 @@ class Client:
         for conn in busy:
             self._shut(conn)
 
-    @staticmethod
-    def _shut(conn):
-        """Break conn's request: to cancel, or at its deadline. conn.reading is our own reference to
-        the socket: http.client drops conn.sock while it reads a reply the server will close."""
+    def _shut(self, conn):
+        """Break conn's request: to cancel, or at its deadline (conn.reading: see _send)."""
         import socket
         with suppress(OSError, AttributeError):     # (AttributeError: no socket opened yet)
             (conn.sock or conn.reading).shutdown(socket.SHUT_RDWR)
@@ -513,7 +511,7 @@ class Client:
         for again in (reused, False):
             try:
                 conn.request(method, path, body, headers)
-                conn.reading = conn.sock
+                conn.reading = conn.sock    # http.client drops conn.sock for a reply that closes
                 conn.sock.settimeout(self.timeout)
                 if cancel.is_set():      # abort() may have come before the socket
                     raise Cancelled("cancelled")
@@ -1871,9 +1869,9 @@ class LimitReached(AgentError):
 
 
 INTERRUPTED = ("[interrupted by the user]", "[interrupted: the session ended during this turn]")
-LOOP_NOTE = {LOOP_NUDGE: "[Loop] You made these same tool calls and got these same results %d "
-                         "rounds in a row: repeating them changes nothing. Answer now "
-                         "(\"done\": true), or try something else." % LOOP_NUDGE}
+NUDGE = {LOOP_NUDGE: "[Loop] You made these same tool calls and got these same results %d rounds "
+                     "in a row: repeating them changes nothing. Answer now (\"done\": true), or "
+                     "try something else." % LOOP_NUDGE}
 TURN_KEYS = ("input", "output", "reasoning", "cached", "total", "cost")
 
 
@@ -2138,14 +2136,14 @@ class Agent:
     def recall_window(self):
         """The model's window without asking: set, xAI's, what this server said, else a guess."""
         cfg, self.window_key, self.windows = self.cfg, "%s %s" % (self.cfg.base_url, self.model), {}
-        got = read_regular(os.path.join(cfg.data_dir, "windows.json"), 1 << 20)
+        mine = not open_to_others(cfg.data_dir, (os.getuid(),))     # else a planted file is unread
+        got = mine and read_regular(os.path.join(cfg.data_dir, "windows.json"), 1 << 20)
         with suppress(TypeError, ValueError, AttributeError):      # no file, no JSON object
             said = json.loads(got[0]).items()
             self.windows = {k: n for k, n in said if type(n) is int and n >= 0}
-        told = self.windows.get(self.window_key)
-        guess = model_entry(WINDOWS, self.model, DEFAULT_WINDOW)
-        cfg.context_window = cfg.window_set or told or guess
-        self.window_known = bool(cfg.window_set or cfg.xai or told)    # else the window is a guess
+        told = cfg.window_set or self.windows.get(self.window_key)
+        cfg.context_window = told or model_entry(WINDOWS, cfg.model, DEFAULT_WINDOW)
+        self.window_known = bool(told or cfg.xai)       # else the window is a guess
 
     def learn_window(self):
         """Ask a server other than xAI's for the model's window, the three ways vLLM, llama.cpp and
@@ -2225,13 +2223,12 @@ class Agent:
             self.finish_step(result)
         note = ("[Limit] That was the last tool round allowed in this turn (%d). Answer now with what you have and "
                 "say what is left to do; further tool calls will not run." % limit if self.rounds == limit else None)
-        seen = self.seen(results)
-        note = note or LOOP_NOTE.get(seen)
-        self.add({"role": "user", "content": tool_results_message(results, note)})
+        same = self.seen(results)       # rounds in a row with these calls and results
+        self.add({"role": "user", "content": tool_results_message(results, NUDGE.get(same, note))})
         if reply["done"] and answer.strip():     # done with tool calls: they ran; the response ends the turn
             self.add(final_reply(answer))
             return answer
-        return self.stop_loop(answer, seen) if seen >= LOOP_STOP else None
+        return self.stop_loop(answer, same) if same >= LOOP_STOP else None
 
     def seen(self, results):
         """How many rounds in a row had these calls and results, in any order or number (0: off)."""

@@ -51,6 +51,7 @@ def test_1_no_relative_pattern_matches_a_path_outside_the_tree(run, fake, isolat
     ("cd build && touch *", "cd build && touch ok & touch ../PWNED"),
     ("echo hi > log.txt *", "echo hi > log.txt > PWNED"),
     ("*", "touch ok; touch PWNED"),
+    ("cd build && touch ?", "cd build && touch &"),
 ])
 def test_2_a_star_never_covers_a_shell_operator(run, fake, isolated_env, pattern, command):
     work = isolated_env.work
@@ -348,6 +349,17 @@ def test_10_resume_takes_the_sessions_lock_before_reading_it(run, fake, isolated
     assert "is in use by another grok process: starting a new session" in r.stderr
 
 
+def test_10_ollamas_llama_context_length_is_the_window(run, fake):
+    fake.add(raw(200, {"model_info": {"general.architecture": "llama", "llama.context_length": 8192}}),
+             path="/api/show")
+    usage = [{"prompt_tokens": n, "completion_tokens": 50} for n in (100, 100, 100, 6500)]
+    fake.add(*[tools(("list_files", {}), usage=u) for u in usage], reply("SUMMARY: listed."), answer("done"))
+    r = run("-p", "go", env={"GROK_CONTEXT_WINDOW": None, "GROK_PRICES": None})
+    assert r.returncode == 0 and r.stdout == "done\n", r.stderr
+    assert "context window: 8192 tokens (from the server's /api/show)" in r.stderr
+    assert "compacted 3 older messages" in r.stderr         # 6,550 of 8,192 tokens is past 75%
+
+
 def test_10_an_overflow_does_not_override_grok_context_window(run, fake):
     overflow = {"error": {"code": 400, "message": "the request exceeds the available context size",
                           "type": "exceed_context_size_error", "n_ctx": 8192}}
@@ -443,3 +455,11 @@ def test_fuzz_random_lines_never_end_the_acp_server(run, isolated_env):
     for line in acp.raw:
         assert strict(line)["jsonrpc"] == "2.0"
     no_traceback(acp.stderr.decode("utf-8", "replace"))
+
+
+def test_8_acp_names_a_bad_proxy_at_its_start(run):
+    r = subprocess.run([sys.executable, str(GROK), "--acp"], env=run.env(HTTP_PROXY="http://127.0.0.1:99999"),
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+                       start_new_session=True)
+    assert r.returncode == 1 and r.stdout == "", r.stderr
+    assert r.stderr.startswith("grok: http_proxy / HTTP_PROXY is not a proxy URL"), r.stderr
