@@ -33,6 +33,7 @@ BASH_TIMEOUT = 180          # seconds
 OUTPUT_HEAD = 30000         # bytes of tool output kept from the start ...
 OUTPUT_TAIL = 5000          # ... and from the end
 PIPED_CAP = 100000          # bytes of piped stdin added to a -p prompt
+STDIN_WAIT = 1.0            # seconds of silence that end a stdin pipe grok's parent holds open
 READ_CAP = 100000           # bytes read_file returns
 LIST_CAP = 500              # entries list_files returns
 ARG_CAP = 100000            # characters of a tool argument run, and kept in the history (write_file content: run)
@@ -52,16 +53,6 @@ CONNECT_TIMEOUT = 15.0      # seconds to open a connection (a host that drops pa
 SMALL_WINDOW = 4096         # tokens: under COMPACT_THRESHOLD of this, no window needs compacting
 WINDOW_ASK_TIMEOUT = 3.0    # seconds to ask a server (not xAI's) its window, three ways at once
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts")    # writable in a sandbox
-
-
-def env_float(name, default):
-    value = os.environ.get(name, "").strip()
-    if not value:
-        return default
-    try:
-        return float(value)
-    except ValueError:
-        raise UserError("%s must be a number, not %r" % (name, value))
 
 
 def open_to_others(path, owners):
@@ -95,13 +86,14 @@ def read_regular(path, cap):
 
 
 def read_env_file(path, names):
-    """The first of `names` defined in a .env file (a regular file under 64 KB); nothing else is taken."""
+    """The first of `names` defined in a .env file (a regular file under 64 KB, UTF-8 or UTF-16
+    with a BOM); as a shell sourcing it, the last definition of a name wins. Nothing else read."""
     got = read_regular(path, 65536)
     data = got[0] if got and len(got[0]) <= 65536 else b""
     found = {}
-    for line in data.decode("utf-8", "replace").lstrip("\ufeff").splitlines():
+    for line in data.decode("utf-16" if b"\0" in data[:4] else "utf-8-sig", "replace").splitlines():
         m = re.match(r"""\s*(?:export\s+)?(\w+)\s*=\s*(?:"([^"]*)"|'([^']*)'|(.*?))\s*(?:\s#.*)?$""", line)
-        if m and m.group(1) in names and m.group(1) not in found:
+        if m and m.group(1) in names:
             found[m.group(1)] = next((v for v in m.groups()[1:] if v is not None), "")
     return next((found[n] for n in names if found.get(n)), None)
 
@@ -149,8 +141,7 @@ def ask_api_key():
             import getpass
             sys.stderr.write("grok: no API key yet (make one at https://console.x.ai)\n")
             key = "".join(getpass.getpass("API key (hidden; empty to quit): ", sys.stderr).split())
-    save = key and ask_tty("save it to %s (0600)? [Y/n] " % ENV_FILES[0])
-    if key and (save or "y").lower().startswith("y"):
+    if key and (ask_tty("save it to ~/.grok/.env (0600)? [Y/n] ") or "y").lower()[0] == "y":
         try:
             os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
             append_private(path, "\nGROK_API_KEY=%s\n" % key)
@@ -176,40 +167,48 @@ class Config:
         self.xai = ("." + url.hostname).endswith(".x.ai")
         SECRETS.update(filter(None, (self.api_key, url.password)))
         self.prices = env_prices(self.xai)
-        timeout = env_float("GROK_TIMEOUT", 300.0)
-        if timeout < 0:
-            raise UserError("GROK_TIMEOUT must be 0 (no limit) or more")
-        self.timeout = timeout or None      # 0: no limit (None: block)
-        self.max_retries = max(0, int(env_float("GROK_MAX_RETRIES", 4)))
-        self.backoff = env_float("GROK_RETRY_BACKOFF", 1.0)
+        find_proxy(url.scheme, url.hostname)        # a bad proxy is named now, not after a request
+        self.timeout = self.number("GROK_TIMEOUT", 300.0) or None      # 0: no limit (None: block)
+        self.max_retries = int(self.number("GROK_MAX_RETRIES", 4, 20))
+        self.backoff = self.number("GROK_RETRY_BACKOFF", 1.0, 60)
         self.stream = env_flag("GROK_STREAM", True)
         if model == "grok-build" != os.environ.get("GROK_MODEL"):
             model = None        # the model name of xAI's CLI, which its clients pass: the default model here
         self.model = model or own_setting("GROK_MODEL") or DEFAULT_MODEL
         self.reasoning_effort = effort
         self.summary_model = os.environ.get("GROK_SUMMARY_MODEL") or self.model
-        self.cost_limit = env_float("COST_LIMIT", 10.0)
-        self.compact_threshold = env_float("COMPACT_THRESHOLD", 75.0)
-        self.window_set = int(env_float("GROK_CONTEXT_WINDOW", 0))
+        self.cost_limit = self.number("COST_LIMIT", 10.0)
+        self.compact_threshold = self.number("COMPACT_THRESHOLD", 75.0, 100)
+        self.window_set = int(self.number("GROK_CONTEXT_WINDOW", 0, 1e9))
         self.context_window = self.window_set or model_entry(WINDOWS, self.model, DEFAULT_WINDOW)
-        self.max_tokens = int(env_float("GROK_MAX_TOKENS", 0)) or None
-        self.max_iterations = int(env_float("GROK_MAX_ITERATIONS", 25))
+        self.max_tokens = int(self.number("GROK_MAX_TOKENS", 0, 1e8)) or None
+        self.max_iterations = int(self.number("GROK_MAX_ITERATIONS", 25))
         self.loop_detection = env_flag("GROK_LOOP_DETECTION", True)
-        self.bash_timeout = env_float("GROK_BASH_TIMEOUT", BASH_TIMEOUT)
+        self.bash_timeout = self.number("GROK_BASH_TIMEOUT", BASH_TIMEOUT)
         temperature = os.environ.get("GROK_TEMPERATURE", "0.5").strip()      # empty: not sent
-        self.temperature = env_float("GROK_TEMPERATURE", 0.5) if temperature else None
+        self.temperature = self.number("GROK_TEMPERATURE", 0.5, 100) if temperature else None
         self.skills_dir = os.path.expanduser(os.environ.get("GROK_SKILLS_DIR")
                                              or os.path.join(os.path.dirname(os.path.realpath(__file__)), "skills"))
         data_home = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
         self.data_dir = os.path.expanduser(os.environ.get("GROK_DATA_DIR") or os.path.join(data_home, "grok-agent"))
         self.read_dirs = [self.skills_dir]      # read_file/list_files run there without asking, as in cwd
         self.mcp = {}                           # MCP servers to start: {name: spec}
+        self.tools, self.deny, self.rules, self.system_prompt = list(TOOLS), (), None, None
         self.always_approve = always_approve or env_flag("GROK_ALWAYS_APPROVE")
         self.cwd = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
         if not os.path.isdir(self.cwd):
             raise UserError("--cwd: no such directory: %s" % self.cwd)
         sandbox = sandbox or os.environ.get("GROK_SANDBOX") or "off"     # its backend: chosen once
         self.sandbox = None if sandbox == "off" != net else Sandbox(sandbox, net == "off", self.cwd)
+
+    @staticmethod
+    def number(name, default, most=1e6):
+        """A number setting: unset or empty is the default; not a number from 0 to `most`: error."""
+        value = os.environ.get(name, "").strip()
+        with suppress(ValueError):
+            if 0 <= float(value or default) <= most:    # (not NaN)
+                return float(value or default)
+        raise UserError("%s must be a number from 0 to %g, not %r" % (name, most, value))
 
 
 def check_base_url(url):
@@ -235,11 +234,10 @@ def check_base_url(url):
 def env_prices(xai):
     """GROK_PRICES as (input, cached input, output) in USD per 1M tokens; unset: None (xAI's table) on xAI, else ()."""
     value = os.environ.get("GROK_PRICES", "").strip()
-    try:
+    prices = ()
+    with suppress(ValueError):
         prices = tuple(float(p) for p in value.split(",")) if value else (None if xai else ())
-    except ValueError:
-        prices = ()
-    if value and (len(prices) != 3 or min(prices) < 0):
+    if value and (len(prices) != 3 or not all(0 <= p <= 10000 for p in prices)):      # (not NaN)
         raise UserError("GROK_PRICES must be IN,CACHED,OUT in USD per million tokens, not %r" % value)
     return prices
 
@@ -346,9 +344,8 @@ class HTTPStatusError(Exception):
         e = ContextOverflow("the request does not fit the server's context window%s (HTTP %d): %s" % (
             " of %s tokens" % size if size else "", self.status, self.server_message()))
         e.window = int(size) if size else None
-        asked = re.search(r'"n_prompt_tokens"\s*:\s*(\d+)|requested (?:tokens \()?(\d+)', self.text,
-                          re.I)
-        e.asked = asked and int(asked.group(1) or asked.group(2))
+        m = re.search(r'"n_prompt_tokens": ?(\d+)|requested (?:tokens \()?(\d+)', self.text, re.I)
+        e.asked = m and int(m.group(1) or m.group(2))
         return e
 
 
@@ -395,11 +392,21 @@ def scrub_all(obj):
 
 
 def visible(text, newlines=True):
-    """Text safe for a terminal: C0/C1 controls (ESC, CR, ...), bidi overrides and zero-width characters shown as
-    escapes like \\x1b; tabs and newlines stay (or \\n). For display only: the model and files get the bytes."""
+    """Text safe for a terminal: what it would not print as itself (controls, escape sequences,
+    bidi, zero-width, tag characters...) as escapes; tabs, newlines stay (or \\n). Display only."""
     text = str(text) if newlines else str(text).replace("\n", "\\n")
-    return re.sub("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff\ud800-\udfff]",
-                  lambda m: ("\\x%02x" if ord(m.group()) < 256 else "\\u%04x") % ord(m.group()), text)
+    return re.sub("[^\t\n -~]", escaped, text)
+
+
+def escaped(match):
+    """visible()'s escape (\\x0d, \\u200b, \\U000e0041) of a character not printed as itself."""
+    import unicodedata
+    char = match.group()
+    blank = re.match("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\uffa0"     # fillers,
+                     "\ufe00-\ufe0f\U000e0000-\U000e0fff]", char)         # variation selectors
+    if not blank and unicodedata.category(char) not in ("Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp"):
+        return char
+    return "\\x%02x" % ord(char) if ord(char) < 256 else ascii(char)[1:-1]
 
 
 # --- HTTP client: keep-alive, retries with backoff, SSE ---
@@ -486,10 +493,8 @@ class Client:
         for conn in busy:
             self._shut(conn)
 
-    @staticmethod
-    def _shut(conn):
-        """Break conn's request: to cancel, or at its deadline. conn.reading is our own reference to
-        the socket: http.client drops conn.sock while it reads a reply the server will close."""
+    def _shut(self, conn):
+        """Break conn's request: to cancel, or at its deadline (conn.reading: see _send)."""
         import socket
         with suppress(OSError, AttributeError):     # (AttributeError: no socket opened yet)
             (conn.sock or conn.reading).shutdown(socket.SHUT_RDWR)
@@ -506,7 +511,7 @@ class Client:
         for again in (reused, False):
             try:
                 conn.request(method, path, body, headers)
-                conn.reading = conn.sock
+                conn.reading = conn.sock    # http.client drops conn.sock for a reply that closes
                 conn.sock.settimeout(self.timeout)
                 if cancel.is_set():      # abort() may have come before the socket
                     raise Cancelled("cancelled")
@@ -614,7 +619,8 @@ class Client:
         """A reply that is no OpenAI-style API's: the URL asked, and what came back."""
         said = HTTPStatusError(resp.status, data).server_message()[:120]
         host = "http%s://%s:%d" % ("s" * self.https, self.host, self.port)
-        url, ctype = path if "://" in path else host + path, resp.getheader("Content-Type") or "-"
+        url = path if "://" in path else host + path
+        ctype = resp.getheader("Content-Type") or "-"
         return UserError(scrub("%s %s did not answer with JSON (HTTP %d, %s): %r; is GROK_BASE_URL"
                                " an OpenAI-compatible API (its base, as http://localhost:8080/v1)?"
                                % (method, url, resp.status, ctype, said)))
@@ -657,12 +663,18 @@ def find_proxy(scheme, host):
     if urllib.request.proxy_bypass_environment(host):
         return None
     u = urlsplit(url if "://" in url else "http://" + url)
+    port = None
+    with suppress(ValueError):      # a port that is not one
+        port = u.hostname and (u.port or 1080)
+    if not port:
+        raise UserError("%s_proxy / %s_PROXY is not a proxy URL (HOST:PORT, a port up to 65535): %r"
+                        % (scheme, scheme.upper(), url))
     if u.username is None:
-        return u.hostname, u.port or 1080, {}
+        return u.hostname, port, {}
     import base64
     from urllib.parse import unquote
     user = ("%s:%s" % (unquote(u.username), unquote(u.password or ""))).encode("utf-8")
-    return u.hostname, u.port or 1080, {"Proxy-Authorization": "Basic " + base64.b64encode(user).decode("ascii")}
+    return u.hostname, port, {"Proxy-Authorization": "Basic " + base64.b64encode(user).decode()}
 
 
 def network_fault(e, client):
@@ -1069,18 +1081,25 @@ def approval_text(call, full=False):
     return "\n".join(lines), len(text) - len(shown)
 
 
-def need_str(args, name, tool):
-    value = args.get(name)
-    if not isinstance(value, str) or not value.strip():
-        raise ToolArgError("%s needs a non-empty string %r argument" % (tool, name))
-    if len(value) > ARG_CAP:
-        raise ToolArgError("not run: the %s is too long (%d characters, at most %d); put long text in a file "
-                           "with write_file" % (name, len(value), ARG_CAP))
-    return value
-
-
-class ToolArgError(Exception):
-    pass
+def arg_problem(name, args):
+    """Why a call's arguments cannot run ("error: ..."), or None; asked before any approval or file
+    access. The first (command, path, query) is a string, non-empty unless optional, of at most
+    ARG_CAP characters; no text holds a NUL or a lone surrogate (but a file name's byte)."""
+    if name not in TOOLS:       # an MCP tool: its server checks its arguments
+        return None
+    spec = TOOLS[name].args
+    key = next(iter(spec))
+    value = args.get(key)
+    if not (isinstance(value, str) and value.strip() or spec[key].endswith("?") and not value):
+        return "error: %s needs a non-empty string %r argument" % (name, key)
+    if isinstance(value, str) and len(value) > ARG_CAP:
+        return ("error: not run: the %s is too long (%d characters, at most %d); put long text in "
+                "a file with write_file" % (key, len(value), ARG_CAP))
+    for k in spec:
+        texts = args.get(k) if isinstance(args.get(k), list) else [args.get(k)]
+        if any(re.search("[\0\ud800-\udc7f\udd00-\udfff]", t) for t in texts if isinstance(t, str)):
+            return "error: not run: the %s holds a NUL or a lone surrogate, which text cannot" % k
+    return None
 
 
 def kill_group(proc):
@@ -1091,18 +1110,50 @@ def kill_group(proc):
             os.killpg(proc.pid, signal.SIGKILL)
 
 
+class Lifeline:
+    """Commands never outlive grok, SIGKILL too: a watchdog shell reads a pipe only grok writes, a
+    line per change naming the live process groups of its commands; at its end it kills those."""
+    lock, fd, groups = threading.Lock(), None, set()
+
+    @classmethod
+    def update(cls, add=None):
+        import subprocess
+        with cls.lock:
+            if cls.fd is None:
+                read_end, cls.fd = os.pipe()
+                subprocess.Popen([TOOL_SHELL, "-c", "while read -r g; do l=$g; done; kill -9 $l"],
+                                 stdin=read_end, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, start_new_session=True)
+                os.close(read_end)
+            cls.groups = {g for g in cls.groups | {add} if g and group_alive(g)}
+            with suppress(OSError):     # (the watchdog was killed: nothing to tell)
+                os.write(cls.fd, (" ".join("-%d" % g for g in cls.groups) + "\n").encode())
+
+
+def group_alive(pgid):
+    try:
+        return os.killpg(pgid, 0) or True
+    except OSError as e:
+        return not isinstance(e, ProcessLookupError)      # EPERM: it lives, as another user
+
+
 def tool_bash(args, agent):
     import subprocess
-    argv, preexec = [TOOL_SHELL, "-c", need_str(args, "command", "bash")], None
+    # The command waits for a line on stdin to start once the watchdog knows it; then stdin is empty
+    argv, preexec = [TOOL_SHELL, "-c", "read -r _ || exit; " + args["command"]], None
     if agent.cfg.sandbox:
         argv, preexec = agent.cfg.sandbox.wrap(argv, agent.cwd)
     try:
         proc = subprocess.Popen(argv, cwd=agent.cwd, env=agent.tool_env(), preexec_fn=preexec,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, start_new_session=True)
     except (OSError, subprocess.SubprocessError) as e:
         return ToolResult("error: cannot start %s: %s" % (TOOL_SHELL, e), ok=False)
     agent.procs.add(proc)
+    Lifeline.update(proc.pid)
+    with suppress(OSError):
+        proc.stdin.write(b"\n")
+        proc.stdin.close()
     out, total = bytearray(), [0]
 
     def read():         # on a thread, so the tool waits for the process, not in fixed sleeps
@@ -1112,9 +1163,9 @@ def tool_bash(args, agent):
                 out.extend(chunk)
                 del out[OUTPUT_HEAD:-OUTPUT_TAIL]       # the first and the last bytes are kept
     reader = threading.Thread(target=read, daemon=True)
-    reader.start()
     code, waited, limit = None, 0.0, agent.cfg.bash_timeout       # limit 0: none
     try:
+        reader.start()      # no thread to be had (a process limit): the command is killed
         while code is None and not agent.cancel.is_set() and not 0 < limit <= waited:
             with suppress(subprocess.TimeoutExpired):
                 code = proc.wait(0.05)
@@ -1126,6 +1177,7 @@ def tool_bash(args, agent):
             kill_group(proc)
             code = proc.wait()
         agent.procs.discard(proc)
+        Lifeline.update()
     reader.join(1 if note else 0.2)     # background children may keep the output open
     omitted = total[0] - len(out)
     text = (out[:OUTPUT_HEAD].decode("utf-8", "replace") + ("\n[... %d bytes omitted: output truncated ...]\n" % omitted
@@ -1140,7 +1192,7 @@ def tool_bash(args, agent):
 
 
 def tool_read_file(args, agent):
-    path = canonical(agent.cwd, need_str(args, "path", "read_file"))
+    path = canonical(agent.cwd, args["path"])
     got = read_regular(path, READ_CAP)
     if got is None:
         why = ("no such file: %s" if not os.path.exists(path)
@@ -1184,7 +1236,7 @@ def atomic_write(path, data, private=True):
 
 
 def tool_write_file(args, agent):
-    path = canonical(agent.cwd, need_str(args, "path", "write_file"))
+    path = canonical(agent.cwd, args["path"])
     content = args.get("content", "")
     data = (content if isinstance(content, str) else json.dumps(content, indent=2)).encode("utf-8")
     dirs = agent.cfg.sandbox.writable(agent.cwd) if agent.cfg.sandbox else [path]
@@ -1225,17 +1277,16 @@ def tool_list_files(args, agent):
 
 
 def tool_ask_user(args, agent):
-    question = need_str(args, "question", "ask_user")
     options = args.get("options") or []
     options = [str(o) for o in (options if isinstance(options, list) else [options])]
-    answer = agent.ui.ask_user(question, options)
+    answer = agent.ui.ask_user(args["question"], options)
     if answer is None:
         return ToolResult("no user available in this mode: decide yourself and say what you assumed", ok=False)
     return ToolResult("the user answered: %s" % answer)
 
 
 def tool_web_search(args, agent):
-    query = need_str(args, "query", "web_search")
+    query = args["query"]
     payload = {"model": agent.model, "input": [{"role": "user", "content": query}], "tools": [{"type": "web_search"}]}
     try:
         obj = agent.paid(lambda: agent.client.post("/responses", payload, cancel=agent.cancel))
@@ -1286,7 +1337,7 @@ TOOLS = {
     "ask_user": Tool(tool_ask_user, "ask the user when only they can decide",
                      {"question": "string", "options": "array?"}),
 }
-MAX_CALLS = 8               # tool calls in one reply (the schema's bound)
+MAX_CALLS = 8               # tool calls run from one reply (the schema's bound), and at once
 NEEDS_APPROVAL = ("bash", "write_file")
 TOOL_SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"      # what the bash tool runs
 
@@ -1332,7 +1383,7 @@ class McpServer:
         self.lock, self.changed = threading.Lock(), False
 
     def timeout(self, key, env_ms, default):     # seconds in its config, else ms (Claude Code's)
-        return float(self.spec.get(key) or env_float(env_ms, default * 1000) / 1000)
+        return float(self.spec.get(key) or Config.number(env_ms, default * 1000, 1e9) / 1000)
 
     def start(self):
         import subprocess
@@ -1604,7 +1655,8 @@ def find_project_rules(cwd):
 
 def build_system_prompt(cfg, contract, cwd, tools=None):
     uname = os.uname()      # not `platform`: it takes 2 ms to import
-    parts = ["You are Grok, an agent working on the user's computer through tools.",
+    override = cfg.system_prompt        # --system-prompt-override: for the guidance and the context
+    parts = [override or "You are Grok, an agent working on the user's computer through tools.",
              "Always reply with exactly one JSON object and nothing else:", REPLY_SHAPE,
              "- To act: list the tool calls (independent calls run concurrently), response null, done false. "
              "Their results come back in the next user message.",
@@ -1612,11 +1664,14 @@ def build_system_prompt(cfg, contract, cwd, tools=None):
              "runs them and then ends the turn with your response: their results reach you only with the next message.",
              "- Tools first: use web_search for facts, news and current events (put the year in the query) instead of "
              "answering from memory; prefer acting over asking; check your work with tools before you say it is done.",
-             "- Answers are plain text for a terminal: concise, no markdown."]
+             "- Answers are plain text for a terminal: concise, no markdown."][:override and 5]
     if contract.extra_prompt:
         parts.append(contract.extra_prompt)
     tools = (tools or TOOLS).items()
     parts += ["", "TOOLS:"] + ["- " + tool_line(name, cfg.bash_timeout, t) for name, t in tools]
+    parts += ["", "RULES (follow them):", cfg.rules] if cfg.rules else []
+    if override:
+        return "\n".join(parts)
     parts += ["", "RUNTIME (at the start of this session):", "- date: %s" % time.strftime("%A %Y-%m-%d %H:%M %Z"),
               "- system: %s %s, Python %s" % (uname[0], uname[2], sys.version.split()[0]),
               "- shell: the bash tool runs %s -c; the user's login shell is %s" % (
@@ -1814,9 +1869,9 @@ class LimitReached(AgentError):
 
 
 INTERRUPTED = ("[interrupted by the user]", "[interrupted: the session ended during this turn]")
-LOOP_NOTE = {LOOP_NUDGE: "[Loop] You made these same tool calls and got these same results %d "
-                         "rounds in a row: repeating them changes nothing. Answer now "
-                         "(\"done\": true), or try something else." % LOOP_NUDGE}
+NUDGE = {LOOP_NUDGE: "[Loop] You made these same tool calls and got these same results %d rounds "
+                     "in a row: repeating them changes nothing. Answer now (\"done\": true), or "
+                     "try something else." % LOOP_NUDGE}
 TURN_KEYS = ("input", "output", "reasoning", "cached", "total", "cost")
 
 
@@ -1827,7 +1882,7 @@ class Agent:
         self.cfg, self.ui, self.contract, self.model = cfg, ui or UI(), contract, cfg.model
         self.ui_lock, self.lock = threading.RLock(), threading.Lock()  # lock: cost and session writes from threads
         self.client = Client(cfg.base_url, cfg.api_key, cfg.timeout, cfg.max_retries, cfg.backoff, notice=self.notice)
-        self.tool_names = list(TOOLS)   # offered in the schema
+        self.tool_names = list(cfg.tools)       # offered in the schema
         self.withdrawn = {}             # tools the server turned out not to offer: name -> the result calls get
         self.recall_window()
         self.format_level = 0           # 0 json_schema, 1 json_object + schema, 2 plain json_object
@@ -2081,14 +2136,14 @@ class Agent:
     def recall_window(self):
         """The model's window without asking: set, xAI's, what this server said, else a guess."""
         cfg, self.window_key, self.windows = self.cfg, "%s %s" % (self.cfg.base_url, self.model), {}
-        got = read_regular(os.path.join(cfg.data_dir, "windows.json"), 1 << 20)
+        mine = not open_to_others(cfg.data_dir, (os.getuid(),))     # else a planted file is unread
+        got = mine and read_regular(os.path.join(cfg.data_dir, "windows.json"), 1 << 20)
         with suppress(TypeError, ValueError, AttributeError):      # no file, no JSON object
             said = json.loads(got[0]).items()
             self.windows = {k: n for k, n in said if type(n) is int and n >= 0}
-        told = self.windows.get(self.window_key)
-        guess = model_entry(WINDOWS, self.model, DEFAULT_WINDOW)
-        cfg.context_window = cfg.window_set or told or guess
-        self.window_known = bool(cfg.window_set or cfg.xai or told)    # else the window is a guess
+        told = cfg.window_set or self.windows.get(self.window_key)
+        cfg.context_window = told or model_entry(WINDOWS, cfg.model, DEFAULT_WINDOW)
+        self.window_known = bool(told or cfg.xai)       # else the window is a guess
 
     def learn_window(self):
         """Ask a server other than xAI's for the model's window, the three ways vLLM, llama.cpp and
@@ -2168,13 +2223,12 @@ class Agent:
             self.finish_step(result)
         note = ("[Limit] That was the last tool round allowed in this turn (%d). Answer now with what you have and "
                 "say what is left to do; further tool calls will not run." % limit if self.rounds == limit else None)
-        seen = self.seen(results)
-        note = note or LOOP_NOTE.get(seen)
-        self.add({"role": "user", "content": tool_results_message(results, note)})
+        same = self.seen(results)       # rounds in a row with these calls and results
+        self.add({"role": "user", "content": tool_results_message(results, NUDGE.get(same, note))})
         if reply["done"] and answer.strip():     # done with tool calls: they ran; the response ends the turn
             self.add(final_reply(answer))
             return answer
-        return self.stop_loop(answer, seen) if seen >= LOOP_STOP else None
+        return self.stop_loop(answer, same) if same >= LOOP_STOP else None
 
     def seen(self, results):
         """How many rounds in a row had these calls and results, in any order or number (0: off)."""
@@ -2231,13 +2285,16 @@ class Agent:
 
     # -- tools ---------------------------------------------------------------
     def execute(self, calls):
-        """[(ToolCall, ToolResult)] in call order: approvals, ask_user one by one, the rest at once; UI hooks here."""
+        """[(ToolCall, ToolResult)] in call order: approvals, ask_user, then the rest at once."""
         items = [ToolCall(i, c["tool"], c["args"], "call_%d_%d" % (self.step_no, i + 1), self.cwd,
                           scrub(key_arg(c["tool"], c["args"])), self.cfg.sandbox)
                  for i, c in enumerate(calls)]
         results, runnable = [None] * len(items), []
         for item in items:
-            if not self.approved(item):
+            if item.index >= MAX_CALLS:     # (a server may not hold a model to the schema)
+                capped = "error: not run: one reply runs at most %d tool calls; ask again for it"
+                results[item.index] = self.finish_tool(item, ToolResult(capped % MAX_CALLS, False))
+            elif not self.approved(item):
                 results[item.index] = self.finish_tool(item, ToolResult(DENIED % item.name, False))
             elif item.name == "ask_user":
                 self.ui.tool_start(item)
@@ -2246,29 +2303,34 @@ class Agent:
                 runnable.append(item)
         for item in runnable:
             self.ui.tool_start(item)
-        if len(runnable) == 1:
-            results[runnable[0].index] = self.finish_tool(runnable[0], self.call_tool(runnable[0]))
-        elif runnable:
-            self.run_together(runnable, results)
+        self.run_together(runnable, results)
         if self.cancel.is_set():
             raise Cancelled("cancelled")
         return list(zip(items, results))
 
     def run_together(self, items, results):
-        """Run tool calls in threads, each result finished on this thread as it comes."""
+        """Run tool calls on a pool of at most MAX_CALLS threads, each result finished on this
+        thread as it comes: the one place tools run. One call runs here, all if no thread starts."""
         import queue
-        finished = queue.Queue()
+        todo, finished, threads = items[::-1], queue.Queue(), []
 
-        def work(item):
-            try:
-                result = self.call_tool(item)
-            except BaseException as e:      # Cancelled: a worker thread must never print a traceback
-                result = ToolResult("error: %s" % (e or "cancelled"), ok=False)
-            finished.put((item, result))
+        def work():
+            with suppress(IndexError):      # (pop is atomic: IndexError when all are taken)
+                while True:
+                    item = todo.pop()
+                    try:
+                        result = self.call_tool(item)
+                    except Exception as e:      # Cancelled: a thread must never print a traceback
+                        result = ToolResult("error: %s" % (e or "cancelled"), ok=False)
+                    finished.put((item, result))
 
-        threads = [threading.Thread(target=work, args=(item,), daemon=True) for item in items]
-        for t in threads:
-            t.start()
+        with suppress(RuntimeError):        # "can't start new thread": fewer threads, or none
+            while len(items) > 1 and len(threads) < min(MAX_CALLS, len(items)):
+                threads.append(threading.Thread(target=work, daemon=True))
+                threads[-1].start()
+        threads = [t for t in threads if t.ident]        # started
+        if not threads:
+            work()      # here (Ctrl-C stops it)
         try:
             for _ in items:         # a blocked get() still takes Ctrl-C and SIGTERM
                 item, result = finished.get()
@@ -2281,11 +2343,11 @@ class Agent:
             raise
 
     def approved(self, item):
-        if self.cfg.always_approve or item.name in self.session_always:
-            return True
-        subject = item.args.get(next(iter(TOOLS[item.name].args))) if item.name in TOOLS else "MCP"
-        if not isinstance(subject, str) or not subject.strip() or not needs_approval(item, self.cfg.read_dirs):
-            return True     # no command/path: the tool refuses its arguments and runs nothing, so don't ask
+        if self.cfg.deny and denied_by(item, self.cfg.deny):
+            return False
+        ok = self.cfg.always_approve or item.name in self.session_always
+        if ok or arg_problem(item.name, item.args) or not needs_approval(item, self.cfg.read_dirs):
+            return True     # (bad arguments: call_tool refuses them and runs nothing)
         answer = self.ui.approve(item)
         if answer == "always":
             self.session_always.add(item.name)
@@ -2307,10 +2369,8 @@ class Agent:
         try:
             if self.cancel.is_set():        # the turn was cancelled after this call was approved
                 raise Cancelled("cancelled")
-            result = (ToolResult(self.withdrawn[item.name], ok=False) if item.name in self.withdrawn
-                      else self.tools()[item.name].run(item.args, self))
-        except ToolArgError as e:
-            result = ToolResult("error: %s" % e, ok=False)
+            why = self.withdrawn.get(item.name) or arg_problem(item.name, item.args)     # not run
+            result = ToolResult(why, False) if why else self.tools()[item.name].run(item.args, self)
         except (KeyboardInterrupt, Cancelled):
             raise
         except Exception as e:      # a tool never raises into the loop
@@ -2894,31 +2954,56 @@ class OutputClosed(GrokError):
 
 
 def allow_matches(call, patterns):
-    """--allow: a shell glob on the bash command, a path glob on the other tools' path. In a command, `*` stands
-    for no shell operator: `git *` allows `git log`, not `git log; rm -rf ~` (every operator in the command is in
-    the pattern, or it is `*`). A path is matched resolved (`..`, symlinks): a relative pattern only inside cwd."""
+    """--allow: whether a pattern matches the call: a glob on bash's command (`*`, `?` never stand
+    for a shell operator: `git *` matches `git log`, not `git log; rm -rf ~`), on the other tools'
+    resolved path (a relative one only inside cwd), on an MCP tool's name (mcp__SERVER__TOOL)."""
     import fnmatch
-    if call.name not in TOOLS:      # an MCP tool: a glob on its name, mcp__SERVER__TOOL
+    if call.name not in TOOLS:      # an MCP tool
         return any(fnmatch.fnmatchcase(call.name, p) for p in patterns)
     value = call.args.get("command" if call.name == "bash" else "path") or ("." if call.name == "list_files" else "")
     if not isinstance(value, str) or not value:
         return False
     if call.name == "bash":
-        ops = set(";&|<>$`()\n").intersection(value)
-        return any(p == "*" or (fnmatch.fnmatchcase(value, p) and ops <= set(p)) for p in patterns)
+        free = "[^;&|<>$`()\n]"        # what a `*` or `?` stands for: anything but a shell operator
+        return any(re.fullmatch(re.escape(p).replace(r"\*", free + "*").replace(r"\?", free), value)
+                   for p in patterns)
     full, root = canonical(call.cwd, value), os.path.realpath(call.cwd)
-    relative = os.path.relpath(full, root) if inside(full, root) else "\0"
+    relative = os.path.relpath(full, root) if inside(full, root) else None
     return any(path_glob(os.path.normpath(p), full if os.path.isabs(p) else relative)
-               for p in map(os.path.expanduser, patterns))
+               for p in map(os.path.expanduser, patterns) if os.path.isabs(p) or relative)
+
+
+def rule_globs(call, rules):
+    """The globs of the --allow/--deny rules that speak of this call: a plain glob of any tool;
+    xAI's CLI's `Bash(glob)`, `Write(glob)`, `Edit(glob)`, `Read(glob)` of their kind of tool
+    (`Bash(git:*)`: `git*`; no glob: any such call)."""
+    kinds = {"Bash": "bash", "Write": "write_file", "Edit": "write_file",
+             "Read": "read_file list_files"}
+    found = [(re.fullmatch(r"(Bash|Write|Edit|Read)(?:\((.*)\))?", r, re.S), r) for r in rules]
+    return [r if not m else re.sub(r":\*$", "*", m[2]) if m[2] is not None else
+            "*" if call.name == "bash" else "/**" for m, r in found
+            if not m or call.name in kinds[m[1]].split()]
+
+
+def denied_by(call, rules):
+    """--deny: a rule that matches the command or a command in it, or the path, refuses the call."""
+    import fnmatch
+    globs, command = rule_globs(call, rules), str(call.args.get("command"))
+    if call.name != "bash":
+        return allow_matches(call, globs)
+    parts = [command] + re.split(r"[;&|<>$`()\n]+", command)
+    return any(fnmatch.fnmatchcase(part.strip(), g) for part in parts for g in globs)
 
 
 class HeadlessUI(UI):
-    """`grok -p`: JSONL events (--format json), the answer alone with progress on stderr (text), or xAI's CLI's
-    thought/text/end/error events (streaming-json). Every hook runs on the main thread: events never interleave."""
+    """`grok -p`: the answer alone with progress on stderr (text, xAI's plain), JSONL events (json),
+    or as xAI's CLI prints: its events (streaming-json), one object at the end (result, its json).
+    Every hook runs on the main thread: events never interleave."""
 
     def __init__(self, fmt, allow=()):
-        self.json, self.events = fmt == "json", fmt == "streaming-json"
+        self.json, self.events, self.result = (fmt == f for f in FORMATS)
         self.allow, self.session_id, self.step, self.last = allow, None, 0, {}
+        self.thoughts, self.announced = "", set()   # the reasoning (result); tool calls told of
         self.partial = False                    # a write was cut off mid-line (an interrupt)
         self.printed = self.attempt = ""        # text mode: the answer text on stdout; that of the stream going on
         self.held = []                          # notices that came while the answer's line was open
@@ -2936,26 +3021,48 @@ class HeadlessUI(UI):
                 "cannot write to stdout: %s" % (e.strerror or e))
         self.partial = False
 
-    def emit(self, kind, **fields):
-        event = {"type": kind}
-        if not self.events:
+    def emit(self, event_type, **fields):
+        event = {"type": event_type}
+        if self.json:
             event["timestamp"] = int(time.time() * 1000)
             if self.session_id:
                 event["sessionID"] = self.session_id
-            if kind != "error":
+            if event_type != "error":
                 event["stepNumber"] = self.step
         event.update(fields)
         # ASCII-only JSON: any stdout encoding works, and lone surrogates from the model cannot crash a write.
-        self.write(json.dumps(scrub_all(event), ensure_ascii=True, separators=(",", ":")) + "\n")
+        self.write(strict_json(scrub_all(event), ensure_ascii=True, separators=(",", ":")) + "\n")
 
     def out(self, text):
         """Answer text: on stdout (escapes made visible on a terminal), or as a `text` event."""
         self.emit("text", data=text) if self.events else self.write(self.shown(text))
 
-    def end(self, turn):
-        reason = {"length": "MaxTokens", "content_filter": "Refusal"}.get(self.last.get("finish_reason"), "EndTurn")
-        self.emit("end", stopReason=reason, num_turns=self.step, sessionId=self.session_id,
-                  requestId=self.last.get("id"), usage=self.usage(turn, turn["cost"]))
+    def end(self, agent, answer):
+        """xAI's CLI's last word: the `end` event, or the object of its --output-format json."""
+        reason = {"length": "max_tokens", "content_filter": "refusal"}.get(
+            self.last.get("finish_reason"), "end_turn")
+        fields = dict({"text": answer} if self.result else {}, stopReason=reason,
+                      sessionId=self.session_id, requestId=self.last.get("id"))
+        fields.update({"thought": self.thoughts} if self.thoughts else {})
+        usage, cost = self.spend(agent.turn), agent.turn["cost"]
+        model = {"inputTokens": usage["input_tokens"], "outputTokens": usage["output_tokens"],
+                 "cacheReadInputTokens": usage["cache_read_input_tokens"],
+                 "cacheCreationInputTokens": 0, "modelCalls": self.step}
+        fields.update(usage=usage, num_turns=self.step, modelUsage={agent.model: model})
+        if usage_cost(agent.model, agent.last_usage or {}, agent.cfg.prices)[1]:     # a known cost
+            model["costUSD"] = cost
+            fields.update(total_cost_usd=cost, total_cost_usd_ticks=int(round(cost * 1e10)))
+        if self.events:
+            return self.emit("end", **fields)
+        self.write(json.dumps(scrub_all(fields), ensure_ascii=True, indent=2) + "\n")
+
+    @staticmethod
+    def spend(n):
+        """usage_numbers() as xAI's CLI has them: input without its cached part, reasoning apart."""
+        cached = int(min(n["cached"], n["input"]))
+        return {"input_tokens": int(n["input"]) - cached, "cache_read_input_tokens": cached,
+                "cache_creation_input_tokens": 0, "output_tokens": int(n["output"]),
+                "reasoning_tokens": int(n["reasoning"]), "total_tokens": int(n["total"])}
 
     def usage(self, n, cost_usd):
         """usage_numbers() for events; reasoning is billed as output; costUsdTicks is in 1e-6 USD."""
@@ -2965,10 +3072,11 @@ class HeadlessUI(UI):
     def thought(self, text):
         if self.events:
             self.emit("thought", data=text)
+        self.thoughts += text if self.result else ""
 
     def fail(self, message, code):
         """The run's last word: an `error` event (json) and a line on stderr; returns the exit code."""
-        if self.json or self.events:
+        if self.json or self.events or self.result:
             with suppress(OutputClosed):
                 self.emit("error", message=message)
         self.printed = ""
@@ -2986,7 +3094,7 @@ class HeadlessUI(UI):
     def stream_text(self, text, final_hint):
         # Text mode: the answer goes to stdout as it arrives, once the reply is known to call no tools.
         # A retried or repeated stream prints only what goes beyond what is already there.
-        if self.json or final_hint != "empty":
+        if self.json or self.result or final_hint != "empty":
             return
         self.attempt += text
         if len(self.attempt) > len(self.printed) and self.attempt.startswith(self.printed):
@@ -3000,11 +3108,22 @@ class HeadlessUI(UI):
         elif text and reply["tool_calls"]:
             self.notice(text)
 
-    def tool_start(self, call):
+    def tool_start(self, call, status="in_progress"):
+        self.announced.add(call.id)
+        if self.events:     # as xAI's CLI (and ACP) tell it
+            fields = acp_tool_fields(call.name, call.args, call.cwd, False)
+            self.emit("tool_call", toolCallId=call.id, status=status, toolName=call.name,
+                      content=[], **dict({"locations": []}, **fields))
         if not self.json:
             self.notice("[%s] %s" % (call.name, call.shown))
 
     def tool_end(self, call, result):
+        if self.events:
+            if call.id not in self.announced:       # refused before it started
+                self.tool_start(call, "pending")
+            self.emit("tool_call_update", toolCallId=call.id,
+                      status="completed" if result.ok else "failed",
+                      content=text_content(result.output), rawOutput=None, locations=[])
         if not self.json and result.output.startswith("error: "):  # why a bad call did not run
             self.notice("✗ [%s] %s" % (call.name, failure_reason(result.output)))
         if self.json:
@@ -3016,11 +3135,13 @@ class HeadlessUI(UI):
 
     def step_finish(self, step, info):
         self.last = info
+        if self.events:
+            self.emit("usage", usage=self.spend(info["tokens"]))
         if self.json:
             self.emit("step_finish", finishReason=info["finish_reason"], usage=self.usage(info["tokens"], info["cost"]))
 
     def answer(self, text):
-        if self.json:
+        if self.json or self.result:
             return
         end = "" if self.events else "\n"
         if not text.startswith(self.printed):       # a reply that broke the contract streamed other text
@@ -3040,7 +3161,7 @@ class HeadlessUI(UI):
             self.held = []
 
     def approve(self, call):
-        if allow_matches(call, self.allow):     # (with -y the agent does not ask)
+        if allow_matches(call, rule_globs(call, self.allow)):     # (with -y the agent does not ask)
             return "yes"
         what = "command" if call.name == "bash" else "path" if call.name in TOOLS else "MCP tool"
         raise AgentError("Tool `%s` denied: %s not in allowlist: %s%s (allow it with --allow PATTERN or "
@@ -3048,26 +3169,61 @@ class HeadlessUI(UI):
                                                 call.shown[:200], "..." if len(call.shown) > 200 else ""))
 
 
-def read_prompt(prompt, notice):
-    """-p's prompt (`-`: stdin), with text piped in (a pipe or file, not a tty) below it, cut at PIPED_CAP."""
-    stdin, piped = getattr(sys.stdin, "buffer", None), False
-    with suppress(OSError, ValueError, AttributeError):
-        piped = prompt != "-" and stat.S_IFMT(os.fstat(stdin.fileno()).st_mode) in (stat.S_IFIFO, stat.S_IFREG)
-    prompt = stdin.read().decode("utf-8", "replace") if prompt == "-" else prompt
+def read_prompt(args, notice):
+    """-p's prompt (`-`: stdin), --prompt-file's and --prompt-json's text below it, then text piped
+    in on stdin (not with --output-format), cut at PIPED_CAP."""
+    stdin = getattr(sys.stdin, "buffer", None)
+    parts = [stdin.read().decode("utf-8", "replace") if args.prompt == "-" else args.prompt]
+    got = args.prompt_file and read_regular(os.path.expanduser(args.prompt_file), PIPED_CAP)
+    if args.prompt_file and not got:
+        raise UserError("--prompt-file: cannot read %s (not a regular file)" % args.prompt_file)
+    parts += [got[0].decode("utf-8", "replace")] if got else []
+    try:
+        parts += [acp_prompt_text(json.loads(args.prompt_json))] if args.prompt_json else []
+    except (ValueError, RpcError) as e:
+        raise UserError("--prompt-json: %s" % (e.args[-1] if isinstance(e, RpcError) else e))
+    prompt = "\n\n".join(p for p in parts if p)
     if not prompt.strip():
         raise UserError("the prompt is empty")
-    data = stdin.read(PIPED_CAP + 1) if piped else b""
+    data = piped_input(stdin) if args.prompt != "-" and not args.output else b""
     if len(data) > PIPED_CAP:
         notice("note: the piped input was cut to its first %d bytes" % PIPED_CAP)
     text = data[:PIPED_CAP].decode("utf-8", "replace")
     return "%s\n\n%s" % (prompt, text) if text.strip() else prompt
 
 
+def piped_input(stdin):
+    """A pipe's or file's text, read to its end; but a pipe grok's own parent holds open for writing
+    (it started grok and may never close it) only once it has data or EOF within STDIN_WAIT s."""
+    with suppress(OSError, ValueError, AttributeError):
+        import select
+        fd = stdin.fileno()
+        kind = stat.S_IFMT(os.fstat(fd).st_mode)
+        waited = kind == stat.S_IFIFO and parent_writes(fd)
+        if waited and not select.select([fd], [], [], STDIN_WAIT)[0]:
+            return b""
+        return stdin.read(PIPED_CAP + 1) if kind in (stat.S_IFIFO, stat.S_IFREG) else b""
+    return b""
+
+
+def parent_writes(fd):
+    """Whether grok's parent holds the pipe on fd open for writing (Linux; elsewhere: no)."""
+    with suppress(OSError, ValueError, IndexError):
+        pipe, parent = os.readlink("/proc/self/fd/%d" % fd), "/proc/%d/" % os.getppid()
+        for name in os.listdir(parent + "fd"):
+            if os.readlink(parent + "fd/" + name) == pipe:
+                with open(parent + "fdinfo/" + name) as f:
+                    flags = int(f.read().split("flags:")[1].split()[0], 8)
+                if flags & (os.O_WRONLY | os.O_RDWR):
+                    return True
+    return False
+
+
 def headless(args, cfg):
     if os.path.isdir(cfg.data_dir) and data_dir_problem(cfg.data_dir):     # others could plant a session
         raise UserError(data_dir_problem(cfg.data_dir))
-    ui = HeadlessUI(args.format, args.allow)
-    prompt = read_prompt(args.prompt, ui.notice)
+    ui = HeadlessUI(args.fmt, args.allow)
+    prompt = read_prompt(args, ui.notice)
     if args.max_tool_rounds is not None:
         cfg.max_iterations = args.max_tool_rounds
     agent = open_agent(cfg, ui, MINIMAL, args)
@@ -3077,9 +3233,9 @@ def headless(args, cfg):
         agent.settle_cancelled("[the turn failed: %s]" % reason,
                                "[the turn stopped before these tool calls ran: %s]" % reason)
     try:
-        agent.run_turn(prompt)
-        if ui.events:
-            ui.end(agent.turn)
+        answer = agent.run_turn(prompt)
+        if ui.events or ui.result:
+            ui.end(agent, answer)
         return 0
     except (Cancelled, KeyboardInterrupt):      # run_turn settled these; again is harmless
         agent.settle_cancelled()
@@ -3100,10 +3256,18 @@ def headless(args, cfg):
 
 
 def open_agent(cfg, ui, contract, args, new_if_busy=False):
-    """A new agent, or one resuming --resume ID / -c (latest); if that one is busy and new_if_busy, a new one."""
+    """A new agent (-s UUID: with that id), or one resuming --resume ID / -c (latest); if that one
+    is busy and new_if_busy, a new one."""
+    new_id = args.session_id
+    if new_id and not re.fullmatch(r"[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}", new_id):
+        raise UserError("--session-id must be a UUID (got %r)" % new_id)
+    if new_id and os.path.exists(os.path.join(cfg.data_dir, "sessions", new_id + ".jsonl")):
+        raise UserError("session %s is already in use (--resume continues it)" % new_id)
     ask = None if isinstance(ui, HeadlessUI) else (
         lambda text: (ask_tty(text) or "").lower() in ("y", "yes"))
     cfg.mcp = mcp_config(cfg, args.mcp_config, ask, ui.notice)
+    if new_id:
+        return Agent(cfg, ui, contract, session=Session(cfg.data_dir, new_id, warn=ui.notice))
     session_id = args.resume and find_session(cfg.data_dir, args.resume)
     if args.cont and not session_id:
         session_id = next((s[0] for s in list_sessions(cfg.data_dir) if s[2]), None)     # the newest typed into
@@ -3140,6 +3304,13 @@ DEFERRED = object()             # a request answered later, from a worker thread
 AUTH_METHODS = {"cached_token": "API key from a .env file", "xai.api_key": "API key from the environment"}
 
 
+def strict_json(obj, **options):
+    """json.dumps() as every parser takes it: NaN and infinities (a model's) become null."""
+    with suppress(ValueError):
+        return json.dumps(obj, allow_nan=False, **options)
+    return json.dumps(json.loads(json.dumps(obj), parse_constant=lambda name: None), **options)
+
+
 class RpcError(Exception):
     """An error to answer a request with; .payload is its JSON-RPC error object."""
 
@@ -3158,9 +3329,8 @@ def acp_tool_fields(name, args, cwd, diff=True):
     shown = key_arg(name, args)
     fields = {"title": ("%s: %s" % (name, shown) if shown else name)[:200], "kind": TOOL_KINDS.get(name, "other"),
               "rawInput": args}
-    path = args.get("path")
-    if name in ("read_file", "write_file") and isinstance(path, str) and path.strip():
-        path = canonical(cwd, path)
+    if name in ("read_file", "write_file") and not arg_problem(name, args):
+        path = canonical(cwd, args["path"])
         fields["locations"] = [{"path": path}]
         content = args.get("content")
         if name == "write_file" and diff and isinstance(content, str):
@@ -3350,7 +3520,7 @@ class AcpServer:
 
     # -- the wire
     def send(self, message):
-        data = (json.dumps(scrub_all(message), ensure_ascii=False) + "\n").encode("utf-8", "replace")
+        data = (strict_json(scrub_all(message), ensure_ascii=False) + "\n").encode(errors="replace")
         with self.write_lock:
             if self.out is None:
                 return
@@ -3396,10 +3566,10 @@ class AcpServer:
         answer to a request of ours, which wakes the thread waiting for it."""
         try:
             message = json.loads(line.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError) as e:
+        except (ValueError, UnicodeDecodeError, RecursionError) as e:      # (nested too deep)
             return self.respond(None, error={"code": PARSE_ERROR, "message": "Parse error: %s" % e})
         if not isinstance(message, dict) or message.get("jsonrpc", "2.0") != "2.0":
-            return self.respond(message.get("id") if isinstance(message, dict) else None, error={
+            return self.respond(None, error={
                 "code": INVALID_REQUEST, "message": "Invalid Request: expected a JSON-RPC 2.0 object"})
         method, request_id = message.get("method"), message.get("id")
         if method is None and "id" in message and ("result" in message or "error" in message):
@@ -3413,10 +3583,10 @@ class AcpServer:
             self.cancel(message["params"])
 
     def call(self, method, request_id, params):
-        bad_id = isinstance(request_id, bool) or not isinstance(request_id, (str, int, float, type(None)))
+        bad_id = not isinstance(request_id, (str, type(None))) and type(request_id) is not int
         try:
             if not isinstance(method, str) or bad_id:
-                request_id = request_id if isinstance(request_id, (str, int)) else None
+                request_id = None if bad_id else request_id
                 raise RpcError(INVALID_REQUEST, "Invalid Request: no method, or a bad id")
             if method not in self.methods:
                 raise RpcError(METHOD_NOT_FOUND, "Method not found: %s" % method)
@@ -3623,19 +3793,27 @@ def arg_parser(prog="grok", description=None):
                formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(prog, width=terminal_width() - 2))
     p.add_argument("--version", action="version", version="%(prog)s " + __version__)
     p.add_argument("-m", "--model", help="model id (default $GROK_MODEL or %s)" % DEFAULT_MODEL)
-    p.add_argument("--reasoning-effort", "--effort", dest="effort", choices=("low", "medium", "high"),
-                   help="sent as reasoning_effort (dropped if the server rejects it)")
+    p.add_argument("--reasoning-effort", "--effort", dest="effort", choices=EFFORTS, metavar="E",
+                   help="%s: sent as reasoning_effort (unless refused)" % ", ".join(EFFORTS))
     p.add_argument("--cwd", metavar="DIR", help="working directory for the tools")
-    p.add_argument("-y", "--always-approve", action="store_true", help="run bash/write_file without asking")
+    p.add_argument("-y", "--always-approve", "--yolo", action="store_true",
+                   help="run bash/write_file without asking")
     p.add_argument("--sandbox", choices=("workspace", "read-only", "off"), help="see README")
     p.add_argument("--sandbox-network", choices=("on", "off"), help="off: commands get no network")
     p.add_argument("--mcp-config", action="append", default=[], metavar="FILE",
                    help="start the MCP servers of this .mcp.json-style file (repeatable)")
     session = p.add_mutually_exclusive_group()
-    session.add_argument("--resume", metavar="ID", help="continue a saved session")
+    session.add_argument("-r", "--resume", metavar="ID", help="continue a saved session")
     session.add_argument("-c", "--continue", dest="cont", action="store_true", help="continue the latest session")
+    session.add_argument("-s", "--session-id", metavar="UUID", help="a new session with this id")
     p.add_argument("message", nargs="*", help="start the chat with this message")
     return p
+
+
+OUTPUT_FORMATS = {"plain": "plain", "json": "result", "streaming-json": "streaming-json"}
+FORMATS = ("json", "streaming-json", "result")      # grok's JSON events, and xAI's CLI's two
+EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")     # as xAI's CLI
+MODES_HERE = (None, "default", "dontAsk", "bypassPermissions")      # the --permission-mode grok has
 
 
 def terminal_width():
@@ -3667,29 +3845,78 @@ exit codes: 0 ok, 1 user error, 2 network/server, 3 agent or tool error, 4 inter
     DEFAULT_BASE_URL, DEFAULT_MODEL)
 
 
+# Flags of xAI's CLI grok has nothing for ({flag: values}): accepted, named in one notice; quietly
+# ("q") where grok does what they ask anyway (no plan mode, subagents, memory, updates, leader).
+XAI_FLAGS = {"--check": 0, "--experimental-memory": 0, "--restore-code": 0, "--oauth": 0,
+             "--fork-session": 0, "--include-partial-messages": 0, "--leader": 0, "--reauth": 0,
+             "--agent-profile": None, "--agent": None, "--agents": None, "--worktree": "?",
+             "--worktree-ref": None, "--ref": None, "--no-plan": "q", "--no-subagents": "q",
+             "--no-memory": "q", "--verbatim": "q", "--no-auto-update": "q", "--no-alt-screen": "q",
+             "--no-leader": "q"}
+XAI_TOOLS = {"run_terminal_command": "bash", "run_terminal_cmd": "bash", "list_dir": "list_files",
+             "write": "write_file", "search_replace": "write_file", "ask_user_question": "ask_user"}
+
+
 def parse_args(argv):
+    import argparse
     if argv[:1] == ["agent"]:       # xAI's CLI's command line: `grok agent [...] stdio` is --acp
         if "stdio" not in argv[1:]:
             sys.stderr.write("grok: usage: grok agent [--always-approve] [--model M] stdio\n")
             raise SystemExit(1)
-        argv = ["--acp"] + [a for a in argv[1:] if a not in ("stdio", "--no-leader")]
-    p = arg_parser()
-    p.add_argument("-p", "--prompt", help="run one prompt headless and exit ('-' reads stdin)")
-    p.add_argument("--format", "--output-format", choices=("text", "json", "streaming-json"), default="text",
+        argv = ["--acp"] + [a for a in argv[1:] if a != "stdio"]
+    p, hide = arg_parser(), argparse.SUPPRESS
+    p.add_argument("-p", "--prompt", "--single", help="run one prompt headless ('-' reads stdin)")
+    p.add_argument("--prompt-file", metavar="PATH", help="headless: (more of) the prompt")
+    p.add_argument("--prompt-json", metavar="JSON", help="headless: (more of) the prompt as blocks")
+    p.add_argument("--format", choices=("text", "json", "streaming-json"), default="text",
                    help="headless output (default text)")
+    p.add_argument("--output-format", dest="output", choices=OUTPUT_FORMATS, help="as xAI's CLI")
     p.add_argument("--max-tool-rounds", "--max-turns", type=int, metavar="N",
                    help="headless: stop after N tool rounds, exit 3 (0 = no limit; default $GROK_MAX_ITERATIONS)")
-    p.add_argument("--allow", action="append", metavar="PATTERN", default=[],
+    p.add_argument("--allow", "--allowedTools", action="append", metavar="PATTERN", default=[],
                    help="headless: allow bash commands / write_file paths matching this glob (repeatable)")
+    p.add_argument("--deny", "--disallowedTools", action="append", metavar="RULE", default=[])
+    p.add_argument("--tools", help="only these tools (comma-separated)")
+    p.add_argument("--disallowed-tools", metavar="TOOLS", help="not these tools (comma-separated)")
+    p.add_argument("--disable-web-search", action="store_true", help="no web_search tool")
+    p.add_argument("--rules", metavar="TEXT", help="rules added to the system prompt")
+    p.add_argument("--system-prompt-override", "--system-prompt", metavar="TEXT", help="see README")
+    p.add_argument("--permission-mode", metavar="MODE", help=hide)
     p.add_argument("--acp", action="store_true", help="serve the Agent Client Protocol on stdio")
-    args = p.parse_args([a for a in argv if a not in ("--no-subagents", "--no-plan")])     # xAI's: nothing to turn off
+
+    class Accepted(argparse.Action):
+        def __call__(self, parser, namespace, values, option_string=None):
+            flag = self.option_strings[0]
+            namespace.ignored = namespace.ignored + [flag][:XAI_FLAGS[flag] != "q"]
+    for flag, n in XAI_FLAGS.items():
+        p.add_argument(flag, nargs=0 if n == "q" else n, action=Accepted, dest="ignored",
+                       default=[], help=hide)
+    args = p.parse_args(argv)
+    args.headless = args.prompt is not None or bool(args.prompt_file or args.prompt_json)
+    args.fmt = OUTPUT_FORMATS.get(args.output) or args.format
     if args.max_tool_rounds is not None and args.max_tool_rounds < 0:
         p.error("--max-tool-rounds must be 0 or more")
-    if args.format != "text" and args.prompt is None:
-        p.error("--format %s needs -p PROMPT (the chat has no JSON output)" % args.format)
-    if args.message and (args.prompt is not None or args.acp):
+    if (args.format != "text" or args.output) and not args.headless:
+        p.error("--format %s needs -p PROMPT (the chat has no JSON output)" % args.fmt)
+    if args.message and (args.headless or args.acp):
         p.error("unrecognized arguments: %s (a prompt goes in -p)" % " ".join(args.message))
     return args
+
+
+def xai_settings(args, cfg):
+    """The flags of xAI's CLI grok honours, onto cfg; one notice names those it only accepts."""
+    def names(text):
+        return [XAI_TOOLS.get(n.strip(), n.strip()) for n in (text or "").split(",") if n.strip()]
+    only = names(args.tools)
+    without = names(args.disallowed_tools) + ["web_search"] * args.disable_web_search
+    cfg.tools = [t for t in TOOLS if (args.tools is None or t in only) and t not in without]
+    cfg.deny, cfg.rules, cfg.system_prompt = args.deny, args.rules, args.system_prompt_override
+    cfg.always_approve = cfg.always_approve or args.permission_mode == "bypassPermissions"
+    mode = args.permission_mode
+    ignored = args.ignored + ["--permission-mode %s" % mode] * (mode not in MODES_HERE) + [
+        "tool " + n for n in only + without if n not in TOOLS]
+    if ignored:
+        sys.stderr.write("grok: accepted, but not supported here: %s\n" % ", ".join(ignored))
 
 
 class Terminated(BaseException):
@@ -3740,13 +3967,15 @@ def guarded(prog, body, on_error=None):
 
 
 def json_requested(argv):
-    """Whether argv asks for JSON (--format json, streaming-json), read before (and even if) the flags parse."""
+    """The JSON output argv asks for (json, streaming-json, result) or None, read before (and even
+    if) the flags parse."""
     fmt = None
     for i, arg in enumerate(argv[:argv.index("--")] if "--" in argv else argv):     # no flag after `--`
         name, eq, value = arg.partition("=")
+        value = value if eq else (argv[i + 1] if i + 1 < len(argv) else None)
         if len(name) >= 3 and ("--format".startswith(name) or "--output-format".startswith(name)):
-            fmt = value if eq else (argv[i + 1] if i + 1 < len(argv) else None)     # argparse takes --form too
-    return fmt in ("json", "streaming-json")
+            fmt = OUTPUT_FORMATS.get(value) if name.startswith("--o") else value    # --form too
+    return fmt if fmt in FORMATS else None
 
 
 def server_models(client):
@@ -3769,8 +3998,11 @@ def list_models(argv):
                                        % (cfg.base_url, why[:200]))) + "\n")
         ids = list(WINDOWS)
     rows = [{"id": i, "default": i == cfg.model} for i in (ids if cfg.model in ids else [cfg.model] + ids)]
-    print(json.dumps({"models": rows}) if "--json" in argv else
-          "\n".join(("* %s (default)" if row["default"] else "- %s") % row["id"] for row in rows))
+    if "grok-build" not in [r["id"] for r in rows]:    # xAI's CLI's clients ask for it: the default
+        rows.append({"id": "grok-build", "default": False, "aliasOf": cfg.model})
+    print(json.dumps({"models": rows}) if "--json" in argv else "\n".join(
+        "* %s (default)" % r["id"] if r["default"] else "- " + r["id"] + (
+            " (alias of %s)" % r["aliasOf"] if "aliasOf" in r else "") for r in rows))
     return 0
 
 
@@ -3783,18 +4015,19 @@ def main(argv=None):
     def on_error(message):
         if json_errors[0]:
             try:
-                HeadlessUI("json").emit("error", message=message)
+                HeadlessUI(json_errors[0]).emit("error", message=message)
             except (OutputClosed, OSError):
                 silence()
 
     def body():
         args = parse_args(argv)
-        json_errors[0] = args.prompt is not None and args.format != "text" and not args.acp
+        json_errors[0] = args.headless and not args.acp and json_requested(["--format", args.fmt])
         cfg = Config(model=args.model, cwd=args.cwd, always_approve=args.always_approve, effort=args.effort,
                      require_key=not args.acp, sandbox=args.sandbox, net=args.sandbox_network)
+        xai_settings(args, cfg)
         if args.acp:        # a missing key is reported at session/new
             return acp_main(cfg, args.mcp_config)
-        if args.prompt is not None:
+        if args.headless:
             return headless(args, cfg)
         ui = TerminalUI()
         agent = open_agent(cfg, ui, MINIMAL, args, new_if_busy=True)

@@ -199,9 +199,6 @@ class DetailedUI(g.TerminalUI):
     def paint(self, code, text):
         return g.TerminalUI.paint(self, code, text) if code else text
 
-    def width(self):
-        return max(40, shutil.get_terminal_size((80, 24)).columns)
-
     def write(self, text):
         """Write whole lines, after erasing the live area."""
         with self.lock:

@@ -376,7 +376,7 @@ def test_retry_after_ms_is_honoured(run, fake):
 
 
 class DateSoon:
-    """A Retry-After date 2.5 s after the moment the fake sends it (however long grok took to start)."""
+    """A Retry-After date 2.5 s after the fake sends it (however long grok took to start)."""
 
     def __str__(self):
         return email.utils.formatdate(time.time() + 2.5, usegmt=True)

@@ -150,7 +150,7 @@ def test_write_file_outside_the_sandbox_is_refused_whatever_allows_it(grok, fake
     outside = isolated_env.home / "x.txt"
     fake.add(tools(("write_file", {"path": str(outside), "content": "x"}),
                    ("write_file", {"path": "in.txt", "content": "y"})), answer("done"))
-    p = grok("-p", "go", "--format", "json", "--allow", "**", "--sandbox", "workspace",
+    p = grok("-p", "go", "--format", "json", "--allow", "/**", "--sandbox", "workspace",
              env=boxed("landlock"))
     assert p.returncode == 0, p.stderr
     assert tool_outputs(p.stdout) == [
