@@ -33,6 +33,7 @@ BASH_TIMEOUT = 180          # seconds
 OUTPUT_HEAD = 30000         # bytes of tool output kept from the start ...
 OUTPUT_TAIL = 5000          # ... and from the end
 PIPED_CAP = 100000          # bytes of piped stdin added to a -p prompt
+STDIN_WAIT = 1.0            # seconds of silence that end a stdin pipe grok's parent holds open
 READ_CAP = 100000           # bytes read_file returns
 LIST_CAP = 500              # entries list_files returns
 ARG_CAP = 100000            # characters of a tool argument run, and kept in the history (write_file content: run)
@@ -41,23 +42,17 @@ APPROVAL_CHARS = 4000       # ... and characters
 RULES_CAP = 8000            # bytes per AGENTS.md / GROK.md file
 RULES_TOTAL_CAP = 24000     # bytes of project rules in all
 MAX_STRIKES = 3             # invalid replies in a row before a turn fails
+LOOP_NUDGE, LOOP_STOP = 2, 3    # rounds in a row, same calls and results: told, then stopped
 RETRY_STATUSES = (408, 429) + tuple(s for s in range(500, 600) if s not in (501, 505))
 RETRY_AFTER_CAP = 30.0      # seconds: a longer Retry-After is shortened to this
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)     # a symlink planted in place of a session file is an error, never followed
 SEARCH_ESTIMATE = 0.05      # USD reserved for a web_search before its first cost is known
 REPLY_CAP = 8 << 20         # bytes of one reply at most (or 1 KB per max_tokens, if more)
+DENIED = "denied: the user did not allow this %s call; do not retry it, ask or take another way"
 CONNECT_TIMEOUT = 15.0      # seconds to open a connection (a host that drops packets), at most GROK_TIMEOUT
+SMALL_WINDOW = 4096         # tokens: under COMPACT_THRESHOLD of this, no window needs compacting
+WINDOW_ASK_TIMEOUT = 3.0    # seconds to ask a server (not xAI's) its window, three ways at once
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts")    # writable in a sandbox
-
-
-def env_float(name, default):
-    value = os.environ.get(name, "").strip()
-    if not value:
-        return default
-    try:
-        return float(value)
-    except ValueError:
-        raise UserError("%s must be a number, not %r" % (name, value))
 
 
 def open_to_others(path, owners):
@@ -91,13 +86,14 @@ def read_regular(path, cap):
 
 
 def read_env_file(path, names):
-    """The first of `names` defined in a .env file (a regular file under 64 KB); nothing else is taken."""
+    """The first of `names` defined in a .env file (a regular file under 64 KB, UTF-8 or UTF-16
+    with a BOM); as a shell sourcing it, the last definition of a name wins. Nothing else read."""
     got = read_regular(path, 65536)
     data = got[0] if got and len(got[0]) <= 65536 else b""
     found = {}
-    for line in data.decode("utf-8", "replace").lstrip("\ufeff").splitlines():
+    for line in data.decode("utf-16" if b"\0" in data[:4] else "utf-8-sig", "replace").splitlines():
         m = re.match(r"""\s*(?:export\s+)?(\w+)\s*=\s*(?:"([^"]*)"|'([^']*)'|(.*?))\s*(?:\s#.*)?$""", line)
-        if m and m.group(1) in names and m.group(1) not in found:
+        if m and m.group(1) in names:
             found[m.group(1)] = next((v for v in m.groups()[1:] if v is not None), "")
     return next((found[n] for n in names if found.get(n)), None)
 
@@ -124,6 +120,37 @@ def env_flag(name, default=False):
     return value not in ("0", "false", "no") if value else default
 
 
+def own_setting(name):
+    """$name, else its value in the person's own .env files (never a project's ./.env)."""
+    found = (read_env_file(os.path.expanduser(f), [name]) for f in ENV_FILES if f != "./.env")
+    return os.environ.get(name) or next(filter(None, found), "")
+
+
+def append_private(path, text):
+    """text added to a file made 0600 (a symlink in its place is an OSError, not followed)."""
+    with open(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o600), "a") as f:
+        os.fchmod(f.fileno(), 0o600)
+        f.write(text)
+
+
+def ask_api_key():
+    """On a terminal: (the key typed, not shown; "the terminal"), saved to ~/.grok/.env if agreed"""
+    key, path = "", os.path.expanduser(ENV_FILES[0])
+    with suppress(EOFError):
+        if sys.stdin.isatty() and sys.stderr.isatty():
+            import getpass
+            sys.stderr.write("grok: no API key yet (make one at https://console.x.ai)\n")
+            key = "".join(getpass.getpass("API key (hidden; empty to quit): ", sys.stderr).split())
+    if key and (ask_tty("save it to ~/.grok/.env (0600)? [Y/n] ") or "y").lower()[0] == "y":
+        try:
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            append_private(path, "\nGROK_API_KEY=%s\n" % key)
+            sys.stderr.write("grok: saved to %s\n" % path)
+        except OSError as e:
+            sys.stderr.write("grok: not saved (%s: %s)\n" % (path, e.strerror or e))
+    return (key, "the terminal") if key else (None, None)
+
+
 class Config:
     """Everything the engine needs, from flags with an environment fallback."""
 
@@ -131,40 +158,42 @@ class Config:
                  sandbox=None, net=None):
         self.api_key, self.key_source = find_api_key()
         if require_key and not self.api_key:
+            self.api_key, self.key_source = ask_api_key()
+        if require_key and not self.api_key:
             raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put GROK_API_KEY=... in "
                             + ", ".join(ENV_FILES))
-        self.base_url = (os.environ.get("GROK_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        self.base_url = (own_setting("GROK_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         url = check_base_url(self.base_url)
         self.xai = ("." + url.hostname).endswith(".x.ai")
         SECRETS.update(filter(None, (self.api_key, url.password)))
         self.prices = env_prices(self.xai)
-        timeout = env_float("GROK_TIMEOUT", 300.0)
-        if timeout < 0:
-            raise UserError("GROK_TIMEOUT must be 0 (no limit) or more")
-        self.timeout = timeout or None      # 0: no limit (None: block)
-        self.max_retries = max(0, int(env_float("GROK_MAX_RETRIES", 4)))
-        self.backoff = env_float("GROK_RETRY_BACKOFF", 1.0)
+        find_proxy(url.scheme, url.hostname)        # a bad proxy is named now, not after a request
+        self.timeout = self.number("GROK_TIMEOUT", 300.0) or None      # 0: no limit (None: block)
+        self.max_retries = int(self.number("GROK_MAX_RETRIES", 4, 20))
+        self.backoff = self.number("GROK_RETRY_BACKOFF", 1.0, 60)
         self.stream = env_flag("GROK_STREAM", True)
         if model == "grok-build" != os.environ.get("GROK_MODEL"):
             model = None        # the model name of xAI's CLI, which its clients pass: the default model here
-        self.model = model or os.environ.get("GROK_MODEL") or DEFAULT_MODEL
+        self.model = model or own_setting("GROK_MODEL") or DEFAULT_MODEL
         self.reasoning_effort = effort
         self.summary_model = os.environ.get("GROK_SUMMARY_MODEL") or self.model
-        self.cost_limit = env_float("COST_LIMIT", 10.0)
-        self.compact_threshold = env_float("COMPACT_THRESHOLD", 75.0)
-        self.window_set = int(env_float("GROK_CONTEXT_WINDOW", 0))
+        self.cost_limit = self.number("COST_LIMIT", 10.0)
+        self.compact_threshold = self.number("COMPACT_THRESHOLD", 75.0, 100)
+        self.window_set = int(self.number("GROK_CONTEXT_WINDOW", 0, 1e9))
         self.context_window = self.window_set or model_entry(WINDOWS, self.model, DEFAULT_WINDOW)
-        self.max_tokens = int(env_float("GROK_MAX_TOKENS", 0)) or None
-        self.max_iterations = int(env_float("GROK_MAX_ITERATIONS", 25))
-        self.bash_timeout = env_float("GROK_BASH_TIMEOUT", BASH_TIMEOUT)
+        self.max_tokens = int(self.number("GROK_MAX_TOKENS", 0, 1e8)) or None
+        self.max_iterations = int(self.number("GROK_MAX_ITERATIONS", 25))
+        self.loop_detection = env_flag("GROK_LOOP_DETECTION", True)
+        self.bash_timeout = self.number("GROK_BASH_TIMEOUT", BASH_TIMEOUT)
         temperature = os.environ.get("GROK_TEMPERATURE", "0.5").strip()      # empty: not sent
-        self.temperature = env_float("GROK_TEMPERATURE", 0.5) if temperature else None
+        self.temperature = self.number("GROK_TEMPERATURE", 0.5, 100) if temperature else None
         self.skills_dir = os.path.expanduser(os.environ.get("GROK_SKILLS_DIR")
                                              or os.path.join(os.path.dirname(os.path.realpath(__file__)), "skills"))
         data_home = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
         self.data_dir = os.path.expanduser(os.environ.get("GROK_DATA_DIR") or os.path.join(data_home, "grok-agent"))
         self.read_dirs = [self.skills_dir]      # read_file/list_files run there without asking, as in cwd
         self.mcp = {}                           # MCP servers to start: {name: spec}
+        self.tools, self.deny, self.rules, self.system_prompt = list(TOOLS), (), None, None
         self.always_approve = always_approve or env_flag("GROK_ALWAYS_APPROVE")
         self.cwd = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
         if not os.path.isdir(self.cwd):
@@ -172,11 +201,23 @@ class Config:
         sandbox = sandbox or os.environ.get("GROK_SANDBOX") or "off"     # its backend: chosen once
         self.sandbox = None if sandbox == "off" != net else Sandbox(sandbox, net == "off", self.cwd)
 
+    @staticmethod
+    def number(name, default, most=1e6):
+        """A number setting: unset or empty is the default; not a number from 0 to `most`: error."""
+        value = os.environ.get(name, "").strip()
+        with suppress(ValueError):
+            if 0 <= float(value or default) <= most:    # (not NaN)
+                return float(value or default)
+        raise UserError("%s must be a number from 0 to %g, not %r" % (name, most, value))
+
 
 def check_base_url(url):
     """The URL split (with a host name); a UserError now rather than an odd network error later."""
     if not url.startswith(("http://", "https://")):
         raise UserError("GROK_BASE_URL must start with http:// or https://, not %r" % url)
+    if url.endswith("/chat/completions"):
+        raise UserError("GROK_BASE_URL is the API's base (such as %s), not /chat/completions: "
+                        "grok adds that" % url[:-len("/chat/completions")])
     if any(ord(c) <= 32 or ord(c) == 127 for c in url):
         raise UserError("GROK_BASE_URL must not contain spaces or control characters")
     try:
@@ -193,11 +234,10 @@ def check_base_url(url):
 def env_prices(xai):
     """GROK_PRICES as (input, cached input, output) in USD per 1M tokens; unset: None (xAI's table) on xAI, else ()."""
     value = os.environ.get("GROK_PRICES", "").strip()
-    try:
+    prices = ()
+    with suppress(ValueError):
         prices = tuple(float(p) for p in value.split(",")) if value else (None if xai else ())
-    except ValueError:
-        prices = ()
-    if value and (len(prices) != 3 or min(prices) < 0):
+    if value and (len(prices) != 3 or not all(0 <= p <= 10000 for p in prices)):      # (not NaN)
         raise UserError("GROK_PRICES must be IN,CACHED,OUT in USD per million tokens, not %r" % value)
     return prices
 
@@ -267,7 +307,7 @@ class AgentError(GrokError):
 
 
 class ContextOverflow(UserError):
-    window = None           # the server's context window, when it says
+    window = asked = None       # the server's context window and its count of tokens, if it says
 
 
 class Cancelled(GrokError):
@@ -283,8 +323,9 @@ class HTTPStatusError(Exception):
     def server_message(self):
         try:
             obj = json.loads(self.text)
-        except (ValueError, RecursionError):
-            return " ".join(self.text.split())[:300] or "(empty body)"
+        except (ValueError, RecursionError):        # an HTML page: its words, not its markup
+            words = re.sub(r"(?s)<(script|style).*?</\1>|<[^>]*>", " ", self.text).split()
+            return " ".join(words)[:300] or "(empty body)"
         err = obj.get("error", obj.get("message", obj.get("detail"))) if isinstance(obj, dict) else None
         if isinstance(err, dict):
             err = err.get("message") or json.dumps(err)
@@ -303,6 +344,8 @@ class HTTPStatusError(Exception):
         e = ContextOverflow("the request does not fit the server's context window%s (HTTP %d): %s" % (
             " of %s tokens" % size if size else "", self.status, self.server_message()))
         e.window = int(size) if size else None
+        m = re.search(r'"n_prompt_tokens": ?(\d+)|requested (?:tokens \()?(\d+)', self.text, re.I)
+        e.asked = m and int(m.group(1) or m.group(2))
         return e
 
 
@@ -349,11 +392,21 @@ def scrub_all(obj):
 
 
 def visible(text, newlines=True):
-    """Text safe for a terminal: C0/C1 controls (ESC, CR, ...), bidi overrides and zero-width characters shown as
-    escapes like \\x1b; tabs and newlines stay (or \\n). For display only: the model and files get the bytes."""
+    """Text safe for a terminal: what it would not print as itself (controls, escape sequences,
+    bidi, zero-width, tag characters...) as escapes; tabs, newlines stay (or \\n). Display only."""
     text = str(text) if newlines else str(text).replace("\n", "\\n")
-    return re.sub("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff\ud800-\udfff]",
-                  lambda m: ("\\x%02x" if ord(m.group()) < 256 else "\\u%04x") % ord(m.group()), text)
+    return re.sub("[^\t\n -~]", escaped, text)
+
+
+def escaped(match):
+    """visible()'s escape (\\x0d, \\u200b, \\U000e0041) of a character not printed as itself."""
+    import unicodedata
+    char = match.group()
+    blank = re.match("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\uffa0"     # fillers,
+                     "\ufe00-\ufe0f\U000e0000-\U000e0fff]", char)         # variation selectors
+    if not blank and unicodedata.category(char) not in ("Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp"):
+        return char
+    return "\\x%02x" % ord(char) if ord(char) < 256 else ascii(char)[1:-1]
 
 
 # --- HTTP client: keep-alive, retries with backoff, SSE ---
@@ -434,14 +487,17 @@ class Client:
         conn.close()
 
     def abort(self):
-        """Break every request in flight (from another thread, to cancel). conn.reading is our own reference to
-        the socket: http.client drops conn.sock while it reads a reply the server will close."""
-        import socket
+        """Break every request in flight (from another thread, to cancel)."""
         with self._lock:
             busy = list(self._busy)
         for conn in busy:
-            with suppress(OSError, AttributeError):     # (AttributeError: no socket opened yet)
-                (conn.sock or conn.reading).shutdown(socket.SHUT_RDWR)
+            self._shut(conn)
+
+    def _shut(self, conn):
+        """Break conn's request: to cancel, or at its deadline (conn.reading: see _send)."""
+        import socket
+        with suppress(OSError, AttributeError):     # (AttributeError: no socket opened yet)
+            (conn.sock or conn.reading).shutdown(socket.SHUT_RDWR)
 
     def close(self):
         with self._lock:
@@ -455,7 +511,7 @@ class Client:
         for again in (reused, False):
             try:
                 conn.request(method, path, body, headers)
-                conn.reading = conn.sock
+                conn.reading = conn.sock    # http.client drops conn.sock for a reply that closes
                 conn.sock.settimeout(self.timeout)
                 if cancel.is_set():      # abort() may have come before the socket
                     raise Cancelled("cancelled")
@@ -473,11 +529,8 @@ class Client:
 
     def probe(self, path, payload=None):
         """get() of `path` on the server's root, or None."""
-        root = self.prefix[:-3] if self.prefix.endswith("/v1") else self.prefix
-        try:
-            return self.get(root + path, payload)
-        except (GrokError, HTTPStatusError, RetryableFault, ContractError):
-            return None
+        with suppress(GrokError, HTTPStatusError, RetryableFault, ContractError):
+            return self.get(re.sub("/v1$", "", self.prefix) + path, payload)
 
     def post(self, path, payload, on_stream=None, cancel=None, no_retry=None, cap=REPLY_CAP):
         """The JSON reply, or on_stream(reader) for an event stream; retries dropped connections, timeouts, 429
@@ -512,9 +565,14 @@ class Client:
         conn, reused = self._connect()      # (imports http.client, without ssl for plain http)
         import http.client
         reusable, started = False, time.monotonic()
+        deadline = threading.Timer(self.timeout or threading.TIMEOUT_MAX, self._shut, (conn,))
+        deadline.start()        # it shuts the socket, cutting any read, however slow
         try:
             resp = self._send(conn, reused, method, path, body, headers, cancel)
-            reader = ReplyReader(resp, conn.reading, self.timeout and started + self.timeout, cap)
+            reader = ReplyReader(resp, cap)
+            html = "html" in (resp.getheader("Content-Type") or "")
+            if html and resp.status not in RETRY_STATUSES:
+                raise self.not_api(method, path, resp, reader.read())
             if resp.status >= 300:
                 error = self._refusal(resp, reader, no_retry)
                 reusable = resp.status >= 400 and not resp.will_close
@@ -523,14 +581,18 @@ class Client:
                 result = on_stream(reader)
                 reader.read()       # the end of the chunked body, so the connection can be reused
             else:
-                result = self._json(reader.read())
+                result = self._json(method, path, resp, reader.read())
             reusable = not resp.will_close
             return result
-        except (OSError, StreamBroken, http.client.HTTPException, ValueError) as e:
-            # (ValueError: defensive, so no parse error inside http.client can end the REPL)
-            raise network_fault(e, self.host)
+        except Exception as e:      # a read cut at the deadline may end in any of these
+            if self.timeout and time.monotonic() - started >= self.timeout:
+                e = TimeoutError()
+            elif not isinstance(e, (OSError, StreamBroken, http.client.HTTPException, ValueError)):
+                raise       # (ValueError: defensive: no parse error in http.client ends the REPL)
+            raise network_fault(e, self)
         finally:
-            self._release(conn, reusable)
+            deadline.cancel()
+            self._release(conn, reusable)       # (shut by a late deadline: _send reconnects)
 
     def _refusal(self, resp, reader, no_retry):
         """The error a reply other than 2xx raises: 429/5xx a RetryableFault, unless no_retry(its HTTPStatusError)."""
@@ -547,12 +609,21 @@ class Client:
         return RetryableFault(scrub("%s (HTTP %d): %s" % ("rate limited" if resp.status == 429 else "server error",
                                                          resp.status, err.server_message())), wait, False)
 
-    def _json(self, data):
+    def _json(self, method, path, resp, data):
         try:
             return json.loads(data.decode("utf-8", "replace"))
         except (ValueError, RecursionError):
-            raise UserError(scrub("the server at %s did not answer with JSON (is GROK_BASE_URL an "
-                                  "OpenAI-compatible API?): %r" % (self.host, data[:120])))
+            raise self.not_api(method, path, resp, data)
+
+    def not_api(self, method, path, resp, data):
+        """A reply that is no OpenAI-style API's: the URL asked, and what came back."""
+        said = HTTPStatusError(resp.status, data).server_message()[:120]
+        host = "http%s://%s:%d" % ("s" * self.https, self.host, self.port)
+        url = path if "://" in path else host + path
+        ctype = resp.getheader("Content-Type") or "-"
+        return UserError(scrub("%s %s did not answer with JSON (HTTP %d, %s): %r; is GROK_BASE_URL"
+                               " an OpenAI-compatible API (its base, as http://localhost:8080/v1)?"
+                               % (method, url, resp.status, ctype, said)))
 
 
 class RetryableFault(Exception):
@@ -561,22 +632,15 @@ class RetryableFault(Exception):
 
 
 class ReplyReader:
-    """A reply body read within one deadline and a size cap: a trickling or endless stream cannot hold the turn."""
+    """A reply body read within a size cap: an endless fast stream cannot hold the turn."""
 
-    def __init__(self, resp, sock, deadline, cap):
-        self.resp, self.sock, self.deadline, self.cap, self.size = resp, sock, deadline, cap, 0
-        self._count(b"")
+    def __init__(self, resp, cap):
+        self.resp, self.cap, self.size = resp, cap, 0
 
     def _count(self, data):
         self.size += len(data)
         if self.size > self.cap:
             raise ContractError("the reply passed %d MB and was abandoned" % (self.cap >> 20))
-        if self.deadline:
-            left = self.deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError()
-            if self.sock is not None and not self.resp.isclosed():
-                self.sock.settimeout(left)
         return data
 
     def readline(self):
@@ -599,25 +663,35 @@ def find_proxy(scheme, host):
     if urllib.request.proxy_bypass_environment(host):
         return None
     u = urlsplit(url if "://" in url else "http://" + url)
+    port = None
+    with suppress(ValueError):      # a port that is not one
+        port = u.hostname and (u.port or 1080)
+    if not port:
+        raise UserError("%s_proxy / %s_PROXY is not a proxy URL (HOST:PORT, a port up to 65535): %r"
+                        % (scheme, scheme.upper(), url))
     if u.username is None:
-        return u.hostname, u.port or 1080, {}
+        return u.hostname, port, {}
     import base64
     from urllib.parse import unquote
     user = ("%s:%s" % (unquote(u.username), unquote(u.password or ""))).encode("utf-8")
-    return u.hostname, u.port or 1080, {"Proxy-Authorization": "Basic " + base64.b64encode(user).decode("ascii")}
+    return u.hostname, port, {"Proxy-Authorization": "Basic " + base64.b64encode(user).decode()}
 
 
-def network_fault(e, host):
+def network_fault(e, client):
     """The RetryableFault that says what went wrong talking to host; a UserError when retrying cannot help."""
     import http.client
     import socket
+    host = client.host
     ssl = sys.modules.get("ssl")
     if ssl and isinstance(e, ssl.CertificateError):
         return UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL, or point "
                          "SSL_CERT_FILE at your CA bundle" % (host, getattr(e, "verify_message", None) or e))
+    proxy = client.proxy and "%s_PROXY" % ("HTTPS" if client.https else "HTTP")
+    where = ("%s:%d, the proxy in %s" % (client.proxy[:2] + (proxy,)) if proxy
+             else "%s:%d, the server in GROK_BASE_URL" % (host, client.port))
     problems = (        # the first whose exception types e is one of
-        (socket.gaierror, "cannot resolve host {host} (DNS; check GROK_BASE_URL)"),
-        (ConnectionRefusedError, "connection refused by {host} (is the server running? check GROK_BASE_URL)"),
+        (socket.gaierror, "cannot resolve host {where} (DNS)"),
+        (ConnectionRefusedError, "connection refused by {where}: is it running?"),
         ((socket.timeout, TimeoutError),
          "no complete reply from {host} within the timeout (GROK_TIMEOUT, for the whole reply)"),
         (StreamBroken, "the reply stream from {host} broke off: {e}"),
@@ -627,7 +701,10 @@ def network_fault(e, host):
          "garbled reply from {host} ({name}: {short})"),
         (Exception, "network error talking to {host}: {e}"))
     problem = next(text for kinds, text in problems if isinstance(e, kinds))
-    problem = scrub(problem.format(host=host, e=e, name=type(e).__name__, short=str(e)[:100]))
+    problem = scrub(problem.format(host=host, where=where, e=e, name=type(e).__name__,
+                                   short=str(e)[:100]))
+    if isinstance(e, (socket.gaierror, ConnectionRefusedError)):      # nothing answers there
+        return TransientError(problem)
     return RetryableFault(problem, None, isinstance(e, StreamBroken))
 
 
@@ -763,10 +840,9 @@ class ResponseStreamer:
 
     @staticmethod
     def _decode(raw):
-        try:
+        with suppress(ValueError):          # a bad escape: the text without it
             return json.loads('"%s"' % raw, strict=False)
-        except ValueError:          # a bad escape: the text without it
-            return raw.replace("\\", "")
+        return raw.replace("\\", "")
 
 
 # --- The JSON contract ---
@@ -784,7 +860,8 @@ class Contract(namedtuple("Contract", "name extra_properties extra_prompt max_to
                   "required": ["tool", "args"], "additionalProperties": False}
                  for name, tool in tools.items()]
         props = dict(self.extra_properties)
-        props.update({"tool_calls": {"type": "array", "items": {"anyOf": calls} if calls else {},
+        items = {"anyOf": calls} if calls else {"type": "object"}   # {} breaks llama.cpp's grammars
+        props.update({"tool_calls": {"type": "array", "items": items,
                                      "maxItems": MAX_CALLS if calls else 0},
                       "response": {"type": ["string", "null"]}, "done": {"type": "boolean"}})
         return {"type": "object", "properties": props, "required": list(props)}
@@ -795,17 +872,20 @@ REPLY_SHAPE = '{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRIN
 
 
 def extract_json_object(text):
-    """The first JSON object in text: tolerates code fences and prose around it."""
-    text = text.strip()
+    """The reply's JSON object amid fences or prose; raw control characters in its strings pass."""
+    text, decoder, broken = text.strip(), json.JSONDecoder(strict=False), None
     with suppress(ValueError, RecursionError):
-        return json.loads(text)
+        return decoder.decode(text)
     from itertools import islice
     for brace in islice(re.finditer("{", text), 20):
-        with suppress(ValueError, RecursionError):
-            obj = json.JSONDecoder().raw_decode(text, brace.start())[0]
-            if isinstance(obj, dict):
-                return obj
-    raise ContractError("the reply is not a JSON object")
+        try:
+            obj = decoder.raw_decode(text, brace.start())[0]
+        except (ValueError, RecursionError) as e:
+            broken = broken or e
+            continue
+        if broken is None or {"tool_calls", "response", "done"} & set(obj):    # never inner args
+            return obj
+    raise ContractError("the reply is not a JSON object" + (" (%s)" % broken if broken else ""))
 
 
 def parse_reply(content, tool_names, finish_reason=None):
@@ -813,7 +893,8 @@ def parse_reply(content, tool_names, finish_reason=None):
     if content is None or not str(content).strip():
         raise ContractError("the reply was empty")
     try:        # a cut-off reply may still hold an inner object: never take that
-        obj = json.loads(content) if finish_reason == "length" else extract_json_object(str(content))
+        cut = finish_reason == "length"
+        obj = json.loads(content, strict=False) if cut else extract_json_object(str(content))
     except (ValueError, RecursionError):
         raise ContractError("the reply was cut off at max_tokens before its JSON ended: reply shorter, "
                             "with fewer tool calls")
@@ -921,18 +1002,18 @@ class Sandbox:
             net = ["--unshare-net"] * self.net_off + ["--"]
             return [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev"] + binds + net + argv, None
         import struct
-        syscall, abi, net = self.libc.syscall, self.abi, 3 * self.net_off   # net: TCP bind, connect
+        syscall, prctl, abi, net = self.libc.syscall, self.libc.prctl, self.abi, 3 * self.net_off
         tree = 0x1ff2 | (abi >= 2) << 13 | (abi >= 3) << 14    # write, remove, make; move, truncate
         rules = [(p, tree) for p in self.writable(cwd)] + [(d, tree & 0x4002) for d in DEVICES]
 
-        def restrict():     # in the child after fork: nothing imported here
-            ruleset = syscall(444, struct.pack("=QQ", tree, net), 16 if net else 8, 0)
+        def restrict():     # in the child after fork: nothing imported or looked up (dlsym) here
+            ruleset = syscall(444, struct.pack("=QQ", tree, net), 16 if net else 8, 0)    # net: TCP
             for path, allowed in rules:
                 with suppress(OSError):
                     fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
                     syscall(445, ruleset, 1, struct.pack("=Qi", allowed, fd), 0)    # path beneath
                     os.close(fd)
-            if ruleset < 0 or self.libc.prctl(38, 1, 0, 0, 0) or syscall(446, ruleset, 0):
+            if ruleset < 0 or prctl(38, 1, 0, 0, 0) or syscall(446, ruleset, 0):
                 raise OSError("Landlock refused the sandbox")       # 38: PR_SET_NO_NEW_PRIVS
         return argv, restrict
 
@@ -1000,18 +1081,25 @@ def approval_text(call, full=False):
     return "\n".join(lines), len(text) - len(shown)
 
 
-def need_str(args, name, tool):
-    value = args.get(name)
-    if not isinstance(value, str) or not value.strip():
-        raise ToolArgError("%s needs a non-empty string %r argument" % (tool, name))
-    if len(value) > ARG_CAP:
-        raise ToolArgError("not run: the %s is too long (%d characters, at most %d); put long text in a file "
-                           "with write_file" % (name, len(value), ARG_CAP))
-    return value
-
-
-class ToolArgError(Exception):
-    pass
+def arg_problem(name, args):
+    """Why a call's arguments cannot run ("error: ..."), or None; asked before any approval or file
+    access. The first (command, path, query) is a string, non-empty unless optional, of at most
+    ARG_CAP characters; no text holds a NUL or a lone surrogate (but a file name's byte)."""
+    if name not in TOOLS:       # an MCP tool: its server checks its arguments
+        return None
+    spec = TOOLS[name].args
+    key = next(iter(spec))
+    value = args.get(key)
+    if not (isinstance(value, str) and value.strip() or spec[key].endswith("?") and not value):
+        return "error: %s needs a non-empty string %r argument" % (name, key)
+    if isinstance(value, str) and len(value) > ARG_CAP:
+        return ("error: not run: the %s is too long (%d characters, at most %d); put long text in "
+                "a file with write_file" % (key, len(value), ARG_CAP))
+    for k in spec:
+        texts = args.get(k) if isinstance(args.get(k), list) else [args.get(k)]
+        if any(re.search("[\0\ud800-\udc7f\udd00-\udfff]", t) for t in texts if isinstance(t, str)):
+            return "error: not run: the %s holds a NUL or a lone surrogate, which text cannot" % k
+    return None
 
 
 def kill_group(proc):
@@ -1022,18 +1110,50 @@ def kill_group(proc):
             os.killpg(proc.pid, signal.SIGKILL)
 
 
+class Lifeline:
+    """Commands never outlive grok, SIGKILL too: a watchdog shell reads a pipe only grok writes, a
+    line per change naming the live process groups of its commands; at its end it kills those."""
+    lock, fd, groups = threading.Lock(), None, set()
+
+    @classmethod
+    def update(cls, add=None):
+        import subprocess
+        with cls.lock:
+            if cls.fd is None:
+                read_end, cls.fd = os.pipe()
+                subprocess.Popen([TOOL_SHELL, "-c", "while read -r g; do l=$g; done; kill -9 $l"],
+                                 stdin=read_end, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, start_new_session=True)
+                os.close(read_end)
+            cls.groups = {g for g in cls.groups | {add} if g and group_alive(g)}
+            with suppress(OSError):     # (the watchdog was killed: nothing to tell)
+                os.write(cls.fd, (" ".join("-%d" % g for g in cls.groups) + "\n").encode())
+
+
+def group_alive(pgid):
+    try:
+        return os.killpg(pgid, 0) or True
+    except OSError as e:
+        return not isinstance(e, ProcessLookupError)      # EPERM: it lives, as another user
+
+
 def tool_bash(args, agent):
     import subprocess
-    argv, preexec = [TOOL_SHELL, "-c", need_str(args, "command", "bash")], None
+    # The command waits for a line on stdin to start once the watchdog knows it; then stdin is empty
+    argv, preexec = [TOOL_SHELL, "-c", "read -r _ || exit; " + args["command"]], None
     if agent.cfg.sandbox:
         argv, preexec = agent.cfg.sandbox.wrap(argv, agent.cwd)
     try:
         proc = subprocess.Popen(argv, cwd=agent.cwd, env=agent.tool_env(), preexec_fn=preexec,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, start_new_session=True)
     except (OSError, subprocess.SubprocessError) as e:
         return ToolResult("error: cannot start %s: %s" % (TOOL_SHELL, e), ok=False)
     agent.procs.add(proc)
+    Lifeline.update(proc.pid)
+    with suppress(OSError):
+        proc.stdin.write(b"\n")
+        proc.stdin.close()
     out, total = bytearray(), [0]
 
     def read():         # on a thread, so the tool waits for the process, not in fixed sleeps
@@ -1043,9 +1163,9 @@ def tool_bash(args, agent):
                 out.extend(chunk)
                 del out[OUTPUT_HEAD:-OUTPUT_TAIL]       # the first and the last bytes are kept
     reader = threading.Thread(target=read, daemon=True)
-    reader.start()
     code, waited, limit = None, 0.0, agent.cfg.bash_timeout       # limit 0: none
     try:
+        reader.start()      # no thread to be had (a process limit): the command is killed
         while code is None and not agent.cancel.is_set() and not 0 < limit <= waited:
             with suppress(subprocess.TimeoutExpired):
                 code = proc.wait(0.05)
@@ -1057,6 +1177,7 @@ def tool_bash(args, agent):
             kill_group(proc)
             code = proc.wait()
         agent.procs.discard(proc)
+        Lifeline.update()
     reader.join(1 if note else 0.2)     # background children may keep the output open
     omitted = total[0] - len(out)
     text = (out[:OUTPUT_HEAD].decode("utf-8", "replace") + ("\n[... %d bytes omitted: output truncated ...]\n" % omitted
@@ -1071,7 +1192,7 @@ def tool_bash(args, agent):
 
 
 def tool_read_file(args, agent):
-    path = canonical(agent.cwd, need_str(args, "path", "read_file"))
+    path = canonical(agent.cwd, args["path"])
     got = read_regular(path, READ_CAP)
     if got is None:
         why = ("no such file: %s" if not os.path.exists(path)
@@ -1115,7 +1236,7 @@ def atomic_write(path, data, private=True):
 
 
 def tool_write_file(args, agent):
-    path = canonical(agent.cwd, need_str(args, "path", "write_file"))
+    path = canonical(agent.cwd, args["path"])
     content = args.get("content", "")
     data = (content if isinstance(content, str) else json.dumps(content, indent=2)).encode("utf-8")
     dirs = agent.cfg.sandbox.writable(agent.cwd) if agent.cfg.sandbox else [path]
@@ -1156,17 +1277,16 @@ def tool_list_files(args, agent):
 
 
 def tool_ask_user(args, agent):
-    question = need_str(args, "question", "ask_user")
     options = args.get("options") or []
     options = [str(o) for o in (options if isinstance(options, list) else [options])]
-    answer = agent.ui.ask_user(question, options)
+    answer = agent.ui.ask_user(args["question"], options)
     if answer is None:
         return ToolResult("no user available in this mode: decide yourself and say what you assumed", ok=False)
     return ToolResult("the user answered: %s" % answer)
 
 
 def tool_web_search(args, agent):
-    query = need_str(args, "query", "web_search")
+    query = args["query"]
     payload = {"model": agent.model, "input": [{"role": "user", "content": query}], "tools": [{"type": "web_search"}]}
     try:
         obj = agent.paid(lambda: agent.client.post("/responses", payload, cancel=agent.cancel))
@@ -1217,7 +1337,7 @@ TOOLS = {
     "ask_user": Tool(tool_ask_user, "ask the user when only they can decide",
                      {"question": "string", "options": "array?"}),
 }
-MAX_CALLS = 8               # tool calls in one reply (the schema's bound)
+MAX_CALLS = 8               # tool calls run from one reply (the schema's bound), and at once
 NEEDS_APPROVAL = ("bash", "write_file")
 TOOL_SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"      # what the bash tool runs
 
@@ -1232,7 +1352,8 @@ def tool_line(name, bash_timeout, tool=None):
 
 def key_arg(name, args):
     """The one argument that says what a tool call does, for one-line displays."""
-    value = args.get(next(iter(TOOLS[name].args)), "") if name in TOOLS else args
+    key = next(iter(TOOLS[name].args)) if name in TOOLS else None
+    value = args.get(key, "") if key in args or key and not args else args     # else all it has
     if not value and name == "list_files":
         value = "."
     if not isinstance(value, str):
@@ -1258,7 +1379,7 @@ class McpServer:
         self.lock, self.changed = threading.Lock(), False
 
     def timeout(self, key, env_ms, default):     # seconds in its config, else ms (Claude Code's)
-        return float(self.spec.get(key) or env_float(env_ms, default * 1000) / 1000)
+        return float(self.spec.get(key) or Config.number(env_ms, default * 1000, 1e9) / 1000)
 
     def start(self):
         import subprocess
@@ -1533,7 +1654,8 @@ def find_project_rules(cwd):
 
 def build_system_prompt(cfg, contract, cwd, tools=None):
     uname = os.uname()      # not `platform`: it takes 2 ms to import
-    parts = ["You are Grok, an agent working on the user's computer through tools.",
+    override = cfg.system_prompt        # --system-prompt-override: for the guidance and the context
+    parts = [override or "You are Grok, an agent working on the user's computer through tools.",
              "Always reply with exactly one JSON object and nothing else:", REPLY_SHAPE,
              "- To act: list the tool calls (independent calls run concurrently), response null, done false. "
              "Their results come back in the next user message.",
@@ -1541,11 +1663,14 @@ def build_system_prompt(cfg, contract, cwd, tools=None):
              "runs them and then ends the turn with your response: their results reach you only with the next message.",
              "- Tools first: use web_search for facts, news and current events (put the year in the query) instead of "
              "answering from memory; prefer acting over asking; check your work with tools before you say it is done.",
-             "- Answers are plain text for a terminal: concise, no markdown."]
+             "- Answers are plain text for a terminal: concise, no markdown."][:override and 5]
     if contract.extra_prompt:
         parts.append(contract.extra_prompt)
     tools = (tools or TOOLS).items()
     parts += ["", "TOOLS:"] + ["- " + tool_line(name, cfg.bash_timeout, t) for name, t in tools]
+    parts += ["", "RULES (follow them):", cfg.rules] if cfg.rules else []
+    if override:
+        return "\n".join(parts)
     parts += ["", "RUNTIME (at the start of this session):", "- date: %s" % time.strftime("%A %Y-%m-%d %H:%M %Z"),
               "- system: %s %s, Python %s" % (uname[0], uname[2], sys.version.split()[0]),
               "- shell: the bash tool runs %s -c; the user's login shell is %s" % (
@@ -1699,13 +1824,26 @@ def list_sessions(directory):
         yield session_id, mtime, ("[bash grok] " if s.legacy else "") + " ".join(first.split()).rstrip(" -")[:80], cost
 
 
+def sessions_text(agent, width):
+    """/sessions: the newest ten saved sessions (* this one) but those nobody typed into."""
+    here, where = agent.session.id, os.path.join(agent.cfg.data_dir, "sessions")
+    found = [s for s in list_sessions(agent.cfg.data_dir) if s[2] or s[0] == here]
+    lines = ["%s %s  %s  $%.4f  %s" % ("*" if sid == here else " ", sid, time.strftime(
+        "%Y-%m-%d %H:%M", time.localtime(mtime)), cost, first or "(empty)")
+        for sid, mtime, first, cost in found[:10]]
+    lines += ["  (%d older sessions not shown)" % (len(found) - 10)] * (len(found) > 10)
+    lines = [ln if len(ln) <= width else ln[:width - 3] + "..." for ln in map(visible, lines)]
+    return "\n".join(lines or ["no saved sessions in %s" % where]) + "\n"
+
+
 def find_session(directory, key):
     """The saved session `key` names: its whole id, the start of it, or its random suffix."""
     ids = session_ids(directory)
     found = [i for i in ids if i == key] or [i for i in ids if i.startswith(key) or i.endswith(key)]
     if len(found) != 1:
-        raise UserError("%r matches %d sessions; give more of the id" % (key, len(found)) if found
-                        else "no session %r in %s" % (key, os.path.join(directory, "sessions")))
+        raise UserError("%r matches %d sessions; give more of the id: %s%s" % (
+            key, len(found), ", ".join(found[:8]), ", ..." * (len(found) > 8)) if found
+            else "no session %r in %s" % (key, os.path.join(directory, "sessions")))
     return found[0]
 
 
@@ -1719,7 +1857,7 @@ class UI:
         return None
 
     step_start = stream_text = stream_reset = reply = tool_start = tool_end = step_finish = answer = notice = _skip
-    thought = ask_user = approve = _skip        # thought(text): the model's reasoning, in pieces as it arrives
+    thought = ask_user = approve = invalid = _skip  # reasoning as it arrives; a reply off contract
 
 
 ToolCall = namedtuple("ToolCall", "index name args id cwd shown sandbox")     # shown: scrubbed
@@ -1730,6 +1868,9 @@ class LimitReached(AgentError):
 
 
 INTERRUPTED = ("[interrupted by the user]", "[interrupted: the session ended during this turn]")
+NUDGE = {LOOP_NUDGE: "[Loop] You made these same tool calls and got these same results %d rounds "
+                     "in a row: repeating them changes nothing. Answer now (\"done\": true), or "
+                     "try something else." % LOOP_NUDGE}
 TURN_KEYS = ("input", "output", "reasoning", "cached", "total", "cost")
 
 
@@ -1740,9 +1881,9 @@ class Agent:
         self.cfg, self.ui, self.contract, self.model = cfg, ui or UI(), contract, cfg.model
         self.ui_lock, self.lock = threading.RLock(), threading.Lock()  # lock: cost and session writes from threads
         self.client = Client(cfg.base_url, cfg.api_key, cfg.timeout, cfg.max_retries, cfg.backoff, notice=self.notice)
-        self.tool_names = list(TOOLS)   # offered in the schema
+        self.tool_names = list(cfg.tools)       # offered in the schema
         self.withdrawn = {}             # tools the server turned out not to offer: name -> the result calls get
-        self.window_asked = cfg.window_set or cfg.xai     # xAI's windows are in the table
+        self.recall_window()
         self.format_level = 0           # 0 json_schema, 1 json_object + schema, 2 plain json_object
         # Request fields a server may reject: each is dropped for the session, with one notice.
         self.optional = {k: getattr(cfg, k) for k in ("temperature", "reasoning_effort") if getattr(cfg, k) is not None}
@@ -1787,10 +1928,16 @@ class Agent:
         with self.ui_lock:         # tools running in threads may report retries
             self.ui.notice(scrub(text))
 
-    def once(self, key, text):
-        if key not in self.said:
+    def once(self, key, text, remember=False):
+        """A notice given once a session; remember: once ever (the keys kept in the data dir)."""
+        key, path = scrub(key), os.path.join(self.cfg.data_dir, "told")
+        told = remember and (read_regular(path, 65536) or [b""])[0].decode("utf-8", "replace")
+        if key not in self.said and key not in (told or "").split("\n"):
             self.said.add(key)
             self.notice(text)
+            if remember and not data_dir_problem(self.cfg.data_dir):
+                with suppress(OSError):
+                    append_private(path, key + "\n")
 
     def add(self, message):
         """A message; one the program writes itself has a "kind" ("note", "summary"): stored, not sent."""
@@ -1826,8 +1973,9 @@ class Agent:
         cost, known = usage_cost(model, usage, self.cfg.prices)
         if not known:
             limit = ", so COST_LIMIT cannot apply" if self.cfg.cost_limit > 0 else ""
-            self.once("price", "price unknown for model %s at %s: cost is not tracked%s (GROK_PRICES=IN,CACHED,OUT "
-                      "sets prices in USD per million tokens)" % (model, self.cfg.base_url, limit))
+            self.once("price " + self.cfg.base_url, "price unknown for model %s at %s: cost is not "
+                      "tracked%s (GROK_PRICES=IN,CACHED,OUT sets prices in USD per million tokens; "
+                      "shown once per server)" % (model, self.cfg.base_url, limit), remember=True)
         if usage_numbers(usage)["odd"]:
             self.once("odd", "the server's usage has numbers that are not counts (%s): ignored"
                       % json.dumps(usage, default=str)[:200])
@@ -1970,25 +2118,53 @@ class Agent:
     def after_overflow(self, e):
         """The server said the context is full: take its window size, compact, and ask once more."""
         if e.window and not self.cfg.window_set:
-            self.cfg.context_window = e.window
+            self.remember_window(e.window, "overflow error")
         self.notice("%s; compacting and asking once more" % e)
-        with suppress(ContextOverflow):
-            if self.compact():
+        try:
+            if self.compact(to_request=True):
                 return self.chat(self.messages, on_text=self.ui.stream_text, on_thought=self.ui.thought)
-        raise ContextOverflow("about %d tokens do not fit the server's context window (%d tokens), even compacted as "
-                              "far as it goes: shorten the request, or give the server a larger window"
-                              % (estimate_tokens(self.messages), e.window or self.cfg.context_window))
+        except ContextOverflow as again:
+            e = again
+        asked = ("%d tokens (the server's count)" % e.asked if e.asked
+                 else "about %d tokens" % estimate_tokens(self.messages))
+        raise ContextOverflow("%s do not fit the server's context window (%d tokens), even "
+                              "compacted as far as it goes: shorten the request, or give the "
+                              "server a larger window"
+                              % (asked, e.window or self.cfg.context_window))
+
+    def recall_window(self):
+        """The model's window without asking: set, xAI's, what this server said, else a guess."""
+        cfg, self.window_key, self.windows = self.cfg, "%s %s" % (self.cfg.base_url, self.model), {}
+        mine = not open_to_others(cfg.data_dir, (os.getuid(),))     # else a planted file is unread
+        got = mine and read_regular(os.path.join(cfg.data_dir, "windows.json"), 1 << 20)
+        with suppress(TypeError, ValueError, AttributeError):      # no file, no JSON object
+            said = json.loads(got[0]).items()
+            self.windows = {k: n for k, n in said if type(n) is int and n >= 0}
+        told = cfg.window_set or self.windows.get(self.window_key)
+        cfg.context_window = told or model_entry(WINDOWS, cfg.model, DEFAULT_WINDOW)
+        self.window_known = bool(told or cfg.xai)       # else the window is a guess
 
     def learn_window(self):
-        """The context window a server other than xAI's reports (vLLM, llama.cpp, Ollama), asked once per session."""
-        if self.window_asked:
+        """Ask a server other than xAI's for the model's window, the three ways vLLM, llama.cpp and
+        Ollama answer, at once and briefly; what it says, or its silence, is remembered."""
+        if self.window_known or self.window_key in self.windows:       # (0: asked, not told)
             return
-        self.window_asked = True
-        for path, payload in (("/v1/models", None), ("/props", None), ("/api/show", {"model": self.model})):
-            window = find_window(self.client.probe(path, payload))
-            if window:
-                self.cfg.context_window = window
-                return self.notice("context window: %d tokens (from the server's %s)" % (window, path))
+        from concurrent.futures import ThreadPoolExecutor
+        asker = Client(self.cfg.base_url, self.cfg.api_key, WINDOW_ASK_TIMEOUT)
+        asks = (("/v1/models", None), ("/props", None), ("/api/show", {"model": self.model}))
+        with ThreadPoolExecutor(len(asks)) as pool:
+            told = list(pool.map(lambda ask: (find_window(asker.probe(*ask)), ask[0]), asks))
+        self.remember_window(*max(told, key=lambda said: said[0] is not None))
+
+    def remember_window(self, window, source):
+        """Take the window the server said (None: it said none), now and, in the data dir, later."""
+        self.cfg.context_window, self.window_known = window or self.cfg.context_window, bool(window)
+        if window:
+            self.notice("context window: %d tokens (from the server's %s)" % (window, source))
+        self.windows[self.window_key] = window or 0
+        with suppress(OSError):
+            if not data_dir_problem(self.cfg.data_dir):
+                atomic_write(self.cfg.data_dir + "/windows.json", json_bytes(self.windows))
 
     def finish_step(self, result):
         self.ui.step_finish(self.step_no, {"finish_reason": result.finish_reason or "stop", "id": result.id,
@@ -1998,6 +2174,7 @@ class Agent:
     def run_turn(self, text):
         """Send one user message and loop until the model is done; returns the answer."""
         self.turn, self.rounds, self.strikes = dict.fromkeys(TURN_KEYS, 0), 0, 0    # turn: its usage and cost
+        self.streak = (None, 0)     # the last round's calls and results, and rounds in a row
         self.note_skills()
         self.request = {"role": "user", "content": clean_text(text)}
         self.add(self.request)
@@ -2023,10 +2200,14 @@ class Agent:
             reply = parse_reply(result.content, names, result.finish_reason)
         except ContractError as e:
             return self.strike(result, e)
-        self.strikes = 0
-        self.add({"role": "assistant", "content": kept_reply(result.content, reply)})
-        self.ui.reply(reply, self.step_no)
+        self.strikes, content = 0, kept_reply(result.content, reply)
         calls, answer, limit = reply["tool_calls"], reply.get("response") or "", self.cfg.max_iterations
+        if calls and 0 < limit <= self.rounds and reply["done"] and answer.strip():
+            self.notice("tool round limit reached: the answer ends the turn, its calls did not run")
+            calls = reply["tool_calls"] = []
+            content = json.dumps(reply)
+        self.add({"role": "assistant", "content": content})
+        self.ui.reply(reply, self.step_no)
         if not calls:
             self.finish_step(result)
             return answer
@@ -2041,17 +2222,35 @@ class Agent:
             self.finish_step(result)
         note = ("[Limit] That was the last tool round allowed in this turn (%d). Answer now with what you have and "
                 "say what is left to do; further tool calls will not run." % limit if self.rounds == limit else None)
-        self.add({"role": "user", "content": tool_results_message(results, note)})
+        same = self.seen(results)       # rounds in a row with these calls and results
+        self.add({"role": "user", "content": tool_results_message(results, NUDGE.get(same, note))})
         if reply["done"] and answer.strip():     # done with tool calls: they ran; the response ends the turn
             self.add(final_reply(answer))
             return answer
-        return None
+        return self.stop_loop(answer, same) if same >= LOOP_STOP else None
+
+    def seen(self, results):
+        """How many rounds in a row had these calls and results, in any order or number (0: off)."""
+        key = sorted({json.dumps([i.name, i.args, r.output], sort_keys=True) for i, r in results})
+        count = self.streak[1] + 1 if key == self.streak[0] else 1
+        self.streak = (key, count * self.cfg.loop_detection)
+        return self.streak[1]
+
+    def stop_loop(self, answer, seen):
+        """End a turn that goes round in circles: its response is the answer, else an error."""
+        loop = "the model repeated the same tool calls and results %d rounds in a row" % seen
+        if not answer.strip():
+            raise AgentError(loop + ", without an answer (GROK_LOOP_DETECTION=0 lets it go on)")
+        self.notice("loop stopped: %s; its response is the answer" % loop)
+        self.add(final_reply(answer))
+        return answer
 
     def strike(self, result, e):
         self.strikes += 1
         content = result.content or ""
         self.add({"role": "assistant", "content": content[:4000] + ("...[truncated]" if len(content) > 4000 else "")})
         self.finish_step(result)
+        self.ui.invalid(content)
         if self.strikes >= MAX_STRIKES:
             raise AgentError("the model broke the JSON contract %d times in a row (last: %s)" % (self.strikes, e))
         self.notice("invalid reply from the model (%s); asking again" % e)
@@ -2085,15 +2284,17 @@ class Agent:
 
     # -- tools ---------------------------------------------------------------
     def execute(self, calls):
-        """[(ToolCall, ToolResult)] in call order: approvals, ask_user one by one, the rest at once; UI hooks here."""
+        """[(ToolCall, ToolResult)] in call order: approvals, ask_user, then the rest at once."""
         items = [ToolCall(i, c["tool"], c["args"], "call_%d_%d" % (self.step_no, i + 1), self.cwd,
                           scrub(key_arg(c["tool"], c["args"])), self.cfg.sandbox)
                  for i, c in enumerate(calls)]
         results, runnable = [None] * len(items), []
         for item in items:
-            if not self.approved(item):
-                denied = "denied: the user did not allow this %s call; do not retry it, ask or take another way"
-                results[item.index] = self.finish_tool(item, ToolResult(denied % item.name, ok=False))
+            if item.index >= MAX_CALLS:     # (a server may not hold a model to the schema)
+                capped = "error: not run: one reply runs at most %d tool calls; ask again for it"
+                results[item.index] = self.finish_tool(item, ToolResult(capped % MAX_CALLS, False))
+            elif not self.approved(item):
+                results[item.index] = self.finish_tool(item, ToolResult(DENIED % item.name, False))
             elif item.name == "ask_user":
                 self.ui.tool_start(item)
                 results[item.index] = self.finish_tool(item, self.call_tool(item))
@@ -2101,29 +2302,34 @@ class Agent:
                 runnable.append(item)
         for item in runnable:
             self.ui.tool_start(item)
-        if len(runnable) == 1:
-            results[runnable[0].index] = self.finish_tool(runnable[0], self.call_tool(runnable[0]))
-        elif runnable:
-            self.run_together(runnable, results)
+        self.run_together(runnable, results)
         if self.cancel.is_set():
             raise Cancelled("cancelled")
         return list(zip(items, results))
 
     def run_together(self, items, results):
-        """Run tool calls in threads, each result finished on this thread as it comes."""
+        """Run tool calls on a pool of at most MAX_CALLS threads, each result finished on this
+        thread as it comes: the one place tools run. One call runs here, all if no thread starts."""
         import queue
-        finished = queue.Queue()
+        todo, finished, threads = items[::-1], queue.Queue(), []
 
-        def work(item):
-            try:
-                result = self.call_tool(item)
-            except BaseException as e:      # Cancelled: a worker thread must never print a traceback
-                result = ToolResult("error: %s" % (e or "cancelled"), ok=False)
-            finished.put((item, result))
+        def work():
+            with suppress(IndexError):      # (pop is atomic: IndexError when all are taken)
+                while True:
+                    item = todo.pop()
+                    try:
+                        result = self.call_tool(item)
+                    except Exception as e:      # Cancelled: a thread must never print a traceback
+                        result = ToolResult("error: %s" % (e or "cancelled"), ok=False)
+                    finished.put((item, result))
 
-        threads = [threading.Thread(target=work, args=(item,), daemon=True) for item in items]
-        for t in threads:
-            t.start()
+        with suppress(RuntimeError):        # "can't start new thread": fewer threads, or none
+            while len(items) > 1 and len(threads) < min(MAX_CALLS, len(items)):
+                threads.append(threading.Thread(target=work, daemon=True))
+                threads[-1].start()
+        threads = [t for t in threads if t.ident]        # started
+        if not threads:
+            work()      # here (Ctrl-C stops it)
         try:
             for _ in items:         # a blocked get() still takes Ctrl-C and SIGTERM
                 item, result = finished.get()
@@ -2136,11 +2342,11 @@ class Agent:
             raise
 
     def approved(self, item):
-        if self.cfg.always_approve or item.name in self.session_always:
-            return True
-        subject = item.args.get(next(iter(TOOLS[item.name].args))) if item.name in TOOLS else "MCP"
-        if not isinstance(subject, str) or not subject.strip() or not needs_approval(item, self.cfg.read_dirs):
-            return True     # no command/path: the tool refuses its arguments and runs nothing, so don't ask
+        if self.cfg.deny and denied_by(item, self.cfg.deny):
+            return False
+        ok = self.cfg.always_approve or item.name in self.session_always
+        if ok or arg_problem(item.name, item.args) or not needs_approval(item, self.cfg.read_dirs):
+            return True     # (bad arguments: call_tool refuses them and runs nothing)
         answer = self.ui.approve(item)
         if answer == "always":
             self.session_always.add(item.name)
@@ -2162,10 +2368,8 @@ class Agent:
         try:
             if self.cancel.is_set():        # the turn was cancelled after this call was approved
                 raise Cancelled("cancelled")
-            result = (ToolResult(self.withdrawn[item.name], ok=False) if item.name in self.withdrawn
-                      else self.tools()[item.name].run(item.args, self))
-        except ToolArgError as e:
-            result = ToolResult("error: %s" % e, ok=False)
+            why = self.withdrawn.get(item.name) or arg_problem(item.name, item.args)     # not run
+            result = ToolResult(why, False) if why else self.tools()[item.name].run(item.args, self)
         except (KeyboardInterrupt, Cancelled):
             raise
         except Exception as e:      # a tool never raises into the loop
@@ -2185,18 +2389,21 @@ class Agent:
     # -- compaction ----------------------------------------------------------
     def maybe_compact(self):
         """Compact when the last call's tokens and what came after its reply pass COMPACT_THRESHOLD."""
-        self.learn_window()
         since = max([i for i, m in enumerate(self.messages) if m["role"] == "assistant"] + [0]) + 1
         tokens = self.context_tokens + estimate_tokens(self.messages[since:])
+        if 0 < self.cfg.compact_threshold <= 100.0 * tokens / SMALL_WINDOW:     # the window matters
+            self.learn_window()
         if 0 < self.cfg.compact_threshold <= 100.0 * tokens / max(1, self.cfg.context_window):
             self.compact()
 
-    def compact(self, keep=6):
-        """Summarise older history, keeping the recent tail and, mid-turn, the request verbatim; False: too little."""
+    def compact(self, keep=6, to_request=False):
+        """Summarise older history, keeping the recent tail and, mid-turn, the request verbatim;
+        False: too little. to_request (after an overflow): all of it if need be (request quoted)."""
         self.learn_window()
         pct = self.cfg.compact_threshold if self.cfg.compact_threshold > 0 else 75.0
         history = self.messages[1:]
         cut = compact_cut(history, keep, self.cfg.context_window * pct / 200.0)
+        cut = len(history) if cut is None and to_request and len(history) > 1 else cut
         if cut is None:
             return False
         old, tail = history[:cut], history[cut:]
@@ -2274,11 +2481,10 @@ def final_reply(text):
 
 def tool_calls_in(content):
     """How many tool calls an assistant message asked for."""
-    try:
+    with suppress(ContractError, AttributeError):
         calls = extract_json_object(str(content)).get("tool_calls")
-    except (ContractError, AttributeError):
-        return 0
-    return len(calls) if isinstance(calls, list) else 0
+        return len(calls) if isinstance(calls, list) else 0
+    return 0
 
 
 def tool_results_message(results, note=None):
@@ -2295,10 +2501,9 @@ def tool_results_message(results, note=None):
 
 def clean_text(text):
     """Undecodable input bytes (surrogate escapes from stdin or argv) as U+FFFD, so the text encodes as UTF-8."""
-    try:
+    with suppress(UnicodeEncodeError):
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "replace").decode("utf-8")
+    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def failure_reason(output):
@@ -2426,14 +2631,14 @@ class EscKey:
                 self.typed += data
 
     def take(self):
-        """(the first whole line typed meanwhile or None, the unfinished rest), edited as the terminal would."""
+        """(the lines typed meanwhile or None, the unfinished rest), edited as a terminal would."""
         text = self.typed.decode("utf-8", "replace")
         text, n = re.sub(r"\x1b(\[[0-?]*[ -/]*[@-~]|O.)?|[^\n\t\x7f\b -\U0010ffff]", "", text), 1
         while n:        # a backspace deletes the character before it, never a line already entered
             text, n = re.subn(r"[^\n\x7f\b][\x7f\b]|(?:^|(?<=\n))[\x7f\b]", "", text)
-        line, sep, rest = text.partition("\n")
+        lines, sep, rest = text.rpartition("\n")        # all whole lines: one message (a paste)
         self.typed = rest.encode("utf-8") if sep else b""
-        return (line, "") if sep else (None, line)
+        return (lines, "") if sep else (None, rest)
 
 
 class TerminalUI(UI):
@@ -2449,6 +2654,22 @@ class TerminalUI(UI):
 
     def paint(self, code, text):
         return "\033[%sm%s\033[0m" % (code, text) if self.color else text
+
+    def width(self):
+        return max(40, terminal_width())
+
+    def fitted(self, text, more="  "):
+        """On a terminal, lines too long for it broken at spaces; a continued line indented more."""
+        import textwrap
+        width = self.width() if self.out.isatty() else 1 << 30
+        return "\n".join(line if len(line) <= width else "\n".join(textwrap.wrap(
+            line, width, expand_tabs=False, replace_whitespace=False, break_on_hyphens=False,
+            subsequent_indent=line[:len(line) - len(line.lstrip())] + more))
+            for line in text.split("\n"))
+
+    def line(self, code, text):
+        """A line of grok's own in colour `code`: escapes made visible, fitted to the terminal."""
+        return self.paint(code, self.fitted(visible(text, newlines=False))) + "\n"
 
     def write(self, text):
         self.wait_stop()
@@ -2505,12 +2726,13 @@ class TerminalUI(UI):
 
     def tool_start(self, call):
         self.stream_reset()
-        self.write(self.paint("90", visible("[%s] %s" % (call.name, call.shown[:200]), newlines=False)) + "\n")
+        self.write(self.line("90", "[%s] %s" % (call.name, call.shown[:200])))
 
     def tool_end(self, call, result):
         if not result.ok:       # failed or denied
-            self.write(self.paint("31", visible("✗ [%s] %s: %s" % (call.name, call.shown[:60], failure_reason(
-                result.output)), newlines=False)) + "\n")
+            denied = result.output == DENIED % call.name
+            why = "denied, not run" if denied else failure_reason(result.output)
+            self.write(self.line("31", "✗ [%s] %s: %s" % (call.name, call.shown[:60], why)))
 
     def answer(self, text):
         self.write(("\n\n" if self.open_line else "\n") if self.streamed else "\n%s\n\n" % visible(text))
@@ -2518,7 +2740,7 @@ class TerminalUI(UI):
 
     def notice(self, text):
         self.pause()
-        print(self.paint("33", visible(text)), file=sys.stderr, flush=True)
+        print(self.paint("33", self.fitted(visible(text))), file=sys.stderr, flush=True)
 
     def approve(self, call):
         """Shows exactly what would run; asks again until the answer is y, n (the default), a or s."""
@@ -2526,8 +2748,9 @@ class TerminalUI(UI):
         full = False
         while True:
             text, hidden = approval_text(call, full)
-            answer = ask_tty("%s\n  run it? [y]es / [N]o / [a]lways%s: " % (self.paint("1", text),
-                                                                      " / [s]how all" if hidden else ""))
+            more = " / [s]how all" if hidden else ""
+            ask = self.fitted("  run it? [y]es / [N]o / [a]lways%s:" % more)
+            answer = ask_tty("%s\n%s " % (self.paint("1", self.fitted(text)), ask))
             if answer is None:
                 self.notice("no terminal to ask for approval: %s denied (use --always-approve / -y)" % call.name)
                 return "no"
@@ -2538,8 +2761,9 @@ class TerminalUI(UI):
 
     def ask_user(self, question, options):
         self.pause()
-        lines = ["", self.paint("1", visible(question))]
-        lines += ["  %d) %s" % (i + 1, visible(o, newlines=False)) for i, o in enumerate(options)]
+        lines = ["", self.paint("1", self.fitted(visible(question)))]
+        lines += [self.fitted("  %d) %s" % (i, visible(o, False)), "   ")
+                  for i, o in enumerate(options, 1)]
         answer = ask_tty("\n".join(lines) + "\n  answer (number or text): ")
         return options[int(answer) - 1] if answer and answer.isdigit() and 1 <= int(answer) <= len(options) else answer
 
@@ -2547,6 +2771,7 @@ class TerminalUI(UI):
 HELP = """commands:
   /clear        start a new conversation
   /model [NAME] show the model, or use NAME from the next request on
+  /sessions     list saved sessions: id, date, cost, first message
   /mcp          the MCP servers and their tools
   /help         this help (also /?)
   /exit         quit (also /q, Ctrl-D)
@@ -2625,17 +2850,23 @@ def run_line(agent, ui, line, keys, commands, help_text):
             if not name:
                 agent.run_turn(line)
             elif name in ("/help", "/?"):
-                ui.write(help_text + "\n")
+                ui.write(ui.fitted(help_text, "                ") + "\n")
+            elif name == "/sessions":
+                ui.write(sessions_text(agent, ui.width()))
             elif name == "/clear":
                 agent.reset([])
                 agent.context_tokens = 0
                 ui.write("conversation cleared\n")
             elif name == "/model":
+                known = None
+                with suppress(Exception):       # a server that cannot list its models: unchecked
+                    known = server_models(agent.client)
+                if arg.strip() and known and arg.strip() not in known:
+                    ui.notice("%s is not among the server's models; using it anyway" % arg.strip())
                 agent.model = agent.cfg.model = arg.strip() or agent.model
-                if arg.strip() and not agent.cfg.window_set:        # the new model's window: the table's, or asked anew
-                    agent.cfg.context_window = model_entry(WINDOWS, agent.model, DEFAULT_WINDOW)
-                    agent.window_asked = agent.cfg.xai
-                ui.write("model: %s (known: %s)\n" % (agent.model, ", ".join(sorted(PRICES))))
+                agent.recall_window()       # the new model's: set, the table's, remembered, asked
+                known = ", ".join(known or sorted(PRICES))
+                ui.write(ui.fitted("model: %s (known: %s)" % (agent.model, known)) + "\n")
             elif name == "/mcp":        # each server's state and tools
                 ui.write(visible("".join("%s: %s\n" % (s.name, s.state) + "".join(
                     "  %s: %s\n" % (n, t.doc) for n, t in s.tools.items()) for s in agent.mcp)
@@ -2663,7 +2894,8 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="gro
     rl = setup_readline(agent.cfg.data_dir) if interactive else None
     keys = EscKey(sys.stdin.fileno() if interactive else None)
     if interactive:
-        ui.write("%s %s · %s · /help for commands, Ctrl-D to quit\n" % (prog, __version__, agent.model))
+        head = "%s %s · %s · /help for commands, Ctrl-D to quit" % (prog, __version__, agent.model)
+        ui.write(ui.fitted(head, "") + "\n")
     status, line = 0, first
     try:
         while line.partition(" ")[0] not in ("/exit", "/quit", "/q"):
@@ -2725,33 +2957,59 @@ class OutputClosed(GrokError):
 
 
 def allow_matches(call, patterns):
-    """--allow: a shell glob on the bash command, a path glob on the other tools' path. In a command, `*` stands
-    for no shell operator: `git *` allows `git log`, not `git log; rm -rf ~` (every operator in the command is in
-    the pattern, or it is `*`). A path is matched resolved (`..`, symlinks): a relative pattern only inside cwd."""
+    """--allow: whether a pattern matches the call: a glob on bash's command (`*`, `?` never stand
+    for a shell operator: `git *` matches `git log`, not `git log; rm -rf ~`), on the other tools'
+    resolved path (a relative one only inside cwd), on an MCP tool's name (mcp__SERVER__TOOL)."""
     import fnmatch
-    if call.name not in TOOLS:      # an MCP tool: a glob on its name, mcp__SERVER__TOOL
+    if call.name not in TOOLS:      # an MCP tool
         return any(fnmatch.fnmatchcase(call.name, p) for p in patterns)
     value = call.args.get("command" if call.name == "bash" else "path") or ("." if call.name == "list_files" else "")
     if not isinstance(value, str) or not value:
         return False
     if call.name == "bash":
-        ops = set(";&|<>$`()\n").intersection(value)
-        return any(p == "*" or (fnmatch.fnmatchcase(value, p) and ops <= set(p)) for p in patterns)
+        free = "[^;&|<>$`()\n]"        # what a `*` or `?` stands for: anything but a shell operator
+        return any(re.fullmatch(re.escape(p).replace(r"\*", free + "*").replace(r"\?", free), value)
+                   for p in patterns)
     full, root = canonical(call.cwd, value), os.path.realpath(call.cwd)
-    relative = os.path.relpath(full, root) if inside(full, root) else "\0"
+    relative = os.path.relpath(full, root) if inside(full, root) else None
     return any(path_glob(os.path.normpath(p), full if os.path.isabs(p) else relative)
-               for p in map(os.path.expanduser, patterns))
+               for p in map(os.path.expanduser, patterns) if os.path.isabs(p) or relative)
+
+
+def rule_globs(call, rules):
+    """The globs of the --allow/--deny rules that speak of this call: a plain glob of any tool;
+    xAI's CLI's `Bash(glob)`, `Write(glob)`, `Edit(glob)`, `Read(glob)` of their kind of tool
+    (`Bash(git:*)`: `git*`; no glob: any such call)."""
+    kinds = {"Bash": "bash", "Write": "write_file", "Edit": "write_file",
+             "Read": "read_file list_files"}
+    found = [(re.fullmatch(r"(Bash|Write|Edit|Read)(?:\((.*)\))?", r, re.S), r) for r in rules]
+    return [r if not m else re.sub(r":\*$", "*", m[2]) if m[2] is not None else
+            "*" if call.name == "bash" else "/**" for m, r in found
+            if not m or call.name in kinds[m[1]].split()]
+
+
+def denied_by(call, rules):
+    """--deny: a rule that matches the command or a command in it, or the path, refuses the call."""
+    import fnmatch
+    globs, command = rule_globs(call, rules), str(call.args.get("command"))
+    if call.name != "bash":
+        return allow_matches(call, globs)
+    parts = [command] + re.split(r"[;&|<>$`()\n]+", command)
+    return any(fnmatch.fnmatchcase(part.strip(), g) for part in parts for g in globs)
 
 
 class HeadlessUI(UI):
-    """`grok -p`: JSONL events (--format json), the answer alone with progress on stderr (text), or xAI's CLI's
-    thought/text/end/error events (streaming-json). Every hook runs on the main thread: events never interleave."""
+    """`grok -p`: the answer alone with progress on stderr (text, xAI's plain), JSONL events (json),
+    or as xAI's CLI prints: its events (streaming-json), one object at the end (result, its json).
+    Every hook runs on the main thread: events never interleave."""
 
     def __init__(self, fmt, allow=()):
-        self.json, self.events = fmt == "json", fmt == "streaming-json"
+        self.json, self.events, self.result = (fmt == f for f in FORMATS)
         self.allow, self.session_id, self.step, self.last = allow, None, 0, {}
+        self.thoughts, self.announced = "", set()   # the reasoning (result); tool calls told of
         self.partial = False                    # a write was cut off mid-line (an interrupt)
         self.printed = self.attempt = ""        # text mode: the answer text on stdout; that of the stream going on
+        self.held = []                          # notices that came while the answer's line was open
         tolerate_unencodable(sys.stdout)
         self.shown = visible if not self.json and sys.stdout.isatty() else str     # the answer on a terminal
 
@@ -2766,26 +3024,48 @@ class HeadlessUI(UI):
                 "cannot write to stdout: %s" % (e.strerror or e))
         self.partial = False
 
-    def emit(self, kind, **fields):
-        event = {"type": kind}
-        if not self.events:
+    def emit(self, event_type, **fields):
+        event = {"type": event_type}
+        if self.json:
             event["timestamp"] = int(time.time() * 1000)
             if self.session_id:
                 event["sessionID"] = self.session_id
-            if kind != "error":
+            if event_type != "error":
                 event["stepNumber"] = self.step
         event.update(fields)
         # ASCII-only JSON: any stdout encoding works, and lone surrogates from the model cannot crash a write.
-        self.write(json.dumps(scrub_all(event), ensure_ascii=True, separators=(",", ":")) + "\n")
+        self.write(strict_json(scrub_all(event), ensure_ascii=True, separators=(",", ":")) + "\n")
 
     def out(self, text):
         """Answer text: on stdout (escapes made visible on a terminal), or as a `text` event."""
         self.emit("text", data=text) if self.events else self.write(self.shown(text))
 
-    def end(self, turn):
-        reason = {"length": "MaxTokens", "content_filter": "Refusal"}.get(self.last.get("finish_reason"), "EndTurn")
-        self.emit("end", stopReason=reason, num_turns=self.step, sessionId=self.session_id,
-                  requestId=self.last.get("id"), usage=self.usage(turn, turn["cost"]))
+    def end(self, agent, answer):
+        """xAI's CLI's last word: the `end` event, or the object of its --output-format json."""
+        reason = {"length": "max_tokens", "content_filter": "refusal"}.get(
+            self.last.get("finish_reason"), "end_turn")
+        fields = dict({"text": answer} if self.result else {}, stopReason=reason,
+                      sessionId=self.session_id, requestId=self.last.get("id"))
+        fields.update({"thought": self.thoughts} if self.thoughts else {})
+        usage, cost = self.spend(agent.turn), agent.turn["cost"]
+        model = {"inputTokens": usage["input_tokens"], "outputTokens": usage["output_tokens"],
+                 "cacheReadInputTokens": usage["cache_read_input_tokens"],
+                 "cacheCreationInputTokens": 0, "modelCalls": self.step}
+        fields.update(usage=usage, num_turns=self.step, modelUsage={agent.model: model})
+        if usage_cost(agent.model, agent.last_usage or {}, agent.cfg.prices)[1]:     # a known cost
+            model["costUSD"] = cost
+            fields.update(total_cost_usd=cost, total_cost_usd_ticks=int(round(cost * 1e10)))
+        if self.events:
+            return self.emit("end", **fields)
+        self.write(json.dumps(scrub_all(fields), ensure_ascii=True, indent=2) + "\n")
+
+    @staticmethod
+    def spend(n):
+        """usage_numbers() as xAI's CLI has them: input without its cached part, reasoning apart."""
+        cached = int(min(n["cached"], n["input"]))
+        return {"input_tokens": int(n["input"]) - cached, "cache_read_input_tokens": cached,
+                "cache_creation_input_tokens": 0, "output_tokens": int(n["output"]),
+                "reasoning_tokens": int(n["reasoning"]), "total_tokens": int(n["total"])}
 
     def usage(self, n, cost_usd):
         """usage_numbers() for events; reasoning is billed as output; costUsdTicks is in 1e-6 USD."""
@@ -2795,12 +3075,14 @@ class HeadlessUI(UI):
     def thought(self, text):
         if self.events:
             self.emit("thought", data=text)
+        self.thoughts += text if self.result else ""
 
     def fail(self, message, code):
         """The run's last word: an `error` event (json) and a line on stderr; returns the exit code."""
-        if self.json or self.events:
+        if self.json or self.events or self.result:
             with suppress(OutputClosed):
                 self.emit("error", message=message)
+        self.printed = ""
         self.notice("grok: %s" % message)
         return code
 
@@ -2815,7 +3097,7 @@ class HeadlessUI(UI):
     def stream_text(self, text, final_hint):
         # Text mode: the answer goes to stdout as it arrives, once the reply is known to call no tools.
         # A retried or repeated stream prints only what goes beyond what is already there.
-        if self.json or final_hint != "empty":
+        if self.json or self.result or final_hint != "empty":
             return
         self.attempt += text
         if len(self.attempt) > len(self.printed) and self.attempt.startswith(self.printed):
@@ -2829,11 +3111,24 @@ class HeadlessUI(UI):
         elif text and reply["tool_calls"]:
             self.notice(text)
 
-    def tool_start(self, call):
+    def tool_start(self, call, status="in_progress"):
+        self.announced.add(call.id)
+        if self.events:     # as xAI's CLI (and ACP) tell it
+            fields = acp_tool_fields(call.name, call.args, call.cwd, False)
+            self.emit("tool_call", toolCallId=call.id, status=status, toolName=call.name,
+                      content=[], **dict({"locations": []}, **fields))
         if not self.json:
             self.notice("[%s] %s" % (call.name, call.shown))
 
     def tool_end(self, call, result):
+        if self.events:
+            if call.id not in self.announced:       # refused before it started
+                self.tool_start(call, "pending")
+            self.emit("tool_call_update", toolCallId=call.id,
+                      status="completed" if result.ok else "failed",
+                      content=text_content(result.output), rawOutput=None, locations=[])
+        if not self.json and result.output.startswith("error: "):  # why a bad call did not run
+            self.notice("✗ [%s] %s" % (call.name, failure_reason(result.output)))
         if self.json:
             started, finished = int(result.started * 1000), int(result.finished * 1000)
             server = {"server": call.name.split("__")[1]} if call.name not in TOOLS else {}
@@ -2843,11 +3138,13 @@ class HeadlessUI(UI):
 
     def step_finish(self, step, info):
         self.last = info
+        if self.events:
+            self.emit("usage", usage=self.spend(info["tokens"]))
         if self.json:
             self.emit("step_finish", finishReason=info["finish_reason"], usage=self.usage(info["tokens"], info["cost"]))
 
     def answer(self, text):
-        if self.json:
+        if self.json or self.result:
             return
         end = "" if self.events else "\n"
         if not text.startswith(self.printed):       # a reply that broke the contract streamed other text
@@ -2855,13 +3152,19 @@ class HeadlessUI(UI):
             self.out(end + text + end)
         elif text[len(self.printed):] + end:
             self.out(text[len(self.printed):] + end)
+        self.printed = ""
+        self.notice()
 
-    def notice(self, text):
-        sys.stderr.write(visible(scrub(text)) + "\n")
-        sys.stderr.flush()
+    def notice(self, text=None):
+        """A line on stderr (None: those held); held while the answer's line is open (2>&1)."""
+        self.held += [] if text is None else [text]
+        if not self.printed or self.json:
+            sys.stderr.write("".join(visible(scrub(t)) + "\n" for t in self.held))
+            sys.stderr.flush()
+            self.held = []
 
     def approve(self, call):
-        if allow_matches(call, self.allow):     # (with -y the agent does not ask)
+        if allow_matches(call, rule_globs(call, self.allow)):     # (with -y the agent does not ask)
             return "yes"
         what = "command" if call.name == "bash" else "path" if call.name in TOOLS else "MCP tool"
         raise AgentError("Tool `%s` denied: %s not in allowlist: %s%s (allow it with --allow PATTERN or "
@@ -2869,26 +3172,61 @@ class HeadlessUI(UI):
                                                 call.shown[:200], "..." if len(call.shown) > 200 else ""))
 
 
-def read_prompt(prompt, notice):
-    """-p's prompt (`-`: stdin), with text piped in (a pipe or file, not a tty) below it, cut at PIPED_CAP."""
-    stdin, piped = getattr(sys.stdin, "buffer", None), False
-    with suppress(OSError, ValueError, AttributeError):
-        piped = prompt != "-" and stat.S_IFMT(os.fstat(stdin.fileno()).st_mode) in (stat.S_IFIFO, stat.S_IFREG)
-    prompt = stdin.read().decode("utf-8", "replace") if prompt == "-" else prompt
+def read_prompt(args, notice):
+    """-p's prompt (`-`: stdin), --prompt-file's and --prompt-json's text below it, then text piped
+    in on stdin (not with --output-format), cut at PIPED_CAP."""
+    stdin = getattr(sys.stdin, "buffer", None)
+    parts = [stdin.read().decode("utf-8", "replace") if args.prompt == "-" else args.prompt]
+    got = args.prompt_file and read_regular(os.path.expanduser(args.prompt_file), PIPED_CAP)
+    if args.prompt_file and not got:
+        raise UserError("--prompt-file: cannot read %s (not a regular file)" % args.prompt_file)
+    parts += [got[0].decode("utf-8", "replace")] if got else []
+    try:
+        parts += [acp_prompt_text(json.loads(args.prompt_json))] if args.prompt_json else []
+    except (ValueError, RpcError) as e:
+        raise UserError("--prompt-json: %s" % (e.args[-1] if isinstance(e, RpcError) else e))
+    prompt = "\n\n".join(p for p in parts if p)
     if not prompt.strip():
         raise UserError("the prompt is empty")
-    data = stdin.read(PIPED_CAP + 1) if piped else b""
+    data = piped_input(stdin) if args.prompt != "-" and not args.output else b""
     if len(data) > PIPED_CAP:
         notice("note: the piped input was cut to its first %d bytes" % PIPED_CAP)
     text = data[:PIPED_CAP].decode("utf-8", "replace")
     return "%s\n\n%s" % (prompt, text) if text.strip() else prompt
 
 
+def piped_input(stdin):
+    """A pipe's or file's text, read to its end; but a pipe grok's own parent holds open for writing
+    (it started grok and may never close it) only once it has data or EOF within STDIN_WAIT s."""
+    with suppress(OSError, ValueError, AttributeError):
+        import select
+        fd = stdin.fileno()
+        kind = stat.S_IFMT(os.fstat(fd).st_mode)
+        waited = kind == stat.S_IFIFO and parent_writes(fd)
+        if waited and not select.select([fd], [], [], STDIN_WAIT)[0]:
+            return b""
+        return stdin.read(PIPED_CAP + 1) if kind in (stat.S_IFIFO, stat.S_IFREG) else b""
+    return b""
+
+
+def parent_writes(fd):
+    """Whether grok's parent holds the pipe on fd open for writing (Linux; elsewhere: no)."""
+    with suppress(OSError, ValueError, IndexError):
+        pipe, parent = os.readlink("/proc/self/fd/%d" % fd), "/proc/%d/" % os.getppid()
+        for name in os.listdir(parent + "fd"):
+            if os.readlink(parent + "fd/" + name) == pipe:
+                with open(parent + "fdinfo/" + name) as f:
+                    flags = int(f.read().split("flags:")[1].split()[0], 8)
+                if flags & (os.O_WRONLY | os.O_RDWR):
+                    return True
+    return False
+
+
 def headless(args, cfg):
     if os.path.isdir(cfg.data_dir) and data_dir_problem(cfg.data_dir):     # others could plant a session
         raise UserError(data_dir_problem(cfg.data_dir))
-    ui = HeadlessUI(args.format, args.allow)
-    prompt = read_prompt(args.prompt, ui.notice)
+    ui = HeadlessUI(args.fmt, args.allow)
+    prompt = read_prompt(args, ui.notice)
     if args.max_tool_rounds is not None:
         cfg.max_iterations = args.max_tool_rounds
     agent = open_agent(cfg, ui, MINIMAL, args)
@@ -2898,9 +3236,9 @@ def headless(args, cfg):
         agent.settle_cancelled("[the turn failed: %s]" % reason,
                                "[the turn stopped before these tool calls ran: %s]" % reason)
     try:
-        agent.run_turn(prompt)
-        if ui.events:
-            ui.end(agent.turn)
+        answer = agent.run_turn(prompt)
+        if ui.events or ui.result:
+            ui.end(agent, answer)
         return 0
     except (Cancelled, KeyboardInterrupt):      # run_turn settled these; again is harmless
         agent.settle_cancelled()
@@ -2921,10 +3259,18 @@ def headless(args, cfg):
 
 
 def open_agent(cfg, ui, contract, args, new_if_busy=False):
-    """A new agent, or one resuming --resume ID / -c (latest); if that one is busy and new_if_busy, a new one."""
+    """A new agent (-s UUID: with that id), or one resuming --resume ID / -c (latest); if that one
+    is busy and new_if_busy, a new one."""
+    new_id = args.session_id
+    if new_id and not re.fullmatch(r"[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}", new_id):
+        raise UserError("--session-id must be a UUID (got %r)" % new_id)
+    if new_id and os.path.exists(os.path.join(cfg.data_dir, "sessions", new_id + ".jsonl")):
+        raise UserError("session %s is already in use (--resume continues it)" % new_id)
     ask = None if isinstance(ui, HeadlessUI) else (
         lambda text: (ask_tty(text) or "").lower() in ("y", "yes"))
     cfg.mcp = mcp_config(cfg, args.mcp_config, ask, ui.notice)
+    if new_id:
+        return Agent(cfg, ui, contract, session=Session(cfg.data_dir, new_id, warn=ui.notice))
     session_id = args.resume and find_session(cfg.data_dir, args.resume)
     if args.cont and not session_id:
         session_id = next((s[0] for s in list_sessions(cfg.data_dir) if s[2]), None)     # the newest typed into
@@ -2961,6 +3307,13 @@ DEFERRED = object()             # a request answered later, from a worker thread
 AUTH_METHODS = {"cached_token": "API key from a .env file", "xai.api_key": "API key from the environment"}
 
 
+def strict_json(obj, **options):
+    """json.dumps() as every parser takes it: NaN and infinities (a model's) become null."""
+    with suppress(ValueError):
+        return json.dumps(obj, allow_nan=False, **options)
+    return json.dumps(json.loads(json.dumps(obj), parse_constant=lambda name: None), **options)
+
+
 class RpcError(Exception):
     """An error to answer a request with; .payload is its JSON-RPC error object."""
 
@@ -2979,9 +3332,8 @@ def acp_tool_fields(name, args, cwd, diff=True):
     shown = key_arg(name, args)
     fields = {"title": ("%s: %s" % (name, shown) if shown else name)[:200], "kind": TOOL_KINDS.get(name, "other"),
               "rawInput": args}
-    path = args.get("path")
-    if name in ("read_file", "write_file") and isinstance(path, str) and path.strip():
-        path = canonical(cwd, path)
+    if name in ("read_file", "write_file") and not arg_problem(name, args):
+        path = canonical(cwd, args["path"])
         fields["locations"] = [{"path": path}]
         content = args.get("content")
         if name == "write_file" and diff and isinstance(content, str):
@@ -3055,7 +3407,7 @@ class AcpSession(UI):
         self.calls = itertools.count(1)     # numbers toolCallIds; a turn and session/load never run at once
         self.ids = []           # the toolCallIds of the last reply's calls, in call order
         self.fields = {}        # toolCallId -> what tool_call announced, for open calls
-        self.streamed, self.finish_reason, self.request_id = False, None, None
+        self.streamed, self.said, self.finish_reason, self.request_id = False, False, None, None
 
     def update(self, session_update, **fields):
         params = {"sessionId": self.id, "update": dict(sessionUpdate=session_update, **fields)}
@@ -3069,15 +3421,20 @@ class AcpSession(UI):
         if isinstance(reply.get("thinking"), str) and reply["thinking"].strip():
             self.chunk("agent_thought_chunk", reply["thinking"])
         if reply.get("response") and not streamed:
-            self.chunk("agent_message_chunk", reply["response"])
+            self.message(reply["response"])
+
+    def message(self, text, streamed=False):
+        """Answer text; each round's starts a paragraph of its own (a stream's pieces join)."""
+        gap = self.said and not (streamed and self.streamed)
+        self.chunk("agent_message_chunk", "\n\n" * gap + text)
+        self.said, self.streamed = True, streamed
 
     # -- UI hooks, called from the worker thread that runs the turn
     def step_start(self, step):
         self.streamed = False
 
     def stream_text(self, text, final_hint):
-        self.streamed = True
-        self.chunk("agent_message_chunk", text)
+        self.message(text, streamed=True)
 
     def thought(self, text):
         self.chunk("agent_thought_chunk", text)
@@ -3131,7 +3488,7 @@ class AcpSession(UI):
             role, content = message.get("role"), message.get("content")
             if role == "user" and message.get("kind") != "note" and isinstance(content, str) and not content.startswith(
                     ("Tool results:", corrective, "[the user cancelled")):     # what the person typed, or a summary
-                summary = message.get("kind") == "summary"
+                summary, self.said = message.get("kind") == "summary", False
                 self.chunk("agent_thought_chunk" if summary else "user_message_chunk", content)
             if role != "assistant" or not isinstance(content, str):
                 continue
@@ -3166,7 +3523,7 @@ class AcpServer:
 
     # -- the wire
     def send(self, message):
-        data = (json.dumps(scrub_all(message), ensure_ascii=False) + "\n").encode("utf-8", "replace")
+        data = (strict_json(scrub_all(message), ensure_ascii=False) + "\n").encode(errors="replace")
         with self.write_lock:
             if self.out is None:
                 return
@@ -3212,10 +3569,10 @@ class AcpServer:
         answer to a request of ours, which wakes the thread waiting for it."""
         try:
             message = json.loads(line.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError) as e:
+        except (ValueError, UnicodeDecodeError, RecursionError) as e:      # (nested too deep)
             return self.respond(None, error={"code": PARSE_ERROR, "message": "Parse error: %s" % e})
         if not isinstance(message, dict) or message.get("jsonrpc", "2.0") != "2.0":
-            return self.respond(message.get("id") if isinstance(message, dict) else None, error={
+            return self.respond(None, error={
                 "code": INVALID_REQUEST, "message": "Invalid Request: expected a JSON-RPC 2.0 object"})
         method, request_id = message.get("method"), message.get("id")
         if method is None and "id" in message and ("result" in message or "error" in message):
@@ -3229,10 +3586,10 @@ class AcpServer:
             self.cancel(message["params"])
 
     def call(self, method, request_id, params):
-        bad_id = isinstance(request_id, bool) or not isinstance(request_id, (str, int, float, type(None)))
+        bad_id = not isinstance(request_id, (str, type(None))) and type(request_id) is not int
         try:
             if not isinstance(method, str) or bad_id:
-                request_id = request_id if isinstance(request_id, (str, int)) else None
+                request_id = None if bad_id else request_id
                 raise RpcError(INVALID_REQUEST, "Invalid Request: no method, or a bad id")
             if method not in self.methods:
                 raise RpcError(METHOD_NOT_FOUND, "Method not found: %s" % method)
@@ -3361,7 +3718,7 @@ class AcpServer:
 
     def run_prompt(self, session, request_id, text):
         agent, note, error = session.agent, None, None
-        session.finish_reason = session.request_id = None
+        session.finish_reason, session.request_id, session.said = None, None, False
         try:
             agent.run_turn(text)
             reason = "refusal" if session.finish_reason == "content_filter" else "end_turn"
@@ -3427,27 +3784,39 @@ def arg_parser(prog="grok", description=None):
 
     class Parser(argparse.ArgumentParser):
         def error(self, message):
+            import difflib
             self.print_usage(sys.stderr)
-            raise UserError(message)
+            flag = re.search(r"(?:unrecognized arguments|ambiguous option): (--?[^\s=]+)", message)
+            near = flag and difflib.get_close_matches(flag.group(1), self._option_string_actions, 1,
+                                                      0.7)
+            raise UserError(message + ("; did you mean %s?" % near[0] if near else ""))
 
     # An explicit width, or argparse imports shutil (with bz2, lzma, zlib: 2.5 ms) on every start.
     p = Parser(prog=prog, description=description or "A minimal agent harness for xAI's Grok models.", epilog=ENV_HELP,
                formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(prog, width=terminal_width() - 2))
     p.add_argument("--version", action="version", version="%(prog)s " + __version__)
     p.add_argument("-m", "--model", help="model id (default $GROK_MODEL or %s)" % DEFAULT_MODEL)
-    p.add_argument("--reasoning-effort", "--effort", dest="effort", choices=("low", "medium", "high"),
-                   help="sent as reasoning_effort (dropped if the server rejects it)")
+    p.add_argument("--reasoning-effort", "--effort", dest="effort", choices=EFFORTS, metavar="E",
+                   help="%s: sent as reasoning_effort (unless refused)" % ", ".join(EFFORTS))
     p.add_argument("--cwd", metavar="DIR", help="working directory for the tools")
-    p.add_argument("-y", "--always-approve", action="store_true", help="run bash/write_file without asking")
+    p.add_argument("-y", "--always-approve", "--yolo", action="store_true",
+                   help="run bash/write_file without asking")
     p.add_argument("--sandbox", choices=("workspace", "read-only", "off"), help="see README")
     p.add_argument("--sandbox-network", choices=("on", "off"), help="off: commands get no network")
     p.add_argument("--mcp-config", action="append", default=[], metavar="FILE",
                    help="start the MCP servers of this .mcp.json-style file (repeatable)")
     session = p.add_mutually_exclusive_group()
-    session.add_argument("--resume", metavar="ID", help="continue a saved session")
+    session.add_argument("-r", "--resume", metavar="ID", help="continue a saved session")
     session.add_argument("-c", "--continue", dest="cont", action="store_true", help="continue the latest session")
+    session.add_argument("-s", "--session-id", metavar="UUID", help="a new session with this id")
     p.add_argument("message", nargs="*", help="start the chat with this message")
     return p
+
+
+OUTPUT_FORMATS = {"plain": "plain", "json": "result", "streaming-json": "streaming-json"}
+FORMATS = ("json", "streaming-json", "result")      # grok's JSON events, and xAI's CLI's two
+EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")     # as xAI's CLI
+MODES_HERE = (None, "default", "dontAsk", "bypassPermissions")      # the --permission-mode grok has
 
 
 def terminal_width():
@@ -3469,9 +3838,9 @@ ENV_HELP = """environment:
   GROK_DATA_DIR                sessions and history (default ~/.local/share/grok-agent)
   GROK_PRICES                  IN,CACHED,OUT USD per million tokens, for servers other than xAI's
   also (see the README): GROK_CONTEXT_WINDOW, GROK_TEMPERATURE, GROK_TIMEOUT, GROK_MAX_RETRIES,
-  GROK_RETRY_BACKOFF, GROK_MAX_ITERATIONS, GROK_MAX_TOKENS, GROK_BASH_TIMEOUT, GROK_SUMMARY_MODEL,
-  GROK_STREAM, GROK_ALWAYS_APPROVE, GROK_DEBUG, COMPACT_THRESHOLD, HTTPS_PROXY / HTTP_PROXY /
-  NO_PROXY, NO_COLOR, GROK_SANDBOX, GROK_SANDBOX_BACKEND
+  GROK_RETRY_BACKOFF, GROK_MAX_ITERATIONS, GROK_LOOP_DETECTION, GROK_MAX_TOKENS, GROK_BASH_TIMEOUT,
+  GROK_SUMMARY_MODEL, GROK_STREAM, GROK_ALWAYS_APPROVE, GROK_DEBUG, COMPACT_THRESHOLD, HTTPS_PROXY /
+  HTTP_PROXY / NO_PROXY, NO_COLOR, GROK_SANDBOX, GROK_SANDBOX_BACKEND
 
 other commands: grok models [--json]   the server's models (the default marked)
 
@@ -3479,29 +3848,78 @@ exit codes: 0 ok, 1 user error, 2 network/server, 3 agent or tool error, 4 inter
     DEFAULT_BASE_URL, DEFAULT_MODEL)
 
 
+# Flags of xAI's CLI grok has nothing for ({flag: values}): accepted, named in one notice; quietly
+# ("q") where grok does what they ask anyway (no plan mode, subagents, memory, updates, leader).
+XAI_FLAGS = {"--check": 0, "--experimental-memory": 0, "--restore-code": 0, "--oauth": 0,
+             "--fork-session": 0, "--include-partial-messages": 0, "--leader": 0, "--reauth": 0,
+             "--agent-profile": None, "--agent": None, "--agents": None, "--worktree": "?",
+             "--worktree-ref": None, "--ref": None, "--no-plan": "q", "--no-subagents": "q",
+             "--no-memory": "q", "--verbatim": "q", "--no-auto-update": "q", "--no-alt-screen": "q",
+             "--no-leader": "q"}
+XAI_TOOLS = {"run_terminal_command": "bash", "run_terminal_cmd": "bash", "list_dir": "list_files",
+             "write": "write_file", "search_replace": "write_file", "ask_user_question": "ask_user"}
+
+
 def parse_args(argv):
+    import argparse
     if argv[:1] == ["agent"]:       # xAI's CLI's command line: `grok agent [...] stdio` is --acp
         if "stdio" not in argv[1:]:
             sys.stderr.write("grok: usage: grok agent [--always-approve] [--model M] stdio\n")
             raise SystemExit(1)
-        argv = ["--acp"] + [a for a in argv[1:] if a not in ("stdio", "--no-leader")]
-    p = arg_parser()
-    p.add_argument("-p", "--prompt", help="run one prompt headless and exit ('-' reads stdin)")
-    p.add_argument("--format", "--output-format", choices=("text", "json", "streaming-json"), default="text",
+        argv = ["--acp"] + [a for a in argv[1:] if a != "stdio"]
+    p, hide = arg_parser(), argparse.SUPPRESS
+    p.add_argument("-p", "--prompt", "--single", help="run one prompt headless ('-' reads stdin)")
+    p.add_argument("--prompt-file", metavar="PATH", help="headless: (more of) the prompt")
+    p.add_argument("--prompt-json", metavar="JSON", help="headless: (more of) the prompt as blocks")
+    p.add_argument("--format", choices=("text", "json", "streaming-json"), default="text",
                    help="headless output (default text)")
+    p.add_argument("--output-format", dest="output", choices=OUTPUT_FORMATS, help="as xAI's CLI")
     p.add_argument("--max-tool-rounds", "--max-turns", type=int, metavar="N",
                    help="headless: stop after N tool rounds, exit 3 (0 = no limit; default $GROK_MAX_ITERATIONS)")
-    p.add_argument("--allow", action="append", metavar="PATTERN", default=[],
+    p.add_argument("--allow", "--allowedTools", action="append", metavar="PATTERN", default=[],
                    help="headless: allow bash commands / write_file paths matching this glob (repeatable)")
+    p.add_argument("--deny", "--disallowedTools", action="append", metavar="RULE", default=[])
+    p.add_argument("--tools", help="only these tools (comma-separated)")
+    p.add_argument("--disallowed-tools", metavar="TOOLS", help="not these tools (comma-separated)")
+    p.add_argument("--disable-web-search", action="store_true", help="no web_search tool")
+    p.add_argument("--rules", metavar="TEXT", help="rules added to the system prompt")
+    p.add_argument("--system-prompt-override", "--system-prompt", metavar="TEXT", help="see README")
+    p.add_argument("--permission-mode", metavar="MODE", help=hide)
     p.add_argument("--acp", action="store_true", help="serve the Agent Client Protocol on stdio")
-    args = p.parse_args([a for a in argv if a not in ("--no-subagents", "--no-plan")])     # xAI's: nothing to turn off
+
+    class Accepted(argparse.Action):
+        def __call__(self, parser, namespace, values, option_string=None):
+            flag = self.option_strings[0]
+            namespace.ignored = namespace.ignored + [flag][:XAI_FLAGS[flag] != "q"]
+    for flag, n in XAI_FLAGS.items():
+        p.add_argument(flag, nargs=0 if n == "q" else n, action=Accepted, dest="ignored",
+                       default=[], help=hide)
+    args = p.parse_args(argv)
+    args.headless = args.prompt is not None or bool(args.prompt_file or args.prompt_json)
+    args.fmt = OUTPUT_FORMATS.get(args.output) or args.format
     if args.max_tool_rounds is not None and args.max_tool_rounds < 0:
         p.error("--max-tool-rounds must be 0 or more")
-    if args.format != "text" and args.prompt is None:
-        p.error("--format %s needs -p PROMPT (the chat has no JSON output)" % args.format)
-    if args.message and (args.prompt is not None or args.acp):
+    if (args.format != "text" or args.output) and not args.headless:
+        p.error("--format %s needs -p PROMPT (the chat has no JSON output)" % args.fmt)
+    if args.message and (args.headless or args.acp):
         p.error("unrecognized arguments: %s (a prompt goes in -p)" % " ".join(args.message))
     return args
+
+
+def xai_settings(args, cfg):
+    """The flags of xAI's CLI grok honours, onto cfg; one notice names those it only accepts."""
+    def names(text):
+        return [XAI_TOOLS.get(n.strip(), n.strip()) for n in (text or "").split(",") if n.strip()]
+    only = names(args.tools)
+    without = names(args.disallowed_tools) + ["web_search"] * args.disable_web_search
+    cfg.tools = [t for t in TOOLS if (args.tools is None or t in only) and t not in without]
+    cfg.deny, cfg.rules, cfg.system_prompt = args.deny, args.rules, args.system_prompt_override
+    cfg.always_approve = cfg.always_approve or args.permission_mode == "bypassPermissions"
+    mode = args.permission_mode
+    ignored = args.ignored + ["--permission-mode %s" % mode] * (mode not in MODES_HERE) + [
+        "tool " + n for n in only + without if n not in TOOLS]
+    if ignored:
+        sys.stderr.write("grok: accepted, but not supported here: %s\n" % ", ".join(ignored))
 
 
 class Terminated(BaseException):
@@ -3552,13 +3970,21 @@ def guarded(prog, body, on_error=None):
 
 
 def json_requested(argv):
-    """Whether argv asks for JSON (--format json, streaming-json), read before (and even if) the flags parse."""
+    """The JSON output argv asks for (json, streaming-json, result) or None, read before (and even
+    if) the flags parse."""
     fmt = None
     for i, arg in enumerate(argv[:argv.index("--")] if "--" in argv else argv):     # no flag after `--`
         name, eq, value = arg.partition("=")
+        value = value if eq else (argv[i + 1] if i + 1 < len(argv) else None)
         if len(name) >= 3 and ("--format".startswith(name) or "--output-format".startswith(name)):
-            fmt = value if eq else (argv[i + 1] if i + 1 < len(argv) else None)     # argparse takes --form too
-    return fmt in ("json", "streaming-json")
+            fmt = OUTPUT_FORMATS.get(value) if name.startswith("--o") else value    # --form too
+    return fmt if fmt in FORMATS else None
+
+
+def server_models(client):
+    """The ids of the models the server lists ({base}/models); an exception if it cannot."""
+    ids = [m["id"] for m in client.get(client.prefix + "/models")["data"]]
+    return [i for i in ids if i.isprintable() and " " not in i]
 
 
 def list_models(argv):
@@ -3568,16 +3994,18 @@ def list_models(argv):
     cfg = Config(require_key=False)
     client = Client(cfg.base_url, cfg.api_key, min(cfg.timeout or 15, 15))     # (a redirect is refused, not followed)
     try:
-        data = client.get(client.prefix + "/models")["data"]
-        ids = [m["id"] for m in data if m["id"].isprintable() and " " not in m["id"]] or list(WINDOWS)
+        ids = server_models(client) or list(WINDOWS)
     except Exception as e:          # unreachable, refused, not a model list: the built-in table
         why = e.args[0] if isinstance(e, RetryableFault) else str(e) or type(e).__name__
         sys.stderr.write(visible(scrub("grok: cannot list the models of %s (%s); the built-in list follows"
                                        % (cfg.base_url, why[:200]))) + "\n")
         ids = list(WINDOWS)
     rows = [{"id": i, "default": i == cfg.model} for i in (ids if cfg.model in ids else [cfg.model] + ids)]
-    print(json.dumps({"models": rows}) if "--json" in argv else
-          "\n".join(("* %s (default)" if row["default"] else "- %s") % row["id"] for row in rows))
+    if "grok-build" not in [r["id"] for r in rows]:    # xAI's CLI's clients ask for it: the default
+        rows.append({"id": "grok-build", "default": False, "aliasOf": cfg.model})
+    print(json.dumps({"models": rows}) if "--json" in argv else "\n".join(
+        "* %s (default)" % r["id"] if r["default"] else "- " + r["id"] + (
+            " (alias of %s)" % r["aliasOf"] if "aliasOf" in r else "") for r in rows))
     return 0
 
 
@@ -3590,24 +4018,28 @@ def main(argv=None):
     def on_error(message):
         if json_errors[0]:
             try:
-                HeadlessUI("json").emit("error", message=message)
+                HeadlessUI(json_errors[0]).emit("error", message=message)
             except (OutputClosed, OSError):
                 silence()
 
     def body():
         args = parse_args(argv)
-        json_errors[0] = args.prompt is not None and args.format != "text" and not args.acp
+        json_errors[0] = args.headless and not args.acp and json_requested(["--format", args.fmt])
         cfg = Config(model=args.model, cwd=args.cwd, always_approve=args.always_approve, effort=args.effort,
                      require_key=not args.acp, sandbox=args.sandbox, net=args.sandbox_network)
+        xai_settings(args, cfg)
         if args.acp:        # a missing key is reported at session/new
             return acp_main(cfg, args.mcp_config)
-        if args.prompt is not None:
+        if args.headless:
             return headless(args, cfg)
         ui = TerminalUI()
         agent = open_agent(cfg, ui, MINIMAL, args, new_if_busy=True)
         try:
             return repl(agent, ui, first=" ".join(args.message))
         finally:
+            if len(agent.messages) > 1 and sys.stdin.isatty():
+                sid = agent.session.id
+                ui.write(ui.line("90", "session %s (grok --resume %s)" % (sid, sid)))
             agent.close()
 
     return guarded("grok", body, on_error)

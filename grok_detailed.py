@@ -199,9 +199,6 @@ class DetailedUI(g.TerminalUI):
     def paint(self, code, text):
         return g.TerminalUI.paint(self, code, text) if code else text
 
-    def width(self):
-        return max(40, shutil.get_terminal_size((80, 24)).columns)
-
     def write(self, text):
         """Write whole lines, after erasing the live area."""
         with self.lock:
@@ -254,10 +251,14 @@ class DetailedUI(g.TerminalUI):
             return
         limit, spent, pct, short = a.cfg.cost_limit, a.cost_usd, a.context_pct(), a.session.id.rsplit("-", 1)[-1]
         cost = "$%.4f/%s" % (spent, "$%.2f" % limit if limit > 0 else "no limit")
-        ctx = "context %.1f%%" % pct
-        detail = ctx + " (%s/%s)" % (num(a.context_tokens), num(a.cfg.context_window))
+        known = a.window_known      # else a default window: a percentage would mislead
+        ctx = "context %.1f%%" % pct if known else "window unknown"
+        used = num(a.context_tokens)
+        detail = ctx + " (%s/%s)" % (used, num(a.cfg.context_window)) if known else \
+            "%s tokens, window unknown: set GROK_CONTEXT_WINDOW" % used
         cached = "cached %s" % num(g.usage_numbers(a.last_usage)["cached"])
-        tools, tiny = "tools %d" % a.tool_count, ("$%.4f" % spent, "ctx %.0f%%" % pct)
+        tiny = ("$%.4f" % spent, "ctx %.0f%%" % pct if known else "ctx ?")
+        tools = "tools %d" % a.tool_count
         codes = {a.session.id: "1", short: "1", cost: "31" if 0 < limit <= spent else "33" if 0 < limit * 0.8 <= spent
                  else None, ctx: "33" if 0 < a.cfg.compact_threshold * 0.8 <= pct else None}
         codes.update({detail: codes[ctx], tiny[0]: codes[cost], tiny[1]: codes[ctx]})
@@ -368,6 +369,12 @@ class DetailedUI(g.TerminalUI):
         out += [self.field_lines(label, text, code) for label, text, code in fields if text]
         self.write("".join(out))
 
+    def invalid(self, content):
+        """A reply that broke the contract: what the model said (capped), before the why."""
+        text = as_text(content) or "(nothing)"
+        more = " %s [%d characters]" % (self.glyph["more"], len(text)) if len(text) > 600 else ""
+        self.write(self.field_lines("invalid", text[:600] + more, "31"))
+
     def tool_line(self, call):
         detail = as_text(call.shown)
         if call.name == "write_file":
@@ -403,9 +410,13 @@ class DetailedUI(g.TerminalUI):
             self.write("".join(out))
 
     def step_finish(self, step, info):
-        n = info["tokens"]
-        parts = ["in %s" % num(n["input"]) + (" (%s cached)" % num(n["cached"]) if n["cached"] else ""),
-                 "out %s" % num(n["output"])]
+        n, a = info["tokens"], self.agent
+        guess = "~" if a and not n["total"] and not n["input"] else ""    # no usage: estimated here
+        if guess:
+            n = dict(n, input=a.context_tokens, output=g.estimate_tokens(a.messages[-1:]))
+        cached = " (%s cached)" % num(n["cached"]) if n["cached"] else ""
+        parts = ["in %s%s%s" % (guess, num(n["input"]), cached), "out " + guess + num(n["output"])]
+        parts += ["estimated: the server reports no usage"] if guess else []
         if n["reasoning"]:
             parts.append("reasoning %s" % num(n["reasoning"]))
         parts += ["$%.4f" % info.get("cost", 0.0), "%.1fs" % info.get("duration", 0.0)]
@@ -460,7 +471,7 @@ class Commands:
         self.agent, self.ui = agent, ui
 
     def table(self):
-        names = ("/cd", "/sessions", "/resume", "/compact", "/cost", "/tools")
+        names = ("/cd", "/resume", "/compact", "/cost", "/tools")
         return {name: getattr(self, name[1:]) for name in names}
 
     def cd(self, arg):
@@ -480,20 +491,6 @@ class Commands:
                 note += "\n\n%s\n%s" % (marker, text)
         a.add({"role": "user", "kind": "note", "content": note})
         self.ui.write("working directory: %s (the model is told)\n" % path)
-
-    def sessions(self, arg):
-        here = self.agent.session.id
-        # A session nobody typed into (each start opens one) is not worth resuming.
-        found = [s for s in g.list_sessions(self.agent.cfg.data_dir) if s[2] or s[0] == here]
-        if not found:
-            return self.ui.write("no saved sessions in %s\n" % os.path.join(self.agent.cfg.data_dir, "sessions"))
-        for sid, mtime, first, cost in found[:10]:
-            mark = "*" if sid == here else " "
-            line = "%s %s  %s  $%.4f  %s" % (mark, as_text(sid), time.strftime("%Y-%m-%d %H:%M", time.localtime(mtime)),
-                                             cost, as_text(first) or "(empty)")
-            self.ui.write(clip(g.visible(line), self.ui.width(), self.ui.glyph["more"]) + "\n")
-        if len(found) > 10:
-            self.ui.write("  (%d older sessions not shown)\n" % (len(found) - 10))
 
     def resume(self, arg):
         if not arg:
@@ -946,7 +943,7 @@ class AgentRun:
                               DETAILED.extra_prompt + "\n\nAGENT MODE: you work under this controller "
                               "(Agents.md from the workspace):\n\n" + capped(self.ws.read("Agents.md")),
                               DETAILED.max_tokens)
-        self.agent = g.Agent(self.cfg, self.ui, contract)
+        self.agent = self.ui.agent = g.Agent(self.cfg, self.ui, contract)   # the ui reads it too
         self.agent.cost_usd = float(self.meta.get("cost_usd") or 0.0)     # COST_LIMIT covers the whole goal
         self.meta["sessions"].append(self.agent.session.id)
         try:
@@ -1027,8 +1024,10 @@ class AgentRun:
 
     def header(self, step):
         where = "loop %d/%d · " % (self.meta["loop"], self.max_loops) if step in LOOP_STEPS else ""
-        line = "── agent · %s%s → %s · $%.4f · context %.1f%% ──" % (
-            where, STEP_ROLES[step], step + ".md", self.agent.cost_usd, self.agent.context_pct())
+        a = self.agent
+        ctx = "context %.1f%%" % a.context_pct() if a.window_known else "window unknown"
+        line = "── agent · %s%s → %s · $%.4f · %s ──" % (where, STEP_ROLES[step], step + ".md",
+                                                        a.cost_usd, ctx)
         self.ui.write("\n" + self.ui.paint("1;36", line) + "\n")
 
     def verdict(self):

@@ -57,6 +57,7 @@ class Bench:
                         GROK_DATA_DIR=self.data, COST_LIMIT="0", NO_COLOR="1",
                         GROK_CONTEXT_WINDOW="1000000", GROK_PRICES="1.25,0.20,2.50")     # the fake answers as xAI
         self.samples = {}
+        self.backends = {}      # sandbox backend: whether it works here
         self.system_prompt = None
         with open(GROK) as f:
             self.lines = sum(1 for _ in f)
@@ -145,9 +146,29 @@ class Bench:
         rounds = [tools(("bash", {"command": "true"}))] * ROUNDS + [answer("done")]
         self.timed("bash turn", self.grok("-y", "-p", "run true"), rounds, keep=keep, rss=True)
         self.record("stream latency", self.stream_latency(), keep)
+        self.sandboxed(keep)
         acp = self.acp_initialize()
         if acp is not None:
             self.record("acp", acp, keep)
+
+    def sandboxed(self, keep):
+        """The turn and the bash turn again under --sandbox workspace, with each backend that works
+        here (probed once): its cost at start and per command."""
+        rounds = [tools(("bash", {"command": "true"}))] * ROUNDS + [answer("done")]
+        for backend in ("bwrap", "landlock"):
+            env, self.env = self.env, dict(self.env, GROK_SANDBOX_BACKEND=backend)
+            try:
+                if backend not in self.backends:
+                    probe = "import grok; grok.Sandbox('workspace', False, '.')"
+                    done = subprocess.run([self.python, "-B", "-c", probe], env=self.env,
+                                          capture_output=True, cwd=os.path.dirname(GROK))
+                    self.backends[backend] = done.returncode == 0
+                if self.backends[backend]:
+                    argv = self.grok("--sandbox", "workspace", "-y", "-p", "run true")
+                    self.timed(backend + " turn", argv, [answer("hello")], keep=keep)
+                    self.timed(backend + " bash turn", argv, rounds, keep=keep)
+            finally:
+                self.env = env
 
     def compile_time(self):
         """Seconds the interpreter takes to compile grok.py, as it does on every start."""
@@ -291,6 +312,14 @@ class Bench:
                      "<= 30 MB", yes_no(rss <= 30 * 1024)))
         time_row("streamed response: fake's chunk -> stdout", m("stream latency"), None, "shown as it arrives",
                  m("stream latency") < 0.015)
+        for backend in ("bwrap", "landlock"):
+            if not self.backends.get(backend):
+                rows.append(("--sandbox workspace (%s)" % backend, "n/a here", "", "", "", ""))
+                continue
+            run_row("one headless turn, --sandbox workspace (%s)" % backend, backend + " turn")
+            time_row("  its start-up (the probe)", m(backend + " turn") - m("turn"))
+            extra = m(backend + " bash turn") - m(backend + " turn") - m("bash turn") + m("turn")
+            time_row("  per command, more than without", extra / ROUNDS)
         if m("acp") is None:
             rows.append(("ACP: start to initialize answer", "n/a", "", "", "", ""))
         else:

@@ -68,6 +68,7 @@ def run(fake, isolated_env):
         # The fake is not xAI's server: a window and grok-4.3's prices keep it answering like xAI.
         env.update({"GROK_API_KEY": TEST_KEY, "GROK_BASE_URL": fake.url, "GROK_RETRY_BACKOFF": "0.01",
                     "NO_COLOR": "1", "GROK_CONTEXT_WINDOW": "1000000", "GROK_PRICES": "1.25,0.20,2.50"})
+        env["GROK_LOOP_DETECTION"] = "0"    # scripted replies repeat calls (test_stuck turns it on)
         for k, v in (overrides or {}).items():
             if v is None:
                 env.pop(k, None)
@@ -97,12 +98,16 @@ def load_grok(name="grok_under_test"):
 
 
 def fast_clock(tmp_path, factor=100000):
-    """Environment overrides for a child whose monotonic clock runs `factor` times fast, so that a
-    default limit of minutes passes in a moment: a test can then tell "0 = no limit" from the default."""
+    """Environment overrides for a child whose monotonic clock and timers run `factor` times fast,
+    so that a default limit of minutes passes in a moment: a test can then tell "0 = no limit" from
+    the default."""
     site = tmp_path / "fast_clock"
     site.mkdir(exist_ok=True)
     (site / "sitecustomize.py").write_text(
-        "import time\n"
+        "import threading, time\n"
         "_real, _start = time.monotonic, time.monotonic()\n"
-        "time.monotonic = lambda: _start + (_real() - _start) * %d\n" % factor)
+        "time.monotonic = lambda: _start + (_real() - _start) * %d\n"
+        "_timer = threading.Timer\n"
+        "threading.Timer = lambda interval, *args: _timer(interval / %d, *args)\n"
+        % (factor, factor))
     return {"PYTHONPATH": str(site)}

@@ -22,6 +22,7 @@ def no_real_signals(monkeypatch):
         LAST[:] = [proc]
         proc.kill()
     monkeypatch.setattr(g, "kill_group", kill)
+    monkeypatch.setattr(g.Lifeline, "update", lambda add=None: None)    # no watchdog for a made-up process
 
 
 def ctx(timeout=30, cancel=False, cwd="."):

@@ -36,14 +36,14 @@ def acp(run):
 
 # ---------------------------------------------------------------------------- cost
 def test_concurrent_web_searches_stay_within_the_cost_limit(run, fake):
-    fake.add(tools(*[("web_search", {"query": "q%d" % i}) for i in range(25)], usage=priced(0.001)),
-             answer("done", usage=priced(0.001)))
-    fake.add(*[responses_reply("found", usage=priced(0.05)) for _ in range(25)])
+    fake.add(tools(*[("web_search", {"query": "q%d" % i}) for i in range(8)], usage=priced(0.001)),
+             answer("done", usage=priced(0.001)))       # 8: the most calls run from one reply
+    fake.add(*[responses_reply("found", usage=priced(0.05)) for _ in range(8)])
     p = run("-p", "search", "--format", "json", env={"COST_LIMIT": "0.10"})
     assert p.returncode == 0, p.stderr
     assert len(fake.responses_requests()) == 1
     results = fake.chat_requests()[1].last_user
-    assert results.count("\nnot run: it would pass the cost limit") == 24
+    assert results.count("\nnot run: it would pass the cost limit") == 7
     assert "answer with what you have" in results
 
 

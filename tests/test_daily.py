@@ -121,7 +121,7 @@ def test_format_json_without_p_is_an_error(run):
 @pytest.mark.parametrize("script", [GROK, GROK_DETAILED])
 def test_resume_and_continue_together_are_an_error_in_both_scripts(run, fake, script):
     r = run("--resume", "abc", "-c", script=script)
-    assert r.returncode == 1 and "argument -c/--continue: not allowed with argument --resume" in r.stderr
+    assert r.returncode == 1 and "argument -c/--continue: not allowed with argument -r/--resume" in r.stderr
     assert fake.chat_requests() == []
 
 

@@ -163,12 +163,11 @@ class RawServer:
 
 
 # ================================================================== HTTP faults
-def test_connection_refused_is_retried_then_fails_with_exit_2(run):
+def test_connection_refused_fails_at_once_with_exit_2(run):
     url = "http://127.0.0.1:%d/v1" % closed_port()
     p = run("-p", "hi", env={"GROK_BASE_URL": url, "GROK_MAX_RETRIES": 2})
     assert p.returncode == 2
-    assert "connection refused" in p.stderr and "gave up after 2 retries" in p.stderr
-    assert p.stderr.count("retrying in") == 2
+    assert "connection refused" in p.stderr and "retrying" not in p.stderr
     assert "GROK_BASE_URL" in p.stderr      # says what to check
     assert p.stdout == ""
     no_traceback(p.stderr)
@@ -376,9 +375,15 @@ def test_retry_after_ms_is_honoured(run, fake):
     assert second.time - first.time >= 0.6
 
 
+class DateSoon:
+    """A Retry-After date 2.5 s after the fake sends it (however long grok took to start)."""
+
+    def __str__(self):
+        return email.utils.formatdate(time.time() + 2.5, usegmt=True)
+
+
 def test_retry_after_http_date_is_honoured(run, fake):
-    when = email.utils.formatdate(time.time() + 2.5, usegmt=True)
-    fake.add(error(503, headers={"Retry-After": when}), answer("ok"))
+    fake.add(error(503, headers={"Retry-After": DateSoon()}), answer("ok"))
     p = run("-p", "hi")
     assert p.returncode == 0, p.stderr
     first, second = fake.chat_requests()

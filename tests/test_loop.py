@@ -478,6 +478,7 @@ def engine(fake, monkeypatch, isolated_env):
     monkeypatch.setenv("GROK_API_KEY", "xai-test")
     monkeypatch.setenv("GROK_BASE_URL", fake.url)
     monkeypatch.setenv("GROK_CONTEXT_WINDOW", "100000")
+    monkeypatch.setenv("GROK_LOOP_DETECTION", "0")       # scripted replies repeat themselves
     sys.path.insert(0, str(ROOT))
     try:
         import grok

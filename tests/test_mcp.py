@@ -244,8 +244,8 @@ def test_server_gets_a_short_safe_environment_never_our_key_and_results_are_scru
         env={"SECRET_OF_OURS": "s3cret", "XAI_API_KEY": TEST_KEY},
     )
     assert r.returncode == 0, r.stderr
-    uses = [e for e in events(r) if e["type"] == "tool_use"]
-    env = json.loads(uses[0]["toolResult"]["output"])
+    uses = sorted((e for e in events(r) if e["type"] == "tool_use"), key=lambda e: e["toolCall"]["id"])
+    env = json.loads(uses[0]["toolResult"]["output"])      # (events come as calls finish)
     assert env["GIVEN"] == "yes" and env["PATH"] and env["HOME"]
     assert not {"GROK_API_KEY", "XAI_API_KEY", "SECRET_OF_OURS", "GROK_BASE_URL"} & set(env)
     assert uses[1]["toolResult"]["output"] == "token [REDACTED_GH_TOKEN]"

@@ -16,7 +16,8 @@ APPROVE_MORE = r"run it\? \[y\]es / \[N\]o / \[a\]lways / \[s\]how all: "
 
 
 def repl(run, work, *args, **env):
-    p = PtyProcess([sys.executable, str(GROK)] + list(args), run.env(**env), work)
+    # Wide: an approval naming a long temporary path stays on one line (narrower, it is wrapped).
+    p = PtyProcess([sys.executable, str(GROK)] + list(args), run.env(**env), work, cols=200)
     p.expect(r"> ")
     return p
 

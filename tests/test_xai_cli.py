@@ -48,8 +48,9 @@ def test_jsonl_mode_streams_thought_and_text_then_end(run, fake, isolated_env, w
     assert kinds_seen.count("thought") > 1 and kinds_seen.count("text") > 1 and kinds_seen[-1] == "end"
     assert kinds_seen.index("end") > max(i for i, k in enumerate(kinds_seen) if k == "text")
     end = got["end"]
-    assert end["stopReason"] == "EndTurn" and end["num_turns"] == 1 and end["requestId"] == "chatcmpl-1"
-    assert end["usage"]["inputTokens"] == 120 and end["usage"]["totalTokens"] == 170
+    assert end["stopReason"] == "end_turn" and end["num_turns"] == 1 and end["requestId"] == "chatcmpl-1"
+    assert end["usage"]["input_tokens"] == 20 and end["usage"]["cache_read_input_tokens"] == 100     # uncached
+    assert end["usage"]["total_tokens"] == 170
     assert end["sessionId"]
     req = fake.chat_requests()[0]
     assert req.json["model"] == "grok-4.3"          # xAI's CLI's model name is the default model here
@@ -59,7 +60,7 @@ def test_jsonl_mode_streams_thought_and_text_then_end(run, fake, isolated_env, w
 def test_jsonl_mode_cut_off_reply_ends_with_max_tokens(run, fake):
     fake.add(answer("Partial.", finish_reason="length"))
     got = jsonl_client(run, "long story")
-    assert got["code"] == 0 and got["end"]["stopReason"] == "MaxTokens" and got["text"] == "Partial."
+    assert got["code"] == 0 and got["end"]["stopReason"] == "max_tokens" and got["text"] == "Partial."
 
 
 def test_jsonl_mode_failures_are_error_events_and_a_non_zero_exit(run, fake):
@@ -89,18 +90,21 @@ def test_grok_build_is_kept_when_it_is_the_configured_model(run, fake):
 def test_models_lists_the_servers_models_with_the_default_marked(run, fake):
     fake.add(models("grok-code-2", "grok-4.3"), models("grok-code-2"))
     r = run("models")
-    assert r.returncode == 0 and r.stdout.splitlines() == ["- grok-code-2", "* grok-4.3 (default)"]
+    assert r.returncode == 0 and r.stdout.splitlines() == ["- grok-code-2", "* grok-4.3 (default)",
+                                                           "- grok-build (alias of grok-4.3)"]
     assert fake.requests[0].method == "GET" and fake.requests[0].headers["authorization"] == "Bearer " + TEST_KEY
     r = run("models", "--json", env={"GROK_MODEL": "grok-code-2"})
-    assert r.returncode == 0 and json.loads(r.stdout) == {"models": [{"id": "grok-code-2", "default": True}]}
+    assert r.returncode == 0 and json.loads(r.stdout) == {"models": [
+        {"id": "grok-code-2", "default": True}, {"id": "grok-build", "default": False, "aliasOf": "grok-code-2"}]}
     fake.add(models("grok-4.3"))
     r = run("models", script=GROK_DETAILED)         # the same command, not a chat message "models"
-    assert r.returncode == 0 and r.stdout == "* grok-4.3 (default)\n" and not fake.chat_requests()
+    assert r.returncode == 0 and r.stdout.startswith("* grok-4.3 (default)\n") and not fake.chat_requests()
 
 
 def test_models_falls_back_to_the_built_in_table(run, fake):
     r = run("models")                   # the fake answers GET /models with 404
-    assert r.returncode == 0 and r.stdout.splitlines() == ["* grok-4.3 (default)", "- grok-4.20", "- grok-3-mini"]
+    assert r.returncode == 0 and r.stdout.splitlines() == ["* grok-4.3 (default)", "- grok-4.20", "- grok-3-mini",
+                                                           "- grok-build (alias of grok-4.3)"]
     assert "built-in list" in r.stderr and TEST_KEY not in r.stderr
     r = run("models", "--verbose")
     assert r.returncode == 1 and "usage: grok models [--json]" in r.stderr and r.stdout == ""
