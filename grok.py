@@ -2151,9 +2151,8 @@ class Agent:
             e = again
         asked = ("%d tokens (the server's count)" % e.asked if e.asked
                  else "about %d tokens" % estimate_tokens(self.messages))
-        raise ContextOverflow("%s do not fit the server's context window (%d tokens), even "
-                              "compacted as far as it goes: shorten the request, or give the "
-                              "server a larger window"
+        raise ContextOverflow("%s do not fit the server's context window (%d tokens), even compacted as "
+                              "far as it goes: shorten the request, or give the server a larger window"
                               % (asked, e.window or self.cfg.context_window))
 
     def recall_window(self):
@@ -3091,11 +3090,6 @@ class HeadlessUI(UI):
                 "cache_creation_input_tokens": 0, "output_tokens": int(n["output"]),
                 "reasoning_tokens": int(n["reasoning"]), "total_tokens": int(n["total"])}
 
-    def usage(self, n, cost_usd):
-        """usage_numbers() for events; reasoning is billed as output; costUsdTicks is in 1e-6 USD."""
-        return {"inputTokens": int(n["input"]), "outputTokens": int(n["output"] + n["reasoning"]),
-                "totalTokens": int(n["total"]), "costUsdTicks": int(round(cost_usd * 1e6))}
-
     def thought(self, text):
         if self.events:
             self.emit("thought", data=text)
@@ -3164,8 +3158,11 @@ class HeadlessUI(UI):
         self.last = info
         if self.events:
             self.emit("usage", usage=self.spend(info["tokens"]))
+        n = info["tokens"]      # reasoning is billed as output; costUsdTicks are 1e-6 USD
+        usage = {"inputTokens": int(n["input"]), "outputTokens": int(n["output"] + n["reasoning"]),
+                 "totalTokens": int(n["total"]), "costUsdTicks": int(round(info["cost"] * 1e6))}
         if self.json:
-            self.emit("step_finish", finishReason=info["finish_reason"], usage=self.usage(info["tokens"], info["cost"]))
+            self.emit("step_finish", finishReason=info["finish_reason"], usage=usage)
 
     def answer(self, text):
         if self.json or self.result:
@@ -3208,7 +3205,7 @@ def read_prompt(args, notice):
     try:
         parts += [acp_prompt_text(json.loads(args.prompt_json))] if args.prompt_json else []
     except (ValueError, RpcError) as e:
-        raise UserError("--prompt-json: %s" % (e.args[-1] if isinstance(e, RpcError) else e))
+        raise UserError("--prompt-json: %s" % e)
     prompt = "\n\n".join(p for p in parts if p)
     if not prompt.strip():
         raise UserError("the prompt is empty")
@@ -3286,26 +3283,23 @@ def open_agent(cfg, ui, contract, args, new_if_busy=False):
     ask = None if isinstance(ui, HeadlessUI) else (
         lambda text: (ask_tty(text) or "").lower() in ("y", "yes"))
     cfg.mcp = mcp_config(cfg, args.mcp_config, ask, ui.notice)
-    if new_id:
-        return Agent(cfg, ui, contract, session=Session(cfg.data_dir, new_id, warn=ui.notice))
     session_id = args.resume and find_session(cfg.data_dir, args.resume)
-    if args.cont and not session_id:
+    if args.cont:
         session_id = next((s[0] for s in list_sessions(cfg.data_dir) if s[2]), None)     # the newest typed into
         if not session_id:
             raise UserError("no session to continue in %s" % os.path.join(cfg.data_dir, "sessions"))
         ui.notice("continuing session %s" % session_id)
-    if session_id:
-        try:
-            agent = Agent(cfg, ui, contract, session=Session(cfg.data_dir, session_id, warn=ui.notice), resume=True)
-        except SessionBusy as e:
-            if not new_if_busy:
-                raise
-            ui.notice("%s: starting a new session" % e)
-        else:
-            if args.cwd:
-                agent.set_cwd(cfg.cwd)
-            return agent
-    return Agent(cfg, ui, contract)
+    try:
+        session = Session(cfg.data_dir, session_id or new_id, warn=ui.notice)
+        agent = Agent(cfg, ui, contract, session=session, resume=bool(session_id))
+    except SessionBusy as e:
+        if not new_if_busy:
+            raise
+        ui.notice("%s: starting a new session" % e)
+        return Agent(cfg, ui, contract)
+    if session_id and args.cwd:
+        agent.set_cwd(cfg.cwd)
+    return agent
 
 
 # --- Front end: ACP server (Agent Client Protocol v1) ---
@@ -3353,14 +3347,10 @@ def acp_tool_fields(name, args, cwd, diff=True):
         fields["locations"] = [{"path": path}]
         content = args.get("content")
         if name == "write_file" and diff and isinstance(content, str):
-            fields["content"] = [{"type": "diff", "path": path, "oldText": old_text(path), "newText": content}]
+            data = (read_regular(path, READ_CAP) or (b"\x00",))[0]      # none if new, binary or too big
+            old = None if len(data) > READ_CAP or b"\x00" in data else data.decode("utf-8", "replace")
+            fields["content"] = [{"type": "diff", "path": path, "oldText": old, "newText": content}]
     return fields
-
-
-def old_text(path):
-    """A file's text before write_file replaces it; None if new, binary, not a regular file or too big."""
-    data = (read_regular(path, READ_CAP) or (b"\x00",))[0]
-    return None if len(data) > READ_CAP or b"\x00" in data else data.decode("utf-8", "replace")
 
 
 def acp_prompt_text(blocks):
