@@ -1884,7 +1884,7 @@ def turn_end(e):
     if isinstance(e, Terminated):
         return "terminated by signal %d" % e.args[0], 128 + e.args[0], "cancelled"
     if isinstance(e, (KeyboardInterrupt, Cancelled)):
-        return "interrupted", 130, "cancelled"
+        return "interrupted: the turn was cancelled", 130, "cancelled"
     if isinstance(e, GrokError):
         rounds = isinstance(e, LimitReached) and e.cause == "rounds"
         return str(e), e.exit_code, "max_turn_requests" if rounds else None
@@ -3870,8 +3870,7 @@ def parse_args(argv):
     import argparse
     if argv[:1] == ["agent"]:       # xAI's CLI's command line: `grok agent [...] stdio` is --acp
         if "stdio" not in argv[1:]:
-            sys.stderr.write("grok: usage: grok agent [--always-approve] [--model M] stdio\n")
-            raise SystemExit(1)
+            raise UserError("usage: grok agent [--always-approve] [--model M] stdio")
         argv = ["--acp"] + [a for a in argv[1:] if a != "stdio"]
     p, hide = arg_parser(), argparse.SUPPRESS
     p.add_argument("-p", "--prompt", "--single", help="run one prompt headless ('-' reads stdin)")
@@ -4014,10 +4013,8 @@ def main(argv=None):
 
     def on_error(message):
         if json_errors[0]:
-            try:
+            with suppress(GrokError):       # stdout is gone too (write() silenced it)
                 HeadlessUI(json_errors[0]).emit("error", message=message)
-            except (OutputClosed, OSError):
-                silence()
 
     def body():
         args = parse_args(argv)

@@ -951,8 +951,9 @@ class AgentRun:
         except (KeyboardInterrupt, g.Cancelled, g.Terminated) as e:
             self.meta["status"] = "interrupted"
             self.save()
-            self.ui.notice("%s at %s (loop %d): run `grok-detailed --agent` to resume there"
-                           % (g.turn_end(e)[0], self.meta["step"], self.meta["loop"]))
+            self.ui.notice("%s at %s (loop %d): run `grok-detailed --agent` to resume there" % (
+                "terminated by signal %d" % e.args[0] if isinstance(e, g.Terminated) else "interrupted",
+                self.meta["step"], self.meta["loop"]))
             if isinstance(e, g.Terminated):
                 raise
             return 130
