@@ -3347,10 +3347,14 @@ def acp_tool_fields(name, args, cwd, diff=True):
         fields["locations"] = [{"path": path}]
         content = args.get("content")
         if name == "write_file" and diff and isinstance(content, str):
-            data = (read_regular(path, READ_CAP) or (b"\x00",))[0]      # none if new, binary or too big
-            old = None if len(data) > READ_CAP or b"\x00" in data else data.decode("utf-8", "replace")
-            fields["content"] = [{"type": "diff", "path": path, "oldText": old, "newText": content}]
+            fields["content"] = [{"type": "diff", "path": path, "oldText": old_text(path), "newText": content}]
     return fields
+
+
+def old_text(path):
+    """A file's text before write_file replaces it; None if new, binary, not a regular file or too big."""
+    data = (read_regular(path, READ_CAP) or (b"\x00",))[0]
+    return None if len(data) > READ_CAP or b"\x00" in data else data.decode("utf-8", "replace")
 
 
 def acp_prompt_text(blocks):
