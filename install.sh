@@ -142,7 +142,8 @@ LAUNCHER
     if [ -z "${GROK_API_KEY:-}" ] && [ -z "${XAI_API_KEY:-}" ] &&
        ! grep -Eqs '^[[:space:]]*(export[[:space:]]+)?(GROK|XAI)_API_KEY=.' "$HOME/.grok/.env" "$HOME/.claude/.env"; then
         echo
-        echo "No API key found. Set GROK_API_KEY (or XAI_API_KEY), e.g. in ~/.grok/.env:"
+        echo "No API key found: grok asks for it on a terminal (and offers to save it), or set"
+        echo "GROK_API_KEY (or XAI_API_KEY) yourself, e.g. in ~/.grok/.env:"
         echo "  mkdir -p ~/.grok && echo 'GROK_API_KEY=xai-...' >> ~/.grok/.env && chmod 600 ~/.grok/.env"
     fi
 }
