@@ -1372,10 +1372,6 @@ def key_arg(name, args):
 MCP_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")  # ours
 
 
-class McpError(Exception):
-    """An MCP server failed a request, died, or did not answer in time."""
-
-
 class McpServer:
     """A stdio MCP server: its process, a thread routing its answers to requests by id, tools."""
 
@@ -1402,7 +1398,7 @@ class McpServer:
                                         "clientInfo": hello}, timeout)
             self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
             self.list_tools(timeout)
-        except (OSError, ValueError, McpError) as e:
+        except (OSError, ValueError) as e:     # ConnectionError: it failed a request
             self.state = "failed: %s" % e
             self.close()
 
@@ -1431,21 +1427,19 @@ class McpServer:
         try:
             got = self.request("tools/call", {"name": tool, "arguments": args},
                                self.timeout("tool_timeout_sec", "MCP_TOOL_TIMEOUT", 600), cancel)
-        except McpError as e:
+        except ConnectionError as e:
             return ToolResult("error: MCP server %s: %s" % (self.name, e), ok=False)
         parts = [p.get("text") if p.get("type") == "text" else "[%s content]" % p.get("type")
                  for p in got.get("content") or () if isinstance(p, dict)]
         text = "\n".join(map(str, parts)) or json.dumps(got.get("structuredContent", "(no output)"))
-        omitted = len(text) - OUTPUT_HEAD - OUTPUT_TAIL
-        if omitted > 0:
+        if len(text) > OUTPUT_HEAD + OUTPUT_TAIL:
             text = "%s\n[... %d characters omitted: output truncated ...]\n%s" % (
-                text[:OUTPUT_HEAD], omitted, text[-OUTPUT_TAIL:])
+                text[:OUTPUT_HEAD], len(text) - OUTPUT_HEAD - OUTPUT_TAIL, text[-OUTPUT_TAIL:])
         return ToolResult(text, ok=not got.get("isError"))
 
     def request(self, method, params, timeout, cancel=None):
-        """Its result; McpError when the server fails it, has failed, or does not answer in time."""
-        with self.lock:
-            request_id = next(self.ids)
+        """Its result; ConnectionError if the server fails it, has failed, or does not answer."""
+        request_id = next(self.ids)         # atomic, as the dict's get and pop: no lock
         slot = self.pending[str(request_id)] = [threading.Event(), None]
         self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params or {}})
         deadline = time.time() + timeout if timeout > 0 else float("inf")
@@ -1458,12 +1452,13 @@ class McpServer:
                 if why:
                     self.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
                                "params": {"requestId": request_id, "reason": why}})
-                    raise McpError(why + ("" if failed else self.stderr_tail()))
+                    raise ConnectionError(why + ("" if failed else self.stderr_tail()))
         finally:
             self.pending.pop(str(request_id), None)
-        if not isinstance(slot[1].get("result"), dict):
-            raise McpError("%s failed: %s" % (method, json.dumps(slot[1].get("error"))[:2000]))
-        return slot[1]["result"]
+        answer = slot[1]
+        if not isinstance(answer.get("result"), dict):
+            raise ConnectionError("%s failed: %s" % (method, json.dumps(answer.get("error"))[:500]))
+        return answer["result"]
 
     def send(self, message):
         with self.lock, suppress(OSError, ValueError, AttributeError):    # dead: read() says so
@@ -1475,7 +1470,7 @@ class McpServer:
         for line in iter(lambda: self.proc.stdout.readline(16 << 20), b""):
             with suppress(ValueError, RecursionError):
                 message = None
-                message = json.loads(line) if line.endswith(b"\n") else None
+                message = json.loads(line)      # a line cut at 16 MB is not JSON
             if not isinstance(message, dict):
                 why = "wrote what is not a JSON-RPC message of at most 16 MB: %r" % line[:100]
                 break
@@ -1492,7 +1487,8 @@ class McpServer:
         else:
             why = "closed its output"
         self.drain.join(1)     # a dying server's last words
-        self.state = "failed: the server %s%s" % (why, self.stderr_tail())     # requests see it
+        if not self.state.startswith("failed"):     # requests see it; a reason told stays
+            self.state = "failed: the server %s%s" % (why, self.stderr_tail())
         self.close()
 
     def read_stderr(self):
@@ -1504,11 +1500,11 @@ class McpServer:
         lines = self.err.decode("utf-8", "replace").strip().splitlines()[-3:]
         return " (its stderr: %s)" % " | ".join(lines) if lines else ""
 
-    def close(self, grace=0.0):
-        """Its stdin closed (a server exits then), its process group killed after `grace` s."""
+    def close(self, deadline=0.0):
+        """Its stdin closed (a server ends then), its process group killed at `deadline` latest."""
         with suppress(Exception):       # no process; a timeout
             self.proc.stdin.close()
-            self.proc.wait(grace)
+            self.proc.wait(max(0.0, deadline - time.time()))
         if self.proc:
             kill_group(self.proc)
 
@@ -1516,6 +1512,8 @@ class McpServer:
 def start_mcp(specs, cwd, notice):
     """The servers, started in parallel (each within its start-up timeout), each state told."""
     servers = [McpServer(name, spec, cwd) for name, spec in specs.items()]
+    if servers:
+        notice("MCP servers starting: %s" % ", ".join(specs))
     threads = [threading.Thread(target=server.start, daemon=True) for server in servers]
     for thread in threads:
         thread.start()
@@ -1551,8 +1549,9 @@ def mcp_config(cfg, files, ask, notice):
             import tomllib      # novermin: 3.11+; before, the notice below
             table = tomllib.loads(data.decode("utf-8", "replace")).get("mcp_servers")
             specs = mcp_specs(table, path, notice)
-        except (ImportError, ValueError) as e:      # Python < 3.11 has no tomllib
-            notice("%s: [mcp_servers] skipped: %s" % (path, e))
+        except (ImportError, ValueError) as e:
+            why = "reading TOML needs Python 3.11 or newer" if isinstance(e, ImportError) else e
+            notice("%s: [mcp_servers] skipped: %s" % (path, why))
     for path in files:
         try:
             with open(path, "rb") as f:
@@ -2014,7 +2013,7 @@ class Agent:
         """The tools offered now: built-in ones not withdrawn, the MCP servers' (may change)."""
         tools = {name: TOOLS[name] for name in self.tool_names}
         for server in self.mcp:
-            with suppress(McpError):
+            with suppress(ConnectionError):
                 server.changed and server.list_tools(30)
             tools.update(server.tools)
         return tools
@@ -2449,8 +2448,12 @@ class Agent:
     def close(self):
         self.client.close()
         self.session.close()
-        for server in self.mcp:     # each is given a second to end
-            server.close(1.0)
+        for server in self.mcp:     # all told to end (stdin closed), then given the same second
+            with suppress(OSError, AttributeError):
+                server.proc.stdin.close()
+        deadline = time.time() + 1
+        for server in self.mcp:
+            server.close(deadline)
 
 
 def compact_cut(history, keep, room):
