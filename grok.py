@@ -3777,9 +3777,11 @@ def arg_parser(prog="grok", description=None):
                                                       0.7)
             raise UserError(message + ("; did you mean %s?" % near[0] if near else ""))
 
-    # An explicit width, or argparse imports shutil (with bz2, lzma, zlib: 2.5 ms) on every start.
+    # An explicit width, or argparse imports shutil (with bz2, lzma, zlib: 2.5 ms) on every start;
+    # asked once, not by each of the ~50 formatters argparse makes (a failing ioctl each, off a terminal).
+    width = terminal_width() - 2
     p = Parser(prog=prog, description=description or "A minimal agent harness for xAI's Grok models.", epilog=ENV_HELP,
-               formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(prog, width=terminal_width() - 2))
+               formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(prog, width=width))
     p.add_argument("--version", action="version", version="%(prog)s " + __version__)
     p.add_argument("-m", "--model", help="model id (default $GROK_MODEL or %s)" % DEFAULT_MODEL)
     p.add_argument("--reasoning-effort", "--effort", dest="effort", choices=EFFORTS, metavar="E",
