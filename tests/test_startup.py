@@ -1,12 +1,12 @@
 """Start-up: a run that does little imports little. Each start is grok.py run as a script, and what
 it loaded is read from sys.modules at its exit (modules the interpreter loads for `pass` too do not
 count). No timing assertions: tests/bench.py times the starts."""
-import os
 import subprocess
 import sys
 
-from conftest import GROK, ROOT
-from test_install import install, python_first_path, run_installed
+from conftest import GROK
+from ptyrun import PROMPT, PtyProcess
+from test_install import install, run_installed
 
 # grok.py run as __main__ (as `python3 grok.py ARGS` does); at exit, the modules loaded go to a file.
 WRAPPER = """import atexit, os, sys
@@ -24,19 +24,21 @@ RUN_ONLY = {"json", "threading", "subprocess", "http.client", "ssl", "socket", "
             "urllib.parse", "select", "tempfile"}
 
 
+def wrapped(run, tmp_path, script, *args, env=None):
+    """(the CompletedProcess of script run by WRAPPER, the modules it had loaded at exit)."""
+    out = tmp_path / "modules.txt"
+    r = subprocess.run([sys.executable, "-c", WRAPPER, str(script)] + list(args), capture_output=True,
+                       env=run.env(MODULES_OUT=str(out), **(env or {})), text=True, timeout=60,
+                       stdin=subprocess.DEVNULL)
+    return r, set(out.read_text().split("\n"))
+
+
 def loaded(run, tmp_path, script, *args, env=None):
     """(the CompletedProcess, the modules it loaded that `pass` does not)."""
-    out = tmp_path / "modules.txt"
-    e = run.env(MODULES_OUT=str(out), **(env or {}))
-
-    def modules(path, argv):
-        r = subprocess.run([sys.executable, "-c", WRAPPER, str(path)] + list(argv), env=e, capture_output=True,
-                           text=True, timeout=60, stdin=subprocess.DEVNULL)
-        return r, set(out.read_text().split("\n"))
     empty = tmp_path / "empty.py"
     empty.write_text("pass\n")
-    r, got = modules(script, args)
-    return r, got - modules(empty, ())[1]
+    r, got = wrapped(run, tmp_path, script, *args, env=env)
+    return r, got - wrapped(run, tmp_path, empty)[1]
 
 
 def test_version_imports_nothing_but_its_answer(run, tmp_path):
@@ -56,6 +58,20 @@ def test_a_missing_key_is_told_without_loading_a_client(run, tmp_path):
     r, extra = loaded(run, tmp_path, GROK, "-p", "hi", env={"GROK_API_KEY": None})
     assert r.returncode == 1 and "no API key" in r.stderr
     assert extra & RUN_ONLY == set()
+
+
+def test_the_chat_shows_its_prompt_without_loading_a_client(run, tmp_path):
+    out = tmp_path / "modules.txt"
+    env = run.env(MODULES_OUT=str(out), TERM="xterm", GROK_DATA_DIR=str(tmp_path / "data"))
+    with PtyProcess([sys.executable, "-c", WRAPPER, GROK], env, tmp_path) as p:
+        p.expect(PROMPT)
+        p.sendeof()
+        assert p.wait() == 0, p.plain_output
+    empty = tmp_path / "empty.py"
+    empty.write_text("pass\n")
+    extra = set(out.read_text().split("\n")) - wrapped(run, tmp_path, empty)[1]
+    assert "readline" in extra      # the prompt's line editor
+    assert extra & {"json", "http.client", "ssl", "socket", "subprocess"} == set()
 
 
 def test_install_compiles_grok_so_no_start_compiles_it(run, fake, tmp_path):
