@@ -566,7 +566,8 @@ class Client:
         import http.client
         reusable, started = False, time.monotonic()
         deadline = threading.Timer(self.timeout or threading.TIMEOUT_MAX, self._shut, (conn,))
-        deadline.start()        # it shuts the socket, cutting any read, however slow
+        with suppress(RuntimeError):    # no thread to be had: the socket timeouts alone bound it
+            deadline.start()        # it shuts the socket, cutting any read, however slow
         try:
             resp = self._send(conn, reused, method, path, body, headers, cancel)
             reader = ReplyReader(resp, cap)
