@@ -1691,6 +1691,10 @@ def build_system_prompt(cfg, contract, cwd, tools=None):
 
 # --- Sessions: append-only JSONL, 0600 in a 0700 directory ---
 
+class SessionBusy(UserError):
+    """A session another grok process has open (and locked)."""
+
+
 class Session:
     """One conversation on disk. Every write is one appended line."""
 
@@ -1715,7 +1719,7 @@ class Session:
                 fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 self.close()
-                raise UserError("session %s is in use by another grok process" % self.id)
+                raise SessionBusy("session %s is in use by another grok process" % self.id)
             size = os.fstat(self.fd).st_size
             if size and os.pread(self.fd, 1, size - 1) != b"\n":     # a torn last line (a crash)
                 os.write(self.fd, b"\n")
