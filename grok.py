@@ -87,7 +87,6 @@ def read_regular(path, cap):
 
 def read_env_file(path, names):
     """The first of `names` set in a .env file (regular, < 64 KB, UTF-8/16); the last one set wins."""
-
     got = read_regular(path, 65536)
     data = got[0] if got and len(got[0]) <= 65536 else b""
     found = {}
@@ -174,7 +173,6 @@ class Config:
         if model == "grok-build" != os.environ.get("GROK_MODEL"):
             model = None        # the model name of xAI's CLI, which its clients pass: the default model here
         self.model = model or own_setting(["GROK_MODEL"])[0] or DEFAULT_MODEL
-
         self.reasoning_effort = effort
         self.summary_model = os.environ.get("GROK_SUMMARY_MODEL") or self.model
         self.cost_limit = self.number("COST_LIMIT", 10.0)
@@ -318,7 +316,7 @@ class HTTPStatusError(Exception):
     def __init__(self, status, body):
         Exception.__init__(self, "HTTP %d" % status)
         self.status = status
-        self.text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
+        self.text = body.decode("utf-8", "replace")
 
     def server_message(self):
         try:
@@ -1222,7 +1220,6 @@ def atomic_write(path, data, private=True):
         with suppress(ValueError, OSError):     # left by a process killed while writing this path
             if not alive(int(os.path.basename(stale)[len(prefix):].split(".")[0])):
                 os.unlink(stale)
-
     tmp = os.path.join(folder, "%s%d.%s.tmp" % (prefix, os.getpid(), os.urandom(4).hex()))
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if private else 0o666)
     try:
@@ -1289,8 +1286,8 @@ def tool_ask_user(args, agent):
 
 
 def tool_web_search(args, agent):
-    query = args["query"]
-    payload = {"model": agent.model, "input": [{"role": "user", "content": query}], "tools": [{"type": "web_search"}]}
+    payload = {"model": agent.model, "input": [{"role": "user", "content": args["query"]}],
+               "tools": [{"type": "web_search"}]}
     try:
         obj = agent.paid(lambda: agent.client.post("/responses", payload, cancel=agent.cancel))
     except LimitReached as e:
@@ -1706,42 +1703,40 @@ class Session:
         self.fd, self.disabled, self.legacy, self.header = None, False, False, None
 
     def _open(self):
+        """The file opened (0600, in a 0700 directory) and locked: one process per session."""
         problem = data_dir_problem(os.path.dirname(self.dir))
-        try:
-            if problem:
-                raise OSError(problem)
-            os.makedirs(self.dir, mode=0o700, exist_ok=True)
-            os.chmod(self.dir, 0o700)
-            self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o600)
-            os.fchmod(self.fd, 0o600)
-            import fcntl
-            try:        # one process per session: an advisory lock, held while the file is open
-                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                self.close()
-                raise SessionBusy("session %s is in use by another grok process" % self.id)
-            size = os.fstat(self.fd).st_size
-            if size and os.pread(self.fd, 1, size - 1) != b"\n":     # a torn last line (a crash)
-                os.write(self.fd, b"\n")
-        except OSError as e:
-            self.disabled = True
-            self.warn("warning: cannot save the session in %s (%s); the chat goes on unsaved"
-                      % (self.dir, e.strerror or e))
+        if problem:
+            raise OSError(problem)
+        os.makedirs(self.dir, mode=0o700, exist_ok=True)
+        os.chmod(self.dir, 0o700)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o600)
+        os.fchmod(self.fd, 0o600)
+        import fcntl
+        try:        # an advisory lock, held while the file is open
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.close()
+            raise SessionBusy("session %s is in use by another grok process" % self.id)
+        size = os.fstat(self.fd).st_size
+        if size and os.pread(self.fd, 1, size - 1) != b"\n":     # a torn last line (a crash)
+            os.write(self.fd, b"\n")
 
-    def append(self, record):
-        if self.fd is None and not self.disabled:
-            self._open()
+    def append(self, record=None):
+        """A record written (none: the file only opened); a new session's header goes with its first,
+        so only then is the file made. Failing, it warns once and the chat goes on unsaved."""
         if self.disabled:
             return
-        # a new session's header goes out with its first real record: only then is the file made
-        data = b"".join(json_bytes(scrub_all(r)) + b"\n" for r in (self.header, record) if r)
-        self.header = None
         try:
+            if self.fd is None:
+                self._open()
+            data = b"".join(json_bytes(scrub_all(r)) + b"\n" for r in (self.header, record) if r)
+            self.header = None
             while data:
                 data = data[os.write(self.fd, data):]
         except OSError as e:
             self.disabled = True
-            self.warn("warning: cannot write the session file (%s); the chat goes on unsaved" % (e.strerror or e))
+            self.warn("warning: cannot save the session in %s (%s); the chat goes on unsaved"
+                      % (self.dir, e.strerror or e))
 
     def close(self):
         if self.fd is not None:
@@ -1903,7 +1898,7 @@ class Agent:
     def open_session(self, session, resume=False):
         """Go on in `session`: a new one, or a saved one resumed with its history, cost and cwd."""
         if resume and os.path.isfile(session.path):
-            session._open()     # the lock first: one process per session, nothing interleaves
+            session.append()    # the lock first: one process per session, nothing interleaves
         system, messages, self.cost_usd, cwd = session.load() if resume else (None, [], 0.0, None)
         self.cwd = cwd if cwd and os.path.isdir(cwd) else self.cfg.cwd
         self.mcp = self.mcp or start_mcp(self.cfg.mcp, self.cwd, self.notice)   # session is ours
