@@ -3,18 +3,32 @@
 JSON contract and runs local tools. Standard library only, Python 3.8+. `grok --help` lists the modes (chat, -p,
 --acp) and settings; grok_detailed.py loads this file as its engine."""
 
-import json
 import os
-import re
 import stat
 import sys
-import threading
 import time
 from collections import namedtuple
 from contextlib import suppress
-from urllib.parse import urlsplit
 
 __version__ = "0.1.0"
+
+
+class Lazy:
+    """A module imported at the first use of one of its names: a start imports only what it uses."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __getattr__(self, attr):
+        __import__(self.name)
+        module = globals()[self.name.replace(".", "_")] = sys.modules[self.name]    # from now on
+        return getattr(module, attr)
+
+
+(json, re, threading, subprocess, signal, select, socket, termios, tempfile, glob, fnmatch, difflib,
+ itertools, shutil, urllib_parse, _thread) = map(Lazy, (
+    "json re threading subprocess signal select socket termios tempfile glob fnmatch difflib"
+    " itertools shutil urllib.parse _thread").split())
 
 # --- Constants and configuration ---
 
@@ -219,7 +233,7 @@ def check_base_url(url):
     if any(ord(c) <= 32 or ord(c) == 127 for c in url):
         raise UserError("GROK_BASE_URL must not contain spaces or control characters")
     try:
-        u = urlsplit(url)
+        u = urllib_parse.urlsplit(url)
         u.port
         if not u.hostname:
             raise UserError("GROK_BASE_URL has no host name: %r" % url)
@@ -354,7 +368,7 @@ class StreamBroken(Exception):
 # --- Secrets: scrubbed from tool output, arguments shown, and error text ---
 
 SECRETS = set()         # the configured key and URL password: Config adds them
-SECRET_PATTERNS = [(re.compile(pattern), replacement) for pattern, replacement in (
+SECRET_PATTERNS = (      # compiled on first use (re caches them)
     (r"(?s)-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----.*?(-----END [A-Z ]*PRIVATE KEY( BLOCK)?-----|\Z)",
      "[REDACTED_PRIVATE_KEY]"),
     (r"\bxai-[A-Za-z0-9]{20,}", "[REDACTED_API_KEY]"),
@@ -365,7 +379,7 @@ SECRET_PATTERNS = [(re.compile(pattern), replacement) for pattern, replacement i
     (r"(?i)(aws_secret_access_key\W{0,4})[A-Za-z0-9/+=]{40}", r"\1[REDACTED_AWS_SECRET]"),
     (r"(?i)(Bearer\s+)[A-Za-z0-9\-_.~+/]{20,}=*", r"\1[REDACTED_TOKEN]"),
     (r"(?i)(Authorization:\s*Basic\s+)[A-Za-z0-9+/]{8,}=*", r"\1[REDACTED_TOKEN]"),
-    (r"(?i)(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@", r"\1[REDACTED]@"))]
+    (r"(?i)(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@", r"\1[REDACTED]@"))
 
 
 def scrub(text, extra=()):
@@ -376,7 +390,7 @@ def scrub(text, extra=()):
         if secret and len(secret) >= 8:
             text = text.replace(secret, "[REDACTED_API_KEY]")
     for pattern, replacement in SECRET_PATTERNS:
-        text = pattern.sub(replacement, text)
+        text = re.sub(pattern, replacement, text)
     return text
 
 
@@ -440,7 +454,7 @@ class Client:
     """POSTs JSON to an OpenAI-compatible server over persistent connections."""
 
     def __init__(self, base_url, api_key, timeout=300.0, max_retries=4, backoff=1.0, notice=None):
-        u = urlsplit(base_url)
+        u = urllib_parse.urlsplit(base_url)
         self.https = u.scheme == "https"
         self.host = u.hostname or "localhost"
         self.port = u.port or (443 if self.https else 80)
@@ -493,7 +507,6 @@ class Client:
 
     def _shut(self, conn):
         """Break conn's request: to cancel, or at its deadline (conn.reading: see _send)."""
-        import socket
         with suppress(OSError, AttributeError):     # (AttributeError: no socket opened yet)
             (conn.sock or conn.reading).shutdown(socket.SHUT_RDWR)
 
@@ -661,7 +674,7 @@ def find_proxy(scheme, host):
     import urllib.request
     if urllib.request.proxy_bypass_environment(host):
         return None
-    u = urlsplit(url if "://" in url else "http://" + url)
+    u = urllib_parse.urlsplit(url if "://" in url else "http://" + url)
     port = None
     with suppress(ValueError):      # a port that is not one
         port = u.hostname and (u.port or 1080)
@@ -671,15 +684,13 @@ def find_proxy(scheme, host):
     if u.username is None:
         return u.hostname, port, {}
     import base64
-    from urllib.parse import unquote
-    user = ("%s:%s" % (unquote(u.username), unquote(u.password or ""))).encode("utf-8")
+    user = ":".join(urllib_parse.unquote(part or "") for part in (u.username, u.password)).encode()
     return u.hostname, port, {"Proxy-Authorization": "Basic " + base64.b64encode(user).decode()}
 
 
 def network_fault(e, client):
     """The RetryableFault that says what went wrong talking to host; a UserError when retrying cannot help."""
     import http.client
-    import socket
     host = client.host
     ssl = sys.modules.get("ssl")
     if ssl and isinstance(e, ssl.CertificateError):
@@ -788,7 +799,7 @@ class ResponseStreamer:
 
     # raw JSON string text up to the last whole character: an escape waits for its end, and a high
     # surrogate for what follows it (\uD83D\uDE00 is one character)
-    WHOLE = re.compile(r'(?:[^\\]|\\[^u]|\\u(?![dD][89abAB]).{4}|\\u.{4}(?=[^\\]|\\[^u]|\\u.{4}))*', re.S)
+    WHOLE = r'(?s)(?:[^\\]|\\[^u]|\\u(?![dD][89abAB]).{4}|\\u.{4}(?=[^\\]|\\[^u]|\\u.{4}))*'
 
     def __init__(self):
         self.depth, self.key, self.colon, self.calls, self.tool_calls = 0, None, False, False, "unknown"
@@ -833,7 +844,7 @@ class ResponseStreamer:
         if not self.response:
             return ""
         raw = "".join(self.raw[self.cut:])
-        raw = raw if whole else self.WHOLE.match(raw).group()
+        raw = raw if whole else re.match(self.WHOLE, raw).group()
         self.cut += len(raw)
         return re.sub("[\ud800-\udfff]", "\ufffd", self._decode(raw))     # a lone surrogate cannot be printed
 
@@ -875,8 +886,7 @@ def extract_json_object(text):
     text, decoder, broken = text.strip(), json.JSONDecoder(strict=False), None
     with suppress(ValueError, RecursionError):
         return decoder.decode(text)
-    from itertools import islice
-    for brace in islice(re.finditer("{", text), 20):
+    for brace in itertools.islice(re.finditer("{", text), 20):
         try:
             obj = decoder.raw_decode(text, brace.start())[0]
         except (ValueError, RecursionError) as e:
@@ -953,7 +963,6 @@ class Sandbox:
     """--sandbox: bash commands run under bubblewrap or Landlock and write only in writable(cwd)."""
 
     def __init__(self, profile, net_off, cwd):
-        import tempfile
         forced = os.environ.get("GROK_SANDBOX_BACKEND", "")
         if profile not in ("workspace", "read-only"):
             raise UserError("--sandbox/GROK_SANDBOX %r: use workspace or read-only (or off, the "
@@ -975,8 +984,6 @@ class Sandbox:
         sys.stderr.write("sandbox: %s\n" % self.label)
 
     def probe_bwrap(self, cwd):
-        import shutil
-        import subprocess
         self.bwrap = shutil.which("bwrap")
         if not self.bwrap:
             return "bubblewrap is not installed (apt-get install bubblewrap)"
@@ -1062,7 +1069,6 @@ def approval_text(call, full=False):
         path = canonical(call.cwd, call.args.get("path") or ".")
         head, body = "%s %s (outside the working directory)" % (call.name, path), ""
     if call.name == "write_file":
-        import difflib
         body = call.args.get("content", "")
         body = body if isinstance(body, str) else json.dumps(body, indent=2)
         old = old_text(path)
@@ -1103,7 +1109,6 @@ def arg_problem(name, args):
 
 def kill_group(proc):
     """SIGKILL the process group a tool started; never pgid 0 or 1 (our own group, init)."""
-    import signal
     if proc.pid > 1:
         with suppress(OSError):
             os.killpg(proc.pid, signal.SIGKILL)
@@ -1112,12 +1117,11 @@ def kill_group(proc):
 class Lifeline:
     """Commands never outlive grok, SIGKILL too: a watchdog shell reads a pipe only grok writes, a
     line per change naming the live process groups of its commands; at its end it kills those."""
-    lock, fd, groups = threading.Lock(), None, set()
+    lock, fd, groups = _thread.allocate_lock(), None, set()      # (threading's Lock)
 
     @classmethod
     def update(cls, add=None):
         """Tell the watchdog the live groups; then a new command (add, its Popen) is let start."""
-        import subprocess
         with cls.lock:
             if cls.fd is None:
                 read_end, cls.fd = os.pipe()
@@ -1143,7 +1147,6 @@ def alive(pid, send=os.kill):
 
 
 def tool_bash(args, agent):
-    import subprocess
     # The command starts when the watchdog knows it: Lifeline.update sends the line it waits for
     argv, preexec = [TOOL_SHELL, "-c", "read -r _ || exit; " + args["command"]], None
     if agent.cfg.sandbox:
@@ -1214,7 +1217,6 @@ def tool_read_file(args, agent):
 
 def atomic_write(path, data, private=True):
     """Via a temp file and a rename: a crash leaves the old file or the new one. Mode 0600 if private, else open()'s."""
-    import glob
     folder, prefix = os.path.dirname(path), ".grok-%s." % os.path.basename(path)[:100]
     for stale in glob.glob(os.path.join(glob.escape(folder), glob.escape(prefix) + "*.*.tmp")):
         with suppress(ValueError, OSError):     # left by a process killed while writing this path
@@ -1370,10 +1372,6 @@ def key_arg(name, args):
 MCP_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")  # ours
 
 
-class McpError(Exception):
-    """An MCP server failed a request, died, or did not answer in time."""
-
-
 class McpServer:
     """A stdio MCP server: its process, a thread routing its answers to requests by id, tools."""
 
@@ -1386,7 +1384,6 @@ class McpServer:
         return float(self.spec.get(key) or Config.number(env_ms, default * 1000, 1e9) / 1000)
 
     def start(self):
-        import subprocess
         env = dict({k: v for k, v in os.environ.items() if k in MCP_ENV}, **self.spec["env"])
         try:
             self.proc = subprocess.Popen([self.spec["command"]] + self.spec["args"], cwd=self.cwd,
@@ -1401,7 +1398,7 @@ class McpServer:
                                         "clientInfo": hello}, timeout)
             self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
             self.list_tools(timeout)
-        except (OSError, ValueError, McpError) as e:
+        except (OSError, ValueError) as e:     # ConnectionError: it failed a request
             self.state = "failed: %s" % e
             self.close()
 
@@ -1430,21 +1427,19 @@ class McpServer:
         try:
             got = self.request("tools/call", {"name": tool, "arguments": args},
                                self.timeout("tool_timeout_sec", "MCP_TOOL_TIMEOUT", 600), cancel)
-        except McpError as e:
+        except ConnectionError as e:
             return ToolResult("error: MCP server %s: %s" % (self.name, e), ok=False)
         parts = [p.get("text") if p.get("type") == "text" else "[%s content]" % p.get("type")
                  for p in got.get("content") or () if isinstance(p, dict)]
         text = "\n".join(map(str, parts)) or json.dumps(got.get("structuredContent", "(no output)"))
-        omitted = len(text) - OUTPUT_HEAD - OUTPUT_TAIL
-        if omitted > 0:
+        if len(text) > OUTPUT_HEAD + OUTPUT_TAIL:
             text = "%s\n[... %d characters omitted: output truncated ...]\n%s" % (
-                text[:OUTPUT_HEAD], omitted, text[-OUTPUT_TAIL:])
+                text[:OUTPUT_HEAD], len(text) - OUTPUT_HEAD - OUTPUT_TAIL, text[-OUTPUT_TAIL:])
         return ToolResult(text, ok=not got.get("isError"))
 
     def request(self, method, params, timeout, cancel=None):
-        """Its result; McpError when the server fails it, has failed, or does not answer in time."""
-        with self.lock:
-            request_id = next(self.ids)
+        """Its result; ConnectionError if the server fails it, has failed, or does not answer."""
+        request_id = next(self.ids)         # atomic, as the dict's get and pop: no lock
         slot = self.pending[str(request_id)] = [threading.Event(), None]
         self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params or {}})
         deadline = time.time() + timeout if timeout > 0 else float("inf")
@@ -1457,12 +1452,13 @@ class McpServer:
                 if why:
                     self.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
                                "params": {"requestId": request_id, "reason": why}})
-                    raise McpError(why + ("" if failed else self.stderr_tail()))
+                    raise ConnectionError(why + ("" if failed else self.stderr_tail()))
         finally:
             self.pending.pop(str(request_id), None)
-        if not isinstance(slot[1].get("result"), dict):
-            raise McpError("%s failed: %s" % (method, json.dumps(slot[1].get("error"))[:2000]))
-        return slot[1]["result"]
+        answer = slot[1]
+        if not isinstance(answer.get("result"), dict):
+            raise ConnectionError("%s failed: %s" % (method, json.dumps(answer.get("error"))[:500]))
+        return answer["result"]
 
     def send(self, message):
         with self.lock, suppress(OSError, ValueError, AttributeError):    # dead: read() says so
@@ -1474,7 +1470,7 @@ class McpServer:
         for line in iter(lambda: self.proc.stdout.readline(16 << 20), b""):
             with suppress(ValueError, RecursionError):
                 message = None
-                message = json.loads(line) if line.endswith(b"\n") else None
+                message = json.loads(line)      # a line cut at 16 MB is not JSON
             if not isinstance(message, dict):
                 why = "wrote what is not a JSON-RPC message of at most 16 MB: %r" % line[:100]
                 break
@@ -1491,7 +1487,8 @@ class McpServer:
         else:
             why = "closed its output"
         self.drain.join(1)     # a dying server's last words
-        self.state = "failed: the server %s%s" % (why, self.stderr_tail())     # requests see it
+        if not self.state.startswith("failed"):     # requests see it; a reason told stays
+            self.state = "failed: the server %s%s" % (why, self.stderr_tail())
         self.close()
 
     def read_stderr(self):
@@ -1503,11 +1500,11 @@ class McpServer:
         lines = self.err.decode("utf-8", "replace").strip().splitlines()[-3:]
         return " (its stderr: %s)" % " | ".join(lines) if lines else ""
 
-    def close(self, grace=0.0):
-        """Its stdin closed (a server exits then), its process group killed after `grace` s."""
+    def close(self, deadline=0.0):
+        """Its stdin closed (a server ends then), its process group killed at `deadline` latest."""
         with suppress(Exception):       # no process; a timeout
             self.proc.stdin.close()
-            self.proc.wait(grace)
+            self.proc.wait(max(0.0, deadline - time.time()))
         if self.proc:
             kill_group(self.proc)
 
@@ -1515,6 +1512,8 @@ class McpServer:
 def start_mcp(specs, cwd, notice):
     """The servers, started in parallel (each within its start-up timeout), each state told."""
     servers = [McpServer(name, spec, cwd) for name, spec in specs.items()]
+    if servers:
+        notice("MCP servers starting: %s" % ", ".join(specs))
     threads = [threading.Thread(target=server.start, daemon=True) for server in servers]
     for thread in threads:
         thread.start()
@@ -1550,8 +1549,9 @@ def mcp_config(cfg, files, ask, notice):
             import tomllib      # novermin: 3.11+; before, the notice below
             table = tomllib.loads(data.decode("utf-8", "replace")).get("mcp_servers")
             specs = mcp_specs(table, path, notice)
-        except (ImportError, ValueError) as e:      # Python < 3.11 has no tomllib
-            notice("%s: [mcp_servers] skipped: %s" % (path, e))
+        except (ImportError, ValueError) as e:
+            why = "reading TOML needs Python 3.11 or newer" if isinstance(e, ImportError) else e
+            notice("%s: [mcp_servers] skipped: %s" % (path, why))
     for path in files:
         try:
             with open(path, "rb") as f:
@@ -1604,7 +1604,6 @@ def front_matter(text):
 
 def find_skills(skills_dir):
     """[(name, description, path)] for *.md in skills_dir and one level of sub-folders (NAME/SKILL.md is NAME)."""
-    import glob
     skills, base = [], glob.escape(skills_dir)
     for path in sorted(glob.glob(os.path.join(base, "*.md")) + glob.glob(os.path.join(base, "*", "*.md"))):
         rel = os.path.relpath(path, skills_dir)[:-3]
@@ -2010,7 +2009,7 @@ class Agent:
         """The tools offered now: built-in ones not withdrawn, the MCP servers' (may change)."""
         tools = {name: TOOLS[name] for name in self.tool_names}
         for server in self.mcp:
-            with suppress(McpError):
+            with suppress(ConnectionError):
                 server.changed and server.list_tools(30)
             tools.update(server.tools)
         return tools
@@ -2445,8 +2444,12 @@ class Agent:
     def close(self):
         self.client.close()
         self.session.close()
-        for server in self.mcp:     # each is given a second to end
-            server.close(1.0)
+        for server in self.mcp:     # all told to end (stdin closed), then given the same second
+            with suppress(OSError, AttributeError):
+                server.proc.stdin.close()
+        deadline = time.time() + 1
+        for server in self.mcp:
+            server.close(deadline)
 
 
 def compact_cut(history, keep, room):
@@ -2580,7 +2583,6 @@ class EscKey:
     active = None
 
     def __init__(self, fd):
-        import termios
         self.fd, self.typed, self.lock, self.saved = fd, b"", threading.Lock(), None    # lock: held while watch() reads
         with suppress(termios.error):
             self.saved = fd is not None and termios.tcgetattr(fd)      # the terminal as it is restored
@@ -2599,7 +2601,6 @@ class EscKey:
                 pass
 
     def mode(self, watching):
-        import termios
         attrs = self.saved[:6] + [list(self.saved[6])]
         if watching:
             attrs[3] &= ~(termios.ICANON | termios.ECHO)
@@ -2608,8 +2609,6 @@ class EscKey:
             termios.tcsetattr(self.fd, termios.TCSANOW, attrs)
 
     def watch(self):
-        import select
-        import signal
         while EscKey.active is self:
             with self.lock:
                 try:
@@ -2791,7 +2790,6 @@ def save_history(readline, data_dir):
     """Via a new 0600 temp file and a rename: a symlink planted as `history` is replaced, not followed."""
     if readline is None or data_dir_problem(data_dir):
         return
-    import tempfile
     with suppress(OSError):
         fd, tmp = tempfile.mkstemp(dir=data_dir, prefix=".history-")
         os.close(fd)
@@ -2812,8 +2810,6 @@ def read_line(interactive, keys, prompt="> "):
     if line is not None:
         sys.stdout.write(prompt + line + "\n")
         return line.strip()
-    import select
-    import signal
     # A no-op SIGALRM 4 times a second: CPython's readline waits in select() and handles signals only when that
     # returns, so a Ctrl-C or SIGTERM arriving just before it starts waiting would be seen at the next key press.
     previous = signal.signal(signal.SIGALRM, lambda signum, frame: None)
@@ -2953,7 +2949,6 @@ def allow_matches(call, patterns):
     """--allow: whether a pattern matches the call: a glob on bash's command (`*`, `?` never stand
     for a shell operator: `git *` matches `git log`, not `git log; rm -rf ~`), on the other tools'
     resolved path (a relative one only inside cwd), on an MCP tool's name (mcp__SERVER__TOOL)."""
-    import fnmatch
     if call.name not in TOOLS:      # an MCP tool
         return any(fnmatch.fnmatchcase(call.name, p) for p in patterns)
     value = call.args.get("command" if call.name == "bash" else "path") or ("." if call.name == "list_files" else "")
@@ -2983,7 +2978,6 @@ def rule_globs(call, rules):
 
 def denied_by(call, rules):
     """--deny: a rule that matches the command or a command in it, or the path, refuses the call."""
-    import fnmatch
     globs, command = rule_globs(call, rules), str(call.args.get("command"))
     if call.name != "bash":
         return allow_matches(call, globs)
@@ -3192,7 +3186,6 @@ def piped_input(stdin):
     """A pipe's or file's text, read to its end; but a pipe grok's own parent holds open for writing
     (it started grok and may never close it) only once it has data or EOF within STDIN_WAIT s."""
     with suppress(OSError, ValueError, AttributeError):
-        import select
         fd = stdin.fileno()
         kind = stat.S_IFMT(os.fstat(fd).st_mode)
         waited = kind == stat.S_IFIFO and parent_writes(fd)
@@ -3372,8 +3365,7 @@ def acp_prompt_text(blocks):
 
 def uri_path(uri):
     if isinstance(uri, str) and uri.startswith("file://"):
-        from urllib.parse import unquote
-        return unquote(urlsplit(uri).path)
+        return urllib_parse.unquote(urllib_parse.urlsplit(uri).path)
     return uri if isinstance(uri, str) else "(unnamed)"
 
 
@@ -3395,7 +3387,6 @@ class AcpSession(UI):
     """One ACP session: its Agent, and UI hooks that send its turns as session/update notifications."""
 
     def __init__(self, server):
-        import itertools
         self.server, self.id, self.agent, self.busy = server, None, None, False
         self.calls = itertools.count(1)     # numbers toolCallIds; a turn and session/load never run at once
         self.ids = []           # the toolCallIds of the last reply's calls, in call order
@@ -3504,7 +3495,6 @@ class AcpServer:
     """The JSON-RPC side: reads requests, answers them, keeps the sessions."""
 
     def __init__(self, cfg, out):
-        import itertools
         self.cfg, self.out, self.sessions, self.workers = cfg, out, {}, []
         self.request_ids = itertools.count(1)   # next() and the dict's get/pop are atomic: no lock
         self.pending = {}               # id of a request we sent -> [Event, answer]
@@ -3777,7 +3767,6 @@ def arg_parser(prog="grok", description=None):
 
     class Parser(argparse.ArgumentParser):
         def error(self, message):
-            import difflib
             self.print_usage(sys.stderr)
             flag = re.search(r"(?:unrecognized arguments|ambiguous option): (--?[^\s=]+)", message)
             near = flag and difflib.get_close_matches(flag.group(1), self._option_string_actions, 1,
@@ -3921,7 +3910,6 @@ class Terminated(BaseException):
 
 def catch_signals(handler):
     """handler(signum, frame) for SIGTERM and SIGHUP."""
-    import signal
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, handler)
 
@@ -4004,6 +3992,9 @@ def list_models(argv):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--version"]:       # as argparse would, without importing it
+        print("grok " + __version__)
+        return 0
     if argv[:1] == ["models"]:      # before the flags: the prompt words may be positional
         return guarded("grok", lambda: list_models(argv[1:]))
     json_errors = [json_requested(argv)]        # errors outside the run (a bad flag, no key) are events too

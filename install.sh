@@ -91,6 +91,8 @@ do_install() {
     # grok.py goes in as a module and `grok` is a small launcher that imports it: Python caches
     # bytecode for imported modules but compiles a script on every run (~16 ms for grok.py).
     copy_file "$SRC/grok.py" "$BIN/grok.py" 644
+    # Its bytecode now: the first start, a read-only bin dir and PYTHONDONTWRITEBYTECODE=1 skip it too.
+    python3 -m py_compile "$BIN/grok.py" 2>/dev/null || true
     local launcher
     launcher=$(mktemp "$BIN/.install.XXXXXX")
     cat >"$launcher" <<'LAUNCHER'
@@ -140,7 +142,8 @@ LAUNCHER
     if [ -z "${GROK_API_KEY:-}" ] && [ -z "${XAI_API_KEY:-}" ] &&
        ! grep -Eqs '^[[:space:]]*(export[[:space:]]+)?(GROK|XAI)_API_KEY=.' "$HOME/.grok/.env" "$HOME/.claude/.env"; then
         echo
-        echo "No API key found. Set GROK_API_KEY (or XAI_API_KEY), e.g. in ~/.grok/.env:"
+        echo "No API key found: grok asks for it on a terminal (and offers to save it), or set"
+        echo "GROK_API_KEY (or XAI_API_KEY) yourself, e.g. in ~/.grok/.env:"
         echo "  mkdir -p ~/.grok && echo 'GROK_API_KEY=xai-...' >> ~/.grok/.env && chmod 600 ~/.grok/.env"
     fi
 }
