@@ -1398,7 +1398,7 @@ class McpServer:
                                         "clientInfo": hello}, timeout)
             self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
             self.list_tools(timeout)
-        except (OSError, ValueError) as e:     # ConnectionError: it failed a request
+        except (OSError, ValueError, RuntimeError) as e:    # RuntimeError: no thread to be had
             self.state = "failed: %s" % e
             self.close()
 
@@ -1516,9 +1516,13 @@ def start_mcp(specs, cwd, notice):
         notice("MCP servers starting: %s" % ", ".join(specs))
     threads = [threading.Thread(target=server.start, daemon=True) for server in servers]
     for thread in threads:
-        thread.start()
+        with suppress(RuntimeError):        # no thread to be had: its server starts below instead
+            thread.start()
     for server, thread in zip(servers, threads):
-        thread.join()
+        if thread.ident:
+            thread.join()
+        else:
+            server.start()
         notice("MCP server %s: %s" % (server.name, server.state))
     return servers
 

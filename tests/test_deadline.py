@@ -22,3 +22,15 @@ def test_no_thread_for_the_deadline_still_answers(run, fake, tmp_path):
     no_traceback(r.stderr)
     assert (r.returncode, r.stdout) == (0, "answered without a timer\n"), r.stderr
     assert len(fake.chat_requests()) == 1
+
+
+def test_no_thread_for_an_mcp_server_fails_that_server_not_the_run(run, fake, tmp_path):
+    import json
+    import sys
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"f": {"command": sys.executable, "args": ["-V"]}}}))
+    fake.add(answer("answered without MCP"))
+    r = run("-p", "hi", "--mcp-config", str(config), env=no_threads(tmp_path))
+    no_traceback(r.stderr)
+    assert (r.returncode, r.stdout) == (0, "answered without MCP\n"), r.stderr
+    assert "MCP server f: failed: can't start new thread" in r.stderr
