@@ -100,8 +100,7 @@ def read_regular(path, cap):
 
 
 def read_env_file(path, names):
-    """The first of `names` defined in a .env file (a regular file under 64 KB, UTF-8 or UTF-16
-    with a BOM); as a shell sourcing it, the last definition of a name wins. Nothing else read."""
+    """The first of `names` set in a .env file (regular, < 64 KB, UTF-8/16); the last one set wins."""
     got = read_regular(path, 65536)
     data = got[0] if got and len(got[0]) <= 65536 else b""
     found = {}
@@ -112,32 +111,31 @@ def read_env_file(path, names):
     return next((found[n] for n in names if found.get(n)), None)
 
 
+def own_setting(names, files=ENV_FILES[:2]):
+    """(value, where it came from) of the first of `names` set in the environment, else in the .env
+    `files` (by default the person's own, never a project's ./.env); ("", None) if none is."""
+    for source in ["$" + n for n in names] + list(files):
+        value = (os.environ.get(source[1:], "").strip() if source.startswith("$")
+                 else read_env_file(os.path.expanduser(source), names))
+        if value:
+            return value, source
+    return "", None
+
+
 def find_api_key():
     """(key, where it came from), or (None, None); a key with whitespace or control characters is a UserError."""
-    for source in ["$" + n for n in KEY_VARS] + list(ENV_FILES):
-        key = (os.environ.get(source[1:], "").strip() if source.startswith("$")
-               else read_env_file(os.path.expanduser(source), KEY_VARS))
-        if key:
-            break
-    else:
-        return None, None
+    key, source = own_setting(KEY_VARS, ENV_FILES)
     if any(ord(c) < 33 or 127 <= ord(c) < 160 for c in key):
         raise UserError("the API key in %s contains whitespace or control characters (not shown): fix it" % source)
     if source == "./.env":
         sys.stderr.write("grok: using the API key from ./.env in the working directory (no key of your own is set)\n")
-    return key, source
+    return key or None, source
 
 
 def env_flag(name, default=False):
     """A yes/no setting: unset or empty is the default; "0", "false" and "no" are no, anything else yes."""
     value = os.environ.get(name, "")
     return value not in ("0", "false", "no") if value else default
-
-
-def own_setting(name):
-    """$name, else its value in the person's own .env files (never a project's ./.env)."""
-    found = (read_env_file(os.path.expanduser(f), [name]) for f in ENV_FILES if f != "./.env")
-    return os.environ.get(name) or next(filter(None, found), "")
 
 
 def append_private(path, text):
@@ -176,7 +174,7 @@ class Config:
         if require_key and not self.api_key:
             raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put GROK_API_KEY=... in "
                             + ", ".join(ENV_FILES))
-        self.base_url = (own_setting("GROK_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        self.base_url = (own_setting(["GROK_BASE_URL"])[0] or DEFAULT_BASE_URL).rstrip("/")
         url = check_base_url(self.base_url)
         self.xai = ("." + url.hostname).endswith(".x.ai")
         SECRETS.update(filter(None, (self.api_key, url.password)))
@@ -188,7 +186,7 @@ class Config:
         self.stream = env_flag("GROK_STREAM", True)
         if model == "grok-build" != os.environ.get("GROK_MODEL"):
             model = None        # the model name of xAI's CLI, which its clients pass: the default model here
-        self.model = model or own_setting("GROK_MODEL") or DEFAULT_MODEL
+        self.model = model or own_setting(["GROK_MODEL"])[0] or DEFAULT_MODEL
         self.reasoning_effort = effort
         self.summary_model = os.environ.get("GROK_SUMMARY_MODEL") or self.model
         self.cost_limit = self.number("COST_LIMIT", 10.0)
@@ -332,7 +330,7 @@ class HTTPStatusError(Exception):
     def __init__(self, status, body):
         Exception.__init__(self, "HTTP %d" % status)
         self.status = status
-        self.text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
+        self.text = body.decode("utf-8", "replace")
 
     def server_message(self):
         try:
@@ -579,7 +577,8 @@ class Client:
         import http.client
         reusable, started = False, time.monotonic()
         deadline = threading.Timer(self.timeout or threading.TIMEOUT_MAX, self._shut, (conn,))
-        deadline.start()        # it shuts the socket, cutting any read, however slow
+        with suppress(RuntimeError):    # no thread to be had: the socket timeouts alone bound it
+            deadline.start()        # it shuts the socket, cutting any read, however slow
         try:
             resp = self._send(conn, reused, method, path, body, headers, cancel)
             reader = ReplyReader(resp, cap)
@@ -1122,6 +1121,7 @@ class Lifeline:
 
     @classmethod
     def update(cls, add=None):
+        """Tell the watchdog the live groups; then a new command (add, its Popen) is let start."""
         with cls.lock:
             if cls.fd is None:
                 read_end, cls.fd = os.pipe()
@@ -1129,20 +1129,25 @@ class Lifeline:
                                  stdin=read_end, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL, start_new_session=True)
                 os.close(read_end)
-            cls.groups = {g for g in cls.groups | {add} if g and group_alive(g)}
+            cls.groups = {g for g in cls.groups | {add and add.pid} if g and alive(g, os.killpg)}
             with suppress(OSError):     # (the watchdog was killed: nothing to tell)
                 os.write(cls.fd, (" ".join("-%d" % g for g in cls.groups) + "\n").encode())
+        if add:         # the line its shell waits for; then its stdin is empty
+            with suppress(OSError):
+                add.stdin.write(b"\n")
+                add.stdin.close()
 
 
-def group_alive(pgid):
+def alive(pid, send=os.kill):
+    """Whether a process (or with os.killpg a process group) lives; EPERM: it does, as another user."""
     try:
-        return os.killpg(pgid, 0) or True
+        return send(pid, 0) or True
     except OSError as e:
-        return not isinstance(e, ProcessLookupError)      # EPERM: it lives, as another user
+        return not isinstance(e, ProcessLookupError)
 
 
 def tool_bash(args, agent):
-    # The command waits for a line on stdin to start once the watchdog knows it; then stdin is empty
+    # The command starts when the watchdog knows it: Lifeline.update sends the line it waits for
     argv, preexec = [TOOL_SHELL, "-c", "read -r _ || exit; " + args["command"]], None
     if agent.cfg.sandbox:
         argv, preexec = agent.cfg.sandbox.wrap(argv, agent.cwd)
@@ -1153,10 +1158,7 @@ def tool_bash(args, agent):
     except (OSError, subprocess.SubprocessError) as e:
         return ToolResult("error: cannot start %s: %s" % (TOOL_SHELL, e), ok=False)
     agent.procs.add(proc)
-    Lifeline.update(proc.pid)
-    with suppress(OSError):
-        proc.stdin.write(b"\n")
-        proc.stdin.close()
+    Lifeline.update(proc)
     out, total = bytearray(), [0]
 
     def read():         # on a thread, so the tool waits for the process, not in fixed sleeps
@@ -1183,9 +1185,10 @@ def tool_bash(args, agent):
         Lifeline.update()
     reader.join(1 if note else 0.2)     # background children may keep the output open
     omitted = total[0] - len(out)
-    text = (out[:OUTPUT_HEAD].decode("utf-8", "replace") + ("\n[... %d bytes omitted: output truncated ...]\n" % omitted
-            if omitted > 0 else "") + out[OUTPUT_HEAD:].decode("utf-8", "replace")).replace("\x00", "\\0")
-    text = text if text.strip() or note else "(no output)"
+    cut = "\n[... %d bytes omitted: output truncated ...]\n" % omitted if omitted > 0 else ""
+    text = (out[:OUTPUT_HEAD].decode(errors="replace") + cut
+            + out[OUTPUT_HEAD:].decode(errors="replace"))
+    text = text.replace("\x00", "\\0") if text.strip() or note else "(no output)"
     background = "" if note or not reader.is_alive() else (
         "\n[background processes are still running; their output is not captured and they may "
         "die writing to it: redirect it (cmd > file 2>&1 &)]")
@@ -1216,12 +1219,9 @@ def atomic_write(path, data, private=True):
     """Via a temp file and a rename: a crash leaves the old file or the new one. Mode 0600 if private, else open()'s."""
     folder, prefix = os.path.dirname(path), ".grok-%s." % os.path.basename(path)[:100]
     for stale in glob.glob(os.path.join(glob.escape(folder), glob.escape(prefix) + "*.*.tmp")):
-        try:        # left by a process that was killed while writing this path
-            os.kill(int(os.path.basename(stale)[len(prefix):].split(".")[0]), 0)
-        except ProcessLookupError:
-            os.unlink(stale)
-        except (ValueError, OSError):
-            pass
+        with suppress(ValueError, OSError):     # left by a process killed while writing this path
+            if not alive(int(os.path.basename(stale)[len(prefix):].split(".")[0])):
+                os.unlink(stale)
     tmp = os.path.join(folder, "%s%d.%s.tmp" % (prefix, os.getpid(), os.urandom(4).hex()))
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if private else 0o666)
     try:
@@ -1288,8 +1288,8 @@ def tool_ask_user(args, agent):
 
 
 def tool_web_search(args, agent):
-    query = args["query"]
-    payload = {"model": agent.model, "input": [{"role": "user", "content": query}], "tools": [{"type": "web_search"}]}
+    payload = {"model": agent.model, "input": [{"role": "user", "content": args["query"]}],
+               "tools": [{"type": "web_search"}]}
     try:
         obj = agent.paid(lambda: agent.client.post("/responses", payload, cancel=agent.cancel))
     except LimitReached as e:
@@ -1398,7 +1398,7 @@ class McpServer:
                                         "clientInfo": hello}, timeout)
             self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
             self.list_tools(timeout)
-        except (OSError, ValueError) as e:     # ConnectionError: it failed a request
+        except (OSError, ValueError, RuntimeError) as e:    # RuntimeError: no thread to be had
             self.state = "failed: %s" % e
             self.close()
 
@@ -1516,9 +1516,13 @@ def start_mcp(specs, cwd, notice):
         notice("MCP servers starting: %s" % ", ".join(specs))
     threads = [threading.Thread(target=server.start, daemon=True) for server in servers]
     for thread in threads:
-        thread.start()
+        with suppress(RuntimeError):        # no thread to be had: its server starts below instead
+            thread.start()
     for server, thread in zip(servers, threads):
-        thread.join()
+        if thread.ident:
+            thread.join()
+        else:
+            server.start()
         notice("MCP server %s: %s" % (server.name, server.state))
     return servers
 
@@ -1688,7 +1692,7 @@ def build_system_prompt(cfg, contract, cwd, tools=None):
 # --- Sessions: append-only JSONL, 0600 in a 0700 directory ---
 
 class SessionBusy(UserError):
-    pass
+    """A session another grok process has open (and locked)."""
 
 
 class Session:
@@ -1702,42 +1706,40 @@ class Session:
         self.fd, self.disabled, self.legacy, self.header = None, False, False, None
 
     def _open(self):
+        """The file opened (0600, in a 0700 directory) and locked: one process per session."""
         problem = data_dir_problem(os.path.dirname(self.dir))
-        try:
-            if problem:
-                raise OSError(problem)
-            os.makedirs(self.dir, mode=0o700, exist_ok=True)
-            os.chmod(self.dir, 0o700)
-            self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o600)
-            os.fchmod(self.fd, 0o600)
-            import fcntl
-            try:        # one process per session: an advisory lock, held while the file is open
-                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                self.close()
-                raise SessionBusy("session %s is in use by another grok process" % self.id)
-            size = os.fstat(self.fd).st_size
-            if size and os.pread(self.fd, 1, size - 1) != b"\n":     # a torn last line (a crash)
-                os.write(self.fd, b"\n")
-        except OSError as e:
-            self.disabled = True
-            self.warn("warning: cannot save the session in %s (%s); the chat goes on unsaved"
-                      % (self.dir, e.strerror or e))
+        if problem:
+            raise OSError(problem)
+        os.makedirs(self.dir, mode=0o700, exist_ok=True)
+        os.chmod(self.dir, 0o700)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o600)
+        os.fchmod(self.fd, 0o600)
+        import fcntl
+        try:        # an advisory lock, held while the file is open
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.close()
+            raise SessionBusy("session %s is in use by another grok process" % self.id)
+        size = os.fstat(self.fd).st_size
+        if size and os.pread(self.fd, 1, size - 1) != b"\n":     # a torn last line (a crash)
+            os.write(self.fd, b"\n")
 
-    def append(self, record):
-        if self.fd is None and not self.disabled:
-            self._open()
+    def append(self, record=None):
+        """A record written (none: the file only opened); a new session's header goes with its first,
+        so only then is the file made. Failing, it warns once and the chat goes on unsaved."""
         if self.disabled:
             return
-        # a new session's header goes out with its first real record: only then is the file made
-        data = b"".join(json_bytes(scrub_all(r)) + b"\n" for r in (self.header, record) if r)
-        self.header = None
         try:
+            if self.fd is None:
+                self._open()
+            data = b"".join(json_bytes(scrub_all(r)) + b"\n" for r in (self.header, record) if r)
+            self.header = None
             while data:
                 data = data[os.write(self.fd, data):]
         except OSError as e:
             self.disabled = True
-            self.warn("warning: cannot write the session file (%s); the chat goes on unsaved" % (e.strerror or e))
+            self.warn("warning: cannot save the session in %s (%s); the chat goes on unsaved"
+                      % (self.dir, e.strerror or e))
 
     def close(self):
         if self.fd is not None:
@@ -1772,8 +1774,8 @@ class Session:
             try:
                 rec = json.loads(line.decode("utf-8"))
                 kind = rec["type"]
-                if kind == "session":
-                    system = rec.get("system")
+                if kind in ("session", "cwd"):      # the header, a /cd
+                    system = rec.get("system", system)
                     cwd = rec.get("cwd") if isinstance(rec.get("cwd"), str) else cwd
                 elif kind in ("message", "reset"):
                     new = [rec["message"]] if kind == "message" else list(rec["messages"])
@@ -1788,8 +1790,6 @@ class Session:
                     if not 0 <= usd < 1e6:
                         raise ValueError("not a cost")
                     cost += usd
-                elif kind == "cwd":
-                    cwd = rec["cwd"] if isinstance(rec["cwd"], str) else cwd
                 else:
                     raise ValueError("unknown record")
             except (ValueError, KeyError, TypeError, UnicodeDecodeError, IndexError, RecursionError):
@@ -1901,7 +1901,7 @@ class Agent:
     def open_session(self, session, resume=False):
         """Go on in `session`: a new one, or a saved one resumed with its history, cost and cwd."""
         if resume and os.path.isfile(session.path):
-            session._open()     # the lock first: one process per session, nothing interleaves
+            session.append()    # the lock first: one process per session, nothing interleaves
         system, messages, self.cost_usd, cwd = session.load() if resume else (None, [], 0.0, None)
         self.cwd = cwd if cwd and os.path.isdir(cwd) else self.cfg.cwd
         self.mcp = self.mcp or start_mcp(self.cfg.mcp, self.cwd, self.notice)   # session is ours
