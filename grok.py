@@ -3,18 +3,32 @@
 JSON contract and runs local tools. Standard library only, Python 3.8+. `grok --help` lists the modes (chat, -p,
 --acp) and settings; grok_detailed.py loads this file as its engine."""
 
-import json
 import os
-import re
 import stat
 import sys
-import threading
 import time
 from collections import namedtuple
 from contextlib import suppress
-from urllib.parse import urlsplit
 
 __version__ = "0.1.0"
+
+
+class Lazy:
+    """A module imported at the first use of one of its names: a start imports only what it uses."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __getattr__(self, attr):
+        __import__(self.name)
+        module = globals()[self.name.replace(".", "_")] = sys.modules[self.name]    # from now on
+        return getattr(module, attr)
+
+
+(json, re, threading, subprocess, signal, select, socket, termios, tempfile, glob, fnmatch, difflib,
+ itertools, shutil, urllib_parse, _thread) = map(Lazy, (
+    "json re threading subprocess signal select socket termios tempfile glob fnmatch difflib"
+    " itertools shutil urllib.parse _thread").split())
 
 # --- Constants and configuration ---
 
@@ -86,8 +100,7 @@ def read_regular(path, cap):
 
 
 def read_env_file(path, names):
-    """The first of `names` defined in a .env file (a regular file under 64 KB, UTF-8 or UTF-16
-    with a BOM); as a shell sourcing it, the last definition of a name wins. Nothing else read."""
+    """The first of `names` set in a .env file (regular, < 64 KB, UTF-8/16); the last one set wins."""
     got = read_regular(path, 65536)
     data = got[0] if got and len(got[0]) <= 65536 else b""
     found = {}
@@ -98,32 +111,31 @@ def read_env_file(path, names):
     return next((found[n] for n in names if found.get(n)), None)
 
 
+def own_setting(names, files=ENV_FILES[:2]):
+    """(value, where it came from) of the first of `names` set in the environment, else in the .env
+    `files` (by default the person's own, never a project's ./.env); ("", None) if none is."""
+    for source in ["$" + n for n in names] + list(files):
+        value = (os.environ.get(source[1:], "").strip() if source.startswith("$")
+                 else read_env_file(os.path.expanduser(source), names))
+        if value:
+            return value, source
+    return "", None
+
+
 def find_api_key():
     """(key, where it came from), or (None, None); a key with whitespace or control characters is a UserError."""
-    for source in ["$" + n for n in KEY_VARS] + list(ENV_FILES):
-        key = (os.environ.get(source[1:], "").strip() if source.startswith("$")
-               else read_env_file(os.path.expanduser(source), KEY_VARS))
-        if key:
-            break
-    else:
-        return None, None
+    key, source = own_setting(KEY_VARS, ENV_FILES)
     if any(ord(c) < 33 or 127 <= ord(c) < 160 for c in key):
         raise UserError("the API key in %s contains whitespace or control characters (not shown): fix it" % source)
     if source == "./.env":
         sys.stderr.write("grok: using the API key from ./.env in the working directory (no key of your own is set)\n")
-    return key, source
+    return key or None, source
 
 
 def env_flag(name, default=False):
     """A yes/no setting: unset or empty is the default; "0", "false" and "no" are no, anything else yes."""
     value = os.environ.get(name, "")
     return value not in ("0", "false", "no") if value else default
-
-
-def own_setting(name):
-    """$name, else its value in the person's own .env files (never a project's ./.env)."""
-    found = (read_env_file(os.path.expanduser(f), [name]) for f in ENV_FILES if f != "./.env")
-    return os.environ.get(name) or next(filter(None, found), "")
 
 
 def append_private(path, text):
@@ -162,7 +174,7 @@ class Config:
         if require_key and not self.api_key:
             raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put GROK_API_KEY=... in "
                             + ", ".join(ENV_FILES))
-        self.base_url = (own_setting("GROK_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        self.base_url = (own_setting(["GROK_BASE_URL"])[0] or DEFAULT_BASE_URL).rstrip("/")
         url = check_base_url(self.base_url)
         self.xai = ("." + url.hostname).endswith(".x.ai")
         SECRETS.update(filter(None, (self.api_key, url.password)))
@@ -174,7 +186,7 @@ class Config:
         self.stream = env_flag("GROK_STREAM", True)
         if model == "grok-build" != os.environ.get("GROK_MODEL"):
             model = None        # the model name of xAI's CLI, which its clients pass: the default model here
-        self.model = model or own_setting("GROK_MODEL") or DEFAULT_MODEL
+        self.model = model or own_setting(["GROK_MODEL"])[0] or DEFAULT_MODEL
         self.reasoning_effort = effort
         self.summary_model = os.environ.get("GROK_SUMMARY_MODEL") or self.model
         self.cost_limit = self.number("COST_LIMIT", 10.0)
@@ -221,7 +233,7 @@ def check_base_url(url):
     if any(ord(c) <= 32 or ord(c) == 127 for c in url):
         raise UserError("GROK_BASE_URL must not contain spaces or control characters")
     try:
-        u = urlsplit(url)
+        u = urllib_parse.urlsplit(url)
         u.port
         if not u.hostname:
             raise UserError("GROK_BASE_URL has no host name: %r" % url)
@@ -318,7 +330,7 @@ class HTTPStatusError(Exception):
     def __init__(self, status, body):
         Exception.__init__(self, "HTTP %d" % status)
         self.status = status
-        self.text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
+        self.text = body.decode("utf-8", "replace")
 
     def server_message(self):
         try:
@@ -356,7 +368,7 @@ class StreamBroken(Exception):
 # --- Secrets: scrubbed from tool output, arguments shown, and error text ---
 
 SECRETS = set()         # the configured key and URL password: Config adds them
-SECRET_PATTERNS = [(re.compile(pattern), replacement) for pattern, replacement in (
+SECRET_PATTERNS = (      # compiled on first use (re caches them)
     (r"(?s)-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----.*?(-----END [A-Z ]*PRIVATE KEY( BLOCK)?-----|\Z)",
      "[REDACTED_PRIVATE_KEY]"),
     (r"\bxai-[A-Za-z0-9]{20,}", "[REDACTED_API_KEY]"),
@@ -367,7 +379,7 @@ SECRET_PATTERNS = [(re.compile(pattern), replacement) for pattern, replacement i
     (r"(?i)(aws_secret_access_key\W{0,4})[A-Za-z0-9/+=]{40}", r"\1[REDACTED_AWS_SECRET]"),
     (r"(?i)(Bearer\s+)[A-Za-z0-9\-_.~+/]{20,}=*", r"\1[REDACTED_TOKEN]"),
     (r"(?i)(Authorization:\s*Basic\s+)[A-Za-z0-9+/]{8,}=*", r"\1[REDACTED_TOKEN]"),
-    (r"(?i)(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@", r"\1[REDACTED]@"))]
+    (r"(?i)(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@", r"\1[REDACTED]@"))
 
 
 def scrub(text, extra=()):
@@ -378,7 +390,7 @@ def scrub(text, extra=()):
         if secret and len(secret) >= 8:
             text = text.replace(secret, "[REDACTED_API_KEY]")
     for pattern, replacement in SECRET_PATTERNS:
-        text = pattern.sub(replacement, text)
+        text = re.sub(pattern, replacement, text)
     return text
 
 
@@ -442,7 +454,7 @@ class Client:
     """POSTs JSON to an OpenAI-compatible server over persistent connections."""
 
     def __init__(self, base_url, api_key, timeout=300.0, max_retries=4, backoff=1.0, notice=None):
-        u = urlsplit(base_url)
+        u = urllib_parse.urlsplit(base_url)
         self.https = u.scheme == "https"
         self.host = u.hostname or "localhost"
         self.port = u.port or (443 if self.https else 80)
@@ -495,7 +507,6 @@ class Client:
 
     def _shut(self, conn):
         """Break conn's request: to cancel, or at its deadline (conn.reading: see _send)."""
-        import socket
         with suppress(OSError, AttributeError):     # (AttributeError: no socket opened yet)
             (conn.sock or conn.reading).shutdown(socket.SHUT_RDWR)
 
@@ -566,7 +577,8 @@ class Client:
         import http.client
         reusable, started = False, time.monotonic()
         deadline = threading.Timer(self.timeout or threading.TIMEOUT_MAX, self._shut, (conn,))
-        deadline.start()        # it shuts the socket, cutting any read, however slow
+        with suppress(RuntimeError):    # no thread to be had: the socket timeouts alone bound it
+            deadline.start()        # it shuts the socket, cutting any read, however slow
         try:
             resp = self._send(conn, reused, method, path, body, headers, cancel)
             reader = ReplyReader(resp, cap)
@@ -662,7 +674,7 @@ def find_proxy(scheme, host):
     import urllib.request
     if urllib.request.proxy_bypass_environment(host):
         return None
-    u = urlsplit(url if "://" in url else "http://" + url)
+    u = urllib_parse.urlsplit(url if "://" in url else "http://" + url)
     port = None
     with suppress(ValueError):      # a port that is not one
         port = u.hostname and (u.port or 1080)
@@ -672,15 +684,13 @@ def find_proxy(scheme, host):
     if u.username is None:
         return u.hostname, port, {}
     import base64
-    from urllib.parse import unquote
-    user = ("%s:%s" % (unquote(u.username), unquote(u.password or ""))).encode("utf-8")
+    user = ":".join(urllib_parse.unquote(part or "") for part in (u.username, u.password)).encode()
     return u.hostname, port, {"Proxy-Authorization": "Basic " + base64.b64encode(user).decode()}
 
 
 def network_fault(e, client):
     """The RetryableFault that says what went wrong talking to host; a UserError when retrying cannot help."""
     import http.client
-    import socket
     host = client.host
     ssl = sys.modules.get("ssl")
     if ssl and isinstance(e, ssl.CertificateError):
@@ -789,7 +799,7 @@ class ResponseStreamer:
 
     # raw JSON string text up to the last whole character: an escape waits for its end, and a high
     # surrogate for what follows it (\uD83D\uDE00 is one character)
-    WHOLE = re.compile(r'(?:[^\\]|\\[^u]|\\u(?![dD][89abAB]).{4}|\\u.{4}(?=[^\\]|\\[^u]|\\u.{4}))*', re.S)
+    WHOLE = r'(?s)(?:[^\\]|\\[^u]|\\u(?![dD][89abAB]).{4}|\\u.{4}(?=[^\\]|\\[^u]|\\u.{4}))*'
 
     def __init__(self):
         self.depth, self.key, self.colon, self.calls, self.tool_calls = 0, None, False, False, "unknown"
@@ -834,7 +844,7 @@ class ResponseStreamer:
         if not self.response:
             return ""
         raw = "".join(self.raw[self.cut:])
-        raw = raw if whole else self.WHOLE.match(raw).group()
+        raw = raw if whole else re.match(self.WHOLE, raw).group()
         self.cut += len(raw)
         return re.sub("[\ud800-\udfff]", "\ufffd", self._decode(raw))     # a lone surrogate cannot be printed
 
@@ -876,8 +886,7 @@ def extract_json_object(text):
     text, decoder, broken = text.strip(), json.JSONDecoder(strict=False), None
     with suppress(ValueError, RecursionError):
         return decoder.decode(text)
-    from itertools import islice
-    for brace in islice(re.finditer("{", text), 20):
+    for brace in itertools.islice(re.finditer("{", text), 20):
         try:
             obj = decoder.raw_decode(text, brace.start())[0]
         except (ValueError, RecursionError) as e:
@@ -954,7 +963,6 @@ class Sandbox:
     """--sandbox: bash commands run under bubblewrap or Landlock and write only in writable(cwd)."""
 
     def __init__(self, profile, net_off, cwd):
-        import tempfile
         forced = os.environ.get("GROK_SANDBOX_BACKEND", "")
         if profile not in ("workspace", "read-only"):
             raise UserError("--sandbox/GROK_SANDBOX %r: use workspace or read-only (or off, the "
@@ -976,8 +984,6 @@ class Sandbox:
         sys.stderr.write("sandbox: %s\n" % self.label)
 
     def probe_bwrap(self, cwd):
-        import shutil
-        import subprocess
         self.bwrap = shutil.which("bwrap")
         if not self.bwrap:
             return "bubblewrap is not installed (apt-get install bubblewrap)"
@@ -1063,7 +1069,6 @@ def approval_text(call, full=False):
         path = canonical(call.cwd, call.args.get("path") or ".")
         head, body = "%s %s (outside the working directory)" % (call.name, path), ""
     if call.name == "write_file":
-        import difflib
         body = call.args.get("content", "")
         body = body if isinstance(body, str) else json.dumps(body, indent=2)
         old = old_text(path)
@@ -1104,7 +1109,6 @@ def arg_problem(name, args):
 
 def kill_group(proc):
     """SIGKILL the process group a tool started; never pgid 0 or 1 (our own group, init)."""
-    import signal
     if proc.pid > 1:
         with suppress(OSError):
             os.killpg(proc.pid, signal.SIGKILL)
@@ -1113,11 +1117,11 @@ def kill_group(proc):
 class Lifeline:
     """Commands never outlive grok, SIGKILL too: a watchdog shell reads a pipe only grok writes, a
     line per change naming the live process groups of its commands; at its end it kills those."""
-    lock, fd, groups = threading.Lock(), None, set()
+    lock, fd, groups = _thread.allocate_lock(), None, set()      # (threading's Lock)
 
     @classmethod
     def update(cls, add=None):
-        import subprocess
+        """Tell the watchdog the live groups; then a new command (add, its Popen) is let start."""
         with cls.lock:
             if cls.fd is None:
                 read_end, cls.fd = os.pipe()
@@ -1125,21 +1129,25 @@ class Lifeline:
                                  stdin=read_end, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL, start_new_session=True)
                 os.close(read_end)
-            cls.groups = {g for g in cls.groups | {add} if g and group_alive(g)}
+            cls.groups = {g for g in cls.groups | {add and add.pid} if g and alive(g, os.killpg)}
             with suppress(OSError):     # (the watchdog was killed: nothing to tell)
                 os.write(cls.fd, (" ".join("-%d" % g for g in cls.groups) + "\n").encode())
+        if add:         # the line its shell waits for; then its stdin is empty
+            with suppress(OSError):
+                add.stdin.write(b"\n")
+                add.stdin.close()
 
 
-def group_alive(pgid):
+def alive(pid, send=os.kill):
+    """Whether a process (or with os.killpg a process group) lives; EPERM: it does, as another user."""
     try:
-        return os.killpg(pgid, 0) or True
+        return send(pid, 0) or True
     except OSError as e:
-        return not isinstance(e, ProcessLookupError)      # EPERM: it lives, as another user
+        return not isinstance(e, ProcessLookupError)
 
 
 def tool_bash(args, agent):
-    import subprocess
-    # The command waits for a line on stdin to start once the watchdog knows it; then stdin is empty
+    # The command starts when the watchdog knows it: Lifeline.update sends the line it waits for
     argv, preexec = [TOOL_SHELL, "-c", "read -r _ || exit; " + args["command"]], None
     if agent.cfg.sandbox:
         argv, preexec = agent.cfg.sandbox.wrap(argv, agent.cwd)
@@ -1150,10 +1158,7 @@ def tool_bash(args, agent):
     except (OSError, subprocess.SubprocessError) as e:
         return ToolResult("error: cannot start %s: %s" % (TOOL_SHELL, e), ok=False)
     agent.procs.add(proc)
-    Lifeline.update(proc.pid)
-    with suppress(OSError):
-        proc.stdin.write(b"\n")
-        proc.stdin.close()
+    Lifeline.update(proc)
     out, total = bytearray(), [0]
 
     def read():         # on a thread, so the tool waits for the process, not in fixed sleeps
@@ -1180,9 +1185,10 @@ def tool_bash(args, agent):
         Lifeline.update()
     reader.join(1 if note else 0.2)     # background children may keep the output open
     omitted = total[0] - len(out)
-    text = (out[:OUTPUT_HEAD].decode("utf-8", "replace") + ("\n[... %d bytes omitted: output truncated ...]\n" % omitted
-            if omitted > 0 else "") + out[OUTPUT_HEAD:].decode("utf-8", "replace")).replace("\x00", "\\0")
-    text = text if text.strip() or note else "(no output)"
+    cut = "\n[... %d bytes omitted: output truncated ...]\n" % omitted if omitted > 0 else ""
+    text = (out[:OUTPUT_HEAD].decode(errors="replace") + cut
+            + out[OUTPUT_HEAD:].decode(errors="replace"))
+    text = text.replace("\x00", "\\0") if text.strip() or note else "(no output)"
     background = "" if note or not reader.is_alive() else (
         "\n[background processes are still running; their output is not captured and they may "
         "die writing to it: redirect it (cmd > file 2>&1 &)]")
@@ -1211,15 +1217,11 @@ def tool_read_file(args, agent):
 
 def atomic_write(path, data, private=True):
     """Via a temp file and a rename: a crash leaves the old file or the new one. Mode 0600 if private, else open()'s."""
-    import glob
     folder, prefix = os.path.dirname(path), ".grok-%s." % os.path.basename(path)[:100]
     for stale in glob.glob(os.path.join(glob.escape(folder), glob.escape(prefix) + "*.*.tmp")):
-        try:        # left by a process that was killed while writing this path
-            os.kill(int(os.path.basename(stale)[len(prefix):].split(".")[0]), 0)
-        except ProcessLookupError:
-            os.unlink(stale)
-        except (ValueError, OSError):
-            pass
+        with suppress(ValueError, OSError):     # left by a process killed while writing this path
+            if not alive(int(os.path.basename(stale)[len(prefix):].split(".")[0])):
+                os.unlink(stale)
     tmp = os.path.join(folder, "%s%d.%s.tmp" % (prefix, os.getpid(), os.urandom(4).hex()))
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if private else 0o666)
     try:
@@ -1286,8 +1288,8 @@ def tool_ask_user(args, agent):
 
 
 def tool_web_search(args, agent):
-    query = args["query"]
-    payload = {"model": agent.model, "input": [{"role": "user", "content": query}], "tools": [{"type": "web_search"}]}
+    payload = {"model": agent.model, "input": [{"role": "user", "content": args["query"]}],
+               "tools": [{"type": "web_search"}]}
     try:
         obj = agent.paid(lambda: agent.client.post("/responses", payload, cancel=agent.cancel))
     except LimitReached as e:
@@ -1382,7 +1384,6 @@ class McpServer:
         return float(self.spec.get(key) or Config.number(env_ms, default * 1000, 1e9) / 1000)
 
     def start(self):
-        import subprocess
         env = dict({k: v for k, v in os.environ.items() if k in MCP_ENV}, **self.spec["env"])
         try:
             self.proc = subprocess.Popen([self.spec["command"]] + self.spec["args"], cwd=self.cwd,
@@ -1397,7 +1398,7 @@ class McpServer:
                                         "clientInfo": hello}, timeout)
             self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
             self.list_tools(timeout)
-        except (OSError, ValueError) as e:     # ConnectionError: it failed a request
+        except (OSError, ValueError, RuntimeError) as e:    # RuntimeError: no thread to be had
             self.state = "failed: %s" % e
             self.close()
 
@@ -1515,9 +1516,13 @@ def start_mcp(specs, cwd, notice):
         notice("MCP servers starting: %s" % ", ".join(specs))
     threads = [threading.Thread(target=server.start, daemon=True) for server in servers]
     for thread in threads:
-        thread.start()
+        with suppress(RuntimeError):        # no thread to be had: its server starts below instead
+            thread.start()
     for server, thread in zip(servers, threads):
-        thread.join()
+        if thread.ident:
+            thread.join()
+        else:
+            server.start()
         notice("MCP server %s: %s" % (server.name, server.state))
     return servers
 
@@ -1603,7 +1608,6 @@ def front_matter(text):
 
 def find_skills(skills_dir):
     """[(name, description, path)] for *.md in skills_dir and one level of sub-folders (NAME/SKILL.md is NAME)."""
-    import glob
     skills, base = [], glob.escape(skills_dir)
     for path in sorted(glob.glob(os.path.join(base, "*.md")) + glob.glob(os.path.join(base, "*", "*.md"))):
         rel = os.path.relpath(path, skills_dir)[:-3]
@@ -1688,7 +1692,7 @@ def build_system_prompt(cfg, contract, cwd, tools=None):
 # --- Sessions: append-only JSONL, 0600 in a 0700 directory ---
 
 class SessionBusy(UserError):
-    pass
+    """A session another grok process has open (and locked)."""
 
 
 class Session:
@@ -1702,42 +1706,40 @@ class Session:
         self.fd, self.disabled, self.legacy, self.header = None, False, False, None
 
     def _open(self):
+        """The file opened (0600, in a 0700 directory) and locked: one process per session."""
         problem = data_dir_problem(os.path.dirname(self.dir))
-        try:
-            if problem:
-                raise OSError(problem)
-            os.makedirs(self.dir, mode=0o700, exist_ok=True)
-            os.chmod(self.dir, 0o700)
-            self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o600)
-            os.fchmod(self.fd, 0o600)
-            import fcntl
-            try:        # one process per session: an advisory lock, held while the file is open
-                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                self.close()
-                raise SessionBusy("session %s is in use by another grok process" % self.id)
-            size = os.fstat(self.fd).st_size
-            if size and os.pread(self.fd, 1, size - 1) != b"\n":     # a torn last line (a crash)
-                os.write(self.fd, b"\n")
-        except OSError as e:
-            self.disabled = True
-            self.warn("warning: cannot save the session in %s (%s); the chat goes on unsaved"
-                      % (self.dir, e.strerror or e))
+        if problem:
+            raise OSError(problem)
+        os.makedirs(self.dir, mode=0o700, exist_ok=True)
+        os.chmod(self.dir, 0o700)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o600)
+        os.fchmod(self.fd, 0o600)
+        import fcntl
+        try:        # an advisory lock, held while the file is open
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.close()
+            raise SessionBusy("session %s is in use by another grok process" % self.id)
+        size = os.fstat(self.fd).st_size
+        if size and os.pread(self.fd, 1, size - 1) != b"\n":     # a torn last line (a crash)
+            os.write(self.fd, b"\n")
 
-    def append(self, record):
-        if self.fd is None and not self.disabled:
-            self._open()
+    def append(self, record=None):
+        """A record written (none: the file only opened); a new session's header goes with its first,
+        so only then is the file made. Failing, it warns once and the chat goes on unsaved."""
         if self.disabled:
             return
-        # a new session's header goes out with its first real record: only then is the file made
-        data = b"".join(json_bytes(scrub_all(r)) + b"\n" for r in (self.header, record) if r)
-        self.header = None
         try:
+            if self.fd is None:
+                self._open()
+            data = b"".join(json_bytes(scrub_all(r)) + b"\n" for r in (self.header, record) if r)
+            self.header = None
             while data:
                 data = data[os.write(self.fd, data):]
         except OSError as e:
             self.disabled = True
-            self.warn("warning: cannot write the session file (%s); the chat goes on unsaved" % (e.strerror or e))
+            self.warn("warning: cannot save the session in %s (%s); the chat goes on unsaved"
+                      % (self.dir, e.strerror or e))
 
     def close(self):
         if self.fd is not None:
@@ -1772,8 +1774,8 @@ class Session:
             try:
                 rec = json.loads(line.decode("utf-8"))
                 kind = rec["type"]
-                if kind == "session":
-                    system = rec.get("system")
+                if kind in ("session", "cwd"):      # the header, a /cd
+                    system = rec.get("system", system)
                     cwd = rec.get("cwd") if isinstance(rec.get("cwd"), str) else cwd
                 elif kind in ("message", "reset"):
                     new = [rec["message"]] if kind == "message" else list(rec["messages"])
@@ -1788,8 +1790,6 @@ class Session:
                     if not 0 <= usd < 1e6:
                         raise ValueError("not a cost")
                     cost += usd
-                elif kind == "cwd":
-                    cwd = rec["cwd"] if isinstance(rec["cwd"], str) else cwd
                 else:
                     raise ValueError("unknown record")
             except (ValueError, KeyError, TypeError, UnicodeDecodeError, IndexError, RecursionError):
@@ -1925,7 +1925,7 @@ class Agent:
     def open_session(self, session, resume=False):
         """Go on in `session`: a new one, or a saved one resumed with its history, cost and cwd."""
         if resume and os.path.isfile(session.path):
-            session._open()     # the lock first: one process per session, nothing interleaves
+            session.append()    # the lock first: one process per session, nothing interleaves
         system, messages, self.cost_usd, cwd = session.load() if resume else (None, [], 0.0, None)
         self.cwd = cwd if cwd and os.path.isdir(cwd) else self.cfg.cwd
         self.mcp = self.mcp or start_mcp(self.cfg.mcp, self.cwd, self.notice)   # session is ours
@@ -2161,7 +2161,7 @@ class Agent:
         mine = not open_to_others(cfg.data_dir, (os.getuid(),))     # else a planted file is unread
         got = mine and read_regular(os.path.join(cfg.data_dir, "windows.json"), 1 << 20)
         with suppress(TypeError, ValueError, AttributeError):      # no file, no JSON object
-            said = json.loads(got[0]).items()
+            said = json.loads(got[0]).items() if got else ()
             self.windows = {k: n for k, n in said if type(n) is int and n >= 0}
         told = cfg.window_set or self.windows.get(self.window_key)
         cfg.context_window = told or model_entry(WINDOWS, cfg.model, DEFAULT_WINDOW)
@@ -2610,7 +2610,6 @@ class EscKey:
     active = None
 
     def __init__(self, fd):
-        import termios
         self.fd, self.typed, self.lock, self.saved = fd, b"", threading.Lock(), None    # lock: held while watch() reads
         with suppress(termios.error):
             self.saved = fd is not None and termios.tcgetattr(fd)      # the terminal as it is restored
@@ -2629,7 +2628,6 @@ class EscKey:
                 pass
 
     def mode(self, watching):
-        import termios
         attrs = self.saved[:6] + [list(self.saved[6])]
         if watching:
             attrs[3] &= ~(termios.ICANON | termios.ECHO)
@@ -2638,8 +2636,6 @@ class EscKey:
             termios.tcsetattr(self.fd, termios.TCSANOW, attrs)
 
     def watch(self):
-        import select
-        import signal
         while EscKey.active is self:
             with self.lock:
                 try:
@@ -2821,7 +2817,6 @@ def save_history(readline, data_dir):
     """Via a new 0600 temp file and a rename: a symlink planted as `history` is replaced, not followed."""
     if readline is None or data_dir_problem(data_dir):
         return
-    import tempfile
     with suppress(OSError):
         fd, tmp = tempfile.mkstemp(dir=data_dir, prefix=".history-")
         os.close(fd)
@@ -2842,8 +2837,6 @@ def read_line(interactive, keys, prompt="> "):
     if line is not None:
         sys.stdout.write(prompt + line + "\n")
         return line.strip()
-    import select
-    import signal
     # A no-op SIGALRM 4 times a second: CPython's readline waits in select() and handles signals only when that
     # returns, so a Ctrl-C or SIGTERM arriving just before it starts waiting would be seen at the next key press.
     previous = signal.signal(signal.SIGALRM, lambda signum, frame: None)
@@ -2984,7 +2977,6 @@ def allow_matches(call, patterns):
     """--allow: whether a pattern matches the call: a glob on bash's command (`*`, `?` never stand
     for a shell operator: `git *` matches `git log`, not `git log; rm -rf ~`), on the other tools'
     resolved path (a relative one only inside cwd), on an MCP tool's name (mcp__SERVER__TOOL)."""
-    import fnmatch
     if call.name not in TOOLS:      # an MCP tool
         return any(fnmatch.fnmatchcase(call.name, p) for p in patterns)
     value = call.args.get("command" if call.name == "bash" else "path") or ("." if call.name == "list_files" else "")
@@ -3014,7 +3006,6 @@ def rule_globs(call, rules):
 
 def denied_by(call, rules):
     """--deny: a rule that matches the command or a command in it, or the path, refuses the call."""
-    import fnmatch
     globs, command = rule_globs(call, rules), str(call.args.get("command"))
     if call.name != "bash":
         return allow_matches(call, globs)
@@ -3220,7 +3211,6 @@ def piped_input(stdin):
     """A pipe's or file's text, read to its end; but a pipe grok's own parent holds open for writing
     (it started grok and may never close it) only once it has data or EOF within STDIN_WAIT s."""
     with suppress(OSError, ValueError, AttributeError):
-        import select
         fd = stdin.fileno()
         kind = stat.S_IFMT(os.fstat(fd).st_mode)
         waited = kind == stat.S_IFIFO and parent_writes(fd)
@@ -3389,8 +3379,7 @@ def acp_prompt_text(blocks):
 
 def uri_path(uri):
     if isinstance(uri, str) and uri.startswith("file://"):
-        from urllib.parse import unquote
-        return unquote(urlsplit(uri).path)
+        return urllib_parse.unquote(urllib_parse.urlsplit(uri).path)
     return uri if isinstance(uri, str) else "(unnamed)"
 
 
@@ -3412,7 +3401,6 @@ class AcpSession(UI):
     """One ACP session: its Agent, and UI hooks that send its turns as session/update notifications."""
 
     def __init__(self, server):
-        import itertools
         self.server, self.id, self.agent, self.busy = server, None, None, False
         self.calls = itertools.count(1)     # numbers toolCallIds; a turn and session/load never run at once
         self.ids = []           # the toolCallIds of the last reply's calls, in call order
@@ -3522,7 +3510,6 @@ class AcpServer:
     """The JSON-RPC side: reads requests, answers them, keeps the sessions."""
 
     def __init__(self, cfg, out):
-        import itertools
         self.cfg, self.out, self.sessions, self.workers = cfg, out, {}, []
         self.request_ids = itertools.count(1)   # next() and the dict's get/pop are atomic: no lock
         self.pending = {}               # id of a request we sent -> [Event, answer]
@@ -3794,16 +3781,17 @@ def arg_parser(prog="grok", description=None):
 
     class Parser(argparse.ArgumentParser):
         def error(self, message):
-            import difflib
             self.print_usage(sys.stderr)
             flag = re.search(r"(?:unrecognized arguments|ambiguous option): (--?[^\s=]+)", message)
             near = flag and difflib.get_close_matches(flag.group(1), self._option_string_actions, 1,
                                                       0.7)
             raise UserError(message + ("; did you mean %s?" % near[0] if near else ""))
 
-    # An explicit width, or argparse imports shutil (with bz2, lzma, zlib: 2.5 ms) on every start.
+    # An explicit width, or argparse imports shutil (with bz2, lzma, zlib: 2.5 ms) on every start;
+    # asked once, not by each of the ~50 formatters argparse makes (a failing ioctl each, off a terminal).
+    width = terminal_width() - 2
     p = Parser(prog=prog, description=description or "A minimal agent harness for xAI's Grok models.", epilog=ENV_HELP,
-               formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(prog, width=terminal_width() - 2))
+               formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(prog, width=width))
     p.add_argument("--version", action="version", version="%(prog)s " + __version__)
     p.add_argument("-m", "--model", help="model id (default $GROK_MODEL or %s)" % DEFAULT_MODEL)
     p.add_argument("--reasoning-effort", "--effort", dest="effort", choices=EFFORTS, metavar="E",
@@ -3933,7 +3921,6 @@ def xai_settings(args, cfg):
 
 def catch_signals(handler):
     """handler(signum, frame) for SIGTERM and SIGHUP."""
-    import signal
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, handler)
 
@@ -4011,6 +3998,9 @@ def list_models(argv):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--version"]:       # as argparse would, without importing it
+        print("grok " + __version__)
+        return 0
     if argv[:1] == ["models"]:      # before the flags: the prompt words may be positional
         return guarded("grok", lambda: list_models(argv[1:]))
     json_errors = [json_requested(argv)]        # errors outside the run (a bad flag, no key) are events too

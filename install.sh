@@ -91,6 +91,8 @@ do_install() {
     # grok.py goes in as a module and `grok` is a small launcher that imports it: Python caches
     # bytecode for imported modules but compiles a script on every run (~16 ms for grok.py).
     copy_file "$SRC/grok.py" "$BIN/grok.py" 644
+    # Its bytecode now: the first start, a read-only bin dir and PYTHONDONTWRITEBYTECODE=1 skip it too.
+    python3 -m py_compile "$BIN/grok.py" 2>/dev/null || true
     local launcher
     launcher=$(mktemp "$BIN/.install.XXXXXX")
     cat >"$launcher" <<'LAUNCHER'

@@ -1,12 +1,18 @@
 #!/usr/bin/env python3
-"""Benchmark grok against the loopback fake API and print one table of medians.
+"""Benchmark grok against the loopback fake API and print two tables of medians.
 
-    python3 tests/bench.py [--runs N] [--python PATH]
+    python3 tests/bench.py [--runs N] [--python PATH] [--reference PATH]
 
 A script, not a test: nothing is asserted. Every figure is the median of N runs
 (default 10; the runs of all rows are interleaved, after one warm-up each) and, where
 it is a time or a size of the process, also a ratio to `python3 -c pass` measured in
 the same run. The targets are those of SPEC section 11. Stdlib only.
+
+The second table times start-ups that do nothing (`--version`, `--help`) of grok installed
+by install.sh and of grok.py run as a copied script, against a reference run in the same
+loop: --reference (or $GROK_BENCH_REFERENCE), meant for xAI's CLI (`npm install
+@xai-official/grok`: node_modules/.bin/grok), else the bash original in
+../shared/reference/grok-agent/. Ratios are medians of the run-by-run ratios.
 """
 import argparse
 import json
@@ -25,24 +31,15 @@ sys.path.insert(0, HERE)
 from fakeapi import FakeAPI, answer, tools  # noqa: E402
 
 GROK = os.path.join(os.path.dirname(HERE), "grok.py")
+BASH_ORIGINAL = os.path.join(os.path.dirname(os.path.dirname(HERE)), "shared", "reference", "grok-agent", "grok")
 ROUNDS = 5
 HISTORY_SIZES = (10, 100, 1000)
 STREAMED = "Streaming works: this text is shown as it arrives."
-LOADER = """import sys
-from importlib.machinery import SourceFileLoader
-from importlib.util import module_from_spec, spec_from_loader
-sys.dont_write_bytecode = False
-path = sys.argv[0].replace("launch.py", "grok.py")
-loader = SourceFileLoader("grok", path)
-module = sys.modules["grok"] = module_from_spec(spec_from_loader("grok", loader))
-loader.exec_module(module)
-raise SystemExit(module.main())
-"""
 
 
 class Bench:
-    def __init__(self, python, fake, tmp):
-        self.python, self.fake = python, fake
+    def __init__(self, python, fake, tmp, reference):
+        self.python, self.fake, self.reference = python, fake, reference
         self.home = os.path.join(tmp, "home")
         self.work = os.path.join(tmp, "work")
         self.data = os.path.join(tmp, "data")
@@ -51,8 +48,11 @@ class Bench:
         for i in range(12):
             with open(os.path.join(self.work, "file%02d.txt" % i), "w") as f:
                 f.write("x" * (100 * i))
-        self.env = {k: v for k, v in os.environ.items()
-                    if not k.startswith(("GROK_", "XAI_")) and k not in ("COST_LIMIT", "COMPACT_THRESHOLD")}
+        # (PYTHONDONTWRITEBYTECODE: not a usual setting; with it the installed grok could not cache its bytecode)
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("GROK_", "XAI_"))
+                    and k not in ("COST_LIMIT", "COMPACT_THRESHOLD", "PYTHONDONTWRITEBYTECODE")}
+        # the installed launcher's `#!/usr/bin/env python3` finds the interpreter measured
+        self.env["PATH"] = os.path.dirname(python) + os.pathsep + self.env.get("PATH", os.defpath)
         self.env.update(HOME=self.home, GROK_API_KEY="xai-BENCH0123456789abcdefABCDEF", GROK_BASE_URL=fake.url,
                         GROK_DATA_DIR=self.data, COST_LIMIT="0", NO_COLOR="1",
                         GROK_CONTEXT_WINDOW="1000000", GROK_PRICES="1.25,0.20,2.50")     # the fake answers as xAI
@@ -61,19 +61,23 @@ class Bench:
         self.system_prompt = None
         with open(GROK) as f:
             self.lines = sum(1 for _ in f)
-        # (1) A copy of grok.py run by a loader that imports it, so Python caches its bytecode.
-        engine = os.path.join(tmp, "engine")
-        os.makedirs(engine)
-        shutil.copy(GROK, engine)
-        shutil.copytree(os.path.join(os.path.dirname(GROK), "skills"), os.path.join(engine, "skills"))
-        self.loader = os.path.join(engine, "launch.py")
-        with open(self.loader, "w") as f:
-            f.write(LOADER)
+        # (1) grok installed by install.sh (a launcher that imports grok.py, whose bytecode Python caches)
+        install = os.path.join(os.path.dirname(GROK), "install.sh")
+        subprocess.run([install], env=dict(self.env, PREFIX=os.path.join(tmp, "prefix")), check=True,
+                       stdout=subprocess.DEVNULL)
+        self.installed = os.path.join(tmp, "prefix", "bin", "grok")
+        # The reference: a CLI with --version and --help (xAI's), or one without (the bash original: it
+        # starts its chat; "/exit" typed at its prompt ends it).
+        probe = subprocess.run([reference, "--version"], input=b"/exit\n", capture_output=True, env=self.env,
+                               cwd=self.work, timeout=60)
+        first = probe.stdout.decode(errors="replace").strip().splitlines()[:1]
+        self.reference_flags = bool(first) and first[0].startswith("grok ") and probe.returncode == 0
+        self.reference_name = first[0] if self.reference_flags else "the bash original (%s)" % reference
 
     def grok(self, *args):
         return [self.python, GROK] + list(args)
 
-    def spawn(self, argv, rss=False):
+    def spawn(self, argv, rss=False, stdin=None):
         """(wall seconds, CPU seconds, peak RSS in KB or None) of one process.
 
         rss=True polls /proc/PID/status for VmHWM (the peak of the process's own memory;
@@ -81,8 +85,11 @@ class Bench:
         which costs CPU, so runs that measure memory are not timed."""
         with tempfile.TemporaryFile() as err:
             start = time.perf_counter()
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-                                    cwd=self.work, env=self.env)
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+                                    stdout=subprocess.DEVNULL, stderr=err, cwd=self.work, env=self.env)
+            if stdin is not None:
+                proc.stdin.write(stdin)
+                proc.stdin.close()
             cpu = peak = None
             if rss:
                 while proc.poll() is None:
@@ -104,12 +111,17 @@ class Bench:
         if keep:
             self.samples.setdefault(name, []).append(value)
 
-    def timed(self, name, argv, specs=(), keep=True, rss=False):
-        """Run argv against freshly queued replies; records wall and CPU time (or, with rss,
-        the peak RSS); returns the connections it opened and the chat requests it sent."""
+    def timed(self, name, argv, specs=(), keep=True, rss=False, stdin=None, env=None):
+        """Run argv against freshly queued replies (with env added to the environment); records wall
+        and CPU time (or, with rss, the peak RSS); returns the connections it opened and the chat
+        requests it sent."""
         conns, seen = self.fake.connections, len(self.fake.requests)
         self.fake.add(*specs)
-        wall, cpu, peak = self.spawn(argv, rss)
+        saved, self.env = self.env, dict(self.env, **(env or {}))
+        try:
+            wall, cpu, peak = self.spawn(argv, rss, stdin)
+        finally:
+            self.env = saved
         if self.fake.pending():
             raise SystemExit("bench: %s left %d scripted replies unused" % (name, self.fake.pending()))
         if rss:
@@ -125,31 +137,47 @@ class Bench:
     def one_run(self, keep=True):
         self.timed("pass", [self.python, "-c", "pass"], keep=keep)
         self.timed("bash true", ["/bin/bash", "-c", "true"], keep=keep)
-        self.timed("version", self.grok("--version"), keep=keep)
+        self.startup(keep)
         self.record("compile", self.compile_time(), keep)
         conns, reqs = self.timed("turn", self.grok("-p", "hi"), [answer("hello")], keep=keep)
-        self.timed("cached turn", [self.python, self.loader, "-p", "hi"], [answer("hello")], keep=keep)
+        self.timed("cached turn", [self.installed, "-p", "hi"], [answer("hello")], keep=keep)
         self.record("first request bytes", len(reqs[0].body), keep)
         self.system_prompt = reqs[0].messages[0]["content"]
         rounds = [tools(("bash", {"command": "true"}))] * ROUNDS + [answer("done")]
-        conns, reqs = self.timed("bash turn", self.grok("-y", "-p", "run true"), rounds, keep=keep)
+        again = {"GROK_LOOP_DETECTION": "0"}        # the same call and result each round, on purpose
+        conns, reqs = self.timed("bash turn", self.grok("-y", "-p", "run true"), rounds, keep=keep, env=again)
         self.record("connections", conns, keep)
         rounds = [tools(("list_files", {"path": "."}))] * ROUNDS + [answer("done")]
-        self.timed("list turn", self.grok("-p", "list files"), rounds, keep=keep)
+        self.timed("list turn", self.grok("-p", "list files"), rounds, keep=keep, env=again)
         for size in HISTORY_SIZES:
             sid = self.write_session(size)
             self.timed("resume %d" % size, self.grok("--resume", sid, "-p", "hi"), [answer("hello")], keep=keep)
             sid = self.write_session(size)
-            self.timed("resume %d turn" % size, self.grok("--resume", sid, "-p", "list files"), rounds, keep=keep)
+            self.timed("resume %d turn" % size, self.grok("--resume", sid, "-p", "list files"), rounds, keep=keep,
+                       env=again)
         self.timed("pass", [self.python, "-c", "pass"], keep=keep, rss=True)
         self.timed("turn", self.grok("-p", "hi"), [answer("hello")], keep=keep, rss=True)
         rounds = [tools(("bash", {"command": "true"}))] * ROUNDS + [answer("done")]
-        self.timed("bash turn", self.grok("-y", "-p", "run true"), rounds, keep=keep, rss=True)
+        self.timed("bash turn", self.grok("-y", "-p", "run true"), rounds, keep=keep, rss=True, env=again)
         self.record("stream latency", self.stream_latency(), keep)
         self.sandboxed(keep)
         acp = self.acp_initialize()
         if acp is not None:
             self.record("acp", acp, keep)
+
+    def startup(self, keep):
+        """--version and --help: of grok installed, of grok.py copied, of the reference; each
+        grok row's ratio to the reference taken run by run."""
+        for flag in ("--version", "--help"):
+            if self.reference_flags:
+                self.timed("ref " + flag, [self.reference, flag], keep=keep)
+            else:
+                self.timed("ref " + flag, [self.reference], stdin=b"/exit\n", keep=keep)
+            for how, argv in (("installed", [self.installed, flag]), ("copied", self.grok(flag))):
+                self.timed(how + " " + flag, argv, keep=keep)
+                if keep:
+                    ratio = self.samples[how + " " + flag][-1] / self.samples["ref " + flag][-1]
+                    self.record(how + " " + flag + " x ref", ratio, keep)
 
     def sandboxed(self, keep):
         """The turn and the bash turn again under --sandbox workspace, with each backend that works
@@ -166,7 +194,7 @@ class Bench:
                 if self.backends[backend]:
                     argv = self.grok("--sandbox", "workspace", "-y", "-p", "run true")
                     self.timed(backend + " turn", argv, [answer("hello")], keep=keep)
-                    self.timed(backend + " bash turn", argv, rounds, keep=keep)
+                    self.timed(backend + " bash turn", argv, rounds, keep=keep, env={"GROK_LOOP_DETECTION": "0"})
             finally:
                 self.env = env
 
@@ -292,7 +320,7 @@ class Bench:
             time_row(label, wall, cpu, "<= 5 ms", wall <= 0.005)
 
         run_row("python3 -c pass", "pass")
-        run_row("grok --version", "version")
+        run_row("grok --version, grok.py run as a copied script", "copied --version")
         run_row("one headless turn, grok.py run as a copied script", "turn",
                 "<= pass + 50 ms = %.1f ms" % ((base + 0.050) * 1e3), m("turn") <= base + 0.050)
         run_row("  the same, grok.py imported as install.sh does (1)", "cached turn",
@@ -325,11 +353,27 @@ class Bench:
         else:
             time_row("ACP: start to initialize answer", m("acp"))
         head = ("measure", "median", "x pass", "CPU", "target (SPEC 11)", "met")
-        widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
-        line = lambda r: "| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
-        out = [line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
-        out += [line(r) for r in rows]
-        return "\n".join(out)
+        return markdown(head, rows)
+
+    def startup_table(self):
+        """The issue-style table: the reference's median, grok's with its ratio to the reference."""
+        m = self.median
+        ref = "reference: " + (self.reference_name if self.reference_flags else "bash original (its chat, /exit)")
+        head = ("start-up, nothing to do", ref, "grok installed (install.sh)", "grok copied (python3 grok.py)")
+        rows = []
+        for flag in ("--version", "--help"):
+            cells = ["grok " + flag, "%.1f ms" % (m("ref " + flag) * 1e3)]
+            for how in ("installed", "copied"):
+                name = how + " " + flag
+                cells.append("%.1f ms (%.2fx)" % (m(name) * 1e3, m(name + " x ref")))
+            rows.append(cells)
+        return markdown(head, rows)
+
+
+def markdown(head, rows):
+    widths = [max(len(str(r[i])) for r in list(rows) + [head]) for i in range(len(head))]
+    line = lambda r: "| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
+    return "\n".join([line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|"] + [line(r) for r in rows])
 
 
 def vm_hwm(pid):
@@ -364,11 +408,14 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=10, help="runs per measure (default 10)")
     p.add_argument("--python", default=sys.executable, help="interpreter to run grok with (default: this one)")
+    p.add_argument("--reference", default=os.environ.get("GROK_BENCH_REFERENCE") or BASH_ORIGINAL,
+                   help="the CLI to compare start-ups with: xAI's (its node_modules/.bin/grok); default "
+                        "$GROK_BENCH_REFERENCE, else the bash original")
     args = p.parse_args()
     tmp = tempfile.mkdtemp(prefix="grok-bench-")
     try:
         with FakeAPI() as fake:
-            bench = Bench(args.python, fake, tmp)
+            bench = Bench(args.python, fake, tmp, os.path.abspath(args.reference))
             bench.one_run(keep=False)
             for _ in range(args.runs):
                 bench.one_run()
@@ -376,6 +423,8 @@ def main():
             print("machine: %s" % machine(args.python))
             print()
             print(bench.table())
+            print()
+            print(bench.startup_table())
             print()
             print("(1) install.sh installs grok.py beside a launcher that imports it:")
             print("    Python caches an imported module's bytecode, but compiles a script on every start")
