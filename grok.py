@@ -1975,10 +1975,9 @@ class Agent:
 
     def note_skills(self):
         """A changed skills dir (names or mtimes) is told in a note: the system prompt stays fixed (it is cached)."""
-        try:
+        stamp = None
+        with suppress(OSError):
             stamp = sorted((e.name, e.stat().st_mtime_ns) for e in os.scandir(self.cfg.skills_dir))
-        except OSError:
-            stamp = None
         if stamp == self.skills_seen[0]:
             return
         skills = find_skills(self.cfg.skills_dir)
@@ -4026,8 +4025,7 @@ def main(argv=None):
             return repl(agent, ui, first=" ".join(args.message))
         finally:
             if len(agent.messages) > 1 and sys.stdin.isatty():
-                sid = agent.session.id
-                ui.write(ui.line("90", "session %s (grok --resume %s)" % (sid, sid)))
+                ui.write(ui.line("90", "session {0} (grok --resume {0})".format(agent.session.id)))
             agent.close()
 
     return guarded("grok", body, on_error)
