@@ -1864,7 +1864,31 @@ ToolCall = namedtuple("ToolCall", "index name args id cwd shown sandbox")     # 
 
 
 class LimitReached(AgentError):
-    pass
+    """A limit ended the turn: .cause says which, "cost" (COST_LIMIT) or "rounds" (tool rounds)."""
+
+    def __init__(self, message, cause="cost"):
+        AgentError.__init__(self, message)
+        self.cause = cause
+
+
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP (its number in args[0]): the turn is settled, then the process ends."""
+
+
+STOP_REASONS = {"length": "max_tokens", "content_filter": "refusal"}    # a finish_reason's; else end_turn
+
+
+def turn_end(e):
+    """How a turn (or a run) that raised e ended, the one table every front end reads:
+    (message, exit code, ACP stop reason; None: ACP answers an error). Exit code 4: a bug."""
+    if isinstance(e, Terminated):
+        return "terminated by signal %d" % e.args[0], 128 + e.args[0], "cancelled"
+    if isinstance(e, (KeyboardInterrupt, Cancelled)):
+        return "interrupted: the turn was cancelled", 130, "cancelled"
+    if isinstance(e, GrokError):
+        rounds = isinstance(e, LimitReached) and e.cause == "rounds"
+        return str(e), e.exit_code, "max_turn_requests" if rounds else None
+    return "internal error: %s: %s (set GROK_DEBUG=1 for a traceback)" % (type(e).__name__, e), 4, None
 
 
 INTERRUPTED = ("[interrupted by the user]", "[interrupted: the session ended during this turn]")
@@ -2127,9 +2151,8 @@ class Agent:
             e = again
         asked = ("%d tokens (the server's count)" % e.asked if e.asked
                  else "about %d tokens" % estimate_tokens(self.messages))
-        raise ContextOverflow("%s do not fit the server's context window (%d tokens), even "
-                              "compacted as far as it goes: shorten the request, or give the "
-                              "server a larger window"
+        raise ContextOverflow("%s do not fit the server's context window (%d tokens), even compacted as "
+                              "far as it goes: shorten the request, or give the server a larger window"
                               % (asked, e.window or self.cfg.context_window))
 
     def recall_window(self):
@@ -2216,7 +2239,7 @@ class Agent:
             if 0 < limit < self.rounds:
                 raise LimitReached("tool round limit reached: the model still wanted tools after %d round%s; "
                                    "its last calls were not run (GROK_MAX_ITERATIONS or --max-tool-rounds "
-                                   "raise it, 0 = no limit)" % (limit, "" if limit == 1 else "s"))
+                                   "raise it, 0 = no limit)" % (limit, "" if limit == 1 else "s"), "rounds")
             results = self.execute(calls)
         finally:
             self.finish_step(result)
@@ -2874,7 +2897,7 @@ def run_line(agent, ui, line, keys, commands, help_text):
         ui.notice("(cancelled)")
         return 130
     except GrokError as e:
-        cost = "/cost" in commands and str(e).startswith("cost limit")
+        cost = "/cost" in commands and isinstance(e, LimitReached) and e.cause == "cost"
         ui.notice("error: %s%s" % (e, " (raise it with /cost N)" if cost else ""))
         return 0 if name else e.exit_code
     return 0
@@ -2947,6 +2970,7 @@ class QuietStderr:
 
 class OutputClosed(GrokError):
     """stdout was closed by its reader (`grok -p ... | head -1`): headless() stops quietly, with exit code 0."""
+    exit_code = 0
 
 
 def allow_matches(call, patterns):
@@ -3033,8 +3057,7 @@ class HeadlessUI(UI):
 
     def end(self, agent, answer):
         """xAI's CLI's last word: the `end` event, or the object of its --output-format json."""
-        reason = {"length": "max_tokens", "content_filter": "refusal"}.get(
-            self.last.get("finish_reason"), "end_turn")
+        reason = STOP_REASONS.get(self.last.get("finish_reason"), "end_turn")
         fields = dict({"text": answer} if self.result else {}, stopReason=reason,
                       sessionId=self.session_id, requestId=self.last.get("id"))
         fields.update({"thought": self.thoughts} if self.thoughts else {})
@@ -3057,11 +3080,6 @@ class HeadlessUI(UI):
         return {"input_tokens": int(n["input"]) - cached, "cache_read_input_tokens": cached,
                 "cache_creation_input_tokens": 0, "output_tokens": int(n["output"]),
                 "reasoning_tokens": int(n["reasoning"]), "total_tokens": int(n["total"])}
-
-    def usage(self, n, cost_usd):
-        """usage_numbers() for events; reasoning is billed as output; costUsdTicks is in 1e-6 USD."""
-        return {"inputTokens": int(n["input"]), "outputTokens": int(n["output"] + n["reasoning"]),
-                "totalTokens": int(n["total"]), "costUsdTicks": int(round(cost_usd * 1e6))}
 
     def thought(self, text):
         if self.events:
@@ -3131,8 +3149,11 @@ class HeadlessUI(UI):
         self.last = info
         if self.events:
             self.emit("usage", usage=self.spend(info["tokens"]))
+        n = info["tokens"]      # reasoning is billed as output; costUsdTicks are 1e-6 USD
+        usage = {"inputTokens": int(n["input"]), "outputTokens": int(n["output"] + n["reasoning"]),
+                 "totalTokens": int(n["total"]), "costUsdTicks": int(round(info["cost"] * 1e6))}
         if self.json:
-            self.emit("step_finish", finishReason=info["finish_reason"], usage=self.usage(info["tokens"], info["cost"]))
+            self.emit("step_finish", finishReason=info["finish_reason"], usage=usage)
 
     def answer(self, text):
         if self.json or self.result:
@@ -3175,7 +3196,7 @@ def read_prompt(args, notice):
     try:
         parts += [acp_prompt_text(json.loads(args.prompt_json))] if args.prompt_json else []
     except (ValueError, RpcError) as e:
-        raise UserError("--prompt-json: %s" % (e.args[-1] if isinstance(e, RpcError) else e))
+        raise UserError("--prompt-json: %s" % e)
     prompt = "\n\n".join(p for p in parts if p)
     if not prompt.strip():
         raise UserError("the prompt is empty")
@@ -3221,29 +3242,22 @@ def headless(args, cfg):
         cfg.max_iterations = args.max_tool_rounds
     agent = open_agent(cfg, ui, MINIMAL, args)
     ui.session_id = agent.session.id
-
-    def close_failed_turn(reason):      # a history that --resume can continue
-        agent.settle_cancelled("[the turn failed: %s]" % reason,
-                               "[the turn stopped before these tool calls ran: %s]" % reason)
     try:
         answer = agent.run_turn(prompt)
         if ui.events or ui.result:
             ui.end(agent, answer)
         return 0
-    except (Cancelled, KeyboardInterrupt):      # run_turn settled these; again is harmless
-        agent.settle_cancelled()
-        return ui.fail("interrupted: the turn was cancelled", 130)
-    except Terminated as e:
-        agent.settle_cancelled()
-        return ui.fail("terminated by signal %d" % e.args[0], 128 + e.args[0])
-    except GrokError as e:
-        close_failed_turn(str(e))
-        return 0 if isinstance(e, OutputClosed) else ui.fail(str(e), e.exit_code)     # the reader went away
-    except Exception as e:
-        if os.environ.get("GROK_DEBUG"):
+    except (Exception, KeyboardInterrupt, Terminated) as e:
+        message, code, stop = turn_end(e)
+        if code == 4 and os.environ.get("GROK_DEBUG"):
             raise
-        close_failed_turn("internal error")
-        return ui.fail("internal error: %s: %s (set GROK_DEBUG=1 for a traceback)" % (type(e).__name__, e), 4)
+        if stop == "cancelled":
+            agent.settle_cancelled()        # run_turn settled it; again is harmless
+        else:       # a history that --resume can continue
+            reason = "internal error" if code == 4 else str(e)
+            agent.settle_cancelled("[the turn failed: %s]" % reason,
+                                   "[the turn stopped before these tool calls ran: %s]" % reason)
+        return 0 if isinstance(e, OutputClosed) else ui.fail(message, code)     # the reader went away
     finally:
         agent.close()
 
@@ -3259,26 +3273,23 @@ def open_agent(cfg, ui, contract, args, new_if_busy=False):
     ask = None if isinstance(ui, HeadlessUI) else (
         lambda text: (ask_tty(text) or "").lower() in ("y", "yes"))
     cfg.mcp = mcp_config(cfg, args.mcp_config, ask, ui.notice)
-    if new_id:
-        return Agent(cfg, ui, contract, session=Session(cfg.data_dir, new_id, warn=ui.notice))
     session_id = args.resume and find_session(cfg.data_dir, args.resume)
-    if args.cont and not session_id:
+    if args.cont:
         session_id = next((s[0] for s in list_sessions(cfg.data_dir) if s[2]), None)     # the newest typed into
         if not session_id:
             raise UserError("no session to continue in %s" % os.path.join(cfg.data_dir, "sessions"))
         ui.notice("continuing session %s" % session_id)
-    if session_id:
-        try:
-            agent = Agent(cfg, ui, contract, session=Session(cfg.data_dir, session_id, warn=ui.notice), resume=True)
-        except SessionBusy as e:
-            if not new_if_busy:
-                raise
-            ui.notice("%s: starting a new session" % e)
-        else:
-            if args.cwd:
-                agent.set_cwd(cfg.cwd)
-            return agent
-    return Agent(cfg, ui, contract)
+    try:
+        session = Session(cfg.data_dir, session_id or new_id, warn=ui.notice)
+        agent = Agent(cfg, ui, contract, session=session, resume=bool(session_id))
+    except SessionBusy as e:
+        if not new_if_busy:
+            raise
+        ui.notice("%s: starting a new session" % e)
+        return Agent(cfg, ui, contract)
+    if session_id and args.cwd:
+        agent.set_cwd(cfg.cwd)
+    return agent
 
 
 # --- Front end: ACP server (Agent Client Protocol v1) ---
@@ -3290,9 +3301,8 @@ PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600,
 INTERNAL_ERROR, AUTH_REQUIRED, RESOURCE_NOT_FOUND = -32603, -32000, -32002      # the last two: ACP's own codes
 TOOL_KINDS = {"bash": "execute", "read_file": "read", "write_file": "edit", "list_files": "search",
               "web_search": "fetch", "ask_user": "other"}
-PERMISSION_ANSWERS = {"allow_once": "yes", "allow_always": "always", "reject_once": "no"}
-PERMISSION_OPTIONS = [{"optionId": option, "name": name, "kind": option} for option, name in (
-    ("allow_once", "Allow once"), ("allow_always", "Always allow"), ("reject_once", "Reject"))]
+PERMISSIONS = {"allow_once": ("Allow once", "yes"), "allow_always": ("Always allow", "always"),
+               "reject_once": ("Reject", "no")}      # optionId: its name, what approve() answers
 DEFERRED = object()             # a request answered later, from a worker thread
 AUTH_METHODS = {"cached_token": "API key from a .env file", "xai.api_key": "API key from the environment"}
 
@@ -3441,15 +3451,16 @@ class AcpSession(UI):
         if self.agent.cancel.is_set():
             return "no"
         tool_call = dict(toolCallId=call_id, status="pending", **self.fields[call_id])
+        options = [{"optionId": k, "name": name, "kind": k} for k, (name, _) in PERMISSIONS.items()]
         answer = self.server.request("session/request_permission", {
-            "sessionId": self.id, "toolCall": tool_call, "options": PERMISSION_OPTIONS}, cancel=self.agent.cancel)
+            "sessionId": self.id, "toolCall": tool_call, "options": options}, cancel=self.agent.cancel)
         if "error" in (answer or {}):
             self.notice("the client failed the permission request: %s" % json.dumps(answer["error"])[:200])
-        try:
+        with suppress(TypeError, KeyError):     # else no answer (cancelled, client gone) or not an outcome
             outcome = answer["result"]["outcome"]
-            return PERMISSION_ANSWERS.get(outcome["optionId"], "no") if outcome["outcome"] == "selected" else "no"
-        except (TypeError, KeyError):       # no answer (cancelled, client gone) or not an ACP outcome
-            return "no"
+            if outcome["outcome"] == "selected":
+                return PERMISSIONS.get(outcome["optionId"], ("", "no"))[1]
+        return "no"
 
     def tool_start(self, call):
         self.update("tool_call_update", toolCallId=self.ids[call.index], status="in_progress")
@@ -3589,15 +3600,16 @@ class AcpServer:
             self.respond(request_id, result)
 
     def rpc_error(self, e):
-        """The error to answer for e; an unexpected one is also logged (its traceback under GROK_DEBUG)."""
-        if isinstance(e, (RpcError, GrokError)):
-            return e if isinstance(e, RpcError) else RpcError(INTERNAL_ERROR, str(e))
-        if os.environ.get("GROK_DEBUG"):
+        """The error to answer for e; a bug is also logged (its traceback under GROK_DEBUG)."""
+        if isinstance(e, RpcError):
+            return e
+        message, code, _ = turn_end(e)
+        if code == 4 and os.environ.get("GROK_DEBUG"):
             import traceback
             self.log("".join(traceback.format_exception(type(e), e, e.__traceback__)))
-        else:
-            self.log("internal error: %s: %s (set GROK_DEBUG=1 for a traceback)" % (type(e).__name__, e))
-        return RpcError(INTERNAL_ERROR, "Internal error: %s: %s" % (type(e).__name__, e))
+        elif code == 4:
+            self.log(message)
+        return RpcError(INTERNAL_ERROR, message)
 
     # -- helpers for the methods
     def need_key(self):
@@ -3708,16 +3720,14 @@ class AcpServer:
         session.finish_reason, session.request_id, session.said = None, None, False
         try:
             agent.run_turn(text)
-            reason = "refusal" if session.finish_reason == "content_filter" else "end_turn"
+            reason = STOP_REASONS.get(session.finish_reason, "end_turn")
         except Exception as e:
-            if isinstance(e, Cancelled) or agent.cancel.is_set():
-                reason = "cancelled"
-            elif isinstance(e, LimitReached) and not 0 < agent.cfg.cost_limit <= agent.cost_usd:
-                reason, note = "max_turn_requests", str(e)
-            else:
-                reason, error = None, self.rpc_error(e).payload
-                if isinstance(e, LimitReached):         # the cost limit
-                    error["data"] = {"reason": "cost_limit", "costUsd": agent.cost_usd}
+            reason = "cancelled" if agent.cancel.is_set() else turn_end(e)[2]
+            note = str(e) if reason == "max_turn_requests" else None
+            if reason is None:
+                error = self.rpc_error(e).payload
+            if reason is None and isinstance(e, LimitReached):      # the cost limit
+                error["data"] = {"reason": "cost_limit", "costUsd": agent.cost_usd}
         for call_id in session.fields:      # announced, never run
             session.update("tool_call_update", toolCallId=call_id, status="failed",
                            content=text_content("not run: the turn ended (%s)" % (reason or "error")))
@@ -3852,8 +3862,7 @@ def parse_args(argv):
     import argparse
     if argv[:1] == ["agent"]:       # xAI's CLI's command line: `grok agent [...] stdio` is --acp
         if "stdio" not in argv[1:]:
-            sys.stderr.write("grok: usage: grok agent [--always-approve] [--model M] stdio\n")
-            raise SystemExit(1)
+            raise UserError("usage: grok agent [--always-approve] [--model M] stdio")
         argv = ["--acp"] + [a for a in argv[1:] if a != "stdio"]
     p, hide = arg_parser(), argparse.SUPPRESS
     p.add_argument("-p", "--prompt", "--single", help="run one prompt headless ('-' reads stdin)")
@@ -3910,10 +3919,6 @@ def xai_settings(args, cfg):
         sys.stderr.write("grok: accepted, but not supported here: %s\n" % ", ".join(ignored))
 
 
-class Terminated(BaseException):
-    pass
-
-
 def catch_signals(handler):
     """handler(signum, frame) for SIGTERM and SIGHUP."""
     for signum in (signal.SIGTERM, signal.SIGHUP):
@@ -3935,22 +3940,17 @@ def guarded(prog, body, on_error=None):
     try:
         catch_signals(on_signal)
         return body()
-    except GrokError as e:
-        message, code = str(e), e.exit_code
-        sys.stderr.write("%s: %s\n" % (prog, visible(scrub(message))))
-    except KeyboardInterrupt:
-        message, code = "interrupted", 130
-        sys.stderr.write("\n")
-    except Terminated as t:
-        message, code = "terminated by signal %d" % t.args[0], 128 + t.args[0]
     except BrokenPipeError:
         silence()
         return 0
-    except Exception as e:
-        if os.environ.get("GROK_DEBUG"):
+    except (Exception, KeyboardInterrupt, Terminated) as e:
+        message, code, stop = turn_end(e)
+        if code == 4 and os.environ.get("GROK_DEBUG"):
             raise
-        message, code = scrub("internal error: %s: %s" % (type(e).__name__, e)), 4
-        sys.stderr.write("%s: %s (set GROK_DEBUG=1 for a traceback)\n" % (prog, visible(message)))
+        if stop != "cancelled":     # (a signal's end is quiet)
+            sys.stderr.write("%s: %s\n" % (prog, visible(scrub(message))))
+        elif isinstance(e, KeyboardInterrupt):
+            sys.stderr.write("\n")      # after the ^C the terminal shows
     if on_error:
         on_error(message)
     return code
@@ -4007,10 +4007,8 @@ def main(argv=None):
 
     def on_error(message):
         if json_errors[0]:
-            try:
+            with suppress(GrokError):       # stdout is gone too (write() silenced it)
                 HeadlessUI(json_errors[0]).emit("error", message=message)
-            except (OutputClosed, OSError):
-                silence()
 
     def body():
         args = parse_args(argv)

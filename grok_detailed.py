@@ -1123,7 +1123,7 @@ class AgentRun:
         except AgentStopped:
             raise
         except g.AgentError as e:
-            if 0 < self.cfg.cost_limit <= self.agent.cost_usd:
+            if isinstance(e, g.LimitReached) and e.cause == "cost":
                 raise
             # The turn broke down (contract, tool rounds): the reviewer judges what is there.
             answer, error = "", g.scrub(str(e))
