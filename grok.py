@@ -26,9 +26,9 @@ class Lazy:
 
 
 (json, re, threading, subprocess, signal, select, socket, termios, tempfile, glob, fnmatch, difflib,
- itertools, shutil, urllib_parse, _thread) = map(Lazy, (
+ itertools, shutil, urllib_parse, _thread, queue, textwrap, traceback, argparse) = map(Lazy, (
     "json re threading subprocess signal select socket termios tempfile glob fnmatch difflib"
-    " itertools shutil urllib.parse _thread").split())
+    " itertools shutil urllib.parse _thread queue textwrap traceback argparse").split())
 
 # --- Constants and configuration ---
 
@@ -2332,7 +2332,6 @@ class Agent:
     def run_together(self, items, results):
         """Run tool calls on a pool of at most MAX_CALLS threads, each result finished on this
         thread as it comes: the one place tools run. One call runs here, all if no thread starts."""
-        import queue
         todo, finished, threads = items[::-1], queue.Queue(), []
 
         def work():
@@ -2678,7 +2677,6 @@ class TerminalUI(UI):
 
     def fitted(self, text, more="  "):
         """On a terminal, lines too long for it broken at spaces; a continued line indented more."""
-        import textwrap
         width = self.width() if self.out.isatty() else 1 << 30
         return "\n".join(line if len(line) <= width else "\n".join(textwrap.wrap(
             line, width, expand_tabs=False, replace_whitespace=False, break_on_hyphens=False,
@@ -3604,7 +3602,6 @@ class AcpServer:
             return e
         message, code, _ = turn_end(e)
         if code == 4 and os.environ.get("GROK_DEBUG"):
-            import traceback
             self.log("".join(traceback.format_exception(type(e), e, e.__traceback__)))
         elif code == 4:
             self.log(message)
@@ -3776,7 +3773,6 @@ def acp_main(cfg, mcp_files):
 
 def arg_parser(prog="grok", description=None):
     """argparse (imported when needed) with both scripts' flags; a bad flag is a UserError (exit 1, not 2)."""
-    import argparse
 
     class Parser(argparse.ArgumentParser):
         def error(self, message):
@@ -3858,7 +3854,6 @@ XAI_TOOLS = {"run_terminal_command": "bash", "run_terminal_cmd": "bash", "list_d
 
 
 def parse_args(argv):
-    import argparse
     if argv[:1] == ["agent"]:       # xAI's CLI's command line: `grok agent [...] stdio` is --acp
         if "stdio" not in argv[1:]:
             raise UserError("usage: grok agent [--always-approve] [--model M] stdio")
