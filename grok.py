@@ -1875,7 +1875,7 @@ class Terminated(BaseException):
     """SIGTERM or SIGHUP (its number in args[0]): the turn is settled, then the process ends."""
 
 
-STOP_REASONS = {"length": "max_tokens", "content_filter": "refusal"}    # a finish_reason's; else end_turn
+STOP_REASONS = {"length": "max_tokens", "content_filter": "refusal"}    # else end_turn
 
 
 def turn_end(e):
@@ -1888,7 +1888,8 @@ def turn_end(e):
     if isinstance(e, GrokError):
         rounds = isinstance(e, LimitReached) and e.cause == "rounds"
         return str(e), e.exit_code, "max_turn_requests" if rounds else None
-    return "internal error: %s: %s (set GROK_DEBUG=1 for a traceback)" % (type(e).__name__, e), 4, None
+    bug = "internal error: %s: %s (set GROK_DEBUG=1 for a traceback)" % (type(e).__name__, e)
+    return bug, 4, None
 
 
 INTERRUPTED = ("[interrupted by the user]", "[interrupted: the session ended during this turn]")
@@ -2150,8 +2151,9 @@ class Agent:
             e = again
         asked = ("%d tokens (the server's count)" % e.asked if e.asked
                  else "about %d tokens" % estimate_tokens(self.messages))
-        raise ContextOverflow("%s do not fit the server's context window (%d tokens), even compacted as "
-                              "far as it goes: shorten the request, or give the server a larger window"
+        raise ContextOverflow("%s do not fit the server's context window (%d tokens), even "
+                              "compacted as far as it goes: shorten the request, or give the "
+                              "server a larger window"
                               % (asked, e.window or self.cfg.context_window))
 
     def recall_window(self):
@@ -2236,9 +2238,10 @@ class Agent:
         self.rounds += 1
         try:        # the model call is complete even when a tool is denied or cancelled
             if 0 < limit < self.rounds:
-                raise LimitReached("tool round limit reached: the model still wanted tools after %d round%s; "
-                                   "its last calls were not run (GROK_MAX_ITERATIONS or --max-tool-rounds "
-                                   "raise it, 0 = no limit)" % (limit, "" if limit == 1 else "s"), "rounds")
+                raise LimitReached("tool round limit reached: the model still wanted tools after "
+                                   "%d round%s; its last calls were not run (GROK_MAX_ITERATIONS or "
+                                   "--max-tool-rounds raise it, 0 = no limit)"
+                                   % (limit, "" if limit == 1 else "s"), "rounds")
             results = self.execute(calls)
         finally:
             self.finish_step(result)
@@ -3254,7 +3257,7 @@ def headless(args, cfg):
             reason = "internal error" if code == 4 else str(e)
             agent.settle_cancelled("[the turn failed: %s]" % reason,
                                    "[the turn stopped before these tool calls ran: %s]" % reason)
-        return 0 if isinstance(e, OutputClosed) else ui.fail(message, code)     # the reader went away
+        return 0 if isinstance(e, OutputClosed) else ui.fail(message, code)     # (the reader left)
     finally:
         agent.close()
 
@@ -3449,11 +3452,11 @@ class AcpSession(UI):
             return "no"
         tool_call = dict(toolCallId=call_id, status="pending", **self.fields[call_id])
         options = [{"optionId": k, "name": name, "kind": k} for k, (name, _) in PERMISSIONS.items()]
-        answer = self.server.request("session/request_permission", {
-            "sessionId": self.id, "toolCall": tool_call, "options": options}, cancel=self.agent.cancel)
+        asked = {"sessionId": self.id, "toolCall": tool_call, "options": options}
+        answer = self.server.request("session/request_permission", asked, cancel=self.agent.cancel)
         if "error" in (answer or {}):
             self.notice("the client failed the permission request: %s" % json.dumps(answer["error"])[:200])
-        with suppress(TypeError, KeyError):     # else no answer (cancelled, client gone) or not an outcome
+        with suppress(TypeError, KeyError):     # no answer (a cancel, no client), or no outcome
             outcome = answer["result"]["outcome"]
             if outcome["outcome"] == "selected":
                 return PERMISSIONS.get(outcome["optionId"], ("", "no"))[1]
