@@ -269,6 +269,9 @@ class DetailedUI(g.TerminalUI):
             parts = [(t, codes.get(t)) for t in texts]
             if least <= self.width() and self.painted(parts)[0] <= self.width():
                 break
+        sandbox = a.cfg.sandbox and "sandbox: " + a.cfg.sandbox.label
+        if sandbox and self.painted(parts + [(sandbox, "")])[0] <= self.width():
+            parts.append((sandbox, "33"))       # what bash commands run under: shown while it fits
         room = self.width() - self.painted(parts)[0] - 3
         if room >= 8:
             parts.append((clip(as_text(home_short(a.cwd))[::-1], room, self.glyph["more"])[::-1], "2"))

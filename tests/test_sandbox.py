@@ -268,6 +268,16 @@ def test_the_approval_prompt_says_which_sandbox_runs_the_command(run, fake, isol
     assert not (isolated_env.home / "escaped.txt").exists()
 
 
+def test_grok_detaileds_status_line_names_the_sandbox(run, isolated_env):
+    env = run.env(GROK_SANDBOX_BACKEND="landlock", TERM="xterm", TMPDIR=isolated_env.work)
+    argv = [sys.executable, str(GROK_DETAILED), "--sandbox", "workspace"]
+    with PtyProcess(argv, env, str(isolated_env.work), cols=140) as p:
+        p.expect(r"\d{8}-\d{6}-\w+ . grok-4.3 . .* . sandbox: workspace \(landlock\)", plain=True)
+        p.expect(PROMPT)
+        p.sendeof()
+        assert p.wait() == 0
+
+
 def test_grok_detailed_and_its_agent_mode_run_commands_in_the_sandbox(grok, fake, backend,
                                                                       isolated_env):
     fake.add(tools(("bash", {"command": WRITES})), answer("written"))
