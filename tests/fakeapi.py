@@ -22,6 +22,27 @@ RESPONSES = "/responses"
 
 
 # ---------------------------------------------------------------- reply specs
+class RawServer:
+    """A loopback TCP server for what http.server cannot fake (a proxy, a trickle): each
+    connection goes to self.handle(conn) on its own thread and is kept in self.socks. A subclass
+    sets what handle() reads before calling this __init__, which starts accepting."""
+
+    def __init__(self, path=""):
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.url = "http://127.0.0.1:%d%s" % (self.server.getsockname()[1], path)
+        self.socks = []
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            self.socks.append(conn)
+            threading.Thread(target=self.handle, args=(conn,), daemon=True).start()
+
+
 class Spec:
     """One scripted reply: a kind plus its parameters (built by the factories below)."""
 

@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from conftest import GROK
-from fakeapi import answer, endless, hang, raw, responses_reply, tools
+from fakeapi import RawServer, answer, endless, hang, raw, responses_reply, tools
 from test_acp import Acp
 from test_faults import events, no_traceback, session_files
 
@@ -125,22 +125,12 @@ def test_a_redirect_is_a_clear_error_and_not_followed(run, fake):
     assert len(fake.chat_requests()) == 1
 
 
-class Proxy:
+class Proxy(RawServer):
     """A small HTTP proxy on loopback: CONNECT tunnels, and absolute-URI requests forwarded."""
 
     def __init__(self):
-        self.server = socket.create_server(("127.0.0.1", 0))
-        self.url = "http://127.0.0.1:%d" % self.server.getsockname()[1]
         self.lines, self.auth = [], []
-        threading.Thread(target=self.serve, daemon=True).start()
-
-    def serve(self):
-        while True:
-            try:
-                conn, _ = self.server.accept()
-            except OSError:
-                return
-            threading.Thread(target=self.handle, args=(conn,), daemon=True).start()
+        super().__init__()
 
     def handle(self, conn):
         data = b""

@@ -273,22 +273,17 @@ def test_a_server_hanging_at_initialize_fails_at_its_startup_timeout_and_the_run
     assert not [n for n in schema_tools(fake.chat_requests()[0]) if n.startswith("mcp__")]
 
 
-def test_a_server_dying_mid_call_is_a_failed_tool_with_its_stderr(run, fake, tmp_path):
-    result, _ = faulty(run, fake, tmp_path, "die")
+@pytest.mark.parametrize("mode, why", [
+    ("die", "the server closed its output (its stderr: fakemcp: started "
+            "| fatal: the fake exploded)"),
+    ("garbage", "the server wrote what is not a JSON-RPC message of "
+                "at most 16 MB: b'this is not json\\n' (its stderr: fakemcp: started)"),
+])
+def test_a_server_dying_or_answering_garbage_is_a_failed_tool_with_its_stderr(
+        run, fake, tmp_path, mode, why):
+    result, _ = faulty(run, fake, tmp_path, mode)
     assert result["success"] is False
-    assert result["output"] == (
-        "error: MCP server f: the server closed its output (its stderr: fakemcp: started "
-        "| fatal: the fake exploded)"
-    )
-
-
-def test_a_server_answering_garbage_is_a_failed_tool(run, fake, tmp_path):
-    result, _ = faulty(run, fake, tmp_path, "garbage")
-    assert result["success"] is False
-    assert result["output"] == (
-        "error: MCP server f: the server wrote what is not a JSON-RPC message of "
-        "at most 16 MB: b'this is not json\\n' (its stderr: fakemcp: started)"
-    )
+    assert result["output"] == "error: MCP server f: " + why
 
 
 def test_a_10_mb_result_is_capped_as_bash_output_is(run, fake, tmp_path):

@@ -8,7 +8,7 @@ from contextlib import suppress
 
 import pytest
 
-from fakeapi import answer, hang, raw, reply, tools
+from fakeapi import RawServer, answer, hang, raw, reply, tools
 from test_faults import closed_port, no_traceback
 from test_repl import piped
 
@@ -17,25 +17,14 @@ TIMED_OUT = ("no complete reply from 127.0.0.1 within the timeout (GROK_TIMEOUT,
              "reply)")
 
 
-class Trickler:
+class Trickler(RawServer):
     """A loopback server that answers every request with a chunked body of one byte per chunk,
     20 a second, that never ends (a JSON body, or an event stream whose first line never ends)."""
 
     def __init__(self, content_type):
-        self.content_type, self.paths, self.socks = content_type, [], []
-        self.server = socket.create_server(("127.0.0.1", 0))
-        self.url = "http://127.0.0.1:%d/v1" % self.server.getsockname()[1]
+        self.content_type, self.paths = content_type, []
         self.stop = threading.Event()
-        threading.Thread(target=self.serve, daemon=True).start()
-
-    def serve(self):
-        while True:
-            try:
-                conn, _ = self.server.accept()
-            except OSError:
-                return
-            self.socks.append(conn)
-            threading.Thread(target=self.handle, args=(conn,), daemon=True).start()
+        super().__init__("/v1")
 
     def handle(self, conn):
         data = b""
