@@ -69,36 +69,6 @@ WINDOW_ASK_TIMEOUT = 3.0    # seconds to ask a server (not xAI's) its window, th
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts")    # writable in a sandbox
 
 
-def open_to_others(path, owners):
-    """Why others could plant files in a directory (owned by someone not in owners, group/world-writable), or None."""
-    try:
-        info = os.stat(path)
-    except OSError as e:
-        return "unusable (%s)" % (e.strerror or e)
-    if info.st_uid not in owners:
-        return "owned by another user"
-    return "group/world-writable" if info.st_mode & 0o22 else None
-
-
-def data_dir_problem(path):
-    """Why the data dir (made 0700 if missing) is unsafe, or None: others could plant a session or a history symlink."""
-    with suppress(OSError):     # open_to_others says why it is unusable
-        os.makedirs(path, mode=0o700, exist_ok=True)
-    why = open_to_others(path, (os.getuid(),))
-    return why and "the data dir %s (GROK_DATA_DIR) is %s: not used (make it yours, 0700)" % (path, why)
-
-
-def read_regular(path, cap):
-    """(first cap+1 bytes, size) of a regular file (never a device, pipe or socket), or None."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))     # a FIFO must not block
-        with open(fd, "rb") as f:
-            info = os.fstat(fd)
-            return (f.read(cap + 1), info.st_size) if stat.S_ISREG(info.st_mode) else None
-    except OSError:
-        return None
-
-
 def read_env_file(path, names):
     """The first of `names` set in a .env file (regular, < 64 KB, UTF-8/16); the last one set wins."""
     got = read_regular(path, 65536)
@@ -319,7 +289,12 @@ class AgentError(GrokError):
 
 
 class ContextOverflow(UserError):
-    window = asked = None       # the server's context window and its count of tokens, if it says
+    """A request the server's context window cannot hold: .window its size and .asked its count of
+    the request's tokens, where the server says them (else None)."""
+
+    def __init__(self, message, window=None, asked=None):
+        UserError.__init__(self, message)
+        self.window, self.asked = window, asked
 
 
 class Cancelled(GrokError):
@@ -353,19 +328,60 @@ class HTTPStatusError(Exception):
             return None
         m = re.search(r'"n_ctx"\s*:\s*(\d+)|context (?:window|length) (?:of|is) (\d+)', self.text, re.I)
         size = m and (m.group(1) or m.group(2))
-        e = ContextOverflow("the request does not fit the server's context window%s (HTTP %d): %s" % (
-            " of %s tokens" % size if size else "", self.status, self.server_message()))
-        e.window = int(size) if size else None
-        m = re.search(r'"n_prompt_tokens": ?(\d+)|requested (?:tokens \()?(\d+)', self.text, re.I)
-        e.asked = m and int(m.group(1) or m.group(2))
-        return e
+        asked = re.search(r'"n_prompt_tokens": ?(\d+)|requested (?:tokens \()?(\d+)', self.text, re.I)
+        message = "the request does not fit the server's context window%s (HTTP %d): %s" % (
+            " of %s tokens" % size if size else "", self.status, self.server_message())
+        return ContextOverflow(message, int(size) if size else None,
+                               asked and int(asked.group(1) or asked.group(2)))
 
 
 class StreamBroken(Exception):
     """An SSE stream ended before the reply was complete."""
 
 
-# --- Secrets: scrubbed from tool output, arguments shown, and error text ---
+class ContractError(Exception):
+    """A reply that breaks the contract; the message goes back to the model."""
+
+
+class RetryableFault(Exception):
+    """A failed attempt worth repeating: .problem says what went wrong (scrubbed), .wait is the
+    seconds the server asked to wait (or None), .broke whether a reply stream broke off."""
+
+    def __init__(self, problem, wait=None, broke=False):
+        Exception.__init__(self, problem)
+        self.problem, self.wait, self.broke = problem, wait, broke
+
+
+class SessionBusy(UserError):
+    """A session another grok process has open (and locked)."""
+
+
+class LimitReached(AgentError):
+    """A limit ended the turn: .cause says which, "cost" (COST_LIMIT) or "rounds" (tool rounds)."""
+
+    def __init__(self, message, cause="cost"):
+        AgentError.__init__(self, message)
+        self.cause = cause
+
+
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP (its number in args[0]): the turn is settled, then the process ends."""
+
+
+class OutputClosed(GrokError):
+    """stdout was closed by its reader (`grok -p ... | head -1`): headless() stops quietly, with exit code 0."""
+    exit_code = 0
+
+
+class RpcError(Exception):
+    """An error to answer a request with; .payload is its JSON-RPC error object."""
+
+    def __init__(self, code, message):
+        Exception.__init__(self, message)
+        self.payload = {"code": code, "message": message}
+
+
+# --- Trust boundary: what models, tools, files, servers and sessions send, checked before use ---
 
 SECRETS = set()         # the configured key and URL password: Config adds them
 SECRET_PATTERNS = (      # compiled on first use (re caches them)
@@ -419,6 +435,167 @@ def escaped(match):
     if not blank and unicodedata.category(char) not in ("Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp"):
         return char
     return "\\x%02x" % ord(char) if ord(char) < 256 else ascii(char)[1:-1]
+
+
+def open_to_others(path, owners):
+    """Why others could plant files in a directory (owned by someone not in owners, group/world-writable), or None."""
+    try:
+        info = os.stat(path)
+    except OSError as e:
+        return "unusable (%s)" % (e.strerror or e)
+    if info.st_uid not in owners:
+        return "owned by another user"
+    return "group/world-writable" if info.st_mode & 0o22 else None
+
+
+def data_dir_problem(path):
+    """Why the data dir (made 0700 if missing) is unsafe, or None: others could plant a session or a history symlink."""
+    with suppress(OSError):     # open_to_others says why it is unusable
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    why = open_to_others(path, (os.getuid(),))
+    return why and "the data dir %s (GROK_DATA_DIR) is %s: not used (make it yours, 0700)" % (path, why)
+
+
+def read_regular(path, cap):
+    """(first cap+1 bytes, size) of a regular file (never a device, pipe or socket), or None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))     # a FIFO must not block
+        with open(fd, "rb") as f:
+            info = os.fstat(fd)
+            return (f.read(cap + 1), info.st_size) if stat.S_ISREG(info.st_mode) else None
+    except OSError:
+        return None
+
+
+def clean_text(text):
+    """Undecodable input bytes (surrogate escapes from stdin or argv) as U+FFFD, so the text encodes as UTF-8."""
+    with suppress(UnicodeEncodeError):
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def strict_json(obj, **options):
+    """json.dumps() as every parser takes it: NaN and infinities (a model's) become null."""
+    with suppress(ValueError):
+        return json.dumps(obj, allow_nan=False, **options)
+    return json.dumps(json.loads(json.dumps(obj), parse_constant=lambda name: None), **options)
+
+
+def canonical(cwd, path):
+    """The path as the file system resolves it: against cwd, `..` and every symlink followed."""
+    return os.path.realpath(os.path.join(cwd, os.path.expanduser(str(path))))
+
+
+def inside(path, directory):
+    """Whether a canonical path is the directory or under it (after resolving the directory)."""
+    directory = os.path.realpath(directory)
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+def path_glob(pattern, path):
+    """A glob on a path: `*` and `?` stay within one path component, `**` crosses `/`."""
+    rx = re.escape(pattern).replace(r"\*\*/", "\0").replace(r"\*\*", ".*").replace(r"\*", "[^/]*")
+    return re.fullmatch(rx.replace(r"\?", "[^/]").replace("\0", "(?:.*/)?"), path) is not None
+
+
+def needs_approval(call, free_dirs=()):
+    """bash, write_file, MCP tools always; read_file and list_files outside cwd and free dirs."""
+    if call.name in NEEDS_APPROVAL or call.name not in TOOLS:
+        return True
+    path = call.args.get("path") or "."
+    return (call.name in ("read_file", "list_files") and isinstance(path, str)
+            and not any(inside(canonical(call.cwd, path), d) for d in [call.cwd, *free_dirs]))
+
+
+def approval_text(call, full=False):
+    """(text, hidden): what an approval shows: the whole command, every line; or the resolved path, whether it
+    exists and the content (or a diff). Control characters visible; unless full, capped: hidden says how much."""
+    head, body = "bash", str(call.args.get("command"))
+    if call.sandbox:
+        head = "bash (sandbox: %s)" % call.sandbox.label
+    if call.name.startswith("mcp__"):
+        head = "MCP server %s, tool %s" % tuple(call.name.split("__", 2)[1:])
+        body = json.dumps(call.args, indent=2)
+    elif call.name != "bash":
+        path = canonical(call.cwd, call.args.get("path") or ".")
+        head, body = "%s %s (outside the working directory)" % (call.name, path), ""
+    if call.name == "write_file":
+        body = call.args.get("content", "")
+        body = body if isinstance(body, str) else json.dumps(body, indent=2)
+        old = old_text(path)
+        state = "a new file" if not os.path.exists(path) else "replaces the file" + ("; the changes" if old else "")
+        head = "write_file %s (%d bytes, %s)" % (path, len(body.encode("utf-8", "replace")), state)
+        if old is not None:
+            diff = difflib.unified_diff(old.splitlines(True), body.splitlines(True), "now", "new")
+            body = "".join(diff) or "(no change)"
+    text = visible(body[:-1] if body.endswith("\n") else body)
+    shown = text if full else "\n".join(text.split("\n")[:APPROVAL_LINES])[:APPROVAL_CHARS]
+    lines = [visible(head, newlines=False)] + ["  " + line for line in shown.split("\n") if body]
+    if len(shown) < len(text):
+        lines.append("  [... %d more characters (%d lines) not shown: answer s to see all]"
+                     % (len(text) - len(shown), text.count("\n") - shown.count("\n")))
+    return "\n".join(lines), len(text) - len(shown)
+
+
+def arg_problem(name, args):
+    """Why a call's arguments cannot run ("error: ..."), or None; asked before any approval or file
+    access. The first (command, path, query) is a string, non-empty unless optional, of at most
+    ARG_CAP characters; no text holds a NUL or a lone surrogate (but a file name's byte)."""
+    if name not in TOOLS:       # an MCP tool: its server checks its arguments
+        return None
+    spec = TOOLS[name].args
+    key = next(iter(spec))
+    value = args.get(key)
+    if not (isinstance(value, str) and value.strip() or spec[key].endswith("?") and not value):
+        return "error: %s needs a non-empty string %r argument" % (name, key)
+    if isinstance(value, str) and len(value) > ARG_CAP:
+        return ("error: not run: the %s is too long (%d characters, at most %d); put long text in "
+                "a file with write_file" % (key, len(value), ARG_CAP))
+    for k in spec:
+        texts = args.get(k) if isinstance(args.get(k), list) else [args.get(k)]
+        if any(re.search("[\0\ud800-\udc7f\udd00-\udfff]", t) for t in texts if isinstance(t, str)):
+            return "error: not run: the %s holds a NUL or a lone surrogate, which text cannot" % k
+    return None
+
+
+def allow_matches(call, patterns):
+    """--allow: whether a pattern matches the call: a glob on bash's command (`*`, `?` never stand
+    for a shell operator: `git *` matches `git log`, not `git log; rm -rf ~`), on the other tools'
+    resolved path (a relative one only inside cwd), on an MCP tool's name (mcp__SERVER__TOOL)."""
+    if call.name not in TOOLS:      # an MCP tool
+        return any(fnmatch.fnmatchcase(call.name, p) for p in patterns)
+    value = call.args.get("command" if call.name == "bash" else "path") or ("." if call.name == "list_files" else "")
+    if not isinstance(value, str) or not value:
+        return False
+    if call.name == "bash":
+        free = "[^;&|<>$`()\n]"        # what a `*` or `?` stands for: anything but a shell operator
+        return any(re.fullmatch(re.escape(p).replace(r"\*", free + "*").replace(r"\?", free), value)
+                   for p in patterns)
+    full, root = canonical(call.cwd, value), os.path.realpath(call.cwd)
+    relative = os.path.relpath(full, root) if inside(full, root) else None
+    return any(path_glob(os.path.normpath(p), full if os.path.isabs(p) else relative)
+               for p in map(os.path.expanduser, patterns) if os.path.isabs(p) or relative)
+
+
+def rule_globs(call, rules):
+    """The globs of the --allow/--deny rules that speak of this call: a plain glob of any tool;
+    xAI's CLI's `Bash(glob)`, `Write(glob)`, `Edit(glob)`, `Read(glob)` of their kind of tool
+    (`Bash(git:*)`: `git*`; no glob: any such call)."""
+    kinds = {"Bash": "bash", "Write": "write_file", "Edit": "write_file",
+             "Read": "read_file list_files"}
+    found = [(re.fullmatch(r"(Bash|Write|Edit|Read)(?:\((.*)\))?", r, re.S), r) for r in rules]
+    return [r if not m else re.sub(r":\*$", "*", m[2]) if m[2] is not None else
+            "*" if call.name == "bash" else "/**" for m, r in found
+            if not m or call.name in kinds[m[1]].split()]
+
+
+def denied_by(call, rules):
+    """--deny: a rule that matches the command or a command in it, or the path, refuses the call."""
+    globs, command = rule_globs(call, rules), str(call.args.get("command"))
+    if call.name != "bash":
+        return allow_matches(call, globs)
+    parts = [command] + re.split(r"[;&|<>$`()\n]+", command)
+    return any(fnmatch.fnmatchcase(part.strip(), g) for part in parts for g in globs)
 
 
 # --- HTTP client: keep-alive, retries with backoff, SSE ---
@@ -558,8 +735,8 @@ class Client:
             try:
                 return self._attempt("POST", self.prefix + path, body, headers, on_stream, cancel, no_retry, cap)
             except RetryableFault as fault:
-                problem, retry_after, broke = fault.args
-                breaks += broke
+                problem, retry_after = fault.problem, fault.wait
+                breaks += fault.broke
                 if breaks == 2 and on_stream and attempt < self.max_retries:  # the caller asks unstreamed
                     raise StreamBroken(problem)
             if cancel.is_set():
@@ -638,11 +815,6 @@ class Client:
                                % (method, url, resp.status, ctype, said)))
 
 
-class RetryableFault(Exception):
-    """A failed attempt worth repeating. args: what went wrong (scrubbed), the seconds the server asked to wait
-    (or None), whether a reply stream broke off."""
-
-
 class ReplyReader:
     """A reply body read within a size cap: an endless fast stream cannot hold the turn."""
 
@@ -715,7 +887,7 @@ def network_fault(e, client):
                                    short=str(e)[:100]))
     if isinstance(e, (socket.gaierror, ConnectionRefusedError)):      # nothing answers there
         return TransientError(problem)
-    return RetryableFault(problem, None, isinstance(e, StreamBroken))
+    return RetryableFault(problem, broke=isinstance(e, StreamBroken))
 
 
 class ChatResult:
@@ -856,9 +1028,6 @@ class ResponseStreamer:
 
 
 # --- The JSON contract ---
-
-class ContractError(Exception):
-    """A reply that breaks the contract; the message goes back to the model."""
 
 
 class Contract(namedtuple("Contract", "name extra_properties extra_prompt max_tokens", defaults=({}, "", 4000))):
@@ -1028,83 +1197,6 @@ class ToolResult:
     def __init__(self, output, ok=True):
         self.output, self.ok = output, ok
         self.started = self.finished = 0.0
-
-
-def canonical(cwd, path):
-    """The path as the file system resolves it: against cwd, `..` and every symlink followed."""
-    return os.path.realpath(os.path.join(cwd, os.path.expanduser(str(path))))
-
-
-def inside(path, directory):
-    """Whether a canonical path is the directory or under it (after resolving the directory)."""
-    directory = os.path.realpath(directory)
-    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
-
-
-def path_glob(pattern, path):
-    """A glob on a path: `*` and `?` stay within one path component, `**` crosses `/`."""
-    rx = re.escape(pattern).replace(r"\*\*/", "\0").replace(r"\*\*", ".*").replace(r"\*", "[^/]*")
-    return re.fullmatch(rx.replace(r"\?", "[^/]").replace("\0", "(?:.*/)?"), path) is not None
-
-
-def needs_approval(call, free_dirs=()):
-    """bash, write_file, MCP tools always; read_file and list_files outside cwd and free dirs."""
-    if call.name in NEEDS_APPROVAL or call.name not in TOOLS:
-        return True
-    path = call.args.get("path") or "."
-    return (call.name in ("read_file", "list_files") and isinstance(path, str)
-            and not any(inside(canonical(call.cwd, path), d) for d in [call.cwd, *free_dirs]))
-
-
-def approval_text(call, full=False):
-    """(text, hidden): what an approval shows: the whole command, every line; or the resolved path, whether it
-    exists and the content (or a diff). Control characters visible; unless full, capped: hidden says how much."""
-    head, body = "bash", str(call.args.get("command"))
-    if call.sandbox:
-        head = "bash (sandbox: %s)" % call.sandbox.label
-    if call.name.startswith("mcp__"):
-        head = "MCP server %s, tool %s" % tuple(call.name.split("__", 2)[1:])
-        body = json.dumps(call.args, indent=2)
-    elif call.name != "bash":
-        path = canonical(call.cwd, call.args.get("path") or ".")
-        head, body = "%s %s (outside the working directory)" % (call.name, path), ""
-    if call.name == "write_file":
-        body = call.args.get("content", "")
-        body = body if isinstance(body, str) else json.dumps(body, indent=2)
-        old = old_text(path)
-        state = "a new file" if not os.path.exists(path) else "replaces the file" + ("; the changes" if old else "")
-        head = "write_file %s (%d bytes, %s)" % (path, len(body.encode("utf-8", "replace")), state)
-        if old is not None:
-            diff = difflib.unified_diff(old.splitlines(True), body.splitlines(True), "now", "new")
-            body = "".join(diff) or "(no change)"
-    text = visible(body[:-1] if body.endswith("\n") else body)
-    shown = text if full else "\n".join(text.split("\n")[:APPROVAL_LINES])[:APPROVAL_CHARS]
-    lines = [visible(head, newlines=False)] + ["  " + line for line in shown.split("\n") if body]
-    if len(shown) < len(text):
-        lines.append("  [... %d more characters (%d lines) not shown: answer s to see all]"
-                     % (len(text) - len(shown), text.count("\n") - shown.count("\n")))
-    return "\n".join(lines), len(text) - len(shown)
-
-
-def arg_problem(name, args):
-    """Why a call's arguments cannot run ("error: ..."), or None; asked before any approval or file
-    access. The first (command, path, query) is a string, non-empty unless optional, of at most
-    ARG_CAP characters; no text holds a NUL or a lone surrogate (but a file name's byte)."""
-    if name not in TOOLS:       # an MCP tool: its server checks its arguments
-        return None
-    spec = TOOLS[name].args
-    key = next(iter(spec))
-    value = args.get(key)
-    if not (isinstance(value, str) and value.strip() or spec[key].endswith("?") and not value):
-        return "error: %s needs a non-empty string %r argument" % (name, key)
-    if isinstance(value, str) and len(value) > ARG_CAP:
-        return ("error: not run: the %s is too long (%d characters, at most %d); put long text in "
-                "a file with write_file" % (key, len(value), ARG_CAP))
-    for k in spec:
-        texts = args.get(k) if isinstance(args.get(k), list) else [args.get(k)]
-        if any(re.search("[\0\ud800-\udc7f\udd00-\udfff]", t) for t in texts if isinstance(t, str)):
-            return "error: not run: the %s holds a NUL or a lone surrogate, which text cannot" % k
-    return None
 
 
 def kill_group(proc):
@@ -1691,9 +1783,6 @@ def build_system_prompt(cfg, contract, cwd, tools=None):
 
 # --- Sessions: append-only JSONL, 0600 in a 0700 directory ---
 
-class SessionBusy(UserError):
-    """A session another grok process has open (and locked)."""
-
 
 class Session:
     """One conversation on disk. Every write is one appended line."""
@@ -1861,18 +1950,6 @@ class UI:
 
 
 ToolCall = namedtuple("ToolCall", "index name args id cwd shown sandbox")     # shown: scrubbed
-
-
-class LimitReached(AgentError):
-    """A limit ended the turn: .cause says which, "cost" (COST_LIMIT) or "rounds" (tool rounds)."""
-
-    def __init__(self, message, cause="cost"):
-        AgentError.__init__(self, message)
-        self.cause = cause
-
-
-class Terminated(BaseException):
-    """SIGTERM or SIGHUP (its number in args[0]): the turn is settled, then the process ends."""
 
 
 STOP_REASONS = {"length": "max_tokens", "content_filter": "refusal"}    # else end_turn
@@ -2523,13 +2600,6 @@ def tool_results_message(results, note=None):
     return text + "\n\n" + note if note else text
 
 
-def clean_text(text):
-    """Undecodable input bytes (surrogate escapes from stdin or argv) as U+FFFD, so the text encodes as UTF-8."""
-    with suppress(UnicodeEncodeError):
-        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    return text.encode("utf-8", "replace").decode("utf-8")
-
-
 def failure_reason(output):
     """One short line saying why a tool call failed: bash's closing note, else the first line."""
     lines = [line.strip() for line in output.strip().splitlines() if line.strip()] or ["no output"]
@@ -2968,51 +3038,6 @@ class QuietStderr:
             silence(2)
 
 
-class OutputClosed(GrokError):
-    """stdout was closed by its reader (`grok -p ... | head -1`): headless() stops quietly, with exit code 0."""
-    exit_code = 0
-
-
-def allow_matches(call, patterns):
-    """--allow: whether a pattern matches the call: a glob on bash's command (`*`, `?` never stand
-    for a shell operator: `git *` matches `git log`, not `git log; rm -rf ~`), on the other tools'
-    resolved path (a relative one only inside cwd), on an MCP tool's name (mcp__SERVER__TOOL)."""
-    if call.name not in TOOLS:      # an MCP tool
-        return any(fnmatch.fnmatchcase(call.name, p) for p in patterns)
-    value = call.args.get("command" if call.name == "bash" else "path") or ("." if call.name == "list_files" else "")
-    if not isinstance(value, str) or not value:
-        return False
-    if call.name == "bash":
-        free = "[^;&|<>$`()\n]"        # what a `*` or `?` stands for: anything but a shell operator
-        return any(re.fullmatch(re.escape(p).replace(r"\*", free + "*").replace(r"\?", free), value)
-                   for p in patterns)
-    full, root = canonical(call.cwd, value), os.path.realpath(call.cwd)
-    relative = os.path.relpath(full, root) if inside(full, root) else None
-    return any(path_glob(os.path.normpath(p), full if os.path.isabs(p) else relative)
-               for p in map(os.path.expanduser, patterns) if os.path.isabs(p) or relative)
-
-
-def rule_globs(call, rules):
-    """The globs of the --allow/--deny rules that speak of this call: a plain glob of any tool;
-    xAI's CLI's `Bash(glob)`, `Write(glob)`, `Edit(glob)`, `Read(glob)` of their kind of tool
-    (`Bash(git:*)`: `git*`; no glob: any such call)."""
-    kinds = {"Bash": "bash", "Write": "write_file", "Edit": "write_file",
-             "Read": "read_file list_files"}
-    found = [(re.fullmatch(r"(Bash|Write|Edit|Read)(?:\((.*)\))?", r, re.S), r) for r in rules]
-    return [r if not m else re.sub(r":\*$", "*", m[2]) if m[2] is not None else
-            "*" if call.name == "bash" else "/**" for m, r in found
-            if not m or call.name in kinds[m[1]].split()]
-
-
-def denied_by(call, rules):
-    """--deny: a rule that matches the command or a command in it, or the path, refuses the call."""
-    globs, command = rule_globs(call, rules), str(call.args.get("command"))
-    if call.name != "bash":
-        return allow_matches(call, globs)
-    parts = [command] + re.split(r"[;&|<>$`()\n]+", command)
-    return any(fnmatch.fnmatchcase(part.strip(), g) for part in parts for g in globs)
-
-
 class HeadlessUI(UI):
     """`grok -p`: the answer alone with progress on stderr (text, xAI's plain), JSONL events (json),
     or as xAI's CLI prints: its events (streaming-json), one object at the end (result, its json).
@@ -3305,21 +3330,6 @@ PERMISSIONS = {"allow_once": ("Allow once", "yes"), "allow_always": ("Always all
                "reject_once": ("Reject", "no")}      # optionId: its name, what approve() answers
 DEFERRED = object()             # a request answered later, from a worker thread
 AUTH_METHODS = {"cached_token": "API key from a .env file", "xai.api_key": "API key from the environment"}
-
-
-def strict_json(obj, **options):
-    """json.dumps() as every parser takes it: NaN and infinities (a model's) become null."""
-    with suppress(ValueError):
-        return json.dumps(obj, allow_nan=False, **options)
-    return json.dumps(json.loads(json.dumps(obj), parse_constant=lambda name: None), **options)
-
-
-class RpcError(Exception):
-    """An error to answer a request with; .payload is its JSON-RPC error object."""
-
-    def __init__(self, code, message):
-        Exception.__init__(self, message)
-        self.payload = {"code": code, "message": message}
 
 
 def text_content(text):
@@ -3980,7 +3990,7 @@ def list_models(argv):
     try:
         ids = server_models(client) or list(WINDOWS)
     except Exception as e:          # unreachable, refused, not a model list: the built-in table
-        why = e.args[0] if isinstance(e, RetryableFault) else str(e) or type(e).__name__
+        why = e.problem if isinstance(e, RetryableFault) else str(e) or type(e).__name__
         sys.stderr.write(visible(scrub("grok: cannot list the models of %s (%s); the built-in list follows"
                                        % (cfg.base_url, why[:200]))) + "\n")
         ids = list(WINDOWS)
