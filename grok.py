@@ -1231,7 +1231,7 @@ class Lifeline:
 
 
 def alive(pid, send=os.kill):
-    """Whether a process (or with os.killpg a process group) lives; EPERM: it does, as another user."""
+    """Whether a process (or, with os.killpg, a group) lives; EPERM: it does, as another user."""
     try:
         return send(pid, 0) or True
     except OSError as e:
@@ -1308,7 +1308,7 @@ def tool_read_file(args, agent):
 
 
 def atomic_write(path, data, private=True):
-    """Via a temp file and a rename: a crash leaves the old file or the new one. Mode 0600 if private, else open()'s."""
+    """Via a temp file and a rename: a crash leaves the old file or the new one. 0600 if private."""
     folder, prefix = os.path.dirname(path), ".grok-%s." % os.path.basename(path)[:100]
     for stale in glob.glob(os.path.join(glob.escape(folder), glob.escape(prefix) + "*.*.tmp")):
         with suppress(ValueError, OSError):     # left by a process killed while writing this path
@@ -1402,19 +1402,22 @@ def responses_answer(obj):
     """(text, source URLs) of a Responses API reply."""
     parts = [part for item in obj.get("output") or () if isinstance(item, dict)
              for part in item.get("content") or () if isinstance(part, dict)]
-    text = "\n".join(str(p.get("text") or "") for p in parts if p.get("type") in ("output_text", "text")).strip()
+    texts = [str(p.get("text") or "") for p in parts if p.get("type") in ("output_text", "text")]
     urls = [a.get("url") for p in parts for a in p.get("annotations") or () if isinstance(a, dict)]
-    return text, list(dict.fromkeys(u for u in urls + list(obj.get("citations") or ()) if u and isinstance(u, str)))
+    urls = [u for u in urls + list(obj.get("citations") or ()) if u and isinstance(u, str)]
+    return "\n".join(texts).strip(), list(dict.fromkeys(urls))
 
 
 class Tool(namedtuple("Tool", "run doc args input", defaults=(None,))):
-    """Its function, what it does, {argument: JSON type} ("?" ends an optional one; the first is the one displayed)."""
+    """Its function, what it does, {argument: JSON type} ("?": optional; the first is displayed)."""
 
     def schema(self):
         if self.input:      # an MCP tool's own JSON schema of its args
             return self.input
-        props = {k: {"type": "array", "items": {"type": "string"}} if t.startswith("array") else {"type": t.rstrip("?")}
-                 for k, t in self.args.items()}
+        props = {k: {"type": t.rstrip("?")} for k, t in self.args.items()}
+        for prop in props.values():
+            if prop["type"] == "array":
+                prop["items"] = {"type": "string"}
         return {"type": "object", "properties": props, "additionalProperties": False,
                 "required": [k for k, t in self.args.items() if not t.endswith("?")]}
 
@@ -1433,7 +1436,7 @@ TOOLS = {
 }
 MAX_CALLS = 8               # tool calls run from one reply (the schema's bound), and at once
 NEEDS_APPROVAL = ("bash", "write_file")
-TOOL_SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"      # what the bash tool runs
+TOOL_SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"     # the bash tool's shell
 
 
 def tool_line(name, bash_timeout, tool=None):
