@@ -1491,7 +1491,7 @@ class McpServer:
             hello = {"name": "grok", "version": __version__}    # any version it answers is taken
             self.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
                                         "clientInfo": hello}, timeout)
-            self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            self.send(method="notifications/initialized")
             self.list_tools(timeout)
         except (OSError, ValueError, RuntimeError) as e:    # RuntimeError: no thread to be had
             self.state = "failed: %s" % e
@@ -1536,7 +1536,7 @@ class McpServer:
         """Its result; ConnectionError if the server fails it, has failed, or does not answer."""
         request_id = next(self.ids)         # atomic, as the dict's get and pop: no lock
         slot = self.pending[str(request_id)] = [threading.Event(), None]
-        self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params or {}})
+        self.send(id=request_id, method=method, params=params or {})
         deadline = time.time() + timeout if timeout > 0 else float("inf")
         try:
             while not slot[0].wait(0.05):
@@ -1545,8 +1545,8 @@ class McpServer:
                 stop = cancel and cancel.is_set() and "cancelled by the user"
                 why = self.state[8:] if failed else stop or late
                 if why:
-                    self.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                               "params": {"requestId": request_id, "reason": why}})
+                    cancelled = {"requestId": request_id, "reason": why}
+                    self.send(method="notifications/cancelled", params=cancelled)
                     raise ConnectionError(why + ("" if failed else self.stderr_tail()))
         finally:
             self.pending.pop(str(request_id), None)
@@ -1555,9 +1555,9 @@ class McpServer:
             raise ConnectionError("%s failed: %s" % (method, json.dumps(answer.get("error"))[:500]))
         return answer["result"]
 
-    def send(self, message):
+    def send(self, **message):
         with self.lock, suppress(OSError, ValueError, AttributeError):    # dead: read() says so
-            self.proc.stdin.write((json.dumps(message) + "\n").encode())
+            self.proc.stdin.write((json.dumps(dict(jsonrpc="2.0", **message)) + "\n").encode())
             self.proc.stdin.flush()
 
     def read(self):
@@ -1572,10 +1572,10 @@ class McpServer:
             method, slot = message.get("method"), self.pending.get(str(message.get("id")))
             if method == "notifications/tools/list_changed":      # read before the next request
                 self.changed = True
-            elif method and "id" in message:
-                answer = {"result": {}} if method == "ping" else {
-                    "error": {"code": -32601, "message": method}}
-                self.send(dict(answer, jsonrpc="2.0", id=message["id"]))
+            elif method == "ping" and "id" in message:
+                self.send(id=message["id"], result={})
+            elif method and "id" in message:      # a request we do not serve
+                self.send(id=message["id"], error={"code": -32601, "message": method})
             elif slot and not method:
                 slot[1] = message
                 slot[0].set()
@@ -1657,12 +1657,12 @@ def mcp_config(cfg, files, ask, notice):
                 specs.update(mcp_specs(json.loads(f.read()).get("mcpServers"), path, notice))
         except (OSError, ValueError, AttributeError) as e:
             raise UserError("--mcp-config %s: %s" % (path, getattr(e, "strerror", None) or e))
-    path = os.path.join(cfg.cwd, ".mcp.json")
-    return dict(specs, **project_mcp(cfg, path, ask, notice)) if ask is not False else specs
+    return dict(specs, **project_mcp(cfg, ask, notice)) if ask is not False else specs
 
 
-def project_mcp(cfg, path, ask, notice):
+def project_mcp(cfg, ask, notice):
     """A project's .mcp.json runs what its authors chose: used once the person approves it."""
+    path = os.path.join(cfg.cwd, ".mcp.json")
     data = (read_regular(path, 1 << 20) or (b"",))[0]
     if not data:        # none (or not a regular file)
         return {}
@@ -1690,7 +1690,7 @@ def project_mcp(cfg, path, ask, notice):
 # --- System prompt: contract, tools, runtime info, skills, project rules ---
 
 def front_matter(text):
-    """name/description from a '---' header, else the first line that is not a heading (or the last heading)."""
+    """A '---' header's fields, else description: the first non-heading line or the last heading."""
     lines = [line.strip() for line in text.splitlines()]
     if lines[:1] == ["---"]:
         header = lines[1:30] + ["---"]
@@ -1702,9 +1702,9 @@ def front_matter(text):
 
 
 def find_skills(skills_dir):
-    """[(name, description, path)] for *.md in skills_dir and one level of sub-folders (NAME/SKILL.md is NAME)."""
+    """[(name, description, path)] of *.md in skills_dir and its folders (NAME/SKILL.md: NAME)."""
     skills, base = [], glob.escape(skills_dir)
-    for path in sorted(glob.glob(os.path.join(base, "*.md")) + glob.glob(os.path.join(base, "*", "*.md"))):
+    for path in sorted(glob.glob(base + "/*.md") + glob.glob(base + "/*/*.md")):
         rel = os.path.relpath(path, skills_dir)[:-3]
         folder, stem = os.path.split(rel)
         got = read_regular(path, 4000)
@@ -1712,57 +1712,66 @@ def find_skills(skills_dir):
             continue
         meta = front_matter(got[0].decode("utf-8", "replace"))
         desc = " ".join((meta.get("description") or meta.get("title") or "").split())[:160]
-        skills.append((meta.get("name") or (folder if stem.upper() == "SKILL" else rel), desc, path))
+        name = meta.get("name") or (folder if stem.upper() == "SKILL" else rel)
+        skills.append((name, desc, path))
     return skills
 
 
 def find_project_rules(cwd):
-    """[(path, text)]: ~/.grok/AGENTS.md, then AGENTS.md and GROK.md from the git root down to cwd (else cwd only),
-    in directories others cannot write; regular files, a symlink only into the tree; scrubbed, capped."""
-    dirs = [cwd]
-    while not os.path.exists(os.path.join(dirs[-1], ".git")) and os.path.dirname(dirs[-1]) != dirs[-1]:
-        dirs.append(os.path.dirname(dirs[-1]))
-    if not os.path.exists(os.path.join(dirs[-1], ".git")):
-        dirs = [cwd]        # not in a git repository: only the working directory itself
+    """[(path, text)]: ~/.grok/AGENTS.md, then AGENTS.md and GROK.md from the git root down to cwd
+    (else in cwd only), in directories others cannot write; regular files, a symlink only into the
+    tree; scrubbed, capped."""
+    up = [cwd]
+    while os.path.dirname(up[-1]) != up[-1]:
+        up.append(os.path.dirname(up[-1]))
+    tops = [i for i, d in enumerate(up) if os.path.exists(os.path.join(d, ".git"))]
+    dirs = up[:tops[0] + 1] if tops else [cwd]      # not in a git repository: cwd only
     root = os.path.realpath(dirs[-1])
-    candidates = [os.path.join(os.path.expanduser("~"), ".grok", "AGENTS.md")] + [
+    paths = [os.path.join(os.path.expanduser("~"), ".grok", "AGENTS.md")] + [
         os.path.join(d, name) for d in reversed(dirs) if not open_to_others(d, (os.getuid(), 0))
         for name in ("AGENTS.md", "GROK.md")]
     found, seen, budget = [], set(), RULES_TOTAL_CAP
-    for path in candidates:
+    in_all = "project rules are capped at %d bytes in all" % RULES_TOTAL_CAP
+    for path in paths:
         real, cap = os.path.realpath(path), min(RULES_CAP, budget)
-        if real in seen or (os.path.islink(path) and path != candidates[0] and not inside(real, root)):
+        if real in seen or os.path.islink(path) and path != paths[0] and not inside(real, root):
             continue
         seen.add(real)
         data, size = read_regular(path, cap) or (None, 0)
         if data is None:
             continue
+        text = data[:cap].decode("utf-8", "replace")
         if not cap:
-            text = "[not included: project rules are capped at %d bytes in all]" % RULES_TOTAL_CAP
+            text = "[not included: %s]" % in_all
         elif len(data) > cap:     # cut at a character boundary, and say so
+            total = ", the " + in_all if cap < RULES_CAP else ""
             text = "%s\n[truncated: only the first %d of %d bytes of this file are included%s]" % (
-                data[:cap].decode("utf-8", "replace").rstrip("\ufffd").strip(), cap, size,
-                "" if cap == RULES_CAP else ", the project rules are capped at %d bytes in all" % RULES_TOTAL_CAP)
+                text.rstrip("\ufffd").strip(), cap, size, total)
         else:
-            text = data.decode("utf-8", "replace").strip()
+            text = text.strip()
         if text:
             budget -= min(len(data), cap)
             found.append((path, scrub(text)))
     return found
 
 
+GUIDANCE = [        # how to use the reply (all a --system-prompt-override keeps), then how to work
+    "- To act: list the tool calls (independent calls run concurrently), response null, done false."
+    " Their results come back in the next user message.",
+    "- To answer: tool_calls [], response = your answer for the user, done true. done true with"
+    " tool calls runs them and then ends the turn with your response: their results reach you only with"
+    " the next message.",
+    "- Tools first: use web_search for facts, news and current events (put the year in the query)"
+    " instead of answering from memory; prefer acting over asking; check your work with tools"
+    " before you say it is done.",
+    "- Answers are plain text for a terminal: concise, no markdown."]
+
+
 def build_system_prompt(cfg, contract, cwd, tools=None):
-    uname = os.uname()      # not `platform`: it takes 2 ms to import
     override = cfg.system_prompt        # --system-prompt-override: for the guidance and the context
     parts = [override or "You are Grok, an agent working on the user's computer through tools.",
-             "Always reply with exactly one JSON object and nothing else:", REPLY_SHAPE,
-             "- To act: list the tool calls (independent calls run concurrently), response null, done false. "
-             "Their results come back in the next user message.",
-             "- To answer: tool_calls [], response = your answer for the user, done true. done true with tool calls "
-             "runs them and then ends the turn with your response: their results reach you only with the next message.",
-             "- Tools first: use web_search for facts, news and current events (put the year in the query) instead of "
-             "answering from memory; prefer acting over asking; check your work with tools before you say it is done.",
-             "- Answers are plain text for a terminal: concise, no markdown."][:override and 5]
+             "Always reply with exactly one JSON object and nothing else:", REPLY_SHAPE]
+    parts += GUIDANCE[:override and 2]
     if contract.extra_prompt:
         parts.append(contract.extra_prompt)
     tools = (tools or TOOLS).items()
@@ -1770,17 +1779,19 @@ def build_system_prompt(cfg, contract, cwd, tools=None):
     parts += ["", "RULES (follow them):", cfg.rules] if cfg.rules else []
     if override:
         return "\n".join(parts)
-    parts += ["", "RUNTIME (at the start of this session):", "- date: %s" % time.strftime("%A %Y-%m-%d %H:%M %Z"),
+    uname = os.uname()      # not `platform`: it takes 2 ms to import
+    parts += ["", "RUNTIME (at the start of this session):",
+              "- date: %s" % time.strftime("%A %Y-%m-%d %H:%M %Z"),
               "- system: %s %s, Python %s" % (uname[0], uname[2], sys.version.split()[0]),
               "- shell: the bash tool runs %s -c; the user's login shell is %s" % (
                   TOOL_SHELL, os.environ.get("SHELL") or "unknown"),
               "- working directory: %s" % cwd]
-    skills = ["- %s: %s (%s)" % skill for skill in find_skills(cfg.skills_dir)]
-    if skills:
-        parts += ["", "SKILLS (load one with read_file when it fits the task):"] + skills
-    rules = ["\nFrom %s:\n%s" % rule for rule in find_project_rules(cwd)]
-    if rules:
-        parts += ["", "PROJECT RULES (follow them; where they differ, the later, more specific file wins):"] + rules
+    found = {"SKILLS (load one with read_file when it fits the task):":
+             ["- %s: %s (%s)" % skill for skill in find_skills(cfg.skills_dir)],
+             "PROJECT RULES (follow them; where they differ, the later, more specific file wins):":
+             ["\nFrom %s:\n%s" % rule for rule in find_project_rules(cwd)]}
+    for heading, lines in found.items():
+        parts += ["", heading] + lines if lines else []
     return "\n".join(parts)
 
 
