@@ -1759,8 +1759,8 @@ GUIDANCE = [        # how to use the reply (all a --system-prompt-override keeps
     "- To act: list the tool calls (independent calls run concurrently), response null, done false."
     " Their results come back in the next user message.",
     "- To answer: tool_calls [], response = your answer for the user, done true. done true with"
-    " tool calls runs them and then ends the turn with your response: their results reach you only with"
-    " the next message.",
+    " tool calls runs them and then ends the turn with your response: their results reach you"
+    " only with the next message.",
     "- Tools first: use web_search for facts, news and current events (put the year in the query)"
     " instead of answering from memory; prefer acting over asking; check your work with tools"
     " before you say it is done.",
@@ -1828,8 +1828,8 @@ class Session:
             os.write(self.fd, b"\n")
 
     def append(self, record=None):
-        """A record written (none: the file only opened); a new session's header goes with its first,
-        so only then is the file made. Failing, it warns once and the chat goes on unsaved."""
+        """A record written (none: the file only opened); a new session's header goes with its
+        first, so only then is the file made. Failing, it warns once; the chat goes on unsaved."""
         if self.disabled:
             return
         try:
@@ -1850,7 +1850,7 @@ class Session:
             self.fd = None
 
     def read(self):
-        """The non-blank lines (JSONL); a session of the bash grok (ID.json: `legacy`) as the records it makes."""
+        """The non-blank lines (JSONL); the bash grok's session (ID.json, `legacy`) as records."""
         problem = data_dir_problem(os.path.dirname(self.dir))
         if problem:
             raise UserError(problem)
@@ -1858,20 +1858,21 @@ class Session:
         self.legacy = not os.path.exists(self.path) and os.path.isfile(legacy)
         self.source = legacy if self.legacy else self.path
         try:
-            with open(self.source, "rb", opener=lambda path, flags: os.open(path, flags | NOFOLLOW)) as f:
+            with open(os.open(self.source, os.O_RDONLY | NOFOLLOW), "rb") as f:
                 data = f.read()
             if not self.legacy:
                 return [line for line in data.splitlines() if line.strip()]
             obj = json.loads(data.decode("utf-8", "replace"))
             records = [{"type": "message", "message": m} for m in obj["messages"]]
-            return [json_bytes(r) for r in records + [{"type": "cwd", "cwd": obj.get("working_dir")}]]
+            records.append({"type": "cwd", "cwd": obj.get("working_dir")})
+            return [json_bytes(r) for r in records]
         except OSError as e:
             raise UserError("cannot read session %s: %s" % (self.source, e.strerror or e))
         except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
             raise UserError("%s is not a session file of the bash grok" % legacy)
 
     def load(self):
-        """(system prompt or None, the messages after it, cost_usd, cwd); skips torn lines with a warning."""
+        """(system prompt or None, the messages after it, cost_usd, cwd); warns of damaged lines."""
         system, messages, cost, cwd, bad = None, [], 0.0, None, 0
         for line in self.read():
             try:
@@ -1895,7 +1896,7 @@ class Session:
                     cost += usd
                 else:
                     raise ValueError("unknown record")
-            except (ValueError, KeyError, TypeError, UnicodeDecodeError, IndexError, RecursionError):
+            except (ValueError, KeyError, TypeError, IndexError, RecursionError):   # (UnicodeError)
                 bad += 1 - self.legacy      # the bash grok's system prompt is left out, not damaged
         if bad:
             self.warn("warning: session %s: skipped %d damaged line(s)" % (self.id, bad))
@@ -1914,17 +1915,19 @@ def session_ids(directory):
 
 
 def list_sessions(directory):
-    """(id, mtime, first request, cost) of each readable session, newest first, each read only when asked for."""
+    """(id, mtime, first request, cost) of each readable session, newest first, read when asked."""
     for session_id in session_ids(directory):
         s = Session(directory, session_id)
         try:
-            _, messages, cost, _ = s.load()     # the first request: not a note, a summary or tool results
-            first = next((m["content"] for m in messages if m["role"] == "user" and not m["content"].startswith(
-                ("[", "Tool results:"))), "").partition("[INTERNAL")[0]     # the bash grok's skills note cut off
+            _, messages, cost, _ = s.load()
             mtime = os.path.getmtime(s.source)
         except (UserError, OSError):
             continue
-        yield session_id, mtime, ("[bash grok] " if s.legacy else "") + " ".join(first.split()).rstrip(" -")[:80], cost
+        # the first request: not a note, a summary or tool results; the bash grok's note cut off
+        typed = (m["content"] for m in messages if m["role"] == "user")
+        first = next((t for t in typed if not t.startswith(("[", "Tool results:"))), "")
+        first = " ".join(first.partition("[INTERNAL")[0].split()).rstrip(" -")[:80]
+        yield session_id, mtime, ("[bash grok] " if s.legacy else "") + first, cost
 
 
 def sessions_text(agent, width):
