@@ -1439,9 +1439,8 @@ NEEDS_APPROVAL = ("bash", "write_file")
 TOOL_SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"     # the bash tool's shell
 
 
-def tool_line(name, bash_timeout, tool=None):
+def tool_line(name, bash_timeout, tool):
     """`name {"arg": "...", ...}: what it does`, as the system prompt lists it."""
-    tool = tool or TOOLS[name]
     example = ", ".join('"%s": %s' % (k, '["...", "..."]' if t.startswith("array") else '"..."')
                         for k, t in tool.args.items())
     return "%s {%s}: %s" % (name, example, tool.doc.replace("%d", str(int(bash_timeout))))
@@ -1719,8 +1718,7 @@ def find_skills(skills_dir):
 
 def find_project_rules(cwd):
     """[(path, text)]: ~/.grok/AGENTS.md, then AGENTS.md and GROK.md from the git root down to cwd
-    (else in cwd only), in directories others cannot write; regular files, a symlink only into the
-    tree; scrubbed, capped."""
+    (else cwd's only) in directories others cannot write; a symlink only into the tree; capped."""
     up = [cwd]
     while os.path.dirname(up[-1]) != up[-1]:
         up.append(os.path.dirname(up[-1]))
@@ -1889,13 +1887,10 @@ class Session:
                     if kind == "reset":
                         messages = []
                     messages += new
-                elif kind == "usage":
-                    usd = float(rec.get("cost_usd") or 0)
-                    if not 0 <= usd < 1e6:
-                        raise ValueError("not a cost")
-                    cost += usd
+                elif kind == "usage" and 0 <= float(rec.get("cost_usd") or 0) < 1e6:
+                    cost += float(rec.get("cost_usd") or 0)
                 else:
-                    raise ValueError("unknown record")
+                    raise ValueError("an unknown record, or not a cost")
             except (ValueError, KeyError, TypeError, IndexError, RecursionError):   # (UnicodeError)
                 bad += 1 - self.legacy      # the bash grok's system prompt is left out, not damaged
         if bad:
