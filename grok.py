@@ -3323,36 +3323,44 @@ def open_agent(cfg, ui, contract, args, new_if_busy=False):
 
 ACP_VERSION = 1
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
-INTERNAL_ERROR, AUTH_REQUIRED, RESOURCE_NOT_FOUND = -32603, -32000, -32002      # the last two: ACP's own codes
+INTERNAL_ERROR, AUTH_REQUIRED, RESOURCE_NOT_FOUND = -32603, -32000, -32002  # the last two: ACP's
 TOOL_KINDS = {"bash": "execute", "read_file": "read", "write_file": "edit", "list_files": "search",
               "web_search": "fetch", "ask_user": "other"}
-PERMISSIONS = {"allow_once": ("Allow once", "yes"), "allow_always": ("Always allow", "always"),
-               "reject_once": ("Reject", "no")}      # optionId: its name, what approve() answers
+PERMISSION_OPTIONS = [{"optionId": k, "name": name, "kind": k} for k, name in (
+    ("allow_once", "Allow once"), ("allow_always", "Always allow"), ("reject_once", "Reject"))]
+APPROVALS = {"allow_once": "yes", "allow_always": "always"}     # what approve() answers; else "no"
 DEFERRED = object()             # a request answered later, from a worker thread
-AUTH_METHODS = {"cached_token": "API key from a .env file", "xai.api_key": "API key from the environment"}
+AUTH_METHODS = {"cached_token": "API key from a .env file",
+                "xai.api_key": "API key from the environment"}
+AGENT_CAPABILITIES = {"loadSession": True, "mcpCapabilities": {"http": False, "sse": False},
+                      "promptCapabilities": dict(image=False, audio=False, embeddedContext=True)}
+
+
+def bad_params(problem):
+    return RpcError(INVALID_PARAMS, "Invalid params: " + problem)
 
 
 def text_content(text):
-    """ACP tool call content: one block of text."""
     return [{"type": "content", "content": {"type": "text", "text": text}}]
 
 
 def acp_tool_fields(name, args, cwd, diff=True):
     """title, kind, rawInput, locations and a diff for write_file (AcpServer.send scrubs them)."""
     shown = key_arg(name, args)
-    fields = {"title": ("%s: %s" % (name, shown) if shown else name)[:200], "kind": TOOL_KINDS.get(name, "other"),
-              "rawInput": args}
-    if name in ("read_file", "write_file") and not arg_problem(name, args):
-        path = canonical(cwd, args["path"])
-        fields["locations"] = [{"path": path}]
-        content = args.get("content")
-        if name == "write_file" and diff and isinstance(content, str):
-            fields["content"] = [{"type": "diff", "path": path, "oldText": old_text(path), "newText": content}]
+    title = "%s: %s" % (name, shown) if shown else name
+    fields = {"title": title[:200], "kind": TOOL_KINDS.get(name, "other"), "rawInput": args}
+    if name not in ("read_file", "write_file") or arg_problem(name, args):
+        return fields
+    path = canonical(cwd, args["path"])
+    fields["locations"] = [{"path": path}]
+    new = args.get("content")
+    if name == "write_file" and diff and isinstance(new, str):
+        fields["content"] = [dict(type="diff", path=path, oldText=old_text(path), newText=new)]
     return fields
 
 
 def old_text(path):
-    """A file's text before write_file replaces it; None if new, binary, not a regular file or too big."""
+    """The text write_file replaces; None if the file is new, binary, not regular or too big."""
     data = (read_regular(path, READ_CAP) or (b"\x00",))[0]
     return None if len(data) > READ_CAP or b"\x00" in data else data.decode("utf-8", "replace")
 
@@ -3360,15 +3368,15 @@ def old_text(path):
 def acp_prompt_text(blocks):
     """One user message from ACP content blocks: text as is, files as text."""
     if not isinstance(blocks, list) or not blocks:
-        raise RpcError(INVALID_PARAMS, "Invalid params: prompt must be a non-empty array of content blocks")
+        raise bad_params("prompt must be a non-empty array of content blocks")
     parts = []
     for block in blocks:
         if not isinstance(block, dict) or not isinstance(block.get("type"), str):
-            raise RpcError(INVALID_PARAMS, "each prompt item must be a content block with a \"type\"")
+            raise bad_params("each prompt item must be a content block with a \"type\"")
         kind = block["type"]
         if kind == "text":
             if not isinstance(block.get("text"), str):
-                raise RpcError(INVALID_PARAMS, "a text content block needs a \"text\" string")
+                raise bad_params("a text content block needs a \"text\" string")
             parts.append(block["text"])
         elif kind == "resource_link":
             parts.append("[file: %s]" % uri_path(block.get("uri") or block.get("name")))
@@ -3380,10 +3388,10 @@ def acp_prompt_text(blocks):
             else:
                 parts.append("[file: %s (binary, not included)]" % where)
         else:
-            raise RpcError(INVALID_PARAMS, "Invalid params: %s content blocks are not supported" % json.dumps(kind))
+            raise bad_params("%s content blocks are not supported" % json.dumps(kind))
     text = "\n\n".join(p for p in parts if p.strip())
     if not text.strip():
-        raise RpcError(INVALID_PARAMS, "Invalid params: the prompt has no text")
+        raise bad_params("the prompt has no text")
     return text
 
 
@@ -3394,25 +3402,25 @@ def uri_path(uri):
 
 
 def split_tool_results(text, calls):
-    """[(output or None, ok)] per call, read back from a stored tool-results message, last call first."""
+    """[(output or None, ok)] per call, read back from the tool-results message after a reply."""
     text = text if isinstance(text, str) and text.startswith("Tool results:") else ""
     rest, cut, failed = text.rpartition("\n\n[Self-correction] ")
     rest, results = rest if cut else text, []
-    for i in reversed(range(len(calls))):
-        name = calls[i]["tool"]
-        shown = scrub(key_arg(name, calls[i]["args"]))
-        before, head, output = rest.rpartition("\n\n[%d] %s %s\n" % (i + 1, name, shown))
-        results.append((output, "[%d] %s (" % (i + 1, name) not in failed) if head else (None, False))
-        rest = before if head else rest
-    return results[::-1]
+    for i, call in reversed(list(enumerate(calls, 1))):
+        head = "\n\n[%d] %s %s\n" % (i, call["tool"], scrub(key_arg(call["tool"], call["args"])))
+        before, found, output = rest.rpartition(head)
+        ok = "[%d] %s (" % (i, call["tool"]) not in failed
+        results.insert(0, (output, ok) if found else (None, False))
+        rest = before if found else rest
+    return results
 
 
 class AcpSession(UI):
-    """One ACP session: its Agent, and UI hooks that send its turns as session/update notifications."""
+    """One ACP session: its Agent, and UI hooks that send its turns as session/update messages."""
 
     def __init__(self, server):
         self.server, self.id, self.agent, self.busy = server, None, None, False
-        self.calls = itertools.count(1)     # numbers toolCallIds; a turn and session/load never run at once
+        self.calls = itertools.count(1)     # numbers toolCallIds (a turn and a load never overlap)
         self.ids = []           # the toolCallIds of the last reply's calls, in call order
         self.fields = {}        # toolCallId -> what tool_call announced, for open calls
         self.streamed, self.said, self.finish_reason, self.request_id = False, False, None, None
@@ -3427,7 +3435,7 @@ class AcpSession(UI):
     def say(self, reply, streamed=False):
         """A reply's thinking and, unless it was streamed, its answer."""
         if isinstance(reply.get("thinking"), str) and reply["thinking"].strip():
-            self.chunk("agent_thought_chunk", reply["thinking"])
+            self.thought(reply["thinking"])
         if reply.get("response") and not streamed:
             self.message(reply["response"])
 
@@ -3449,27 +3457,24 @@ class AcpSession(UI):
 
     def reply(self, reply, step):
         self.say(reply, self.streamed)
-        self.ids = []
-        for call in reply["tool_calls"]:
-            call_id = "call_%d" % next(self.calls)
+        self.ids = ["call_%d" % next(self.calls) for _ in reply["tool_calls"]]
+        for call_id, call in zip(self.ids, reply["tool_calls"]):
             self.fields[call_id] = acp_tool_fields(call["tool"], call["args"], self.agent.cwd)
             self.update("tool_call", toolCallId=call_id, status="pending", **self.fields[call_id])
-            self.ids.append(call_id)
 
     def approve(self, call):
         call_id = self.ids[call.index]
         if self.agent.cancel.is_set():
             return "no"
         tool_call = dict(toolCallId=call_id, status="pending", **self.fields[call_id])
-        options = [{"optionId": k, "name": name, "kind": k} for k, (name, _) in PERMISSIONS.items()]
-        asked = {"sessionId": self.id, "toolCall": tool_call, "options": options}
+        asked = {"sessionId": self.id, "toolCall": tool_call, "options": PERMISSION_OPTIONS}
         answer = self.server.request("session/request_permission", asked, cancel=self.agent.cancel)
         if "error" in (answer or {}):
-            self.notice("the client failed the permission request: %s" % json.dumps(answer["error"])[:200])
+            self.notice("the permission request failed: %s" % json.dumps(answer["error"])[:200])
         with suppress(TypeError, KeyError):     # no answer (a cancel, no client), or no outcome
             outcome = answer["result"]["outcome"]
             if outcome["outcome"] == "selected":
-                return PERMISSIONS.get(outcome["optionId"], ("", "no"))[1]
+                return APPROVALS.get(outcome["optionId"], "no")
         return "no"
 
     def tool_start(self, call):
@@ -3477,10 +3482,10 @@ class AcpSession(UI):
 
     def tool_end(self, call, result):
         call_id = self.ids[call.index]
-        fields = self.fields.pop(call_id, {})
-        diff = fields.get("content", []) if result.ok else []
-        self.update("tool_call_update", toolCallId=call_id, status="completed" if result.ok else "failed",
-                    content=diff + text_content(result.output))
+        diff = self.fields.pop(call_id, {}).get("content", [])
+        status, content = ("completed", diff) if result.ok else ("failed", [])
+        self.update("tool_call_update", toolCallId=call_id, status=status,
+                    content=content + text_content(result.output))
 
     def step_finish(self, step, info):
         self.finish_reason = info.get("finish_reason")
@@ -3492,21 +3497,22 @@ class AcpSession(UI):
     # -- session/load: the history as the updates a live turn would have sent
     def replay(self):
         messages = self.agent.messages[1:]
-        corrective = corrective_message("").split(":")[0]
+        not_typed = ("Tool results:", corrective_message("").split(":")[0], "[the user cancelled")
         for i, message in enumerate(messages):
-            role, content = message.get("role"), message.get("content")
-            if role == "user" and message.get("kind") != "note" and isinstance(content, str) and not content.startswith(
-                    ("Tool results:", corrective, "[the user cancelled")):     # what the person typed, or a summary
-                summary, self.said = message.get("kind") == "summary", False
-                self.chunk("agent_thought_chunk" if summary else "user_message_chunk", content)
-            if role != "assistant" or not isinstance(content, str):
+            role, text, kind = message.get("role"), message.get("content"), message.get("kind")
+            typed = isinstance(text, str) and not text.startswith(not_typed)
+            if role == "user" and kind != "note" and typed:     # what a person typed, or a summary
+                update = "agent_thought_chunk" if kind == "summary" else "user_message_chunk"
+                self.chunk(update, text)
+                self.said = False
+            if role != "assistant" or not isinstance(text, str):
                 continue
             try:
-                reply = parse_reply(content, list(TOOLS) + list(self.agent.tools()))
+                reply = parse_reply(text, list(TOOLS) + list(self.agent.tools()))
             except ContractError:
                 continue            # an invalid reply the model was asked to redo
             self.say(reply)
-            following = messages[i + 1].get("content") if i + 1 < len(messages) else None
+            following = (messages[i + 1:] or [{}])[0].get("content")
             results = split_tool_results(following, reply["tool_calls"])
             for call, (output, ok) in zip(reply["tool_calls"], results):
                 fields = acp_tool_fields(call["tool"], call["args"], self.agent.cwd, diff=False)
