@@ -3334,6 +3334,7 @@ AUTH_METHODS = {"cached_token": "API key from a .env file",
                 "xai.api_key": "API key from the environment"}
 AGENT_CAPABILITIES = {"loadSession": True, "mcpCapabilities": {"http": False, "sse": False},
                       "promptCapabilities": dict(image=False, audio=False, embeddedContext=True)}
+AGENT_INFO = {"name": "grok", "title": "grok.py", "version": __version__}
 
 
 def bad_params(problem):
@@ -3433,7 +3434,6 @@ class AcpSession(UI):
         self.update(kind, content={"type": "text", "text": text})
 
     def say(self, reply, streamed=False):
-        """A reply's thinking and, unless it was streamed, its answer."""
         if isinstance(reply.get("thinking"), str) and reply["thinking"].strip():
             self.thought(reply["thinking"])
         if reply.get("response") and not streamed:
@@ -3549,8 +3549,10 @@ class AcpServer:
                 self.log("stdout is closed: cancelling running turns")
                 self.stop_all()
 
-    def respond(self, request_id, result=None, error=None):
-        key, value = ("result", result) if error is None else ("error", error)
+    def respond(self, request_id, result):
+        """Answer a request with result, or with the error an exception result stands for."""
+        key = "error" if isinstance(result, Exception) else "result"
+        value = self.rpc_error(result).payload if key == "error" else result
         self.send({"jsonrpc": "2.0", "id": request_id, key: value})
 
     def request(self, method, params, cancel):
@@ -3567,27 +3569,26 @@ class AcpServer:
         return slot[1]
 
     def log(self, text):
-        sys.stderr.write(visible(scrub(text)) + "\n")     # QuietStderr: a closed stderr fails nothing
+        sys.stderr.write(visible(scrub(text)) + "\n")     # QuietStderr: never raises
         sys.stderr.flush()
 
     def serve(self, stream):
         for line in iter(stream.readline, b""):
             if line.strip():
                 self.handle(line)
-        self.stop_all()                     # the client is gone: cancel what runs, start nothing more
-        for worker in list(self.workers):   # in-flight prompts still get their answers
+        self.stop_all()     # the client is gone: cancel what runs, start nothing more
+        for worker in list(self.workers):       # in-flight prompts still get their answers
             worker.join()
 
     def handle(self, line):
-        """A request (always answered), a notification (never, not even an unknown one) or the client's
-        answer to a request of ours, which wakes the thread waiting for it."""
+        """A request (always answered), a notification (never, not even an unknown one) or the
+        client's answer to a request of ours, which wakes the thread waiting for it."""
         try:
             message = json.loads(line.decode("utf-8"))
         except (ValueError, UnicodeDecodeError, RecursionError) as e:      # (nested too deep)
-            return self.respond(None, error={"code": PARSE_ERROR, "message": "Parse error: %s" % e})
+            return self.respond(None, RpcError(PARSE_ERROR, "Parse error: %s" % e))
         if not isinstance(message, dict) or message.get("jsonrpc", "2.0") != "2.0":
-            return self.respond(None, error={
-                "code": INVALID_REQUEST, "message": "Invalid Request: expected a JSON-RPC 2.0 object"})
+            message = {"id": None}      # answered as an invalid request
         method, request_id = message.get("method"), message.get("id")
         if method is None and "id" in message and ("result" in message or "error" in message):
             slot = self.pending.get(request_id) if isinstance(request_id, (str, int)) else None
@@ -3600,18 +3601,18 @@ class AcpServer:
             self.cancel(message["params"])
 
     def call(self, method, request_id, params):
-        bad_id = not isinstance(request_id, (str, type(None))) and type(request_id) is not int
+        if type(request_id) not in (str, int, type(None)):
+            request_id, method = None, None     # answered with no id, as an invalid request
         try:
-            if not isinstance(method, str) or bad_id:
-                request_id = None if bad_id else request_id
-                raise RpcError(INVALID_REQUEST, "Invalid Request: no method, or a bad id")
+            if not isinstance(method, str):
+                raise RpcError(INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 request")
             if method not in self.methods:
                 raise RpcError(METHOD_NOT_FOUND, "Method not found: %s" % method)
             if not isinstance(params, (dict, type(None))):
-                raise RpcError(INVALID_PARAMS, "Invalid params: params must be an object")
+                raise bad_params("params must be an object")
             result = self.methods[method](params or {}, request_id)
         except Exception as e:
-            return self.respond(request_id, error=self.rpc_error(e).payload)
+            result = e
         if result is not DEFERRED:
             self.respond(request_id, result)
 
@@ -3638,16 +3639,16 @@ class AcpServer:
     def session_setup(self, params, optional=False):
         """The cwd (None: load got none) and the stdio MCP servers of session/new or /load."""
         cwd, servers = params.get("cwd"), params.get("mcpServers", [])
-        if not (optional and cwd is None or isinstance(cwd, str) and os.path.isabs(cwd) and os.path.isdir(cwd)):
-            raise RpcError(INVALID_PARAMS, "Invalid params: cwd must be the absolute path of a directory, not %s"
-                           % json.dumps(cwd))
+        directory = isinstance(cwd, str) and os.path.isabs(cwd) and os.path.isdir(cwd)
+        if not (directory or optional and cwd is None):
+            raise bad_params("cwd must be an absolute directory path, not %s" % json.dumps(cwd))
         if not isinstance(servers, list):
-            raise RpcError(INVALID_PARAMS, "Invalid params: mcpServers must be an array")
+            raise bad_params("mcpServers must be an array")
         try:
             table = {s["name"]: dict(s, env={e["name"]: e["value"] for e in s.get("env") or ()})
                      for s in servers}
         except (TypeError, KeyError, AttributeError):
-            raise RpcError(INVALID_PARAMS, "Invalid params: an mcpServer with no name or a bad env")
+            raise bad_params("an mcpServer with no name or a bad env")
         return cwd and os.path.normpath(cwd), mcp_specs(table, "mcpServers", self.log)
 
     def start(self, cwd, mcp, **resume):
@@ -3662,25 +3663,23 @@ class AcpServer:
 
     # -- methods
     def initialize(self, params, request_id):
-        version = params.get("protocolVersion")
-        if not isinstance(version, int) or isinstance(version, bool):
-            raise RpcError(INVALID_PARAMS, "Invalid params: protocolVersion must be an integer")
-        try:        # the methods clients of xAI's CLI look for; the key is already there, authenticate checks it
+        if type(params.get("protocolVersion")) is not int:
+            raise bad_params("protocolVersion must be an integer")
+        try:        # the methods clients of xAI's CLI look for; authenticate checks the key again
             self.need_key()
-            method = "xai.api_key" if self.cfg.key_source.startswith("$") else "cached_token"
-            auth = [{"id": method, "name": AUTH_METHODS[method], "description": "the key in " + self.cfg.key_source}]
+            source = self.cfg.key_source
+            method = "xai.api_key" if source.startswith("$") else "cached_token"
+            auth = [dict(id=method, name=AUTH_METHODS[method], description="the key in " + source)]
         except RpcError:
             auth = []
-        return {"protocolVersion": ACP_VERSION,
-                "agentCapabilities": {"loadSession": True,
-                                      "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
-                                      "mcpCapabilities": {"http": False, "sse": False}},
-                "agentInfo": {"name": "grok", "title": "grok.py", "version": __version__}, "authMethods": auth}
+        return {"protocolVersion": ACP_VERSION, "agentCapabilities": AGENT_CAPABILITIES,
+                "agentInfo": AGENT_INFO, "authMethods": auth}
 
     def authenticate(self, params, request_id):
-        if not isinstance(params.get("methodId"), str) or params["methodId"] not in AUTH_METHODS:
-            raise RpcError(INVALID_PARAMS, "Invalid params: unknown methodId %s (known: %s)"
-                           % (json.dumps(params.get("methodId")), ", ".join(AUTH_METHODS)))
+        method = params.get("methodId")
+        if not isinstance(method, str) or method not in AUTH_METHODS:
+            known = ", ".join(AUTH_METHODS)
+            raise bad_params("unknown methodId %s (known: %s)" % (json.dumps(method), known))
         self.need_key()
         return {}
 
@@ -3692,7 +3691,7 @@ class AcpServer:
     def load_session(self, params, request_id):
         session_id = params.get("sessionId")
         if not isinstance(session_id, str) or not session_id:
-            raise RpcError(INVALID_PARAMS, "Invalid params: sessionId must be a string")
+            raise bad_params("sessionId must be a string")
         cwd, mcp = self.session_setup(params, optional=True)
         session = self.sessions.get(session_id)
         if session is None:         # not held by this process yet: open its file
@@ -3700,7 +3699,8 @@ class AcpServer:
             store = Session(self.cfg.data_dir, session_id, warn=self.log)
             bad = os.sep in session_id or "\x00" in session_id or session_id.startswith(".")
             if bad or not os.path.isfile(store.path):
-                raise RpcError(RESOURCE_NOT_FOUND, "no session %s in %s" % (json.dumps(session_id), store.dir))
+                where = "%s in %s" % (json.dumps(session_id), store.dir)
+                raise RpcError(RESOURCE_NOT_FOUND, "no session " + where)
             try:
                 session = self.start(cwd or self.cfg.cwd, mcp, session=store, resume=True)
             except UserError as e:
@@ -3715,17 +3715,18 @@ class AcpServer:
     def prompt(self, params, request_id):
         session_id = params.get("sessionId")
         if not isinstance(session_id, str):
-            raise RpcError(INVALID_PARAMS, "Invalid params: sessionId must be a string")
+            raise bad_params("sessionId must be a string")
         session = self.sessions.get(session_id)
         if session is None:
-            raise RpcError(RESOURCE_NOT_FOUND, "unknown session %s (create it with session/new or session/load)"
-                           % json.dumps(session_id))
+            raise RpcError(RESOURCE_NOT_FOUND, "unknown session %s (start it with session/new or "
+                           "session/load)" % json.dumps(session_id))
         text = acp_prompt_text(params.get("prompt"))
-        if session.busy:        # set here, on the main thread, and cleared only by the turn's worker
-            raise RpcError(INVALID_REQUEST, "session %s is already running a prompt" % session.id)
+        if session.busy:        # set here, on the main thread; cleared only by the turn's worker
+            raise RpcError(INVALID_REQUEST, "session %s is running a prompt" % session.id)
         session.busy = True
         session.agent.cancel.clear()    # a stop from now on cancels this prompt
-        worker = threading.Thread(target=self.run_prompt, args=(session, request_id, text), daemon=True)
+        worker = threading.Thread(target=self.run_prompt, args=(session, request_id, text))
+        worker.daemon = True
         self.workers = [w for w in self.workers if w.is_alive()] + [worker]
         worker.start()
         return DEFERRED
@@ -3739,28 +3740,26 @@ class AcpServer:
         except Exception as e:
             reason = "cancelled" if agent.cancel.is_set() else turn_end(e)[2]
             note = str(e) if reason == "max_turn_requests" else None
-            if reason is None:
-                error = self.rpc_error(e).payload
-            if reason is None and isinstance(e, LimitReached):      # the cost limit
-                error["data"] = {"reason": "cost_limit", "costUsd": agent.cost_usd}
+            error = None if reason else self.rpc_error(e)
+            if error and isinstance(e, LimitReached):      # the cost limit
+                error.payload["data"] = {"reason": "cost_limit", "costUsd": agent.cost_usd}
+        ended = text_content("not run: the turn ended (%s)" % (reason or "error"))
         for call_id in session.fields:      # announced, never run
-            session.update("tool_call_update", toolCallId=call_id, status="failed",
-                           content=text_content("not run: the turn ended (%s)" % (reason or "error")))
+            session.update("tool_call_update", toolCallId=call_id, status="failed", content=ended)
         session.fields.clear()
-        t = agent.turn      # read before the session takes the next prompt, which starts a new count
-        usage = {"inputTokens": t["input"], "outputTokens": t["output"], "thoughtTokens": t["reasoning"],
-                 "cachedReadTokens": t["cached"], "totalTokens": t["total"]}
+        t = agent.turn      # read before the next prompt starts a new count
+        usage = {"inputTokens": t["input"], "outputTokens": t["output"],
+                 "thoughtTokens": t["reasoning"], "cachedReadTokens": t["cached"],
+                 "totalTokens": t["total"]}
         meta = dict(usage, usage=dict(usage), costUsd=round(t["cost"], 8), model=agent.model,
                     sessionCostUsd=round(agent.cost_usd, 8), requestId=session.request_id)
         if note:
             meta["message"] = note
         session.busy = False
-        if error is not None:
-            return self.respond(request_id, error=error)
-        return self.respond(request_id, {"stopReason": reason, "_meta": meta})
+        self.respond(request_id, error or {"stopReason": reason, "_meta": meta})
 
     def cancel(self, params, request_id=None):
-        session = self.sessions.get(str(params.get("sessionId")))      # str: an unhashable id finds none
+        session = self.sessions.get(str(params.get("sessionId")))      # str: never unhashable
         if session is not None:
             session.agent.stop()
 
