@@ -3789,21 +3789,20 @@ def acp_main(cfg, mcp_files):
 
 # --- main ---
 
-def arg_parser(prog="grok", description=None):
-    """argparse (imported when needed) with both scripts' flags; a bad flag is a UserError (exit 1, not 2)."""
+def arg_parser(prog="grok", description="A minimal agent harness for xAI's Grok models."):
+    """argparse (imported when needed) with both scripts' flags; a bad flag: UserError, exit 1."""
 
     class Parser(argparse.ArgumentParser):
         def error(self, message):
             self.print_usage(sys.stderr)
             flag = re.search(r"(?:unrecognized arguments|ambiguous option): (--?[^\s=]+)", message)
-            near = flag and difflib.get_close_matches(flag.group(1), self._option_string_actions, 1,
-                                                      0.7)
+            near = flag and difflib.get_close_matches(flag[1], self._option_string_actions, 1, 0.7)
             raise UserError(message + ("; did you mean %s?" % near[0] if near else ""))
 
     # An explicit width, or argparse imports shutil (with bz2, lzma, zlib: 2.5 ms) on every start;
     # asked once, not by each of the ~50 formatters argparse makes (a failing ioctl each, off a terminal).
     width = terminal_width() - 2
-    p = Parser(prog=prog, description=description or "A minimal agent harness for xAI's Grok models.", epilog=ENV_HELP,
+    p = Parser(prog=prog, description=description, epilog=ENV_HELP,
                formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(prog, width=width))
     p.add_argument("--version", action="version", version="%(prog)s " + __version__)
     p.add_argument("-m", "--model", help="model id (default $GROK_MODEL or %s)" % DEFAULT_MODEL)
@@ -3816,10 +3815,11 @@ def arg_parser(prog="grok", description=None):
     p.add_argument("--sandbox-network", choices=("on", "off"), help="off: commands get no network")
     p.add_argument("--mcp-config", action="append", default=[], metavar="FILE",
                    help="start the MCP servers of this .mcp.json-style file (repeatable)")
-    session = p.add_mutually_exclusive_group()
-    session.add_argument("-r", "--resume", metavar="ID", help="continue a saved session")
-    session.add_argument("-c", "--continue", dest="cont", action="store_true", help="continue the latest session")
-    session.add_argument("-s", "--session-id", metavar="UUID", help="a new session with this id")
+    which = p.add_mutually_exclusive_group()      # which session
+    which.add_argument("-r", "--resume", metavar="ID", help="continue a saved session")
+    which.add_argument("-c", "--continue", dest="cont", action="store_true",
+                       help="continue the latest session")
+    which.add_argument("-s", "--session-id", metavar="UUID", help="a new session with this id")
     p.add_argument("message", nargs="*", help="start the chat with this message")
     return p
 
@@ -3884,9 +3884,9 @@ def parse_args(argv):
                    help="headless output (default text)")
     p.add_argument("--output-format", dest="output", choices=OUTPUT_FORMATS, help="as xAI's CLI")
     p.add_argument("--max-tool-rounds", "--max-turns", type=int, metavar="N",
-                   help="headless: stop after N tool rounds, exit 3 (0 = no limit; default $GROK_MAX_ITERATIONS)")
+                   help="headless: exit 3 after N tool rounds (0: no limit; $GROK_MAX_ITERATIONS)")
     p.add_argument("--allow", "--allowedTools", action="append", metavar="PATTERN", default=[],
-                   help="headless: allow bash commands / write_file paths matching this glob (repeatable)")
+                   help="headless: allow matching bash commands / write_file paths (repeatable)")
     p.add_argument("--deny", "--disallowedTools", action="append", metavar="RULE", default=[])
     p.add_argument("--tools", help="only these tools (comma-separated)")
     p.add_argument("--disallowed-tools", metavar="TOOLS", help="not these tools (comma-separated)")
@@ -3931,26 +3931,22 @@ def xai_settings(args, cfg):
         sys.stderr.write("grok: accepted, but not supported here: %s\n" % ", ".join(ignored))
 
 
-def catch_signals(handler):
-    """handler(signum, frame) for SIGTERM and SIGHUP."""
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, handler)
-
-
 def on_signal(signum, frame):
-    catch_signals(lambda signum, frame: os._exit(128 + signum))    # a second signal ends the clean-up at once
+    for other in (signal.SIGTERM, signal.SIGHUP):       # a second signal ends the clean-up at once
+        signal.signal(other, lambda signum, frame: os._exit(128 + signum))
     raise Terminated(signum)
 
 
 def guarded(prog, body, on_error=None):
-    """body(), every failure a message on stderr and an exit code; on_error(message) reports it elsewhere too."""
+    """body(), each failure a message on stderr and an exit code (also to on_error(message))."""
     for fd, name in enumerate(("stdin", "stdout", "stderr")):
         if getattr(sys, name) is None:      # its fd was closed from the start (`grok -p hi >&-`)
             silence(fd)
             setattr(sys, name, open(fd, "w" if fd else "r", closefd=False))
     sys.stderr = QuietStderr(sys.stderr)
     try:
-        catch_signals(on_signal)
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, on_signal)
         return body()
     except BrokenPipeError:
         silence()
@@ -3972,9 +3968,10 @@ def json_requested(argv):
     """The JSON output argv asks for (json, streaming-json, result) or None, read before (and even
     if) the flags parse."""
     fmt = None
-    for i, arg in enumerate(argv[:argv.index("--")] if "--" in argv else argv):     # no flag after `--`
+    flags = argv[:argv.index("--")] if "--" in argv else argv     # no flag after `--`
+    for i, arg in enumerate(flags):
         name, eq, value = arg.partition("=")
-        value = value if eq else (argv[i + 1] if i + 1 < len(argv) else None)
+        value = value if eq else (argv[i + 1:] or [None])[0]
         if len(name) >= 3 and ("--format".startswith(name) or "--output-format".startswith(name)):
             fmt = OUTPUT_FORMATS.get(value) if name.startswith("--o") else value    # --form too
     return fmt if fmt in FORMATS else None
@@ -3991,20 +3988,22 @@ def list_models(argv):
     if set(argv) - {"--json"}:
         raise UserError("usage: grok models [--json]")
     cfg = Config(require_key=False)
-    client = Client(cfg.base_url, cfg.api_key, min(cfg.timeout or 15, 15))     # (a redirect is refused, not followed)
+    client = Client(cfg.base_url, cfg.api_key, min(cfg.timeout or 15, 15))     # (redirects refused)
+    ids = []
     try:
-        ids = server_models(client) or list(WINDOWS)
+        ids = server_models(client)
     except Exception as e:          # unreachable, refused, not a model list: the built-in table
-        why = e.problem if isinstance(e, RetryableFault) else str(e) or type(e).__name__
-        sys.stderr.write(visible(scrub("grok: cannot list the models of %s (%s); the built-in list follows"
-                                       % (cfg.base_url, why[:200]))) + "\n")
-        ids = list(WINDOWS)
-    rows = [{"id": i, "default": i == cfg.model} for i in (ids if cfg.model in ids else [cfg.model] + ids)]
-    if "grok-build" not in [r["id"] for r in rows]:    # xAI's CLI's clients ask for it: the default
+        why = (e.problem if isinstance(e, RetryableFault) else str(e) or type(e).__name__)[:200]
+        note = "cannot list the models of %s (%s); the built-in list follows" % (cfg.base_url, why)
+        sys.stderr.write(visible(scrub("grok: " + note)) + "\n")
+    ids = list(ids or WINDOWS)
+    ids = ids if cfg.model in ids else [cfg.model] + ids
+    rows = [{"id": i, "default": i == cfg.model} for i in ids]
+    lines = ["* %s (default)" % i if i == cfg.model else "- " + i for i in ids]
+    if "grok-build" not in ids:    # xAI's CLI's clients ask for it: the default
         rows.append({"id": "grok-build", "default": False, "aliasOf": cfg.model})
-    print(json.dumps({"models": rows}) if "--json" in argv else "\n".join(
-        "* %s (default)" % r["id"] if r["default"] else "- " + r["id"] + (
-            " (alias of %s)" % r["aliasOf"] if "aliasOf" in r else "") for r in rows))
+        lines.append("- grok-build (alias of %s)" % cfg.model)
+    print(json.dumps({"models": rows}) if "--json" in argv else "\n".join(lines))
     return 0
 
 
@@ -4015,7 +4014,7 @@ def main(argv=None):
         return 0
     if argv[:1] == ["models"]:      # before the flags: the prompt words may be positional
         return guarded("grok", lambda: list_models(argv[1:]))
-    json_errors = [json_requested(argv)]        # errors outside the run (a bad flag, no key) are events too
+    json_errors = [json_requested(argv)]    # errors outside the run (bad flag, no key) too
 
     def on_error(message):
         if json_errors[0]:
