@@ -54,30 +54,31 @@ DETAILED = g.Contract(
         "confidence": {"type": "integer"},
     },
     extra_prompt=(
-        "Also fill in, in every reply: thinking (brief strategic reasoning), task (current action, 5 words max), "
-        "goal and exit_conditions (set both in your first reply, then keep them), progress over the exit "
-        "conditions {completed: [], current: \"\", remaining: []}, blockers (string or null), confidence "
-        "(95+ = verified with a tool, 80-94 = high certainty, below 80 = uncertain: use a tool first). "
-        "done true only when every exit condition is met."),
+        "Also fill in, in every reply: thinking (brief strategic reasoning), task (current action, "
+        "5 words max), goal and exit_conditions (set both in your first reply, then keep them), "
+        "progress over the exit conditions {completed: [], current: \"\", remaining: []}, "
+        "blockers (string or null), confidence (95+ = verified with a tool, 80-94 = high "
+        "certainty, below 80 = uncertain: use a tool first). done true only when every exit "
+        "condition is met."),
     max_tokens=8000)
 
 
 # --- The detailed display and its REPL commands ---
 
-GLYPHS = {"rule": "─", "top": "╭", "side": "│", "bottom": "╰", "open": "┌", "close": "└", "then": "↳",
-          "done": "✓", "now": "▸", "todo": "○", "fail": "✗", "more": "…", "dot": "·", "bullet": "•"}
-ASCII_GLYPHS = {"rule": "-", "top": "+", "side": "|", "bottom": "+", "open": "+", "close": "+", "then": "->",
-                "done": "+", "now": ">", "todo": "o", "fail": "x", "more": "...", "dot": "|", "bullet": "*"}
+GLYPH_NAMES = ("rule", "top", "side", "bottom", "open", "close", "then",
+               "done", "now", "todo", "fail", "more", "dot", "bullet")
+GLYPHS = dict(zip(GLYPH_NAMES, "─ ╭ │ ╰ ┌ └ ↳ ✓ ▸ ○ ✗ … · •".split()))
+ASCII_GLYPHS = dict(zip(GLYPH_NAMES, "- + | + + + -> + > o x ... | *".split()))
 NO_BLOCKERS = ("", "none", "null", "no", "n/a", "nothing")
 
 
 def cells(text):
-    """Terminal columns a string takes: wide East Asian characters count twice, combining marks not."""
+    """Terminal columns of a string: wide East Asian characters take two, combining marks none."""
     if text.isascii():
         return len(text)
     import unicodedata
-    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
-               for c in text)
+    combining, width = unicodedata.combining, unicodedata.east_asian_width
+    return sum(0 if combining(c) else 2 if width(c) in "WF" else 1 for c in text)
 
 
 def fit(text, width):
@@ -95,7 +96,7 @@ def clip(text, width, more="…"):
 
 
 def wrap(text, width):
-    """Lines of at most `width` columns, broken at spaces; indentation is kept, long words are cut."""
+    """Lines of at most `width` columns broken at spaces; indentation is kept, long words cut."""
     out = []
     for para in text.splitlines() or [""]:
         if cells(para) <= width:
@@ -119,7 +120,7 @@ def wrap(text, width):
 
 
 def as_text(value):
-    """A reply field as one clean string, whatever type the model sent; terminal escapes made visible."""
+    """A reply field as one clean string, whatever type the model sent; escapes made visible."""
     if value is None:
         return ""
     if not isinstance(value, str):
@@ -154,9 +155,12 @@ def progress_of(reply):
     return as_list(p.get("completed")), as_text(p.get("current")), as_list(p.get("remaining"))
 
 
-def band(confidence):
-    """The colour of a confidence: green from 80, yellow from 50, red below."""
-    return "32" if confidence >= 80 else "33" if confidence >= 50 else "31"
+def confidence_part(reply):
+    """[(confidence N%, its colour)]: green from 80, yellow from 50, red below; [] if none given."""
+    conf = confidence_of(reply)
+    if conf is None:
+        return []
+    return [("confidence %d%%" % conf, "32" if conf >= 80 else "33" if conf >= 50 else "31")]
 
 
 def num(n):
@@ -168,7 +172,9 @@ def num(n):
 
 def home_short(path):
     home = os.path.expanduser("~")
-    return "~" + path[len(home):] if home not in ("", "/") and (path + "/").startswith(home + "/") else path
+    if home in ("", "/") or not (path + "/").startswith(home + "/"):
+        return path
+    return "~" + path[len(home):]
 
 
 class DetailedUI(g.TerminalUI):
@@ -179,8 +185,9 @@ class DetailedUI(g.TerminalUI):
 
     def __init__(self, out=None):
         g.TerminalUI.__init__(self, out)
+        encoding = getattr(self.out, "encoding", None) or "ascii"
         try:
-            "".join(GLYPHS.values()).encode(getattr(self.out, "encoding", None) or "ascii")
+            "".join(GLYPHS.values()).encode(encoding)
             self.glyph = GLYPHS
         except (UnicodeEncodeError, LookupError):
             self.glyph = ASCII_GLYPHS
@@ -188,7 +195,7 @@ class DetailedUI(g.TerminalUI):
         self.iteration, self.last_reply = 0, {}
         self.reasoning = ""                 # the model's reasoning_content for this reply
         self.turn_started = time.time()
-        self.last_open = None               # the tool call whose opening line was the last one written
+        self.last_open = None               # the tool call whose opening line was written last
         # The live area (waiting line, answer text as it streams) is erased before anything else
         # is printed; it moves the cursor, so only on a colour terminal, and only what fits on it.
         self.live_on = self.color
@@ -198,6 +205,9 @@ class DetailedUI(g.TerminalUI):
     # -- layout --------------------------------------------------------------
     def paint(self, code, text):
         return g.TerminalUI.paint(self, code, text) if code else text
+
+    def clipped(self, text, width):
+        return clip(text, width, self.glyph["more"])
 
     def write(self, text):
         """Write whole lines, after erasing the live area."""
@@ -214,15 +224,16 @@ class DetailedUI(g.TerminalUI):
         return cells(plain), self.paint("2", sep).join(self.paint(c, t) for t, c in parts)
 
     def rule(self, title, right=(), corner=None, code="36"):
-        """'── title ──── right ──' across the width; the title and each right part: (text, colour)."""
-        r = self.glyph["rule"]
+        """'── title ──── right ──' across the width; title and right parts: (text, colour)."""
+        r, width = self.glyph["rule"], self.width()
         head = (corner or r) + r + " "
-        right = [p for p in right if p[1] != "2"] if self.width() < 60 else right     # narrow: no clock times
+        if width < 60:
+            right = [p for p in right if p[1] != "2"]       # narrow: no clock times
         rw, rtext = self.painted(list(right)) if right else (0, "")
         tail = 2 + (rw + 2 if right else 0)
         text, tcode = title
-        text = clip(text, self.width() - cells(head) - tail - 3, self.glyph["more"])
-        fill = self.width() - cells(head) - cells(text) - 1 - tail
+        text = self.clipped(text, width - cells(head) - tail - 3)
+        fill = width - cells(head) - cells(text) - 1 - tail
         line = self.paint(code, head) + self.paint(tcode, text) + " " + self.paint(code, r * fill)
         if right:
             line += " " + rtext + " "
@@ -230,9 +241,9 @@ class DetailedUI(g.TerminalUI):
 
     def field_lines(self, label, text, code=None):
         lines = wrap(text, self.width() - self.LABEL - 3)
+        first = "  %s %s\n" % (self.paint("2", label.ljust(self.LABEL)), self.paint(code, lines[0]))
         pad = " " * (self.LABEL + 3)
-        out = "  " + self.paint("2", label.ljust(self.LABEL)) + " " + self.paint(code, lines[0]) + "\n"
-        return out + "".join(pad + self.paint(code, line) + "\n" for line in lines[1:])
+        return first + "".join(pad + self.paint(code, line) + "\n" for line in lines[1:])
 
     def box(self, title, text, right=(), code="32"):
         """An open-right box: ╭─ title ── right ─ / │ text / ╰────."""
@@ -240,43 +251,49 @@ class DetailedUI(g.TerminalUI):
         out = [self.rule((title, "1;" + code), right, corner=self.glyph["top"], code=code)]
         for line in wrap(as_text(text) or "(no response)", self.width() - 2):
             out.append(side + (" " + line if line else "") + "\n")
-        out.append(self.paint(code, self.glyph["bottom"] + self.glyph["rule"] * (self.width() - 1)) + "\n")
-        self.write("".join(out))
+        bottom = self.glyph["bottom"] + self.glyph["rule"] * (self.width() - 1)
+        self.write("".join(out) + self.paint(code, bottom) + "\n")
+
+    def status_forms(self, a):
+        """The forms of the status line, widest first: (the width it needs, [(text, colour)])."""
+        limit, spent, pct = a.cfg.cost_limit, a.cost_usd, a.context_pct()
+        sid, short = (a.session.id, "1"), (a.session.id.rsplit("-", 1)[-1], "1")
+        known = a.window_known      # else a default window: a percentage would mislead
+        used = num(a.context_tokens)
+        warn = "31" if 0 < limit <= spent else "33" if 0 < limit * 0.8 <= spent else None
+        cost = ("$%.4f/%s" % (spent, "$%.2f" % limit if limit > 0 else "no limit"), warn)
+        full = "33" if 0 < a.cfg.compact_threshold * 0.8 <= pct else None
+        ctx = ("context %.1f%%" % pct if known else "window unknown", full)
+        if known:
+            detail = (ctx[0] + " (%s/%s)" % (used, num(a.cfg.context_window)), full)
+        else:
+            detail = ("%s tokens, window unknown: set GROK_CONTEXT_WINDOW" % used, full)
+        tiny = [("$%.4f" % spent, warn), ("ctx %.0f%%" % pct if known else "ctx ?", full)]
+        model, tools = (a.model, None), ("tools %d" % a.tool_count, None)
+        cached = ("cached %s" % num(g.usage_numbers(a.last_usage)["cached"]), None)
+        return ((110, [sid, model, cost, detail, tools, cached]),
+                (96, [sid, model, cost, ctx, tools, cached]),
+                (80, [short, model, cost, ctx, tools, cached]),
+                (60, [short, model] + tiny + [tools, cached]),
+                (0, [short] + tiny + [tools]))
 
     def status_line(self):
         """session · model · cost / limit · context % · tool calls · cached tokens · cwd. The width
         alone picks the form (unless the numbers grow past it); the cwd gets what is left."""
-        a = self.agent
+        a, width = self.agent, self.width()
         if a is None:
             return
-        limit, spent, pct, short = a.cfg.cost_limit, a.cost_usd, a.context_pct(), a.session.id.rsplit("-", 1)[-1]
-        cost = "$%.4f/%s" % (spent, "$%.2f" % limit if limit > 0 else "no limit")
-        known = a.window_known      # else a default window: a percentage would mislead
-        ctx = "context %.1f%%" % pct if known else "window unknown"
-        used = num(a.context_tokens)
-        detail = ctx + " (%s/%s)" % (used, num(a.cfg.context_window)) if known else \
-            "%s tokens, window unknown: set GROK_CONTEXT_WINDOW" % used
-        cached = "cached %s" % num(g.usage_numbers(a.last_usage)["cached"])
-        tiny = ("$%.4f" % spent, "ctx %.0f%%" % pct if known else "ctx ?")
-        tools = "tools %d" % a.tool_count
-        codes = {a.session.id: "1", short: "1", cost: "31" if 0 < limit <= spent else "33" if 0 < limit * 0.8 <= spent
-                 else None, ctx: "33" if 0 < a.cfg.compact_threshold * 0.8 <= pct else None}
-        codes.update({detail: codes[ctx], tiny[0]: codes[cost], tiny[1]: codes[ctx]})
-        for least, texts in ((110, (a.session.id, a.model, cost, detail, tools, cached)),
-                             (96, (a.session.id, a.model, cost, ctx, tools, cached)),
-                             (80, (short, a.model, cost, ctx, tools, cached)),
-                             (60, (short, a.model) + tiny + (tools, cached)), (0, (short,) + tiny + (tools,))):
-            parts = [(t, codes.get(t)) for t in texts]
-            if least <= self.width() and self.painted(parts)[0] <= self.width():
+        for least, parts in self.status_forms(a):
+            if least <= width and self.painted(parts)[0] <= width:
                 break
         sandbox = a.cfg.sandbox and "sandbox: " + a.cfg.sandbox.label
-        if sandbox and self.painted(parts + [(sandbox, "")])[0] <= self.width():
+        if sandbox and self.painted(parts + [(sandbox, "")])[0] <= width:
             parts.append((sandbox, "33"))       # what bash commands run under: shown while it fits
-        room = self.width() - self.painted(parts)[0] - 3
+        room = width - self.painted(parts)[0] - 3
         if room >= 8:
-            parts.append((clip(as_text(home_short(a.cwd))[::-1], room, self.glyph["more"])[::-1], "2"))
+            cwd = as_text(home_short(a.cwd))
+            parts.append((self.clipped(cwd[::-1], room)[::-1], "2"))
         self.write(self.painted(parts)[1] + "\n")
-
     # -- the live area -------------------------------------------------------
     def live(self, text):
         if not self.live_on or self.live_full:
@@ -347,30 +364,36 @@ class DetailedUI(g.TerminalUI):
         return ["%s %s" % (self.glyph[glyph], t) for t in items if t]
 
     def reply(self, reply, step):
-        """A rule (step, task, progress count, confidence, clock), then each field that says something."""
+        """A rule (step, task, progress count, confidence, clock), then each field with text."""
         self.last_reply = reply
         done, current, remaining = progress_of(reply)
-        progress = self.marked("done", done) + self.marked("now", [current]) + self.marked("todo", remaining)
+        progress = self.marked("done", done) + self.marked("now", [current])
+        progress += self.marked("todo", remaining)
         title = "[%d] %s" % (self.iteration, as_text(reply.get("task")) or "(no task)")
-        title += " %s %d/%d" % (self.glyph["dot"], len(done), len(progress)) if progress else ""
-        conf = confidence_of(reply) if reply["tool_calls"] else None
-        right = [("confidence %d%%" % conf, band(conf))] if conf is not None else []
+        if progress:
+            title += " %s %d/%d" % (self.glyph["dot"], len(done), len(progress))
+        right = confidence_part(reply) if reply["tool_calls"] else []
         out = [self.rule((title, "1"), right + [(time.strftime("%H:%M:%S"), "2")])]
         goal = as_text(reply.get("goal"))
         if goal and goal != self.goal:
             self.goal = goal
             out.append(self.field_lines("goal", goal, "1"))
+        fields = self.fields(reply, progress)
+        out += [self.field_lines(label, text, code) for label, text, code in fields if text]
+        self.write("".join(out))
+
+    def fields(self, reply, progress):
+        """(label, text, colour) of the reply's fields under its rule, in order; "" says nothing."""
         blockers = as_list(reply.get("blockers"))
         if blockers and blockers[0].lower() in NO_BLOCKERS:
             blockers = []                       # "none", "n/a": nothing blocks
         thinking = (as_text(self.reasoning), as_text(reply.get("thinking")))
-        fields = (("exit", "  ".join(self.marked("bullet", as_list(reply.get("exit_conditions")))), None),
-                  ("progress", "  ".join(progress), None),
-                  ("thinking", " ".join(t for t in thinking if t), "2;3"),
-                  ("blockers", "; ".join(blockers), "31"),
-                  ("says", as_text(reply.get("response")) if reply["tool_calls"] else "", None))
-        out += [self.field_lines(label, text, code) for label, text, code in fields if text]
-        self.write("".join(out))
+        exits = self.marked("bullet", as_list(reply.get("exit_conditions")))
+        return (("exit", "  ".join(exits), None),
+                ("progress", "  ".join(progress), None),
+                ("thinking", " ".join(t for t in thinking if t), "2;3"),
+                ("blockers", "; ".join(blockers), "31"),
+                ("says", as_text(reply.get("response")) if reply["tool_calls"] else "", None))
 
     def invalid(self, content):
         """A reply that broke the contract: what the model said (capped), before the why."""
@@ -379,40 +402,50 @@ class DetailedUI(g.TerminalUI):
         self.write(self.field_lines("invalid", text[:600] + more, "31"))
 
     def tool_line(self, call):
+        """The opening line of a tool call's block."""
         detail = as_text(call.shown)
         if call.name == "write_file":
             detail += " (%d bytes)" % len(str(call.args.get("content", "")).encode("utf-8"))
         name = "[%d] %s " % (call.index + 1, call.name)
-        return self.paint("36", name) + clip(detail, self.width() - cells(name) - 5, self.glyph["more"])
+        detail = self.clipped(detail, self.width() - cells(name) - 5)
+        return "  %s %s%s\n" % (self.glyph["open"], self.paint("36", name), detail)
 
     def tool_start(self, call):
         with self.lock:
-            path = call.name == "read_file" and self.agent and g.canonical(self.agent.cwd, call.args.get("path"))
-            for name, _, skill_path in self.agent.skills_seen[1] if path else ():
-                if os.path.realpath(skill_path) == path:
-                    self.write("  %s %s\n" % (self.paint("35", "Skill:"), self.paint("1", as_text(name))))
-            self.write("  %s %s\n" % (self.glyph["open"], self.tool_line(call)))
+            for name in self.skills_read(call):
+                name = self.paint("1", as_text(name))
+                self.write("  %s %s\n" % (self.paint("35", "Skill:"), name))
+            self.write(self.tool_line(call))
             self.last_open = call.id
 
+    def skills_read(self, call):
+        """The skills whose instructions the call reads."""
+        a = self.agent
+        if not a or call.name != "read_file":
+            return []
+        path = g.canonical(a.cwd, call.args.get("path"))
+        return [name for name, _, skill in a.skills_seen[1] if os.path.realpath(skill) == path]
+
     def tool_end(self, call, result):
+        """The first lines of the output, then └ [n] name ✓/✗ and the time the call took."""
         with self.lock:
-            out = []
-            if call.id != self.last_open:       # denied, or other lines came after its opening line
-                out.append("  %s %s\n" % (self.glyph["open"], self.tool_line(call)))
+            # denied, or other lines came after its opening line: open it again
+            out = [self.tool_line(call)] if call.id != self.last_open else []
             lines = as_text(result.output).splitlines()
-            side = "  %s " % self.glyph["side"]
-            for line in lines[:3]:
-                out.append(side + self.paint("2", clip(line, self.width() - 5, self.glyph["more"])) + "\n")
+            shown = [self.clipped(line, self.width() - 5) for line in lines[:3]]
             if len(lines) > 3:
-                out.append(side + self.paint("2", "%s %d more lines" % (self.glyph["more"], len(lines) - 3)) + "\n")
+                shown.append("%s %d more lines" % (self.glyph["more"], len(lines) - 3))
+            out += ["  %s %s\n" % (self.glyph["side"], self.paint("2", line)) for line in shown]
             took = max(0.0, result.finished - result.started)
             took = "%.2fs" % took if took < 10 else "%.1fs" % took
-            mark = self.paint("32", self.glyph["done"]) if result.ok else self.paint("31", self.glyph["fail"])
-            name = self.paint("36", "[%d] %s" % (call.index + 1, call.name))
-            out.append("  %s %s %s %s\n" % (self.glyph["close"], name, mark, took))
+            code, mark = ("32", "done") if result.ok else ("31", "fail")
+            name = "[%d] %s" % (call.index + 1, call.name)
+            out.append("  %s %s %s %s\n" % (self.glyph["close"], self.paint("36", name),
+                                            self.paint(code, self.glyph[mark]), took))
             self.write("".join(out))
 
     def step_finish(self, step, info):
+        """Under the step, dim: tokens in and out, reasoning, cost, time, an unusual finish."""
         n, a = info["tokens"], self.agent
         guess = "~" if a and not n["total"] and not n["input"] else ""    # no usage: estimated here
         if guess:
@@ -425,30 +458,36 @@ class DetailedUI(g.TerminalUI):
         parts += ["$%.4f" % info.get("cost", 0.0), "%.1fs" % info.get("duration", 0.0)]
         if info.get("finish_reason") not in (None, "stop"):
             parts.append("finish %s" % info["finish_reason"])
-        lines = wrap("%s %s" % (self.glyph["then"], (" %s " % self.glyph["dot"]).join(parts)), self.width() - 4)
+        text = "%s %s" % (self.glyph["then"], (" %s " % self.glyph["dot"]).join(parts))
+        lines = wrap(text, self.width() - 4)
         self.write("".join("  " + self.paint("2", line) + "\n" for line in lines))
 
     def answer(self, text):
-        right = [(time.strftime("%H:%M:%S"), "2"), ("%.1fs" % (time.time() - self.turn_started), "2")]
-        conf = confidence_of(self.last_reply)
-        if conf is not None:
-            right.append(("confidence %d%%" % conf, band(conf)))
+        took = "%.1fs" % (time.time() - self.turn_started)
+        right = [(time.strftime("%H:%M:%S"), "2"), (took, "2")] + confidence_part(self.last_reply)
         self.box("answer", text, right)
         self.last_reply = {}
         self.iteration = 0
 
     def resumed(self, agent):
         """What a resumed session holds: size, cost, working dir, the last answer."""
-        said = [m.get("content") for m in agent.messages[1:] if m.get("role") == "assistant"][-1:]
-        try:
-            last = as_text(g.extract_json_object(str(said[0])).get("response")) if said else ""
-        except g.ContractError:
-            last = as_text(said[0])
-        self.write("resumed session %s: %d messages, $%.4f spent, working dir %s\n"
-                  % (agent.session.id, len(agent.messages) - 1, agent.cost_usd, as_text(agent.cwd)))
+        self.write("resumed session %s: %d messages, $%.4f spent, working dir %s\n" % (
+            agent.session.id, len(agent.messages) - 1, agent.cost_usd, as_text(agent.cwd)))
+        last = last_answer(agent.messages)
         if last:
-            last = clip("last answer: " + " ".join(last.split()), self.width(), self.glyph["more"])
-            self.write(self.paint("2", last) + "\n")
+            self.write(self.paint("2", self.clipped("last answer: " + last, self.width())) + "\n")
+
+
+def last_answer(messages):
+    """The response of the last assistant message, on one line ("" if there is none)."""
+    said = [m.get("content") for m in messages[1:] if m.get("role") == "assistant"]
+    if not said:
+        return ""
+    try:
+        last = g.extract_json_object(str(said[-1])).get("response")
+    except (g.ContractError, AttributeError):       # not a reply object: shown as it is
+        last = said[-1]
+    return " ".join(as_text(last).split())
 
 
 HELP = """commands:
