@@ -525,8 +525,8 @@ class Commands:
             raise g.UserError("/cd: no such directory: %s" % path)
         a.set_cwd(path)
         # The system prompt stays as it is (the provider caches it); the model learns from a note.
-        note = ("[/cd] The user changed the working directory to %s. Tools run there now and relative "
-                "paths resolve against it." % path)
+        note = ("[/cd] The user changed the working directory to %s. Tools run there now and "
+                "relative paths resolve against it." % path)
         for rules_path, text in g.find_project_rules(path):
             marker = "PROJECT RULES from %s:" % rules_path
             if not any(marker in str(m.get("content")) for m in a.messages):
@@ -537,13 +537,14 @@ class Commands:
     def resume(self, arg):
         if not arg:
             raise g.UserError("usage: /resume ID (see /sessions)")
-        sid = g.find_session(self.agent.cfg.data_dir, arg)
-        if sid == self.agent.session.id:
+        a = self.agent
+        sid = g.find_session(a.cfg.data_dir, arg)
+        if sid == a.session.id:
             return self.ui.write("already in session %s\n" % sid)
-        self.agent.session.close()
-        self.agent.open_session(g.Session(self.agent.cfg.data_dir, sid, warn=self.ui.notice), resume=True)
+        a.session.close()
+        a.open_session(g.Session(a.cfg.data_dir, sid, warn=self.ui.notice), resume=True)
         self.ui.goal = None
-        self.ui.resumed(self.agent)
+        self.ui.resumed(a)
 
     def compact(self, arg):
         if not self.agent.compact(keep=2):      # asked for: keep only the last exchange verbatim
@@ -567,7 +568,8 @@ class Commands:
             ask = name in g.NEEDS_APPROVAL or name not in g.TOOLS     # an MCP tool asks too
             ask = ask and not self.agent.cfg.always_approve
             doc = g.tool_line(name, self.agent.cfg.bash_timeout, tool).partition(" ")[2]
-            self.ui.write(self.ui.field_lines(name, as_text(doc + (" [asks first]" if ask else ""))))
+            doc += " [asks first]" if ask else ""
+            self.ui.write(self.ui.field_lines(name, as_text(doc)))
 
 
 def interactive(args, cfg):
@@ -576,15 +578,19 @@ def interactive(args, cfg):
     ui.agent = agent
     if args.resume or args.cont:
         ui.resumed(agent)
+    commands = Commands(agent, ui).table()
     try:
-        return g.repl(agent, ui, commands=Commands(agent, ui).table(), help_text=HELP, before_prompt=ui.between_turns,
+        return g.repl(agent, ui, commands=commands, help_text=HELP, before_prompt=ui.between_turns,
                       prog="grok-detailed", first=" ".join(args.message))
     finally:
-        s, dot = agent.session, ui.glyph["dot"]
-        lines = ["Session saved: " + home_short(s.path)] if len(agent.messages) > 1 and not s.disabled else []
-        lines.append("Session %s %s $%.4f %s %d tool%s" % (s.id, dot, agent.cost_usd, dot, agent.tool_count,
-                                                          "s" * (agent.tool_count != 1)))
-        ui.write("".join(ui.paint("2", part) + "\n" for line in lines for part in wrap(line, ui.width())))
+        s, n, dot = agent.session, agent.tool_count, ui.glyph["dot"]
+        lines = []
+        if len(agent.messages) > 1 and not s.disabled:
+            lines.append("Session saved: " + home_short(s.path))
+        tools = "%d tool%s" % (n, "s" * (n != 1))
+        lines.append("Session %s %s $%.4f %s %s" % (s.id, dot, agent.cost_usd, dot, tools))
+        lines = [part for line in lines for part in wrap(line, ui.width())]
+        ui.write("".join(ui.paint("2", line) + "\n" for line in lines))
         agent.close()
 
 
