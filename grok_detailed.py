@@ -91,10 +91,6 @@ def fit(text, width):
     return len(text)
 
 
-def clip(text, width, more="…"):
-    return text if cells(text) <= width else text[:fit(text, width - cells(more))] + more
-
-
 def wrap(text, width):
     """Lines of at most `width` columns broken at spaces; indentation is kept, long words cut."""
     out = []
@@ -132,19 +128,20 @@ def as_list(value):
     return [t for t in map(as_text, value if isinstance(value, list) else [value]) if t]
 
 
-def confidence_of(reply):
-    """0-100, or None; accepts 85, 85.0, "85%", and 0.85."""
+def confidence_part(reply):
+    """[(confidence N%, green from 80 / yellow from 50 / red)] or []; takes 85, "85%", 0.85."""
     c = reply.get("confidence")
     if isinstance(c, str):
         try:
             c = float(c.strip().rstrip("%"))
         except ValueError:
-            return None
+            return []
     if isinstance(c, bool) or not isinstance(c, (int, float)) or c != c:
-        return None
+        return []
     if isinstance(c, float) and 0 < c < 1:
         c *= 100
-    return int(round(max(0.0, min(100.0, c))))
+    c = int(round(max(0.0, min(100.0, c))))
+    return [("confidence %d%%" % c, "32" if c >= 80 else "33" if c >= 50 else "31")]
 
 
 def progress_of(reply):
@@ -153,14 +150,6 @@ def progress_of(reply):
     if not isinstance(p, dict):
         return [], as_text(p) if isinstance(p, str) else "", []
     return as_list(p.get("completed")), as_text(p.get("current")), as_list(p.get("remaining"))
-
-
-def confidence_part(reply):
-    """[(confidence N%, its colour)]: green from 80, yellow from 50, red below; [] if none given."""
-    conf = confidence_of(reply)
-    if conf is None:
-        return []
-    return [("confidence %d%%" % conf, "32" if conf >= 80 else "33" if conf >= 50 else "31")]
 
 
 def num(n):
@@ -207,7 +196,8 @@ class DetailedUI(g.TerminalUI):
         return g.TerminalUI.paint(self, code, text) if code else text
 
     def clipped(self, text, width):
-        return clip(text, width, self.glyph["more"])
+        more = self.glyph["more"]
+        return text if cells(text) <= width else text[:fit(text, width - cells(more))] + more
 
     def write(self, text):
         """Write whole lines, after erasing the live area."""
@@ -264,10 +254,9 @@ class DetailedUI(g.TerminalUI):
         cost = ("$%.4f/%s" % (spent, "$%.2f" % limit if limit > 0 else "no limit"), warn)
         full = "33" if 0 < a.cfg.compact_threshold * 0.8 <= pct else None
         ctx = ("context %.1f%%" % pct if known else "window unknown", full)
+        detail = ("%s tokens, window unknown: set GROK_CONTEXT_WINDOW" % used, full)
         if known:
             detail = (ctx[0] + " (%s/%s)" % (used, num(a.cfg.context_window)), full)
-        else:
-            detail = ("%s tokens, window unknown: set GROK_CONTEXT_WINDOW" % used, full)
         tiny = [("$%.4f" % spent, warn), ("ctx %.0f%%" % pct if known else "ctx ?", full)]
         model, tools = (a.model, None), ("tools %d" % a.tool_count, None)
         cached = ("cached %s" % num(g.usage_numbers(a.last_usage)["cached"]), None)
@@ -473,21 +462,14 @@ class DetailedUI(g.TerminalUI):
         """What a resumed session holds: size, cost, working dir, the last answer."""
         self.write("resumed session %s: %d messages, $%.4f spent, working dir %s\n" % (
             agent.session.id, len(agent.messages) - 1, agent.cost_usd, as_text(agent.cwd)))
-        last = last_answer(agent.messages)
+        said = [m.get("content") for m in agent.messages[1:] if m.get("role") == "assistant"]
+        try:
+            last = g.extract_json_object(str(said[-1])).get("response") if said else ""
+        except (g.ContractError, AttributeError):       # not a reply object: shown as it is
+            last = said[-1]
+        last = " ".join(as_text(last).split())
         if last:
             self.write(self.paint("2", self.clipped("last answer: " + last, self.width())) + "\n")
-
-
-def last_answer(messages):
-    """The response of the last assistant message, on one line ("" if there is none)."""
-    said = [m.get("content") for m in messages[1:] if m.get("role") == "assistant"]
-    if not said:
-        return ""
-    try:
-        last = g.extract_json_object(str(said[-1])).get("response")
-    except (g.ContractError, AttributeError):       # not a reply object: shown as it is
-        last = said[-1]
-    return " ".join(as_text(last).split())
 
 
 HELP = """commands:
@@ -584,9 +566,8 @@ def interactive(args, cfg):
                       prog="grok-detailed", first=" ".join(args.message))
     finally:
         s, n, dot = agent.session, agent.tool_count, ui.glyph["dot"]
-        lines = []
-        if len(agent.messages) > 1 and not s.disabled:
-            lines.append("Session saved: " + home_short(s.path))
+        saved = len(agent.messages) > 1 and not s.disabled
+        lines = ["Session saved: " + home_short(s.path)] * saved
         tools = "%d tool%s" % (n, "s" * (n != 1))
         lines.append("Session %s %s $%.4f %s %s" % (s.id, dot, agent.cost_usd, dot, tools))
         lines = [part for line in lines for part in wrap(line, ui.width())]
@@ -709,8 +690,8 @@ Turn the user's request into goal.md: a clear, safe goal the planner can work fr
 
 STATIC_PROMPTS = (("Agents.md", AGENTS_MD), ("interview.md", INTERVIEW_MD))
 # step -> the role named in the prompts and the display; a step writes the file STEP.md
-STEP_ROLES = {"goal": "interviewer", "planner": "planner", "executor": "executor", "result": "execution",
-              "reviewer": "reviewer", "final_report": "reporter"}
+STEP_ROLES = {"goal": "interviewer", "planner": "planner", "executor": "executor",
+              "result": "execution", "reviewer": "reviewer", "final_report": "reporter"}
 STEPS = tuple(STEP_ROLES)
 LOOP_STEPS = ("planner", "executor", "result", "reviewer")
 GENERATED = [step + ".md" for step in STEPS] + ["meta.json"]
@@ -718,20 +699,29 @@ INCLUDE_CAP = 40000         # characters of one workspace file quoted in a step 
 
 
 def capped(text):
-    """A workspace file as quoted in a prompt: at most INCLUDE_CAP characters, saying what was left out."""
+    """A workspace file as quoted in a prompt: at most INCLUDE_CAP characters, saying so."""
     if len(text) <= INCLUDE_CAP:
         return text
     return text[:INCLUDE_CAP] + "\n[... %d more characters not shown]" % (len(text) - INCLUDE_CAP)
 
 
-PARTIAL_MARK = "<!-- grok-agent: partial report: the maximum of %d loop(s) was reached before the goal was complete -->"
+PARTIAL_MARK = ("<!-- grok-agent: partial report: the maximum of %d loop(s) was reached "
+                "before the goal was complete -->")
 
 LANGUAGE_RULE = (
-    "LANGUAGE: write the file and every message in the language of the user's own words quoted below "
-    "(the user's latest input), never in English unless the user wrote English; keep the user's terms. "
-    "Only the VERDICT keywords stay in English.")
-REPLY_RULE = ("OUTPUT: reply with tool_calls [], done true, and `response` = the complete markdown of %s "
-              "(no code fence around it, nothing else).")
+    "LANGUAGE: write the file and every message in the language of the user's own words quoted "
+    "below (the user's latest input), never in English unless the user wrote English; keep the "
+    "user's terms. Only the VERDICT keywords stay in English.")
+REPLY_RULE = ("OUTPUT: reply with tool_calls [], done true, and `response` = the complete markdown "
+              "of %s (no code fence around it, nothing else).")
+EXECUTE = ("Do the work that executor.md below describes, with your tools, now. When you are done "
+           "or blocked, reply with tool_calls [], done true, and `response` = what you did, what "
+           "you found, what changed and what is left.")
+QUESTIONS = {
+    True: "QUESTIONS: the user is at the terminal. Ask with ask_user only what you must know "
+          "(see interview.md); none if the request is clear.",
+    False: "QUESTIONS: nobody can answer now (no terminal). Do not call ask_user: assume, and "
+           "list the assumptions in goal.md."}
 
 
 class AgentStopped(g.AgentError):
@@ -782,6 +772,17 @@ def fenced(text):
     return "%s\n%s\n%s" % (fence, text.rstrip("\n"), fence)
 
 
+def result_text(answer, calls, error):
+    """result.md: the answer, each tool call with its output, why the execution ended early."""
+    parts = [answer.strip()]
+    for i, (name, shown, output, ok) in enumerate(calls, 1):
+        mark = "✓" if ok else "✗"
+        parts.append("### [%d] %s %s %s\n\n%s" % (i, mark, name, shown[:300], fenced(output)))
+    if error:
+        parts.append("⚠ %s" % error)
+    return "\n\n---\n\n".join(p for p in parts if p) + "\n"
+
+
 class Workspace:
     """GROK_AGENT_DIR: the static prompts, the generated files and meta.json."""
 
@@ -799,7 +800,8 @@ class Workspace:
                 os.makedirs(self.dir, mode=0o700)
                 os.chmod(self.dir, 0o700)
         except OSError as e:
-            raise g.UserError("cannot create the agent workspace %s: %s" % (self.dir, e.strerror or e))
+            why = e.strerror or e
+            raise g.UserError("cannot create the agent workspace %s: %s" % (self.dir, why))
         for name, text in STATIC_PROMPTS:
             if self.read(name) is None:
                 self.write(name, text)
@@ -868,20 +870,22 @@ def meta_ok(meta):
     """meta.json has every field, of the type the harness writes, and the hash of its goal."""
     if not isinstance(meta, dict) or meta.get("version") != 1:
         return False
-    goal, loop, steps, cost = meta.get("goal"), meta.get("loop"), meta.get("steps"), meta.get("cost_usd", 0)
-    if not (isinstance(goal, str) and goal.strip() and meta.get("goal_hash") == goal_hash(goal)):
-        return False
+    goal, loop, cost = meta.get("goal"), meta.get("loop"), meta.get("cost_usd", 0)
+    steps = meta.get("steps")
     records = list(steps.values()) if isinstance(steps, dict) else None
-    return (isinstance(loop, int) and loop >= 1 and isinstance(cost, (int, float)) and 0 <= cost < 1e6
-            and list_of(records, dict) and all(isinstance(r.get("verdict", ""), str) for r in records)
-            and list_of(meta.get("loops"), dict) and list_of(meta.get("sessions"), str))
+    return all((isinstance(goal, str) and goal.strip() and meta.get("goal_hash") == goal_hash(goal),
+                isinstance(loop, int) and loop >= 1,
+                isinstance(cost, (int, float)) and 0 <= cost < 1e6,
+                list_of(records, dict) and list_of([r.get("verdict", "") for r in records], str),
+                list_of(meta.get("loops"), dict),
+                list_of(meta.get("sessions"), str)))
 
 
 def new_meta(goal):
     now = g.now_iso()
-    return {"version": 1, "goal_hash": goal_hash(goal), "goal": goal.strip(), "loop": 1, "max_loops": 0,
-            "step": "goal", "status": "running", "created": now, "updated": now, "cost_usd": 0.0,
-            "steps": {}, "loops": [], "sessions": []}
+    return {"version": 1, "goal_hash": goal_hash(goal), "goal": goal.strip(), "loop": 1,
+            "max_loops": 0, "step": "goal", "status": "running", "created": now, "updated": now,
+            "cost_usd": 0.0, "steps": {}, "loops": [], "sessions": []}
 
 
 class AgentModeUI(DetailedUI):
@@ -900,9 +904,10 @@ class AgentModeUI(DetailedUI):
     def approve(self, call):
         answer = DetailedUI.approve(self, call)
         if answer not in ("yes", "always"):
-            raise AgentStopped("unsafe: the %s call %s was refused, so the workflow stops. Run "
-                               "`grok-detailed --agent` again to retry the step (-y allows the tools), "
-                               "or give a new goal." % (call.name, json.dumps(call.shown[:200])))
+            raise AgentStopped(
+                "unsafe: the %s call %s was refused, so the workflow stops. Run `grok-detailed "
+                "--agent` again to retry the step (-y allows the tools), or give a new goal."
+                % (call.name, json.dumps(call.shown[:200])))
         return answer
 
     def ask_user(self, question, options):
@@ -922,29 +927,28 @@ class AgentRun:
 
     # -- the goal and the state ------------------------------------------------
     def open(self):
+        """meta.json as it is, rebuilt from the files, or new: a new goal starts over."""
         self.ws.prepare(self.ui.notice)
         given = (self.args.agent or "").strip()
         meta, problem = self.ws.load_meta()
         if problem:
-            self.ui.notice("warning: %s is invalid (%s): recreating it" % (self.ws.path("meta.json"), problem))
+            where = self.ws.path("meta.json")
+            self.ui.notice("warning: %s is invalid (%s): recreating it" % (where, problem))
         if meta is None and self.ws.has_generated():
             meta = self.recover()
-            if meta is None:
-                self.ui.notice("no usable goal.md to recover from: starting over")
-                self.ws.reset()
         if given and meta is not None and meta["goal_hash"] != goal_hash(given):
-            self.ui.notice("a new goal: deleting the generated files of the previous one in %s" % self.ws.dir)
+            self.ui.notice("a new goal: deleting the generated files of the previous one in %s"
+                           % self.ws.dir)
             self.ws.reset()
             meta = None
-        if meta is None:
-            meta = new_meta(given or self.ask_goal())
-        meta["max_loops"] = self.max_loops
-        self.meta = meta
+        self.meta = meta or new_meta(given or self.ask_goal())
+        self.meta["max_loops"] = self.max_loops
         self.save()
 
     def ask_goal(self):
         if sys.stdin.isatty():
-            self.ui.write(self.ui.paint("1", "What should the agent do?") + " (describe the goal; Ctrl-D cancels)\n")
+            ask = self.ui.paint("1", "What should the agent do?")
+            self.ui.write(ask + " (describe the goal; Ctrl-D cancels)\n")
             try:
                 text = input("goal> ")
             except EOFError:
@@ -952,14 +956,17 @@ class AgentRun:
         else:
             text = sys.stdin.read()
         if not text.strip():
-            raise g.UserError('no goal: run grok-detailed --agent "GOAL" (or pipe the goal on stdin)')
+            raise g.UserError('no goal: run grok-detailed --agent "GOAL" '
+                              '(or pipe the goal on stdin)')
         return text.strip()
 
     def recover(self):
         """meta.json rebuilt from the files present: goal.md's quoted words, archived loops,
-        then the loop files up to the first missing one."""
+        then the loop files up to the first missing one; None (and the files go) without them."""
         words = unquote_block(self.ws.read("goal.md"))
         if not words:
+            self.ui.notice("no usable goal.md to recover from: starting over")
+            self.ws.reset()
             return None
         meta = new_meta(words)
         loop = 1
@@ -971,7 +978,7 @@ class AgentRun:
                 break
             mtime = os.path.getmtime(self.ws.path(step + ".md"))
             stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(mtime))
-            meta["steps"][step] = {"loop": loop, "started": stamp, "finished": stamp, "recovered": True}
+            meta["steps"][step] = dict(loop=loop, started=stamp, finished=stamp, recovered=True)
         if "reviewer" in meta["steps"]:
             meta["steps"]["reviewer"]["verdict"] = parse_verdict(self.ws.read("reviewer.md"))
         todo = [s for s in STEPS if s not in meta["steps"]]
@@ -987,22 +994,23 @@ class AgentRun:
     # -- the run -----------------------------------------------------------------
     def run(self):
         self.open()
-        contract = g.Contract(DETAILED.name, DETAILED.extra_properties,
-                              DETAILED.extra_prompt + "\n\nAGENT MODE: you work under this controller "
-                              "(Agents.md from the workspace):\n\n" + capped(self.ws.read("Agents.md")),
-                              DETAILED.max_tokens)
+        controller = ("\n\nAGENT MODE: you work under this controller (Agents.md from the "
+                      "workspace):\n\n" + capped(self.ws.read("Agents.md")))
+        contract = DETAILED._replace(extra_prompt=DETAILED.extra_prompt + controller)
         self.agent = self.ui.agent = g.Agent(self.cfg, self.ui, contract)   # the ui reads it too
-        self.agent.cost_usd = float(self.meta.get("cost_usd") or 0.0)     # COST_LIMIT covers the whole goal
+        # COST_LIMIT covers the whole goal
+        self.agent.cost_usd = float(self.meta.get("cost_usd") or 0.0)
         self.meta["sessions"].append(self.agent.session.id)
         try:
             return self.drive()
         except (KeyboardInterrupt, g.Cancelled, g.Terminated) as e:
             self.meta["status"] = "interrupted"
             self.save()
+            by_signal = isinstance(e, g.Terminated)
             self.ui.notice("%s at %s (loop %d): run `grok-detailed --agent` to resume there" % (
-                "terminated by signal %d" % e.args[0] if isinstance(e, g.Terminated) else "interrupted",
+                "terminated by signal %d" % e.args[0] if by_signal else "interrupted",
                 self.meta["step"], self.meta["loop"]))
-            if isinstance(e, g.Terminated):
+            if by_signal:
                 raise
             return 130
         except g.GrokError as e:
@@ -1010,8 +1018,8 @@ class AgentRun:
             self.meta["error"] = g.scrub(str(e))
             self.save()
             if not isinstance(e, AgentStopped):
-                self.ui.notice("agent mode failed at %s (loop %d); run `grok-detailed --agent` again to resume "
-                               "there" % (self.meta["step"], self.meta["loop"]))
+                self.ui.notice("agent mode failed at %s (loop %d); run `grok-detailed --agent` "
+                               "again to resume there" % (self.meta["step"], self.meta["loop"]))
             raise
         finally:
             self.agent.close()
@@ -1030,22 +1038,19 @@ class AgentRun:
                 self.ensure(step)
             verdict = self.verdict()
             if verdict == "unsafe":
-                raise AgentStopped("unsafe: the reviewer judged the work unsafe in loop %d, so the workflow stops "
-                                   "and nothing more is run. Read %s; give a new goal to start over."
-                                   % (m["loop"], self.ws.path("reviewer.md")))
+                raise AgentStopped(
+                    "unsafe: the reviewer judged the work unsafe in loop %d, so the workflow stops "
+                    "and nothing more is run. Read %s; give a new goal to start over."
+                    % (m["loop"], self.ws.path("reviewer.md")))
             if verdict == "complete" or m["loop"] >= self.max_loops:
-                partial = verdict != "complete"
-                self.ensure("final_report", partial=partial)
-                m["status"] = "max_loops" if partial else "complete"
-                m.pop("error", None)
-                self.save()
-                return self.show_report(partial)
+                return self.finish(partial=verdict != "complete")
             self.next_loop(verdict)
 
     def recorded(self, step):
         """meta.json says the step finished (in this loop, for a loop step)."""
-        rec = self.meta["steps"].get(step)
-        return bool(rec and rec.get("finished") and (step == "goal" or rec.get("loop") == self.meta["loop"]))
+        rec = self.meta["steps"].get(step) or {}
+        this_loop = step == "goal" or rec.get("loop") == self.meta["loop"]
+        return bool(rec.get("finished") and this_loop)
 
     def done(self, step):
         return self.recorded(step) and self.ws.exists(step + ".md")
@@ -1066,9 +1071,8 @@ class AgentRun:
         self.ws.write(name, text)
         rec["finished"] = g.now_iso()
         self.save()
-        size = len(text.encode("utf-8"))
-        self.ui.write(self.ui.paint("32", "✓ %s" % name) + self.ui.paint("90", " · %d bytes · $%.4f\n"
-                                                                        % (size, self.agent.cost_usd)))
+        size = " · %d bytes · $%.4f\n" % (len(text.encode("utf-8")), self.agent.cost_usd)
+        self.ui.write(self.ui.paint("32", "✓ %s" % name) + self.ui.paint("90", size))
 
     def header(self, step):
         where = "loop %d/%d · " % (self.meta["loop"], self.max_loops) if step in LOOP_STEPS else ""
@@ -1087,7 +1091,7 @@ class AgentRun:
         return verdict
 
     def next_loop(self, verdict):
-        """Archive this loop's files in loops/N/, start loop N+1; crash-safe: copy, record, delete."""
+        """Archive this loop in loops/N/ and start loop N+1; crash-safe: copy, record, delete."""
         m = self.meta
         n = m["loop"]
         for step in LOOP_STEPS:
@@ -1102,72 +1106,75 @@ class AgentRun:
         for step in STEPS[1:]:
             self.ws.remove(step + ".md")
 
-    def show_report(self, partial):
+    def finish(self, partial):
+        """The final report, written and shown; the exit code: 3 if it is partial."""
+        self.ensure("final_report", partial=partial)
+        self.meta["status"] = "max_loops" if partial else "complete"
+        self.meta.pop("error", None)
+        self.save()
         path = self.ws.path("final_report.md")
-        text = self.ws.read("final_report.md") or ""
+        text = g.visible((self.ws.read("final_report.md") or "").rstrip())
         note = " (partial: the maximum of %d loops was reached)" % self.max_loops if partial else ""
-        self.ui.write("\n%s%s\n\n%s\n" % (self.ui.paint("1", "final report: " + path), note, g.visible(text.rstrip())))
+        self.ui.write("\n%s%s\n\n%s\n" % (self.ui.paint("1", "final report: " + path), note, text))
         return 3 if partial else 0
 
     # -- the step prompts ----------------------------------------------------------
     def prompt(self, step, body):
         """A step message: what runs, the language rule, the user's words verbatim, the inputs."""
-        where = " · loop %d of %d" % (self.meta["loop"], self.max_loops) if step in LOOP_STEPS else ""
+        m = self.meta
+        where = " · loop %d of %d" % (m["loop"], self.max_loops) if step in LOOP_STEPS else ""
         parts = ["[agent mode] step: %s%s · writes %s" % (STEP_ROLES[step], where, step + ".md"),
                  "Play the %s role of Agents.md." % STEP_ROLES[step], LANGUAGE_RULE,
-                 "THE USER'S WORDS (verbatim):\n<<<\n%s\n>>>" % self.meta["goal"]]
+                 "THE USER'S WORDS (verbatim):\n<<<\n%s\n>>>" % m["goal"]]
         return "\n\n".join(parts + body)
 
-    def include(self, label, *names):
+    def include(self, *names, label=None):
+        """A workspace file quoted in a step prompt, under its label (its name by default)."""
+        label = label or names[-1]
         text = self.ws.read(*names)
         if text is None:
             return "===== %s: missing =====" % label
-        return "===== %s =====\n%s\n===== end of %s =====" % (label, capped(text).strip("\n"), label)
+        text = capped(text).strip("\n")
+        return "===== %s =====\n%s\n===== end of %s =====" % (label, text, label)
 
-    def generate(self, step, body):
+    def converse(self, step, body):
         """One fresh conversation per step, built from the files only: a resumed step sees
         what it would have seen without the interruption."""
         self.agent.reset([])
         self.ui.calls = []
-        return strip_fence(self.agent.run_turn(self.prompt(step, body)))
+        return self.agent.run_turn(self.prompt(step, body))
+
+    def generate(self, step, body):
+        """A step whose reply is its file."""
+        return strip_fence(self.converse(step, body + [REPLY_RULE % (step + ".md")]))
 
     def make_goal(self, rec):
-        questions = ("QUESTIONS: the user is at the terminal. Ask with ask_user only what you must know "
-                     "(see interview.md); none if the request is clear." if self.ui.can_ask else
-                     "QUESTIONS: nobody can answer now (no terminal). Do not call ask_user: assume, and "
-                     "list the assumptions in goal.md.")
         self.agent.tool_names = ["ask_user"]        # the interview runs no tools
         try:
-            text = self.generate("goal", [self.include("interview.md", "interview.md"), questions,
-                                          REPLY_RULE % "goal.md"])
+            text = self.generate("goal", [self.include("interview.md"), QUESTIONS[self.ui.can_ask]])
         finally:
             self.agent.tool_names = list(g.TOOLS)
         # The user's words lead goal.md, so a lost meta.json can be rebuilt from the files.
         return "%s\n\n%s\n" % (quote_block(self.meta["goal"]), text)
 
     def make_planner(self, rec):
-        body = [self.include("goal.md", "goal.md")]
+        body = [self.include("goal.md")]
         prev = str(self.meta["loop"] - 1)
         if self.meta["loop"] > 1:
-            body += [self.include("the plan of loop %s" % prev, "loops", prev, "planner.md"),
-                     self.include("the review of loop %s" % prev, "loops", prev, "reviewer.md"),
+            body += [self.include("loops", prev, "planner.md", label="the plan of loop " + prev),
+                     self.include("loops", prev, "reviewer.md", label="the review of loop " + prev),
                      "Update the tasks for this loop from that review."]
-        return self.generate("planner", body + [REPLY_RULE % "planner.md"]) + "\n"
+        return self.generate("planner", body) + "\n"
 
     def make_executor(self, rec):
-        return self.generate("executor", [self.include("goal.md", "goal.md"), self.include("planner.md", "planner.md"),
-                                          REPLY_RULE % "executor.md"]) + "\n"
+        body = [self.include("goal.md"), self.include("planner.md")]
+        return self.generate("executor", body) + "\n"
 
     def make_result(self, rec):
-        """The execution: a normal engine turn with tools and approvals; result.md is its raw output."""
-        body = ["Do the work that executor.md below describes, with your tools, now. When you are done or "
-                "blocked, reply with tool_calls [], done true, and `response` = what you did, what you found, "
-                "what changed and what is left.", self.include("executor.md", "executor.md")]
-        self.agent.reset([])
-        self.ui.calls = []
+        """The execution: an engine turn with tools and approvals; result.md is its raw output."""
         error = None
         try:
-            answer = self.agent.run_turn(self.prompt("result", body))
+            answer = self.converse("result", [EXECUTE, self.include("executor.md")])
         except AgentStopped:
             raise
         except g.AgentError as e:
@@ -1177,38 +1184,33 @@ class AgentRun:
             answer, error = "", g.scrub(str(e))
             self.ui.notice("the execution ended early: %s" % error)
         rec["empty"] = not answer.strip() and not self.ui.calls
-        parts = [answer.strip()]
-        for i, (name, shown, output, ok) in enumerate(self.ui.calls):
-            parts.append("### [%d] %s %s %s\n\n%s" % (i + 1, "✓" if ok else "✗", name, shown[:300], fenced(output)))
-        if error:
-            parts.append("⚠ %s" % error)
-        return "\n\n---\n\n".join(p for p in parts if p) + "\n"
+        return result_text(answer, self.ui.calls, error)
 
     def make_reviewer(self, rec):
-        body = [self.include("goal.md", "goal.md"), self.include("planner.md", "planner.md"),
-                self.include("result.md", "result.md")]
+        body = [self.include("goal.md"), self.include("planner.md"), self.include("result.md")]
         result = self.ws.read("result.md") or ""
         if self.meta["steps"]["result"].get("empty") or not result.strip():
-            body.append("NOTE: the result is EMPTY: the execution produced no answer and no tool output. "
-                        "Say so in the review.")
-        body.append("End with the verdict line: `VERDICT: complete`, `VERDICT: continue` or `VERDICT: unsafe` "
-                    "(this is loop %d of %d)." % (self.meta["loop"], self.max_loops))
-        text = self.generate("reviewer", body + [REPLY_RULE % "reviewer.md"])
+            body.append("NOTE: the result is EMPTY: the execution produced no answer and no tool "
+                        "output. Say so in the review.")
+        body.append("End with the verdict line: `VERDICT: complete`, `VERDICT: continue` or "
+                    "`VERDICT: unsafe` (this is loop %d of %d)."
+                    % (self.meta["loop"], self.max_loops))
+        text = self.generate("reviewer", body)
         rec["verdict"] = parse_verdict(text)
         return text + "\n"
 
     def make_final_report(self, rec, partial=False):
-        body = [self.include("goal.md", "goal.md")]
-        body += [self.include("the review of loop %s" % old["loop"], "loops", str(old["loop"]), "reviewer.md")
-                 for old in self.meta["loops"]]
-        body += [self.include("planner.md (the last loop)", "planner.md"),
-                 self.include("result.md (the last loop)", "result.md"),
-                 self.include("reviewer.md (the last loop)", "reviewer.md")]
+        body = [self.include("goal.md")]
+        for n in (str(old["loop"]) for old in self.meta["loops"]):
+            body.append(self.include("loops", n, "reviewer.md", label="the review of loop " + n))
+        body += [self.include(name, label=name + " (the last loop)")
+                 for name in ("planner.md", "result.md", "reviewer.md")]
         if partial:
-            body.append("PARTIAL: the maximum of %d loop(s) was reached before the goal was complete. Say so at "
-                        "the top of the report (in the user's language) and say what is missing." % self.max_loops)
+            body.append("PARTIAL: the maximum of %d loop(s) was reached before the goal was "
+                        "complete. Say so at the top of the report (in the user's language) and "
+                        "say what is missing." % self.max_loops)
         rec["partial"] = partial
-        text = self.generate("final_report", body + [REPLY_RULE % "final_report.md"])
+        text = self.generate("final_report", body)
         return (PARTIAL_MARK % self.max_loops + "\n\n" if partial else "") + text + "\n"
 
 
@@ -1216,8 +1218,10 @@ def run_agent_mode(args, cfg):
     if args.max_loops < 1:
         raise g.UserError("--max-loops must be 1 or more")
     if args.resume or args.cont:
-        raise g.UserError("--resume/--continue do not apply to --agent: it resumes from its workspace")
-    ws = Workspace(os.path.abspath(os.path.expanduser(os.environ.get("GROK_AGENT_DIR") or "~/.grok_agent")))
+        raise g.UserError("--resume/--continue do not apply to --agent: "
+                          "it resumes from its workspace")
+    where = os.environ.get("GROK_AGENT_DIR") or "~/.grok_agent"
+    ws = Workspace(os.path.abspath(os.path.expanduser(where)))
     cfg.read_dirs.append(ws.dir)        # read_file/list_files there run without asking
     return AgentRun(args, cfg, ws).run()
 
@@ -1236,10 +1240,11 @@ def main(argv=None):
         p.add_argument("--agent", nargs="?", const="", metavar="GOAL",
                        help="agent mode: plan, execute and review GOAL through markdown files "
                             "in $GROK_AGENT_DIR (default ~/.grok_agent)")
-        p.add_argument("--max-loops", type=int, default=5, metavar="N", help="agent mode: at most N loops (default 5)")
+        p.add_argument("--max-loops", type=int, default=5, metavar="N",
+                       help="agent mode: at most N loops (default 5)")
         args = p.parse_args(argv)
-        cfg = g.Config(model=args.model, cwd=args.cwd, always_approve=args.always_approve, effort=args.effort,
-                       sandbox=args.sandbox, net=args.sandbox_network)
+        cfg = g.Config(model=args.model, cwd=args.cwd, always_approve=args.always_approve,
+                       effort=args.effort, sandbox=args.sandbox, net=args.sandbox_network)
         if args.agent is not None:
             return run_agent_mode(args, cfg)
         return interactive(args, cfg)
