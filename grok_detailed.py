@@ -283,6 +283,7 @@ class DetailedUI(g.TerminalUI):
             cwd = as_text(home_short(a.cwd))
             parts.append((self.clipped(cwd[::-1], room)[::-1], "2"))
         self.write(self.painted(parts)[1] + "\n")
+
     # -- the live area -------------------------------------------------------
     def live(self, text):
         if not self.live_on or self.live_full:
@@ -401,14 +402,14 @@ class DetailedUI(g.TerminalUI):
 
     def tool_start(self, call):
         with self.lock:
+            skill = self.paint("35", "Skill:")
             for name in self.skills_read(call):
-                name = self.paint("1", as_text(name))
-                self.write("  %s %s\n" % (self.paint("35", "Skill:"), name))
+                self.write("  %s %s\n" % (skill, self.paint("1", as_text(name))))
             self.write(self.tool_line(call))
             self.last_open = call.id
 
     def skills_read(self, call):
-        """The skills whose instructions the call reads."""
+        """The names of the skills whose instructions the call reads."""
         a = self.agent
         if not a or call.name != "read_file":
             return []
