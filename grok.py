@@ -3966,10 +3966,9 @@ def guarded(prog, body, on_error=None):
 
 def json_requested(argv):
     """The JSON output argv asks for (json, streaming-json, result) or None, read before (and even
-    if) the flags parse."""
+    if) the flags parse; what follows `--` is no flag."""
     fmt = None
-    flags = argv[:argv.index("--")] if "--" in argv else argv     # no flag after `--`
-    for i, arg in enumerate(flags):
+    for i, arg in enumerate(argv[:argv.index("--")] if "--" in argv else argv):
         name, eq, value = arg.partition("=")
         value = value if eq else (argv[i + 1:] or [None])[0]
         if len(name) >= 3 and ("--format".startswith(name) or "--output-format".startswith(name)):
