@@ -249,23 +249,23 @@ class DetailedUI(g.TerminalUI):
         a = self.agent
         if a is None:
             return
-        limit, spent, pct, short = a.cfg.cost_limit, a.cost_usd, a.context_pct(), a.session.id.rsplit("-", 1)[-1]
+        limit, spent, pct, short = a.ledger.limit, a.ledger.cost_usd, a.context_pct(), a.session.id.rsplit("-", 1)[-1]
         cost = "$%.4f/%s" % (spent, "$%.2f" % limit if limit > 0 else "no limit")
-        known = a.window_known      # else a default window: a percentage would mislead
+        known = a.link.window_known      # else a default window: a percentage would mislead
         ctx = "context %.1f%%" % pct if known else "window unknown"
         used = num(a.context_tokens)
-        detail = ctx + " (%s/%s)" % (used, num(a.cfg.context_window)) if known else \
+        detail = ctx + " (%s/%s)" % (used, num(a.link.window)) if known else \
             "%s tokens, window unknown: set GROK_CONTEXT_WINDOW" % used
         cached = "cached %s" % num(g.usage_numbers(a.last_usage)["cached"])
         tiny = ("$%.4f" % spent, "ctx %.0f%%" % pct if known else "ctx ?")
-        tools = "tools %d" % a.tool_count
+        tools = "tools %d" % a.runner.tool_count
         codes = {a.session.id: "1", short: "1", cost: "31" if 0 < limit <= spent else "33" if 0 < limit * 0.8 <= spent
                  else None, ctx: "33" if 0 < a.cfg.compact_threshold * 0.8 <= pct else None}
         codes.update({detail: codes[ctx], tiny[0]: codes[cost], tiny[1]: codes[ctx]})
-        for least, texts in ((110, (a.session.id, a.model, cost, detail, tools, cached)),
-                             (96, (a.session.id, a.model, cost, ctx, tools, cached)),
-                             (80, (short, a.model, cost, ctx, tools, cached)),
-                             (60, (short, a.model) + tiny + (tools, cached)), (0, (short,) + tiny + (tools,))):
+        for least, texts in ((110, (a.session.id, a.link.model, cost, detail, tools, cached)),
+                             (96, (a.session.id, a.link.model, cost, ctx, tools, cached)),
+                             (80, (short, a.link.model, cost, ctx, tools, cached)),
+                             (60, (short, a.link.model) + tiny + (tools, cached)), (0, (short,) + tiny + (tools,))):
             parts = [(t, codes.get(t)) for t in texts]
             if least <= self.width() and self.painted(parts)[0] <= self.width():
                 break
@@ -445,7 +445,7 @@ class DetailedUI(g.TerminalUI):
         except g.ContractError:
             last = as_text(said[0])
         self.write("resumed session %s: %d messages, $%.4f spent, working dir %s\n"
-                  % (agent.session.id, len(agent.messages) - 1, agent.cost_usd, as_text(agent.cwd)))
+                  % (agent.session.id, len(agent.messages) - 1, agent.ledger.cost_usd, as_text(agent.cwd)))
         if last:
             last = clip("last answer: " + " ".join(last.split()), self.width(), self.glyph["more"])
             self.write(self.paint("2", last) + "\n")
@@ -511,7 +511,7 @@ class Commands:
             self.ui.write("nothing to compact: the history is already short\n")
 
     def cost(self, arg):
-        cfg = self.agent.cfg
+        ledger = self.agent.ledger
         if arg:
             try:
                 limit = float(arg.lstrip("$"))
@@ -519,12 +519,12 @@ class Commands:
                 limit = -1
             if not limit >= 0:
                 raise g.UserError("usage: /cost N (a limit in USD; 0 = no limit)")
-            cfg.cost_limit = limit
+            ledger.limit = limit
         self.ui.write("cost: $%.4f spent, limit %s\n" % (
-            self.agent.cost_usd, "$%.2f" % cfg.cost_limit if cfg.cost_limit > 0 else "none"))
+            ledger.cost_usd, "$%.2f" % ledger.limit if ledger.limit > 0 else "none"))
 
     def tools(self, arg):
-        for name, tool in self.agent.tools().items():
+        for name, tool in self.agent.runner.tools().items():
             ask = name in g.NEEDS_APPROVAL or name not in g.TOOLS     # an MCP tool asks too
             ask = ask and not self.agent.cfg.always_approve
             doc = g.tool_line(name, self.agent.cfg.bash_timeout, tool).partition(" ")[2]
@@ -543,8 +543,8 @@ def interactive(args, cfg):
     finally:
         s, dot = agent.session, ui.glyph["dot"]
         lines = ["Session saved: " + home_short(s.path)] if len(agent.messages) > 1 and not s.disabled else []
-        lines.append("Session %s %s $%.4f %s %d tool%s" % (s.id, dot, agent.cost_usd, dot, agent.tool_count,
-                                                          "s" * (agent.tool_count != 1)))
+        lines.append("Session %s %s $%.4f %s %d tool%s" % (s.id, dot, agent.ledger.cost_usd, dot, agent.runner.tool_count,
+                                                          "s" * (agent.runner.tool_count != 1)))
         ui.write("".join(ui.paint("2", part) + "\n" for line in lines for part in wrap(line, ui.width())))
         agent.close()
 
@@ -936,7 +936,7 @@ class AgentRun:
 
     def save(self):
         if self.agent is not None:
-            self.meta["cost_usd"] = round(self.agent.cost_usd, 8)
+            self.meta["cost_usd"] = round(self.agent.ledger.cost_usd, 8)
         self.ws.save_meta(self.meta)
 
     # -- the run -----------------------------------------------------------------
@@ -947,7 +947,7 @@ class AgentRun:
                               "(Agents.md from the workspace):\n\n" + capped(self.ws.read("Agents.md")),
                               DETAILED.max_tokens)
         self.agent = self.ui.agent = g.Agent(self.cfg, self.ui, contract)   # the ui reads it too
-        self.agent.cost_usd = float(self.meta.get("cost_usd") or 0.0)     # COST_LIMIT covers the whole goal
+        self.agent.ledger.cost_usd = float(self.meta.get("cost_usd") or 0.0)     # COST_LIMIT covers the whole goal
         self.meta["sessions"].append(self.agent.session.id)
         try:
             return self.drive()
@@ -974,7 +974,7 @@ class AgentRun:
     def drive(self):
         m = self.meta
         self.ui.write(self.ui.paint("1", "agent mode") + " · %s · up to %d loops · %s\n"
-                      % (self.ws.dir, self.max_loops, self.agent.model))
+                      % (self.ws.dir, self.max_loops, self.agent.link.model))
         self.ui.write("goal: %s\n" % as_text(" ".join(m["goal"].split())[:160]))
         todo = [s for s in STEPS if not self.done(s)]
         if m["steps"] and todo:
@@ -1023,14 +1023,14 @@ class AgentRun:
         self.save()
         size = len(text.encode("utf-8"))
         self.ui.write(self.ui.paint("32", "✓ %s" % name) + self.ui.paint("90", " · %d bytes · $%.4f\n"
-                                                                        % (size, self.agent.cost_usd)))
+                                                                        % (size, self.agent.ledger.cost_usd)))
 
     def header(self, step):
         where = "loop %d/%d · " % (self.meta["loop"], self.max_loops) if step in LOOP_STEPS else ""
         a = self.agent
-        ctx = "context %.1f%%" % a.context_pct() if a.window_known else "window unknown"
+        ctx = "context %.1f%%" % a.context_pct() if a.link.window_known else "window unknown"
         line = "── agent · %s%s → %s · $%.4f · %s ──" % (where, STEP_ROLES[step], step + ".md",
-                                                        a.cost_usd, ctx)
+                                                        a.ledger.cost_usd, ctx)
         self.ui.write("\n" + self.ui.paint("1;36", line) + "\n")
 
     def verdict(self):
@@ -1091,12 +1091,12 @@ class AgentRun:
                      "(see interview.md); none if the request is clear." if self.ui.can_ask else
                      "QUESTIONS: nobody can answer now (no terminal). Do not call ask_user: assume, and "
                      "list the assumptions in goal.md.")
-        self.agent.tool_names = ["ask_user"]        # the interview runs no tools
+        self.agent.runner.tool_names = ["ask_user"]        # the interview runs no tools
         try:
             text = self.generate("goal", [self.include("interview.md", "interview.md"), questions,
                                           REPLY_RULE % "goal.md"])
         finally:
-            self.agent.tool_names = list(g.TOOLS)
+            self.agent.runner.tool_names = list(g.TOOLS)
         # The user's words lead goal.md, so a lost meta.json can be rebuilt from the files.
         return "%s\n\n%s\n" % (quote_block(self.meta["goal"]), text)
 
