@@ -3750,12 +3750,12 @@ class AcpServer:
 
     # -- helpers for the methods
     def need_key(self):
-        if not self.key[0]:        # a key put in a .env file after the start: scrubbed as the configured one
+        if not self.key[0]:     # one put in a .env file after the start: scrubbed as a configured one
             self.key = find_api_key()
             SECRETS.update(filter(None, [self.key[0]]))
         if not self.key[0]:
-            raise RpcError(AUTH_REQUIRED, "no API key: set GROK_API_KEY or XAI_API_KEY in the environment the "
-                           "client starts grok with, or put GROK_API_KEY=... in " + ", ".join(ENV_FILES))
+            raise RpcError(AUTH_REQUIRED, "no API key: set GROK_API_KEY or XAI_API_KEY where the client "
+                           "starts grok, or put GROK_API_KEY=... in " + ", ".join(ENV_FILES))
 
     def session_setup(self, params, optional=False):
         """The cwd (None: load got none) and the stdio MCP servers of session/new or /load."""
@@ -4036,7 +4036,7 @@ def parse_args(argv):
 
 
 def xai_settings(args):
-    """The settings from the flags of xAI's CLI grok honours; one notice names those it only accepts."""
+    """The settings of the xAI CLI flags grok honours; one notice names those it only accepts."""
     def names(text):
         return [XAI_TOOLS.get(n.strip(), n.strip()) for n in (text or "").split(",") if n.strip()]
     only = names(args.tools)
