@@ -3750,12 +3750,12 @@ class AcpServer:
 
     # -- helpers for the methods
     def need_key(self):
-        if not self.key[0]:     # one put in a .env file after the start: scrubbed as a configured one
+        if not self.key[0]:     # one put in a .env file since the start: scrubbed as configured
             self.key = find_api_key()
             SECRETS.update(filter(None, [self.key[0]]))
         if not self.key[0]:
-            raise RpcError(AUTH_REQUIRED, "no API key: set GROK_API_KEY or XAI_API_KEY where the client "
-                           "starts grok, or put GROK_API_KEY=... in " + ", ".join(ENV_FILES))
+            raise RpcError(AUTH_REQUIRED, "no API key: set GROK_API_KEY or XAI_API_KEY where the "
+                           "client starts grok, or put GROK_API_KEY=... in " + ", ".join(ENV_FILES))
 
     def session_setup(self, params, optional=False):
         """The cwd (None: load got none) and the stdio MCP servers of session/new or /load."""
