@@ -4003,10 +4003,10 @@ def parse_args(argv):
     p.add_argument("--format", choices=("text", "json", "streaming-json"), default="text",
                    help="headless output (default text)")
     p.add_argument("--output-format", dest="output", choices=OUTPUT_FORMATS, help="as xAI's CLI")
-    p.add_argument("--max-tool-rounds", "--max-turns", type=int, metavar="N",
-                   help="headless: exit 3 after N tool rounds (0: no limit; $GROK_MAX_ITERATIONS)")
+    p.add_argument("--max-tool-rounds", "--max-turns", type=int, metavar="N", help=(
+        "headless: stop after N tool rounds, exit 3 (0 = no limit; default $GROK_MAX_ITERATIONS)"))
     p.add_argument("--allow", "--allowedTools", action="append", metavar="PATTERN", default=[],
-                   help="headless: allow matching bash commands / write_file paths (repeatable)")
+                   help="headless: allow bash commands / write_file paths it matches (repeatable)")
     p.add_argument("--deny", "--disallowedTools", action="append", metavar="RULE", default=[])
     p.add_argument("--tools", help="only these tools (comma-separated)")
     p.add_argument("--disallowed-tools", metavar="TOOLS", help="not these tools (comma-separated)")
