@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""grok: a minimal agent harness for xAI's Grok models (or any OpenAI-compatible server): the model answers in a
-JSON contract and runs local tools. Standard library only, Python 3.8+. `grok --help` lists the modes (chat, -p,
---acp) and settings; grok_detailed.py loads this file as its engine."""
+"""grok: a minimal agent harness for xAI's Grok models (or any OpenAI-compatible server): the model
+answers in a JSON contract and runs local tools. Standard library only, Python 3.8+. `grok --help`
+lists the modes (chat, -p, --acp) and settings; grok_detailed.py loads this file as its engine."""
 
 import os
 import stat
@@ -35,10 +35,11 @@ class Lazy:
 DEFAULT_BASE_URL = "https://api.x.ai/v1"
 DEFAULT_MODEL = "grok-4.3"
 KEY_VARS = ("GROK_API_KEY", "XAI_API_KEY")
-ENV_FILES = ("~/.grok/.env", "~/.claude/.env", "./.env")     # the person's own key before a project's
+ENV_FILES = ("~/.grok/.env", "~/.claude/.env", "./.env")     # your own key before a project's
 
 # USD per 1M tokens: input, cached input, output.
-PRICES = {"grok-4.3": (1.25, 0.20, 2.50), "grok-4.20": (1.25, 0.20, 2.50), "grok-3-mini": (0.30, 0.075, 0.50)}
+PRICES = {"grok-4.3": (1.25, 0.20, 2.50), "grok-4.20": (1.25, 0.20, 2.50),
+          "grok-3-mini": (0.30, 0.075, 0.50)}
 RETIRED_MODELS = ("grok-4-1-fast", "grok-4-fast", "grok-code-fast-1", "grok-3", "grok-4-0709")
 WINDOWS = {"grok-4.3": 1000000, "grok-4.20": 2000000, "grok-3-mini": 131072}
 DEFAULT_WINDOW = 131072
@@ -50,7 +51,7 @@ PIPED_CAP = 100000          # bytes of piped stdin added to a -p prompt
 STDIN_WAIT = 1.0            # seconds of silence that end a stdin pipe grok's parent holds open
 READ_CAP = 100000           # bytes read_file returns
 LIST_CAP = 500              # entries list_files returns
-ARG_CAP = 100000            # characters of a tool argument run, and kept in the history (write_file content: run)
+ARG_CAP = 100000            # characters of a command or path run, of any argument the history keeps
 APPROVAL_LINES = 40         # lines of a command or file shown at an approval before "s shows all"
 APPROVAL_CHARS = 4000       # ... and characters
 RULES_CAP = 8000            # bytes per AGENTS.md / GROK.md file
@@ -59,23 +60,24 @@ MAX_STRIKES = 3             # invalid replies in a row before a turn fails
 LOOP_NUDGE, LOOP_STOP = 2, 3    # rounds in a row, same calls and results: told, then stopped
 RETRY_STATUSES = (408, 429) + tuple(s for s in range(500, 600) if s not in (501, 505))
 RETRY_AFTER_CAP = 30.0      # seconds: a longer Retry-After is shortened to this
-NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)     # a symlink planted in place of a session file is an error, never followed
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)     # a symlink in place of a session file: an error
 SEARCH_ESTIMATE = 0.05      # USD reserved for a web_search before its first cost is known
 REPLY_CAP = 8 << 20         # bytes of one reply at most (or 1 KB per max_tokens, if more)
 DENIED = "denied: the user did not allow this %s call; do not retry it, ask or take another way"
-CONNECT_TIMEOUT = 15.0      # seconds to open a connection (a host that drops packets), at most GROK_TIMEOUT
+CONNECT_TIMEOUT = 15.0      # seconds to connect (a host may drop packets), at most GROK_TIMEOUT
 SMALL_WINDOW = 4096         # tokens: under COMPACT_THRESHOLD of this, no window needs compacting
 WINDOW_ASK_TIMEOUT = 3.0    # seconds to ask a server (not xAI's) its window, three ways at once
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts")    # writable in a sandbox
+ENV_LINE = r"""\s*(?:export\s+)?(\w+)\s*=\s*(?:"([^"]*)"|'([^']*)'|(.*?))\s*(?:\s#.*)?$"""
 
 
 def read_env_file(path, names):
-    """The first of `names` set in a .env file (regular, < 64 KB, UTF-8/16); the last one set wins."""
+    """The first of `names` set in a .env file (regular, < 64 KB, UTF-8/16); the last one wins."""
     got = read_regular(path, 65536)
     data = got[0] if got and len(got[0]) <= 65536 else b""
     found = {}
     for line in data.decode("utf-16" if b"\0" in data[:4] else "utf-8-sig", "replace").splitlines():
-        m = re.match(r"""\s*(?:export\s+)?(\w+)\s*=\s*(?:"([^"]*)"|'([^']*)'|(.*?))\s*(?:\s#.*)?$""", line)
+        m = re.match(ENV_LINE, line)
         if m and m.group(1) in names:
             found[m.group(1)] = next((v for v in m.groups()[1:] if v is not None), "")
     return next((found[n] for n in names if found.get(n)), None)
@@ -93,17 +95,19 @@ def own_setting(names, files=ENV_FILES[:2]):
 
 
 def find_api_key():
-    """(key, where it came from), or (None, None); a key with whitespace or control characters is a UserError."""
+    """(key, where it came from) or (None, None); a key with a space or a control: UserError."""
     key, source = own_setting(KEY_VARS, ENV_FILES)
     if any(ord(c) < 33 or 127 <= ord(c) < 160 for c in key):
-        raise UserError("the API key in %s contains whitespace or control characters (not shown): fix it" % source)
+        raise UserError("the API key in %s contains whitespace or control characters (not shown):"
+                        " fix it" % source)
     if source == "./.env":
-        sys.stderr.write("grok: using the API key from ./.env in the working directory (no key of your own is set)\n")
+        sys.stderr.write("grok: using the API key from ./.env in the working directory"
+                         " (no key of your own is set)\n")
     return key or None, source
 
 
 def env_flag(name, default=False):
-    """A yes/no setting: unset or empty is the default; "0", "false" and "no" are no, anything else yes."""
+    """A yes/no setting: unset or empty is the default; "0", "false" and "no" are no, else yes."""
     value = os.environ.get(name, "")
     return value not in ("0", "false", "no") if value else default
 
@@ -214,60 +218,63 @@ def check_base_url(url):
 
 
 def env_prices(xai):
-    """GROK_PRICES as (input, cached input, output) in USD per 1M tokens; unset: None (xAI's table) on xAI, else ()."""
+    """GROK_PRICES (USD per 1M tokens in, cached, out); unset: on xAI None (its table), else ()."""
     value = os.environ.get("GROK_PRICES", "").strip()
     prices = ()
     with suppress(ValueError):
         prices = tuple(float(p) for p in value.split(",")) if value else (None if xai else ())
     if value and (len(prices) != 3 or not all(0 <= p <= 10000 for p in prices)):      # (not NaN)
-        raise UserError("GROK_PRICES must be IN,CACHED,OUT in USD per million tokens, not %r" % value)
+        raise UserError("GROK_PRICES must be IN,CACHED,OUT in USD per million tokens, not %r"
+                        % value)
     return prices
 
 
 def model_entry(table, model, default=None):
-    """A table's entry (PRICES, WINDOWS) for a model id, following dated variants, and retired ids to grok-4.3."""
+    """The entry of PRICES or WINDOWS for a model id or its dated variant; retired: grok-4.3's."""
     m = model.split("/")[-1]
-    for name in sorted(table, key=len, reverse=True):       # the longest name that fits
+    for name in sorted(table, key=len, reverse=True) + list(RETIRED_MODELS):    # the longest first
         if m == name or m.startswith(name + "-"):
-            return table[name]
-    return table["grok-4.3"] if any(m == old or m.startswith(old + "-") for old in RETIRED_MODELS) else default
+            return table.get(name, table["grok-4.3"])
+    return default
 
 
-USAGE_FIELDS = (("input", "prompt_tokens", "input_tokens"), ("output", "completion_tokens", "output_tokens"),
-                ("reasoning", "completion_tokens_details.reasoning_tokens", "output_tokens_details.reasoning_tokens"),
-                ("cached", "prompt_tokens_details.cached_tokens", "input_tokens_details.cached_tokens"),
-                ("total", "total_tokens"), ("ticks", "cost_in_usd_ticks"))
+# Where a usage says each number, in Chat Completions' words (the Responses API's: input, output)
+USAGE_FIELDS = (("input", "prompt_tokens"), ("output", "completion_tokens"),
+                ("reasoning", "completion_tokens_details.reasoning_tokens"),
+                ("cached", "prompt_tokens_details.cached_tokens"), ("total", "total_tokens"),
+                ("ticks", "cost_in_usd_ticks"))
 
 
 def usage_numbers(usage):
-    """The one reader of a server's usage object: {input, output, reasoning, cached, total, ticks}, each a number
-    >= 0 (0, or None for ticks, when absent), and "odd": a value that was not (NaN, negative, a string), ignored."""
-    numbers = {"odd": False}
-    for name, *paths in USAGE_FIELDS:
-        for path in paths:
+    """The one reader of a server's usage object: {input, output, reasoning, cached, total, ticks},
+    each a number >= 0 (0, or None for ticks, when absent), and "odd": a value that was not (NaN,
+    negative, a string), ignored."""
+    n = {"odd": False}
+    for name, chat in USAGE_FIELDS:
+        for path in (chat, chat.replace("prompt", "input").replace("completion", "output")):
             value = usage
             for key in path.split("."):
                 value = value.get(key) if isinstance(value, dict) else None
             if value is not None:
                 break
-        if value is not None and not (type(value) in (int, float) and 0 <= value < 1e15):     # a bool is odd too
-            numbers["odd"], value = True, None
-        numbers[name] = value if value is not None or name == "ticks" else 0
-    numbers["total"] = numbers["total"] or numbers["input"] + numbers["output"] + numbers["reasoning"]
-    return numbers
+        if type(value) not in (int, float) or not 0 <= value < 1e15:    # (a bool, NaN: odd)
+            n["odd"], value = n["odd"] or value is not None, None
+        n[name] = 0 if value is None and name != "ticks" else value
+    n["total"] = n["total"] or n["input"] + n["output"] + n["reasoning"]
+    return n
 
 
 def usage_cost(model, usage, prices=None):
-    """(USD, price known) for one API call's usage: the server's own figure, else by `prices` (None: xAI's table)."""
+    """(USD, price known) of a call's usage: the server's figure, else by `prices` (None: xAI's)."""
     n = usage_numbers(usage)
     if n["ticks"] is not None:
         return n["ticks"] / 1e10, True
     prices = model_entry(PRICES, model) if prices is None else prices
     if not prices:
         return 0.0, not isinstance(usage, dict)
-    p_in, p_cached, p_out = prices
     cached = min(n["cached"], n["input"])
-    return ((n["input"] - cached) * p_in + cached * p_cached + (n["output"] + n["reasoning"]) * p_out) / 1e6, True
+    tokens = (n["input"] - cached, cached, n["output"] + n["reasoning"])
+    return sum(count * price for count, price in zip(tokens, prices)) / 1e6, True
 
 
 # --- Errors: one root, a subclass per exit code ---
