@@ -320,7 +320,7 @@ class HTTPStatusError(Exception):
         except (ValueError, RecursionError):        # an HTML page: its words, not its markup
             words = re.sub(r"(?s)<(script|style).*?</\1>|<[^>]*>", " ", self.text).split()
             return " ".join(words)[:300] or "(empty body)"
-        err = obj.get("error", obj.get("message", obj.get("detail"))) if isinstance(obj, dict) else None
+        err = isinstance(obj, dict) and obj.get("error", obj.get("message", obj.get("detail")))
         if isinstance(err, dict):
             err = err.get("message") or json.dumps(err)
         return str(err)[:500] if err else self.text[:300]
@@ -329,17 +329,17 @@ class HTTPStatusError(Exception):
         return any(w in self.text.lower() for w in words)
 
     def overflow(self):
-        """A ContextOverflow when the server says the request does not fit its context window, else None."""
-        if self.status not in (400, 413) or not self.mentions("n_ctx", "exceed_context_size", "context length",
-                                                             "context window", "context_length"):
+        """A ContextOverflow when the server says the request does not fit its window, else None."""
+        words = "n_ctx", "exceed_context_size", "context length", "context window", "context_length"
+        if self.status not in (400, 413) or not self.mentions(*words):
             return None
-        m = re.search(r'"n_ctx"\s*:\s*(\d+)|context (?:window|length) (?:of|is) (\d+)', self.text, re.I)
-        size = m and (m.group(1) or m.group(2))
-        asked = re.search(r'"n_prompt_tokens": ?(\d+)|requested (?:tokens \()?(\d+)', self.text, re.I)
+        text = self.text
+        m = re.search(r'(?i)(?:"n_ctx"\s*:\s*|context (?:window|length) (?:of|is) )(\d+)', text)
+        size = m and int(m[1])
+        m = re.search(r'(?i)(?:"n_prompt_tokens": ?|requested (?:tokens \()?)(\d+)', text)
         message = "the request does not fit the server's context window%s (HTTP %d): %s" % (
-            " of %s tokens" % size if size else "", self.status, self.server_message())
-        return ContextOverflow(message, int(size) if size else None,
-                               asked and int(asked.group(1) or asked.group(2)))
+            "" if size is None else " of %d tokens" % size, self.status, self.server_message())
+        return ContextOverflow(message, size, m and int(m[1]))
 
 
 class StreamBroken(Exception):
@@ -376,7 +376,7 @@ class Terminated(BaseException):
 
 
 class OutputClosed(GrokError):
-    """stdout was closed by its reader (`grok -p ... | head -1`): headless() stops quietly, with exit code 0."""
+    """stdout closed by its reader (`grok -p ... | head -1`): headless() stops quietly, exit 0."""
     exit_code = 0
 
 
@@ -392,8 +392,8 @@ class RpcError(Exception):
 
 SECRETS = set()         # the configured key and URL password: Config adds them
 SECRET_PATTERNS = (      # compiled on first use (re caches them)
-    (r"(?s)-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----.*?(-----END [A-Z ]*PRIVATE KEY( BLOCK)?-----|\Z)",
-     "[REDACTED_PRIVATE_KEY]"),
+    (r"(?s)-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----.*?"
+     r"(-----END [A-Z ]*PRIVATE KEY( BLOCK)?-----|\Z)", "[REDACTED_PRIVATE_KEY]"),
     (r"\bxai-[A-Za-z0-9]{20,}", "[REDACTED_API_KEY]"),
     (r"\bsk-[A-Za-z0-9_\-]{20,}", "[REDACTED_API_KEY]"),
     (r"\b(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})", "[REDACTED_GH_TOKEN]"),
@@ -406,7 +406,7 @@ SECRET_PATTERNS = (      # compiled on first use (re caches them)
 
 
 def scrub(text, extra=()):
-    """Redact credentials: API keys and tokens of common services, AWS keys, private key blocks, URL userinfo."""
+    """Credentials redacted: keys and tokens of common services, private keys, URL userinfo."""
     if not text:
         return text
     for secret in tuple(extra) + tuple(SECRETS):
@@ -445,7 +445,7 @@ def escaped(match):
 
 
 def open_to_others(path, owners):
-    """Why others could plant files in a directory (owned by someone not in owners, group/world-writable), or None."""
+    """Why others could plant files in a directory (not owners', group/world-writable), or None."""
     try:
         info = os.stat(path)
     except OSError as e:
@@ -456,11 +456,12 @@ def open_to_others(path, owners):
 
 
 def data_dir_problem(path):
-    """Why the data dir (made 0700 if missing) is unsafe, or None: others could plant a session or a history symlink."""
+    """Why the data dir (made 0700 if missing) is unsafe (others could plant files), or None."""
     with suppress(OSError):     # open_to_others says why it is unusable
         os.makedirs(path, mode=0o700, exist_ok=True)
     why = open_to_others(path, (os.getuid(),))
-    return why and "the data dir %s (GROK_DATA_DIR) is %s: not used (make it yours, 0700)" % (path, why)
+    if why:
+        return "the data dir %s (GROK_DATA_DIR) is %s: not used (make it yours, 0700)" % (path, why)
 
 
 def read_regular(path, cap):
@@ -475,7 +476,7 @@ def read_regular(path, cap):
 
 
 def clean_text(text):
-    """Undecodable input bytes (surrogate escapes from stdin or argv) as U+FFFD, so the text encodes as UTF-8."""
+    """Undecodable bytes (surrogate escapes of stdin, argv) as U+FFFD, so the text is UTF-8."""
     with suppress(UnicodeEncodeError):
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     return text.encode("utf-8", "replace").decode("utf-8")
@@ -515,8 +516,8 @@ def needs_approval(call, free_dirs=()):
 
 
 def approval_text(call, full=False):
-    """(text, hidden): what an approval shows: the whole command, every line; or the resolved path, whether it
-    exists and the content (or a diff). Control characters visible; unless full, capped: hidden says how much."""
+    """(text, hidden): what an approval shows: the command, or the resolved path, whether it
+    exists and the content (or a diff); controls visible; unless full, capped (hidden: how much)."""
     head, body = "bash", str(call.args.get("command"))
     if call.sandbox:
         head = "bash (sandbox: %s)" % call.sandbox.label
@@ -530,7 +531,8 @@ def approval_text(call, full=False):
         body = call.args.get("content", "")
         body = body if isinstance(body, str) else json.dumps(body, indent=2)
         old = old_text(path)
-        state = "a new file" if not os.path.exists(path) else "replaces the file" + ("; the changes" if old else "")
+        state = "replaces the file" if os.path.exists(path) else "a new file"
+        state += "; the changes" if old else ""
         head = "write_file %s (%d bytes, %s)" % (path, len(body.encode("utf-8", "replace")), state)
         if old is not None:
             diff = difflib.unified_diff(old.splitlines(True), body.splitlines(True), "now", "new")
@@ -571,7 +573,8 @@ def allow_matches(call, patterns):
     resolved path (a relative one only inside cwd), on an MCP tool's name (mcp__SERVER__TOOL)."""
     if call.name not in TOOLS:      # an MCP tool
         return any(fnmatch.fnmatchcase(call.name, p) for p in patterns)
-    value = call.args.get("command" if call.name == "bash" else "path") or ("." if call.name == "list_files" else "")
+    value = call.args.get("command" if call.name == "bash" else "path")
+    value = value or ("." if call.name == "list_files" else "")
     if not isinstance(value, str) or not value:
         return False
     if call.name == "bash":
