@@ -611,30 +611,27 @@ def denied_by(call, rules):
 # --- HTTP client: keep-alive, retries with backoff, SSE ---
 
 def json_bytes(obj):
-    """UTF-8 JSON; a lone surrogate (from a non-UTF-8 file name) becomes a valid \\u escape, not an encoding error."""
+    """UTF-8 JSON; a lone surrogate (from a non-UTF-8 file name) becomes a \\u escape."""
     return json.dumps(obj, ensure_ascii=False).encode("utf-8", "backslashreplace")
 
 
 def parse_retry_after(value, now=None, per_second=1):
-    """Seconds to wait from a Retry-After header (delta-seconds, or units of 1/per_second, or an HTTP date), or None."""
+    """Seconds to wait from a Retry-After (seconds, 1/per_second units, an HTTP date), or None."""
+    seconds = float("nan")
     try:
         seconds = float(value) / per_second
     except (TypeError, ValueError):
         import email.utils
-        try:
-            seconds = email.utils.mktime_tz(email.utils.parsedate_tz(value)) - (time.time() if now is None else now)
-        except (TypeError, ValueError, OverflowError):      # not a date (parsedate_tz gave None)
-            return None
-    return None if seconds != seconds else min(RETRY_AFTER_CAP, max(0.0, seconds))     # (NaN != NaN)
+        with suppress(TypeError, ValueError, OverflowError):    # (parsedate_tz: None if no date)
+            seconds = email.utils.mktime_tz(email.utils.parsedate_tz(value)) - (now or time.time())
+    return None if seconds != seconds else min(RETRY_AFTER_CAP, max(0.0, seconds))     # (not NaN)
 
 
 def retry_delay(attempt, backoff, retry_after=None):
     """Exponential backoff with up to 25% jitter; a server's Retry-After is a lower bound."""
     jitter = int.from_bytes(os.urandom(2), "big") / 65535.0
     delay = backoff * (2 ** (attempt - 1)) * (1 + 0.25 * jitter)
-    if retry_after is not None:
-        delay = max(retry_after, min(delay, RETRY_AFTER_CAP))
-    return delay
+    return delay if retry_after is None else max(retry_after, min(delay, RETRY_AFTER_CAP))
 
 
 class Client:
@@ -646,21 +643,21 @@ class Client:
         self.host = u.hostname or "localhost"
         self.port = u.port or (443 if self.https else 80)
         self.proxy = find_proxy(u.scheme, self.host)
-        # through a plain-http proxy the request line names the whole URL; https goes through a CONNECT tunnel
-        self.prefix = ("http://" + u.netloc if self.proxy and not self.https else "") + u.path.rstrip("/")
-        self.headers = {"Content-Type": "application/json", "Authorization": "Bearer " + (api_key or "")}
-        self.headers.update(self.proxy[2] if self.proxy and not self.https else {})
+        # through a plain-http proxy the request line names the whole URL (https: a CONNECT tunnel)
+        via = self.proxy if not self.https else None
+        self.prefix = ("http://" + u.netloc if via else "") + u.path.rstrip("/")
+        self.headers = {"Content-Type": "application/json",
+                        "Authorization": "Bearer " + (api_key or ""), **(via[2] if via else {})}
         self.timeout, self.max_retries, self.backoff = timeout, max_retries, backoff
         self.notice = notice or (lambda text: None)
         self.conv_id, self._idle, self._busy, self._lock = None, [], set(), threading.Lock()
 
     def _connect(self):
+        """(connection, reused): an idle one, else a new one."""
         with self._lock:
             if self._idle:
-                conn = self._idle.pop()
-                self._busy.add(conn)
-                return conn, True
-        hide_ssl = not self.https and "ssl" not in sys.modules     # plain http: spare ssl's 4 MB and 4 ms
+                return self._idle.pop(), True
+        hide_ssl = not self.https and "ssl" not in sys.modules     # plain http: spare ssl's 4 MB
         if hide_ssl:
             sys.modules["ssl"] = None       # http.client's optional `import ssl` then fails at once
         try:
@@ -669,12 +666,10 @@ class Client:
             if hide_ssl:
                 del sys.modules["ssl"]
         kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
-        timeout = min(self.timeout or CONNECT_TIMEOUT, CONNECT_TIMEOUT)      # to connect: _send then sets GROK_TIMEOUT
+        timeout = min(self.timeout or CONNECT_TIMEOUT, CONNECT_TIMEOUT)     # (then GROK_TIMEOUT)
         conn = kind(*(self.proxy[:2] if self.proxy else (self.host, self.port)), timeout=timeout)
         if self.proxy and self.https:
             conn.set_tunnel(self.host, self.port, self.proxy[2])
-        with self._lock:
-            self._busy.add(conn)
         return conn, False
 
     def _release(self, conn, reusable):
@@ -703,12 +698,12 @@ class Client:
         for conn in idle:
             conn.close()
 
-    def _send(self, conn, reused, method, path, body, headers, cancel):
+    def _send(self, conn, reused, request, cancel):
         ssl = sys.modules.get("ssl")
         closed = (ConnectionError,) + ((ssl.SSLEOFError, ssl.SSLZeroReturnError) if ssl else ())
         for again in (reused, False):
             try:
-                conn.request(method, path, body, headers)
+                conn.request(*request)
                 conn.reading = conn.sock    # http.client drops conn.sock for a reply that closes
                 conn.sock.settimeout(self.timeout)
                 if cancel.is_set():      # abort() may have come before the socket
@@ -721,9 +716,9 @@ class Client:
             conn.close()
 
     def get(self, path, payload=None):
-        """The JSON answer to a GET (a POST with a payload) of the full `path`: one try, its failure raised."""
-        return self._attempt("POST" if payload else "GET", path, payload and json_bytes(payload), self.headers, None,
-                             threading.Event(), None, REPLY_CAP)
+        """The JSON answer to GET `path` (POST, with a payload): one try, its failure raised."""
+        method, body = ("POST", json_bytes(payload)) if payload else ("GET", None)
+        return self._attempt((method, path, body, self.headers), threading.Event())
 
     def probe(self, path, payload=None):
         """get() of `path` on the server's root, or None."""
@@ -731,56 +726,57 @@ class Client:
             return self.get(re.sub("/v1$", "", self.prefix) + path, payload)
 
     def post(self, path, payload, on_stream=None, cancel=None, no_retry=None, cap=REPLY_CAP):
-        """The JSON reply, or on_stream(reader) for an event stream; retries dropped connections, timeouts, 429
-        and 5xx with backoff (TransientError when they run out); other statuses raise HTTPStatusError."""
-        body = json_bytes(payload)
+        """The JSON reply, or on_stream(reader) for an event stream; retries dropped connections,
+        timeouts, 429 and 5xx with backoff (then a TransientError); else HTTPStatusError."""
         headers = {**self.headers, "User-Agent": "grok.py/" + __version__}
         if self.conv_id:
             headers["x-grok-conv-id"] = self.conv_id
         if on_stream:
             headers["Accept"] = "text/event-stream"
+        request = ("POST", self.prefix + path, json_bytes(payload), headers)
         cancel = cancel or threading.Event()
         attempt = breaks = delay = 0
         while not cancel.wait(delay):       # (wait() returns whether cancel is set)
             try:
-                return self._attempt("POST", self.prefix + path, body, headers, on_stream, cancel, no_retry, cap)
+                return self._attempt(request, cancel, on_stream, no_retry, cap)
             except RetryableFault as fault:
-                problem, retry_after = fault.problem, fault.wait
+                why, retry_after = fault.problem, fault.wait
                 breaks += fault.broke
-                if breaks == 2 and on_stream and attempt < self.max_retries:  # the caller asks unstreamed
-                    raise StreamBroken(problem)
+                if breaks == 2 and on_stream and attempt < self.max_retries:    # (then unstreamed)
+                    raise StreamBroken(why)
             if cancel.is_set():
                 break
             attempt += 1
             if attempt > self.max_retries:
-                raise TransientError("%s (gave up after %d retries)" % (problem, self.max_retries))
+                raise TransientError("%s (gave up after %d retries)" % (why, self.max_retries))
             delay = retry_delay(attempt, self.backoff, retry_after)
-            self.notice("%s; retrying in %.1fs (%d/%d)" % (problem, delay, attempt, self.max_retries))
+            self.notice("%s; retrying in %.1fs (%d/%d)" % (why, delay, attempt, self.max_retries))
         raise Cancelled("cancelled")
 
-    def _attempt(self, method, path, body, headers, on_stream, cancel, no_retry, cap):
-        """One request and its whole reply, within GROK_TIMEOUT and `cap` bytes; RetryableFault if worth repeating."""
+    def _attempt(self, request, cancel, on_stream=None, no_retry=None, cap=REPLY_CAP):
+        """One request (method, URL, body, headers) and its whole reply, within GROK_TIMEOUT and
+        `cap` bytes; RetryableFault if worth repeating."""
         conn, reused = self._connect()      # (imports http.client, without ssl for plain http)
         import http.client
+        with self._lock:
+            self._busy.add(conn)
         reusable, started = False, time.monotonic()
         deadline = threading.Timer(self.timeout or threading.TIMEOUT_MAX, self._shut, (conn,))
         with suppress(RuntimeError):    # no thread to be had: the socket timeouts alone bound it
             deadline.start()        # it shuts the socket, cutting any read, however slow
         try:
-            resp = self._send(conn, reused, method, path, body, headers, cancel)
-            reader = ReplyReader(resp, cap)
-            html = "html" in (resp.getheader("Content-Type") or "")
-            if html and resp.status not in RETRY_STATUSES:
-                raise self.not_api(method, path, resp, reader.read())
-            if resp.status >= 300:
+            resp = self._send(conn, reused, request, cancel)
+            reader, ctype = ReplyReader(resp, cap), resp.getheader("Content-Type") or ""
+            page = "html" in ctype and resp.status not in RETRY_STATUSES     # no API's answer
+            if resp.status >= 300 and not page:
                 error = self._refusal(resp, reader, no_retry)
                 reusable = resp.status >= 400 and not resp.will_close
                 raise error
-            if on_stream and "text/event-stream" in (resp.getheader("Content-Type") or ""):
+            if on_stream and "text/event-stream" in ctype:
                 result = on_stream(reader)
                 reader.read()       # the end of the chunked body, so the connection can be reused
             else:
-                result = self._json(method, path, resp, reader.read())
+                result = self._json(request, resp, reader.read())
             reusable = not resp.will_close
             return result
         except Exception as e:      # a read cut at the deadline may end in any of these
@@ -788,41 +784,72 @@ class Client:
                 e = TimeoutError()
             elif not isinstance(e, (OSError, StreamBroken, http.client.HTTPException, ValueError)):
                 raise       # (ValueError: defensive: no parse error in http.client ends the REPL)
-            raise network_fault(e, self)
+            raise self._fault(e)
         finally:
             deadline.cancel()
             self._release(conn, reusable)       # (shut by a late deadline: _send reconnects)
 
     def _refusal(self, resp, reader, no_retry):
-        """The error a reply other than 2xx raises: 429/5xx a RetryableFault, unless no_retry(its HTTPStatusError)."""
-        if resp.status < 400:
-            return UserError("the server at %s answered HTTP %d, a redirect to %s: grok does not follow "
-                             "redirects (the API key goes to GROK_BASE_URL only); set GROK_BASE_URL to the "
-                             "address you mean" % (self.host, resp.status, resp.getheader("Location") or "?"))
-        err = HTTPStatusError(resp.status, reader.read())
-        if resp.status not in RETRY_STATUSES or (no_retry and no_retry(err)):
+        """The error of a non-2xx reply: for 429, 5xx a RetryableFault unless no_retry(it)."""
+        status = resp.status
+        if status < 400:
+            where = resp.getheader("Location") or "?"
+            return UserError("the server at %s answered HTTP %d, a redirect to %s: grok does not"
+                             " follow redirects (the API key goes to GROK_BASE_URL only); set"
+                             " GROK_BASE_URL to the address you mean" % (self.host, status, where))
+        err = HTTPStatusError(status, reader.read())
+        if status not in RETRY_STATUSES or (no_retry and no_retry(err)):
             return err
         wait = parse_retry_after(resp.getheader("Retry-After"))
-        if wait is None:
-            wait = parse_retry_after(resp.getheader("retry-after-ms"), per_second=1000)     # OpenAI's
-        return RetryableFault(scrub("%s (HTTP %d): %s" % ("rate limited" if resp.status == 429 else "server error",
-                                                         resp.status, err.server_message())), wait, False)
+        if wait is None:        # OpenAI's header
+            wait = parse_retry_after(resp.getheader("retry-after-ms"), per_second=1000)
+        why = "%s (HTTP %d): %s" % ("rate limited" if status == 429 else "server error", status,
+                                   err.server_message())
+        return RetryableFault(scrub(why), wait)
 
-    def _json(self, method, path, resp, data):
-        try:
-            return json.loads(data.decode("utf-8", "replace"))
-        except (ValueError, RecursionError):
-            raise self.not_api(method, path, resp, data)
-
-    def not_api(self, method, path, resp, data):
-        """A reply that is no OpenAI-style API's: the URL asked, and what came back."""
-        said = HTTPStatusError(resp.status, data).server_message()[:120]
-        host = "http%s://%s:%d" % ("s" * self.https, self.host, self.port)
-        url = path if "://" in path else host + path
+    def _json(self, request, resp, data):
+        """The reply's JSON; if it is HTML or no JSON, a UserError naming the URL and the reply."""
         ctype = resp.getheader("Content-Type") or "-"
-        return UserError(scrub("%s %s did not answer with JSON (HTTP %d, %s): %r; is GROK_BASE_URL"
-                               " an OpenAI-compatible API (its base, as http://localhost:8080/v1)?"
-                               % (method, url, resp.status, ctype, said)))
+        with suppress(ValueError, RecursionError):
+            if "html" not in ctype:
+                return json.loads(data.decode("utf-8", "replace"))
+        method, url = request[:2]
+        if "://" not in url:
+            url = "http%s://%s:%d%s" % ("s" * self.https, self.host, self.port, url)
+        said = HTTPStatusError(resp.status, data).server_message()[:120]
+        raise UserError(scrub("%s %s did not answer with JSON (HTTP %d, %s): %r; is GROK_BASE_URL"
+                              " an OpenAI-compatible API (its base, as http://localhost:8080/v1)?"
+                              % (method, url, resp.status, ctype, said)))
+
+    def _fault(self, e):
+        """The RetryableFault saying what went wrong, or an error where retrying cannot help."""
+        import http.client
+        ssl = sys.modules.get("ssl")
+        if ssl and isinstance(e, ssl.CertificateError):
+            why = getattr(e, "verify_message", None) or e
+            return UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL,"
+                             " or point SSL_CERT_FILE at your CA bundle" % (self.host, why))
+        if self.proxy:
+            where = "%s:%d, the proxy in HTTP%s_PROXY" % (*self.proxy[:2], "S" * self.https)
+        else:
+            where = "%s:%d, the server in GROK_BASE_URL" % (self.host, self.port)
+        problems = (        # the first whose exception types e is one of
+            (socket.gaierror, "cannot resolve host {where} (DNS)"),
+            (ConnectionRefusedError, "connection refused by {where}: is it running?"),
+            ((socket.timeout, TimeoutError), "no complete reply from {host} within the timeout"
+                                             " (GROK_TIMEOUT, for the whole reply)"),
+            (StreamBroken, "the reply stream from {host} broke off: {e}"),
+            ((http.client.RemoteDisconnected, http.client.IncompleteRead, ConnectionResetError,
+              BrokenPipeError), "connection to {host} dropped ({name})"),
+            ((ValueError, http.client.BadStatusLine, http.client.LineTooLong,
+              http.client.UnknownProtocol), "garbled reply from {host} ({name}: {short})"),
+            (Exception, "network error talking to {host}: {e}"))
+        problem = next(text for kinds, text in problems if isinstance(e, kinds))
+        problem = scrub(problem.format(host=self.host, where=where, e=e, name=type(e).__name__,
+                                       short=str(e)[:100]))
+        if isinstance(e, (socket.gaierror, ConnectionRefusedError)):      # nothing answers there
+            return TransientError(problem)
+        return RetryableFault(problem, broke=isinstance(e, StreamBroken))
 
 
 class ReplyReader:
@@ -848,8 +875,8 @@ class ReplyReader:
 
 
 def find_proxy(scheme, host):
-    """(host, port, headers) of the proxy from http_proxy / https_proxy (or upper case), unless no_proxy exempts
-    host; headers: Proxy-Authorization for a user:password in its URL."""
+    """(host, port, headers) of the proxy in http_proxy / https_proxy (or upper case), unless
+    no_proxy exempts host; headers: Proxy-Authorization for a user:password in its URL."""
     url = os.environ.get(scheme + "_proxy") or os.environ.get(scheme.upper() + "_PROXY")
     if not url:
         return None
@@ -870,40 +897,10 @@ def find_proxy(scheme, host):
     return u.hostname, port, {"Proxy-Authorization": "Basic " + base64.b64encode(user).decode()}
 
 
-def network_fault(e, client):
-    """The RetryableFault that says what went wrong talking to host; a UserError when retrying cannot help."""
-    import http.client
-    host = client.host
-    ssl = sys.modules.get("ssl")
-    if ssl and isinstance(e, ssl.CertificateError):
-        return UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL, or point "
-                         "SSL_CERT_FILE at your CA bundle" % (host, getattr(e, "verify_message", None) or e))
-    proxy = client.proxy and "%s_PROXY" % ("HTTPS" if client.https else "HTTP")
-    where = ("%s:%d, the proxy in %s" % (client.proxy[:2] + (proxy,)) if proxy
-             else "%s:%d, the server in GROK_BASE_URL" % (host, client.port))
-    problems = (        # the first whose exception types e is one of
-        (socket.gaierror, "cannot resolve host {where} (DNS)"),
-        (ConnectionRefusedError, "connection refused by {where}: is it running?"),
-        ((socket.timeout, TimeoutError),
-         "no complete reply from {host} within the timeout (GROK_TIMEOUT, for the whole reply)"),
-        (StreamBroken, "the reply stream from {host} broke off: {e}"),
-        ((http.client.RemoteDisconnected, http.client.IncompleteRead, ConnectionResetError, BrokenPipeError),
-         "connection to {host} dropped ({name})"),
-        ((ValueError, http.client.BadStatusLine, http.client.LineTooLong, http.client.UnknownProtocol),
-         "garbled reply from {host} ({name}: {short})"),
-        (Exception, "network error talking to {host}: {e}"))
-    problem = next(text for kinds, text in problems if isinstance(e, kinds))
-    problem = scrub(problem.format(host=host, where=where, e=e, name=type(e).__name__,
-                                   short=str(e)[:100]))
-    if isinstance(e, (socket.gaierror, ConnectionRefusedError)):      # nothing answers there
-        return TransientError(problem)
-    return RetryableFault(problem, broke=isinstance(e, StreamBroken))
-
-
 class ChatResult:
     def __init__(self, content, finish_reason=None, usage=None, response_id=None, problem=None):
-        # a server's list of parts becomes JSON text: the contract check says why it is not an answer
-        self.content = content if content is None or isinstance(content, str) else json.dumps(content)
+        # a server's list of parts becomes JSON text: the contract check says why it is no answer
+        self.content = content if isinstance(content, (str, type(None))) else json.dumps(content)
         self.finish_reason = finish_reason if isinstance(finish_reason, str) else None
         self.usage = usage if isinstance(usage, dict) else {}
         self.tokens = usage_numbers(usage)      # what the rest of the program reads of the usage
@@ -912,7 +909,7 @@ class ChatResult:
 
 
 def read_chat_stream(resp, on_delta, on_thought=None):
-    """Collect an OpenAI-style SSE chat stream; usage may come in any chunk, reasoning_content goes to on_thought."""
+    """A ChatResult of an SSE chat stream (usage in any chunk; reasoning_content to on_thought)."""
     parts, finish, usage, response_id = [], None, None, None
     for chunk in sse_chunks(resp):
         if chunk is None:       # data: [DONE]
@@ -944,8 +941,8 @@ def deliver(piece, callback):
 
 
 def sse_chunks(resp):
-    """The JSON objects in an event stream's data lines, then None at "data: [DONE]". An error sent in the
-    stream raises its HTTPStatusError, with the status it names (else 500)."""
+    """The JSON objects in an event stream's data lines, then None at "data: [DONE]". An error sent
+    in the stream (llama.cpp: error: lines) raises its HTTPStatusError, its status (else 500)."""
     for line in iter(resp.readline, b""):
         field, _, data = line.strip().partition(b":")
         data, chunk = data.strip(), None
@@ -956,7 +953,7 @@ def sse_chunks(resp):
                 chunk = json.loads(data.decode("utf-8", "replace"))
             except (ValueError, RecursionError):
                 raise StreamBroken("a stream chunk was not JSON: %r" % data[:80])
-        if field == b"error" or isinstance(chunk, dict) and chunk.get("error"):     # (llama.cpp sends error: lines)
+        if field == b"error" or isinstance(chunk, dict) and chunk.get("error"):
             code = re.search(rb'"code"\s*:\s*([45]\d\d)\b', data)
             raise HTTPStatusError(int(code.group(1)) if code else 500, data)
         if isinstance(chunk, dict):
@@ -966,27 +963,32 @@ def sse_chunks(resp):
 def parse_chat_reply(obj, on_thought=None):
     obj = obj if isinstance(obj, dict) else {}
     choices = obj.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    usage = obj.get("usage")
+    if not isinstance(choice, dict):
         if obj.get("error"):
             raise HTTPStatusError(500, json.dumps(obj).encode())
-        return ChatResult(None, None, obj.get("usage"))
-    message = choices[0].get("message") if isinstance(choices[0].get("message"), dict) else {}
-    deliver(message.get("reasoning_content"), on_thought)
-    return ChatResult(message.get("content"), choices[0].get("finish_reason"), obj.get("usage"), obj.get("id"))
+        return ChatResult(None, None, usage)
+    msg = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+    deliver(msg.get("reasoning_content"), on_thought)
+    return ChatResult(msg.get("content"), choice.get("finish_reason"), usage, obj.get("id"))
 
 
 class ResponseStreamer:
-    """Pulls the decoded text of the top-level "response" string out of a JSON object arriving in pieces (to show
-    it as it is generated). tool_calls: whether the tool_calls list is, so far, "unknown", "empty" or "nonempty"."""
+    """Pulls the decoded text of the top-level "response" string out of a JSON object arriving in
+    pieces (to show it as it is generated). tool_calls: whether the tool_calls list is, so far,
+    "unknown", "empty" or "nonempty"."""
 
     # raw JSON string text up to the last whole character: an escape waits for its end, and a high
     # surrogate for what follows it (\uD83D\uDE00 is one character)
     WHOLE = r'(?s)(?:[^\\]|\\[^u]|\\u(?![dD][89abAB]).{4}|\\u.{4}(?=[^\\]|\\[^u]|\\u.{4}))*'
 
     def __init__(self):
-        self.depth, self.key, self.colon, self.calls, self.tool_calls = 0, None, False, False, "unknown"
-        self.raw = None         # the string being read: its raw characters, kept for a top-level key or the response
-        self.escaped, self.is_key, self.response, self.cut = False, False, False, 0     # cut: characters given out
+        self.depth, self.key, self.colon, self.calls = 0, None, False, False
+        self.tool_calls = "unknown"
+        self.raw = None     # the string being read: its raw text, if a top-level key or response
+        self.escaped, self.is_key, self.response = False, False, False
+        self.cut = 0        # characters of the response given out
 
     def feed(self, text):
         out = []
@@ -1022,13 +1024,13 @@ class ResponseStreamer:
             self.colon = self.depth == 1 and ch == ":"
 
     def _take(self, whole=False):
-        """The response text not returned yet: up to the last whole character, or all at the string's end."""
+        """The response text not given out yet: to the last whole character, or all at its end."""
         if not self.response:
             return ""
         raw = "".join(self.raw[self.cut:])
         raw = raw if whole else re.match(self.WHOLE, raw).group()
         self.cut += len(raw)
-        return re.sub("[\ud800-\udfff]", "\ufffd", self._decode(raw))     # a lone surrogate cannot be printed
+        return re.sub("[\ud800-\udfff]", "\ufffd", self._decode(raw))     # (unprintable)
 
     @staticmethod
     def _decode(raw):
