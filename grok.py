@@ -1042,7 +1042,8 @@ class ResponseStreamer:
 # --- The JSON contract ---
 
 
-class Contract(namedtuple("Contract", "name extra_properties extra_prompt max_tokens", defaults=({}, "", 4000))):
+class Contract(namedtuple("Contract", "name extra_properties extra_prompt max_tokens",
+                          defaults=({}, "", 4000))):
     """What the model is asked to return: the schema, its description, defaults."""
 
     def schema(self, tools):
@@ -1059,7 +1060,8 @@ class Contract(namedtuple("Contract", "name extra_properties extra_prompt max_to
 
 
 MINIMAL = Contract("grok_reply")
-REPLY_SHAPE = '{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRING or null, "done": BOOL}'
+REPLY_SHAPE = ('{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRING or null,'
+               ' "done": BOOL}')
 
 
 def extract_json_object(text):
@@ -1086,8 +1088,8 @@ def parse_reply(content, tool_names, finish_reason=None):
         cut = finish_reason == "length"
         obj = json.loads(content, strict=False) if cut else extract_json_object(str(content))
     except (ValueError, RecursionError):
-        raise ContractError("the reply was cut off at max_tokens before its JSON ended: reply shorter, "
-                            "with fewer tool calls")
+        raise ContractError("the reply was cut off at max_tokens before its JSON ended:"
+                            " reply shorter, with fewer tool calls")
     if not isinstance(obj, dict):
         raise ContractError("the reply must be a JSON object")
     calls = obj.get("tool_calls") or []
@@ -1103,12 +1105,12 @@ def parse_reply(content, tool_names, finish_reason=None):
         raise ContractError("the reply has neither tool_calls nor a response")
     done = obj.get("done")
     done = done.strip().lower() == "true" if isinstance(done, str) else done
-    obj.update({"tool_calls": clean, "response": response, "done": not clean if done is None else bool(done)})
+    obj.update(tool_calls=clean, response=response, done=not clean if done is None else bool(done))
     return obj
 
 
 def clean_call(i, call, tool_names):
-    """{"tool", "args"} from one entry of tool_calls (also taking OpenAI's "name" and "arguments")."""
+    """{"tool", "args"} of one entry of tool_calls (OpenAI's "name" and "arguments" too)."""
     if not isinstance(call, dict):
         raise ContractError("tool_calls[%d] must be an object with \"tool\" and \"args\"" % i)
     name, args = call.get("tool", call.get("name")), call.get("args", call.get("arguments"))
@@ -1118,24 +1120,26 @@ def clean_call(i, call, tool_names):
     if not isinstance(name, str) or not name:
         raise ContractError("tool_calls[%d] has no \"tool\" name" % i)
     if name not in tool_names:
-        raise ContractError("unknown tool %r; the tools are: %s" % (name, ", ".join(tool_names) or "none"))
+        known = ", ".join(tool_names) or "none"
+        raise ContractError("unknown tool %r; the tools are: %s" % (name, known))
     if not isinstance(args or {}, dict):
         raise ContractError("tool_calls[%d].args must be an object" % i)
     return {"tool": name, "args": args or {}}
 
 
 def kept_reply(content, reply):
-    """The reply as the history keeps it: an argument over ARG_CAP becomes a note, not resent in every request."""
+    """The reply as the history keeps it: an argument over ARG_CAP becomes a note, not resent."""
     if len(content) <= ARG_CAP:
         return content
-    calls = [dict(c, args={k: "[%d characters, not kept]" % len(str(v)) if len(str(v)) > ARG_CAP else v
+    note = "[%d characters, not kept]"
+    calls = [dict(c, args={k: note % len(str(v)) if len(str(v)) > ARG_CAP else v
                            for k, v in c["args"].items()}) for c in reply["tool_calls"]]
     return json.dumps(dict(reply, tool_calls=calls))
 
 
 def corrective_message(problem):
-    return "Your last reply broke the JSON contract: %s. Reply again with exactly one JSON object: %s." % (
-        problem, REPLY_SHAPE)
+    return ("Your last reply broke the JSON contract: %s. Reply again with exactly one JSON"
+            " object: %s." % (problem, REPLY_SHAPE))
 
 
 # --- Tools: one function each, one dict to dispatch ---
