@@ -311,8 +311,7 @@ class Cancelled(GrokError):
 class HTTPStatusError(Exception):
     def __init__(self, status, body):
         Exception.__init__(self, "HTTP %d" % status)
-        self.status = status
-        self.text = body.decode("utf-8", "replace")
+        self.status, self.text = status, body.decode("utf-8", "replace")
 
     def server_message(self):
         try:
@@ -409,9 +408,8 @@ def scrub(text, extra=()):
     """Credentials redacted: keys and tokens of common services, private keys, URL userinfo."""
     if not text:
         return text
-    for secret in tuple(extra) + tuple(SECRETS):
-        if secret and len(secret) >= 8:
-            text = text.replace(secret, "[REDACTED_API_KEY]")
+    for secret in [s for s in (*extra, *SECRETS) if len(s or "") >= 8]:
+        text = text.replace(secret, "[REDACTED_API_KEY]")
     for pattern, replacement in SECRET_PATTERNS:
         text = re.sub(pattern, replacement, text)
     return text
@@ -429,19 +427,16 @@ def scrub_all(obj):
 def visible(text, newlines=True):
     """Text safe for a terminal: what it would not print as itself (controls, escape sequences,
     bidi, zero-width, tag characters...) as escapes; tabs, newlines stay (or \\n). Display only."""
+    def escaped(match):     # \x0d, \u200b, \U000e0041; or the character, if it prints as itself
+        import unicodedata
+        char = match.group()
+        blank = re.match("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\uffa0"     # fillers,
+                         "\ufe00-\ufe0f\U000e0000-\U000e0fff]", char)         # variation selectors
+        if not blank and unicodedata.category(char) not in "Cc Cf Co Cs Cn Zl Zp".split():
+            return char
+        return "\\x%02x" % ord(char) if ord(char) < 256 else ascii(char)[1:-1]
     text = str(text) if newlines else str(text).replace("\n", "\\n")
     return re.sub("[^\t\n -~]", escaped, text)
-
-
-def escaped(match):
-    """visible()'s escape (\\x0d, \\u200b, \\U000e0041) of a character not printed as itself."""
-    import unicodedata
-    char = match.group()
-    blank = re.match("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\uffa0"     # fillers,
-                     "\ufe00-\ufe0f\U000e0000-\U000e0fff]", char)         # variation selectors
-    if not blank and unicodedata.category(char) not in ("Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp"):
-        return char
-    return "\\x%02x" % ord(char) if ord(char) < 256 else ascii(char)[1:-1]
 
 
 def open_to_others(path, owners):
@@ -518,9 +513,8 @@ def needs_approval(call, free_dirs=()):
 def approval_text(call, full=False):
     """(text, hidden): what an approval shows: the command, or the resolved path, whether it
     exists and the content (or a diff); controls visible; unless full, capped (hidden: how much)."""
-    head, body = "bash", str(call.args.get("command"))
-    if call.sandbox:
-        head = "bash (sandbox: %s)" % call.sandbox.label
+    head = "bash (sandbox: %s)" % call.sandbox.label if call.sandbox else "bash"
+    body = str(call.args.get("command"))
     if call.name.startswith("mcp__"):
         head = "MCP server %s, tool %s" % tuple(call.name.split("__", 2)[1:])
         body = json.dumps(call.args, indent=2)
@@ -909,13 +903,25 @@ class ChatResult:
 
 
 def read_chat_stream(resp, on_delta, on_thought=None):
-    """A ChatResult of an SSE chat stream (usage in any chunk; reasoning_content to on_thought)."""
+    """A ChatResult of an SSE chat stream: usage may come in any chunk, reasoning_content goes to
+    on_thought. An error sent in the stream (as llama.cpp's error: lines) raises HTTPStatusError."""
     parts, finish, usage, response_id = [], None, None, None
-    for chunk in sse_chunks(resp):
-        if chunk is None:       # data: [DONE]
+    for line in iter(resp.readline, b""):
+        field, _, data = line.strip().partition(b":")
+        data, chunk = data.strip(), None
+        if field == b"data" and data == b"[DONE]":
             break
-        if isinstance(chunk.get("usage"), dict):
-            usage = chunk["usage"]
+        if field == b"data":
+            try:
+                chunk = json.loads(data.decode("utf-8", "replace"))
+            except (ValueError, RecursionError):
+                raise StreamBroken("a stream chunk was not JSON: %r" % data[:80])
+        if field == b"error" or isinstance(chunk, dict) and chunk.get("error"):
+            code = re.search(rb'"code"\s*:\s*([45]\d\d)\b', data)      # the status, else 500
+            raise HTTPStatusError(int(code.group(1)) if code else 500, data)
+        if not isinstance(chunk, dict):
+            continue
+        usage = chunk["usage"] if isinstance(chunk.get("usage"), dict) else usage
         response_id = chunk.get("id", response_id)
         choices = chunk.get("choices")
         for choice in choices if isinstance(choices, list) else ():
@@ -940,26 +946,6 @@ def deliver(piece, callback):
     return piece
 
 
-def sse_chunks(resp):
-    """The JSON objects in an event stream's data lines, then None at "data: [DONE]". An error sent
-    in the stream (llama.cpp: error: lines) raises its HTTPStatusError, its status (else 500)."""
-    for line in iter(resp.readline, b""):
-        field, _, data = line.strip().partition(b":")
-        data, chunk = data.strip(), None
-        if field == b"data" and data == b"[DONE]":
-            yield None
-        elif field == b"data":
-            try:
-                chunk = json.loads(data.decode("utf-8", "replace"))
-            except (ValueError, RecursionError):
-                raise StreamBroken("a stream chunk was not JSON: %r" % data[:80])
-        if field == b"error" or isinstance(chunk, dict) and chunk.get("error"):
-            code = re.search(rb'"code"\s*:\s*([45]\d\d)\b', data)
-            raise HTTPStatusError(int(code.group(1)) if code else 500, data)
-        if isinstance(chunk, dict):
-            yield chunk
-
-
 def parse_chat_reply(obj, on_thought=None):
     obj = obj if isinstance(obj, dict) else {}
     choices = obj.get("choices")
@@ -975,20 +961,17 @@ def parse_chat_reply(obj, on_thought=None):
 
 
 class ResponseStreamer:
-    """Pulls the decoded text of the top-level "response" string out of a JSON object arriving in
-    pieces (to show it as it is generated). tool_calls: whether the tool_calls list is, so far,
-    "unknown", "empty" or "nonempty"."""
+    """The decoded text of the top-level "response" string of a JSON object arriving in pieces, as
+    it comes; tool_calls: whether that list is, so far, "unknown", "empty" or "nonempty"."""
 
     # raw JSON string text up to the last whole character: an escape waits for its end, and a high
     # surrogate for what follows it (\uD83D\uDE00 is one character)
     WHOLE = r'(?s)(?:[^\\]|\\[^u]|\\u(?![dD][89abAB]).{4}|\\u.{4}(?=[^\\]|\\[^u]|\\u.{4}))*'
 
     def __init__(self):
-        self.depth, self.key, self.colon, self.calls = 0, None, False, False
-        self.tool_calls = "unknown"
+        self.depth, self.cut, self.key, self.tool_calls = 0, 0, None, "unknown"     # cut: given out
         self.raw = None     # the string being read: its raw text, if a top-level key or response
-        self.escaped, self.is_key, self.response = False, False, False
-        self.cut = 0        # characters of the response given out
+        self.colon = self.calls = self.escaped = self.is_key = self.response = False
 
     def feed(self, text):
         out = []
