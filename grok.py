@@ -823,10 +823,9 @@ class Client:
             why = getattr(e, "verify_message", None) or e
             return UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL,"
                              " or point SSL_CERT_FILE at your CA bundle" % (self.host, why))
+        where = "%s:%d, the server in GROK_BASE_URL" % (self.host, self.port)
         if self.proxy:
             where = "%s:%d, the proxy in HTTP%s_PROXY" % (*self.proxy[:2], "S" * self.https)
-        else:
-            where = "%s:%d, the server in GROK_BASE_URL" % (self.host, self.port)
         problems = (        # the first whose exception types e is one of
             (socket.gaierror, "cannot resolve host {where} (DNS)"),
             (ConnectionRefusedError, "connection refused by {where}: is it running?"),
@@ -1023,7 +1022,6 @@ class ResponseStreamer:
 
 
 # --- The JSON contract ---
-
 
 class Contract(namedtuple("Contract", "name extra_properties extra_prompt max_tokens",
                           defaults=({}, "", 4000))):
