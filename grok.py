@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""grok: a minimal agent harness for xAI's Grok models (or any OpenAI-compatible server): the model answers in a
-JSON contract and runs local tools. Standard library only, Python 3.8+. `grok --help` lists the modes (chat, -p,
---acp) and settings; grok_detailed.py loads this file as its engine."""
+"""grok: a minimal agent harness for xAI's Grok models (or any OpenAI-compatible server): the model
+answers in a JSON contract and runs local tools. Standard library only, Python 3.8+. `grok --help`
+lists the modes (chat, -p, --acp) and settings; grok_detailed.py loads this file as its engine."""
 
 import os
 import stat
@@ -35,10 +35,11 @@ class Lazy:
 DEFAULT_BASE_URL = "https://api.x.ai/v1"
 DEFAULT_MODEL = "grok-4.3"
 KEY_VARS = ("GROK_API_KEY", "XAI_API_KEY")
-ENV_FILES = ("~/.grok/.env", "~/.claude/.env", "./.env")     # the person's own key before a project's
+ENV_FILES = ("~/.grok/.env", "~/.claude/.env", "./.env")     # your own key before a project's
 
 # USD per 1M tokens: input, cached input, output.
-PRICES = {"grok-4.3": (1.25, 0.20, 2.50), "grok-4.20": (1.25, 0.20, 2.50), "grok-3-mini": (0.30, 0.075, 0.50)}
+PRICES = {"grok-4.3": (1.25, 0.20, 2.50), "grok-4.20": (1.25, 0.20, 2.50),
+          "grok-3-mini": (0.30, 0.075, 0.50)}
 RETIRED_MODELS = ("grok-4-1-fast", "grok-4-fast", "grok-code-fast-1", "grok-3", "grok-4-0709")
 WINDOWS = {"grok-4.3": 1000000, "grok-4.20": 2000000, "grok-3-mini": 131072}
 DEFAULT_WINDOW = 131072
@@ -50,7 +51,7 @@ PIPED_CAP = 100000          # bytes of piped stdin added to a -p prompt
 STDIN_WAIT = 1.0            # seconds of silence that end a stdin pipe grok's parent holds open
 READ_CAP = 100000           # bytes read_file returns
 LIST_CAP = 500              # entries list_files returns
-ARG_CAP = 100000            # characters of a tool argument run, and kept in the history (write_file content: run)
+ARG_CAP = 100000            # characters of a command or path run, of any argument the history keeps
 APPROVAL_LINES = 40         # lines of a command or file shown at an approval before "s shows all"
 APPROVAL_CHARS = 4000       # ... and characters
 RULES_CAP = 8000            # bytes per AGENTS.md / GROK.md file
@@ -59,23 +60,24 @@ MAX_STRIKES = 3             # invalid replies in a row before a turn fails
 LOOP_NUDGE, LOOP_STOP = 2, 3    # rounds in a row, same calls and results: told, then stopped
 RETRY_STATUSES = (408, 429) + tuple(s for s in range(500, 600) if s not in (501, 505))
 RETRY_AFTER_CAP = 30.0      # seconds: a longer Retry-After is shortened to this
-NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)     # a symlink planted in place of a session file is an error, never followed
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)     # a symlink in place of a session file: an error
 SEARCH_ESTIMATE = 0.05      # USD reserved for a web_search before its first cost is known
 REPLY_CAP = 8 << 20         # bytes of one reply at most (or 1 KB per max_tokens, if more)
 DENIED = "denied: the user did not allow this %s call; do not retry it, ask or take another way"
-CONNECT_TIMEOUT = 15.0      # seconds to open a connection (a host that drops packets), at most GROK_TIMEOUT
+CONNECT_TIMEOUT = 15.0      # seconds to connect (a host may drop packets), at most GROK_TIMEOUT
 SMALL_WINDOW = 4096         # tokens: under COMPACT_THRESHOLD of this, no window needs compacting
 WINDOW_ASK_TIMEOUT = 3.0    # seconds to ask a server (not xAI's) its window, three ways at once
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts")    # writable in a sandbox
+ENV_LINE = r"""\s*(?:export\s+)?(\w+)\s*=\s*(?:"([^"]*)"|'([^']*)'|(.*?))\s*(?:\s#.*)?$"""
 
 
 def read_env_file(path, names):
-    """The first of `names` set in a .env file (regular, < 64 KB, UTF-8/16); the last one set wins."""
+    """The first of `names` set in a .env file (regular, < 64 KB, UTF-8/16); the last one wins."""
     got = read_regular(path, 65536)
     data = got[0] if got and len(got[0]) <= 65536 else b""
     found = {}
     for line in data.decode("utf-16" if b"\0" in data[:4] else "utf-8-sig", "replace").splitlines():
-        m = re.match(r"""\s*(?:export\s+)?(\w+)\s*=\s*(?:"([^"]*)"|'([^']*)'|(.*?))\s*(?:\s#.*)?$""", line)
+        m = re.match(ENV_LINE, line)
         if m and m.group(1) in names:
             found[m.group(1)] = next((v for v in m.groups()[1:] if v is not None), "")
     return next((found[n] for n in names if found.get(n)), None)
@@ -93,17 +95,19 @@ def own_setting(names, files=ENV_FILES[:2]):
 
 
 def find_api_key():
-    """(key, where it came from), or (None, None); a key with whitespace or control characters is a UserError."""
+    """(key, where it came from) or (None, None); a key with a space or a control: UserError."""
     key, source = own_setting(KEY_VARS, ENV_FILES)
     if any(ord(c) < 33 or 127 <= ord(c) < 160 for c in key):
-        raise UserError("the API key in %s contains whitespace or control characters (not shown): fix it" % source)
+        raise UserError("the API key in %s contains whitespace or control characters (not shown):"
+                        " fix it" % source)
     if source == "./.env":
-        sys.stderr.write("grok: using the API key from ./.env in the working directory (no key of your own is set)\n")
+        sys.stderr.write("grok: using the API key from ./.env in the working directory"
+                         " (no key of your own is set)\n")
     return key or None, source
 
 
 def env_flag(name, default=False):
-    """A yes/no setting: unset or empty is the default; "0", "false" and "no" are no, anything else yes."""
+    """A yes/no setting: unset or empty is the default; "0", "false" and "no" are no, else yes."""
     value = os.environ.get(name, "")
     return value not in ("0", "false", "no") if value else default
 
@@ -237,60 +241,63 @@ def check_base_url(url):
 
 
 def env_prices(xai):
-    """GROK_PRICES as (input, cached input, output) in USD per 1M tokens; unset: None (xAI's table) on xAI, else ()."""
+    """GROK_PRICES (USD per 1M tokens in, cached, out); unset: on xAI None (its table), else ()."""
     value = os.environ.get("GROK_PRICES", "").strip()
     prices = ()
     with suppress(ValueError):
         prices = tuple(float(p) for p in value.split(",")) if value else (None if xai else ())
     if value and (len(prices) != 3 or not all(0 <= p <= 10000 for p in prices)):      # (not NaN)
-        raise UserError("GROK_PRICES must be IN,CACHED,OUT in USD per million tokens, not %r" % value)
+        raise UserError("GROK_PRICES must be IN,CACHED,OUT in USD per million tokens, not %r"
+                        % value)
     return prices
 
 
 def model_entry(table, model, default=None):
-    """A table's entry (PRICES, WINDOWS) for a model id, following dated variants, and retired ids to grok-4.3."""
+    """The entry of PRICES or WINDOWS for a model id or its dated variant; retired: grok-4.3's."""
     m = model.split("/")[-1]
-    for name in sorted(table, key=len, reverse=True):       # the longest name that fits
+    for name in sorted(table, key=len, reverse=True) + list(RETIRED_MODELS):    # the longest first
         if m == name or m.startswith(name + "-"):
-            return table[name]
-    return table["grok-4.3"] if any(m == old or m.startswith(old + "-") for old in RETIRED_MODELS) else default
+            return table.get(name, table["grok-4.3"])
+    return default
 
 
-USAGE_FIELDS = (("input", "prompt_tokens", "input_tokens"), ("output", "completion_tokens", "output_tokens"),
-                ("reasoning", "completion_tokens_details.reasoning_tokens", "output_tokens_details.reasoning_tokens"),
-                ("cached", "prompt_tokens_details.cached_tokens", "input_tokens_details.cached_tokens"),
-                ("total", "total_tokens"), ("ticks", "cost_in_usd_ticks"))
+# Where a usage says each number, in Chat Completions' words (the Responses API's: input, output)
+USAGE_FIELDS = (("input", "prompt_tokens"), ("output", "completion_tokens"),
+                ("reasoning", "completion_tokens_details.reasoning_tokens"),
+                ("cached", "prompt_tokens_details.cached_tokens"), ("total", "total_tokens"),
+                ("ticks", "cost_in_usd_ticks"))
 
 
 def usage_numbers(usage):
-    """The one reader of a server's usage object: {input, output, reasoning, cached, total, ticks}, each a number
-    >= 0 (0, or None for ticks, when absent), and "odd": a value that was not (NaN, negative, a string), ignored."""
-    numbers = {"odd": False}
-    for name, *paths in USAGE_FIELDS:
-        for path in paths:
+    """The one reader of a server's usage object: {input, output, reasoning, cached, total, ticks},
+    each a number >= 0 (0, or None for ticks, when absent), and "odd": a value that was not (NaN,
+    negative, a string), ignored."""
+    n = {"odd": False}
+    for name, chat in USAGE_FIELDS:
+        for path in (chat, chat.replace("prompt", "input").replace("completion", "output")):
             value = usage
             for key in path.split("."):
                 value = value.get(key) if isinstance(value, dict) else None
             if value is not None:
                 break
-        if value is not None and not (type(value) in (int, float) and 0 <= value < 1e15):     # a bool is odd too
-            numbers["odd"], value = True, None
-        numbers[name] = value if value is not None or name == "ticks" else 0
-    numbers["total"] = numbers["total"] or numbers["input"] + numbers["output"] + numbers["reasoning"]
-    return numbers
+        if type(value) not in (int, float) or not 0 <= value < 1e15:    # (a bool, NaN: odd)
+            n["odd"], value = n["odd"] or value is not None, None
+        n[name] = 0 if value is None and name != "ticks" else value
+    n["total"] = n["total"] or n["input"] + n["output"] + n["reasoning"]
+    return n
 
 
 def usage_cost(model, usage, prices=None):
-    """(USD, price known) for one API call's usage: the server's own figure, else by `prices` (None: xAI's table)."""
+    """(USD, price known) of a call's usage: the server's figure, else by `prices` (None: xAI's)."""
     n = usage_numbers(usage)
     if n["ticks"] is not None:
         return n["ticks"] / 1e10, True
     prices = model_entry(PRICES, model) if prices is None else prices
     if not prices:
         return 0.0, not isinstance(usage, dict)
-    p_in, p_cached, p_out = prices
     cached = min(n["cached"], n["input"])
-    return ((n["input"] - cached) * p_in + cached * p_cached + (n["output"] + n["reasoning"]) * p_out) / 1e6, True
+    tokens = (n["input"] - cached, cached, n["output"] + n["reasoning"])
+    return sum(count * price for count, price in zip(tokens, prices)) / 1e6, True
 
 
 # --- Errors: one root, a subclass per exit code ---
@@ -327,8 +334,7 @@ class Cancelled(GrokError):
 class HTTPStatusError(Exception):
     def __init__(self, status, body):
         Exception.__init__(self, "HTTP %d" % status)
-        self.status = status
-        self.text = body.decode("utf-8", "replace")
+        self.status, self.text = status, body.decode("utf-8", "replace")
 
     def server_message(self):
         try:
@@ -336,7 +342,7 @@ class HTTPStatusError(Exception):
         except (ValueError, RecursionError):        # an HTML page: its words, not its markup
             words = re.sub(r"(?s)<(script|style).*?</\1>|<[^>]*>", " ", self.text).split()
             return " ".join(words)[:300] or "(empty body)"
-        err = obj.get("error", obj.get("message", obj.get("detail"))) if isinstance(obj, dict) else None
+        err = isinstance(obj, dict) and obj.get("error", obj.get("message", obj.get("detail")))
         if isinstance(err, dict):
             err = err.get("message") or json.dumps(err)
         return str(err)[:500] if err else self.text[:300]
@@ -345,17 +351,17 @@ class HTTPStatusError(Exception):
         return any(w in self.text.lower() for w in words)
 
     def overflow(self):
-        """A ContextOverflow when the server says the request does not fit its context window, else None."""
-        if self.status not in (400, 413) or not self.mentions("n_ctx", "exceed_context_size", "context length",
-                                                             "context window", "context_length"):
+        """A ContextOverflow when the server says the request does not fit its window, else None."""
+        words = "n_ctx", "exceed_context_size", "context length", "context window", "context_length"
+        if self.status not in (400, 413) or not self.mentions(*words):
             return None
-        m = re.search(r'"n_ctx"\s*:\s*(\d+)|context (?:window|length) (?:of|is) (\d+)', self.text, re.I)
-        size = m and (m.group(1) or m.group(2))
-        asked = re.search(r'"n_prompt_tokens": ?(\d+)|requested (?:tokens \()?(\d+)', self.text, re.I)
+        text = self.text
+        m = re.search(r'(?i)(?:"n_ctx"\s*:\s*|context (?:window|length) (?:of|is) )(\d+)', text)
+        size = m and int(m[1])
+        m = re.search(r'(?i)(?:"n_prompt_tokens": ?|requested (?:tokens \()?)(\d+)', text)
         message = "the request does not fit the server's context window%s (HTTP %d): %s" % (
-            " of %s tokens" % size if size else "", self.status, self.server_message())
-        return ContextOverflow(message, int(size) if size else None,
-                               asked and int(asked.group(1) or asked.group(2)))
+            "" if size is None else " of %d tokens" % size, self.status, self.server_message())
+        return ContextOverflow(message, size, m and int(m[1]))
 
 
 class StreamBroken(Exception):
@@ -392,7 +398,7 @@ class Terminated(BaseException):
 
 
 class OutputClosed(GrokError):
-    """stdout was closed by its reader (`grok -p ... | head -1`): headless() stops quietly, with exit code 0."""
+    """stdout closed by its reader (`grok -p ... | head -1`): headless() stops quietly, exit 0."""
     exit_code = 0
 
 
@@ -408,8 +414,8 @@ class RpcError(Exception):
 
 SECRETS = set()         # the configured key and URL password: Config adds them
 SECRET_PATTERNS = (      # compiled on first use (re caches them)
-    (r"(?s)-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----.*?(-----END [A-Z ]*PRIVATE KEY( BLOCK)?-----|\Z)",
-     "[REDACTED_PRIVATE_KEY]"),
+    (r"(?s)-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----.*?"
+     r"(-----END [A-Z ]*PRIVATE KEY( BLOCK)?-----|\Z)", "[REDACTED_PRIVATE_KEY]"),
     (r"\bxai-[A-Za-z0-9]{20,}", "[REDACTED_API_KEY]"),
     (r"\bsk-[A-Za-z0-9_\-]{20,}", "[REDACTED_API_KEY]"),
     (r"\b(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})", "[REDACTED_GH_TOKEN]"),
@@ -422,12 +428,11 @@ SECRET_PATTERNS = (      # compiled on first use (re caches them)
 
 
 def scrub(text, extra=()):
-    """Redact credentials: API keys and tokens of common services, AWS keys, private key blocks, URL userinfo."""
+    """Credentials redacted: keys and tokens of common services, private keys, URL userinfo."""
     if not text:
         return text
-    for secret in tuple(extra) + tuple(SECRETS):
-        if secret and len(secret) >= 8:
-            text = text.replace(secret, "[REDACTED_API_KEY]")
+    for secret in [s for s in (*extra, *SECRETS) if len(s or "") >= 8]:
+        text = text.replace(secret, "[REDACTED_API_KEY]")
     for pattern, replacement in SECRET_PATTERNS:
         text = re.sub(pattern, replacement, text)
     return text
@@ -445,23 +450,20 @@ def scrub_all(obj):
 def visible(text, newlines=True):
     """Text safe for a terminal: what it would not print as itself (controls, escape sequences,
     bidi, zero-width, tag characters...) as escapes; tabs, newlines stay (or \\n). Display only."""
+    def escaped(match):     # \x0d, \u200b, \U000e0041; or the character, if it prints as itself
+        import unicodedata
+        char = match.group()
+        blank = re.match("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\uffa0"     # fillers,
+                         "\ufe00-\ufe0f\U000e0000-\U000e0fff]", char)         # variation selectors
+        if not blank and unicodedata.category(char) not in "Cc Cf Co Cs Cn Zl Zp".split():
+            return char
+        return "\\x%02x" % ord(char) if ord(char) < 256 else ascii(char)[1:-1]
     text = str(text) if newlines else str(text).replace("\n", "\\n")
     return re.sub("[^\t\n -~]", escaped, text)
 
 
-def escaped(match):
-    """visible()'s escape (\\x0d, \\u200b, \\U000e0041) of a character not printed as itself."""
-    import unicodedata
-    char = match.group()
-    blank = re.match("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\uffa0"     # fillers,
-                     "\ufe00-\ufe0f\U000e0000-\U000e0fff]", char)         # variation selectors
-    if not blank and unicodedata.category(char) not in ("Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp"):
-        return char
-    return "\\x%02x" % ord(char) if ord(char) < 256 else ascii(char)[1:-1]
-
-
 def open_to_others(path, owners):
-    """Why others could plant files in a directory (owned by someone not in owners, group/world-writable), or None."""
+    """Why others could plant files in a directory (not owners', group/world-writable), or None."""
     try:
         info = os.stat(path)
     except OSError as e:
@@ -472,11 +474,12 @@ def open_to_others(path, owners):
 
 
 def data_dir_problem(path):
-    """Why the data dir (made 0700 if missing) is unsafe, or None: others could plant a session or a history symlink."""
+    """Why the data dir (made 0700 if missing) is unsafe (others could plant files), or None."""
     with suppress(OSError):     # open_to_others says why it is unusable
         os.makedirs(path, mode=0o700, exist_ok=True)
     why = open_to_others(path, (os.getuid(),))
-    return why and "the data dir %s (GROK_DATA_DIR) is %s: not used (make it yours, 0700)" % (path, why)
+    if why:
+        return "the data dir %s (GROK_DATA_DIR) is %s: not used (make it yours, 0700)" % (path, why)
 
 
 def read_regular(path, cap):
@@ -491,7 +494,7 @@ def read_regular(path, cap):
 
 
 def clean_text(text):
-    """Undecodable input bytes (surrogate escapes from stdin or argv) as U+FFFD, so the text encodes as UTF-8."""
+    """Undecodable bytes (surrogate escapes of stdin, argv) as U+FFFD, so the text is UTF-8."""
     with suppress(UnicodeEncodeError):
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     return text.encode("utf-8", "replace").decode("utf-8")
@@ -531,11 +534,10 @@ def needs_approval(call, free_dirs=()):
 
 
 def approval_text(call, full=False):
-    """(text, hidden): what an approval shows: the whole command, every line; or the resolved path, whether it
-    exists and the content (or a diff). Control characters visible; unless full, capped: hidden says how much."""
-    head, body = "bash", str(call.args.get("command"))
-    if call.sandbox:
-        head = "bash (sandbox: %s)" % call.sandbox.label
+    """(text, hidden): what an approval shows: the command, or the resolved path, whether it
+    exists and the content (or a diff); controls visible; unless full, capped (hidden: how much)."""
+    head = "bash (sandbox: %s)" % call.sandbox.label if call.sandbox else "bash"
+    body = str(call.args.get("command"))
     if call.name.startswith("mcp__"):
         head = "MCP server %s, tool %s" % tuple(call.name.split("__", 2)[1:])
         body = json.dumps(call.args, indent=2)
@@ -546,7 +548,8 @@ def approval_text(call, full=False):
         body = call.args.get("content", "")
         body = body if isinstance(body, str) else json.dumps(body, indent=2)
         old = old_text(path)
-        state = "a new file" if not os.path.exists(path) else "replaces the file" + ("; the changes" if old else "")
+        state = "replaces the file" if os.path.exists(path) else "a new file"
+        state += "; the changes" if old else ""
         head = "write_file %s (%d bytes, %s)" % (path, len(body.encode("utf-8", "replace")), state)
         if old is not None:
             diff = difflib.unified_diff(old.splitlines(True), body.splitlines(True), "now", "new")
@@ -587,7 +590,8 @@ def allow_matches(call, patterns):
     resolved path (a relative one only inside cwd), on an MCP tool's name (mcp__SERVER__TOOL)."""
     if call.name not in TOOLS:      # an MCP tool
         return any(fnmatch.fnmatchcase(call.name, p) for p in patterns)
-    value = call.args.get("command" if call.name == "bash" else "path") or ("." if call.name == "list_files" else "")
+    value = call.args.get("command" if call.name == "bash" else "path")
+    value = value or ("." if call.name == "list_files" else "")
     if not isinstance(value, str) or not value:
         return False
     if call.name == "bash":
@@ -624,30 +628,27 @@ def denied_by(call, rules):
 # --- HTTP client: keep-alive, retries with backoff, SSE ---
 
 def json_bytes(obj):
-    """UTF-8 JSON; a lone surrogate (from a non-UTF-8 file name) becomes a valid \\u escape, not an encoding error."""
+    """UTF-8 JSON; a lone surrogate (from a non-UTF-8 file name) becomes a \\u escape."""
     return json.dumps(obj, ensure_ascii=False).encode("utf-8", "backslashreplace")
 
 
 def parse_retry_after(value, now=None, per_second=1):
-    """Seconds to wait from a Retry-After header (delta-seconds, or units of 1/per_second, or an HTTP date), or None."""
+    """Seconds to wait from a Retry-After (seconds, 1/per_second units, an HTTP date), or None."""
+    seconds = float("nan")
     try:
         seconds = float(value) / per_second
     except (TypeError, ValueError):
         import email.utils
-        try:
-            seconds = email.utils.mktime_tz(email.utils.parsedate_tz(value)) - (time.time() if now is None else now)
-        except (TypeError, ValueError, OverflowError):      # not a date (parsedate_tz gave None)
-            return None
-    return None if seconds != seconds else min(RETRY_AFTER_CAP, max(0.0, seconds))     # (NaN != NaN)
+        with suppress(TypeError, ValueError, OverflowError):    # (parsedate_tz: None if no date)
+            seconds = email.utils.mktime_tz(email.utils.parsedate_tz(value)) - (now or time.time())
+    return None if seconds != seconds else min(RETRY_AFTER_CAP, max(0.0, seconds))     # (not NaN)
 
 
 def retry_delay(attempt, backoff, retry_after=None):
     """Exponential backoff with up to 25% jitter; a server's Retry-After is a lower bound."""
     jitter = int.from_bytes(os.urandom(2), "big") / 65535.0
     delay = backoff * (2 ** (attempt - 1)) * (1 + 0.25 * jitter)
-    if retry_after is not None:
-        delay = max(retry_after, min(delay, RETRY_AFTER_CAP))
-    return delay
+    return delay if retry_after is None else max(retry_after, min(delay, RETRY_AFTER_CAP))
 
 
 class Client:
@@ -659,21 +660,21 @@ class Client:
         self.host = u.hostname or "localhost"
         self.port = u.port or (443 if self.https else 80)
         self.proxy = find_proxy(u.scheme, self.host)
-        # through a plain-http proxy the request line names the whole URL; https goes through a CONNECT tunnel
-        self.prefix = ("http://" + u.netloc if self.proxy and not self.https else "") + u.path.rstrip("/")
-        self.headers = {"Content-Type": "application/json", "Authorization": "Bearer " + (api_key or "")}
-        self.headers.update(self.proxy[2] if self.proxy and not self.https else {})
+        # through a plain-http proxy the request line names the whole URL (https: a CONNECT tunnel)
+        via = self.proxy if not self.https else None
+        self.prefix = ("http://" + u.netloc if via else "") + u.path.rstrip("/")
+        self.headers = {"Content-Type": "application/json",
+                        "Authorization": "Bearer " + (api_key or ""), **(via[2] if via else {})}
         self.timeout, self.max_retries, self.backoff = timeout, max_retries, backoff
         self.notice = notice or (lambda text: None)
         self.conv_id, self._idle, self._busy, self._lock = None, [], set(), threading.Lock()
 
     def _connect(self):
+        """(connection, reused): an idle one, else a new one."""
         with self._lock:
             if self._idle:
-                conn = self._idle.pop()
-                self._busy.add(conn)
-                return conn, True
-        hide_ssl = not self.https and "ssl" not in sys.modules     # plain http: spare ssl's 4 MB and 4 ms
+                return self._idle.pop(), True
+        hide_ssl = not self.https and "ssl" not in sys.modules     # plain http: spare ssl's 4 MB
         if hide_ssl:
             sys.modules["ssl"] = None       # http.client's optional `import ssl` then fails at once
         try:
@@ -682,12 +683,10 @@ class Client:
             if hide_ssl:
                 del sys.modules["ssl"]
         kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
-        timeout = min(self.timeout or CONNECT_TIMEOUT, CONNECT_TIMEOUT)      # to connect: _send then sets GROK_TIMEOUT
+        timeout = min(self.timeout or CONNECT_TIMEOUT, CONNECT_TIMEOUT)     # (then GROK_TIMEOUT)
         conn = kind(*(self.proxy[:2] if self.proxy else (self.host, self.port)), timeout=timeout)
         if self.proxy and self.https:
             conn.set_tunnel(self.host, self.port, self.proxy[2])
-        with self._lock:
-            self._busy.add(conn)
         return conn, False
 
     def _release(self, conn, reusable):
@@ -716,12 +715,12 @@ class Client:
         for conn in idle:
             conn.close()
 
-    def _send(self, conn, reused, method, path, body, headers, cancel):
+    def _send(self, conn, reused, request, cancel):
         ssl = sys.modules.get("ssl")
         closed = (ConnectionError,) + ((ssl.SSLEOFError, ssl.SSLZeroReturnError) if ssl else ())
         for again in (reused, False):
             try:
-                conn.request(method, path, body, headers)
+                conn.request(*request)
                 conn.reading = conn.sock    # http.client drops conn.sock for a reply that closes
                 conn.sock.settimeout(self.timeout)
                 if cancel.is_set():      # abort() may have come before the socket
@@ -734,9 +733,9 @@ class Client:
             conn.close()
 
     def get(self, path, payload=None):
-        """The JSON answer to a GET (a POST with a payload) of the full `path`: one try, its failure raised."""
-        return self._attempt("POST" if payload else "GET", path, payload and json_bytes(payload), self.headers, None,
-                             threading.Event(), None, REPLY_CAP)
+        """The JSON answer to GET `path` (POST, with a payload): one try, its failure raised."""
+        method, body = ("POST", json_bytes(payload)) if payload else ("GET", None)
+        return self._attempt((method, path, body, self.headers), threading.Event())
 
     def probe(self, path, payload=None):
         """get() of `path` on the server's root, or None."""
@@ -744,56 +743,57 @@ class Client:
             return self.get(re.sub("/v1$", "", self.prefix) + path, payload)
 
     def post(self, path, payload, on_stream=None, cancel=None, no_retry=None, cap=REPLY_CAP):
-        """The JSON reply, or on_stream(reader) for an event stream; retries dropped connections, timeouts, 429
-        and 5xx with backoff (TransientError when they run out); other statuses raise HTTPStatusError."""
-        body = json_bytes(payload)
+        """The JSON reply, or on_stream(reader) for an event stream; retries dropped connections,
+        timeouts, 429 and 5xx with backoff (then a TransientError); else HTTPStatusError."""
         headers = {**self.headers, "User-Agent": "grok.py/" + __version__}
         if self.conv_id:
             headers["x-grok-conv-id"] = self.conv_id
         if on_stream:
             headers["Accept"] = "text/event-stream"
+        request = ("POST", self.prefix + path, json_bytes(payload), headers)
         cancel = cancel or threading.Event()
         attempt = breaks = delay = 0
         while not cancel.wait(delay):       # (wait() returns whether cancel is set)
             try:
-                return self._attempt("POST", self.prefix + path, body, headers, on_stream, cancel, no_retry, cap)
+                return self._attempt(request, cancel, on_stream, no_retry, cap)
             except RetryableFault as fault:
-                problem, retry_after = fault.problem, fault.wait
+                why, retry_after = fault.problem, fault.wait
                 breaks += fault.broke
-                if breaks == 2 and on_stream and attempt < self.max_retries:  # the caller asks unstreamed
-                    raise StreamBroken(problem)
+                if breaks == 2 and on_stream and attempt < self.max_retries:    # (then unstreamed)
+                    raise StreamBroken(why)
             if cancel.is_set():
                 break
             attempt += 1
             if attempt > self.max_retries:
-                raise TransientError("%s (gave up after %d retries)" % (problem, self.max_retries))
+                raise TransientError("%s (gave up after %d retries)" % (why, self.max_retries))
             delay = retry_delay(attempt, self.backoff, retry_after)
-            self.notice("%s; retrying in %.1fs (%d/%d)" % (problem, delay, attempt, self.max_retries))
+            self.notice("%s; retrying in %.1fs (%d/%d)" % (why, delay, attempt, self.max_retries))
         raise Cancelled("cancelled")
 
-    def _attempt(self, method, path, body, headers, on_stream, cancel, no_retry, cap):
-        """One request and its whole reply, within GROK_TIMEOUT and `cap` bytes; RetryableFault if worth repeating."""
+    def _attempt(self, request, cancel, on_stream=None, no_retry=None, cap=REPLY_CAP):
+        """One request (method, URL, body, headers) and its whole reply, within GROK_TIMEOUT and
+        `cap` bytes; RetryableFault if worth repeating."""
         conn, reused = self._connect()      # (imports http.client, without ssl for plain http)
         import http.client
+        with self._lock:
+            self._busy.add(conn)
         reusable, started = False, time.monotonic()
         deadline = threading.Timer(self.timeout or threading.TIMEOUT_MAX, self._shut, (conn,))
         with suppress(RuntimeError):    # no thread to be had: the socket timeouts alone bound it
             deadline.start()        # it shuts the socket, cutting any read, however slow
         try:
-            resp = self._send(conn, reused, method, path, body, headers, cancel)
-            reader = ReplyReader(resp, cap)
-            html = "html" in (resp.getheader("Content-Type") or "")
-            if html and resp.status not in RETRY_STATUSES:
-                raise self.not_api(method, path, resp, reader.read())
-            if resp.status >= 300:
+            resp = self._send(conn, reused, request, cancel)
+            reader, ctype = ReplyReader(resp, cap), resp.getheader("Content-Type") or ""
+            page = "html" in ctype and resp.status not in RETRY_STATUSES     # no API's answer
+            if resp.status >= 300 and not page:
                 error = self._refusal(resp, reader, no_retry)
                 reusable = resp.status >= 400 and not resp.will_close
                 raise error
-            if on_stream and "text/event-stream" in (resp.getheader("Content-Type") or ""):
+            if on_stream and "text/event-stream" in ctype:
                 result = on_stream(reader)
                 reader.read()       # the end of the chunked body, so the connection can be reused
             else:
-                result = self._json(method, path, resp, reader.read())
+                result = self._json(request, resp, reader.read())
             reusable = not resp.will_close
             return result
         except Exception as e:      # a read cut at the deadline may end in any of these
@@ -801,41 +801,71 @@ class Client:
                 e = TimeoutError()
             elif not isinstance(e, (OSError, StreamBroken, http.client.HTTPException, ValueError)):
                 raise       # (ValueError: defensive: no parse error in http.client ends the REPL)
-            raise network_fault(e, self)
+            raise self._fault(e)
         finally:
             deadline.cancel()
             self._release(conn, reusable)       # (shut by a late deadline: _send reconnects)
 
     def _refusal(self, resp, reader, no_retry):
-        """The error a reply other than 2xx raises: 429/5xx a RetryableFault, unless no_retry(its HTTPStatusError)."""
-        if resp.status < 400:
-            return UserError("the server at %s answered HTTP %d, a redirect to %s: grok does not follow "
-                             "redirects (the API key goes to GROK_BASE_URL only); set GROK_BASE_URL to the "
-                             "address you mean" % (self.host, resp.status, resp.getheader("Location") or "?"))
-        err = HTTPStatusError(resp.status, reader.read())
-        if resp.status not in RETRY_STATUSES or (no_retry and no_retry(err)):
+        """The error of a non-2xx reply: for 429, 5xx a RetryableFault unless no_retry(it)."""
+        status = resp.status
+        if status < 400:
+            where = resp.getheader("Location") or "?"
+            return UserError("the server at %s answered HTTP %d, a redirect to %s: grok does not"
+                             " follow redirects (the API key goes to GROK_BASE_URL only); set"
+                             " GROK_BASE_URL to the address you mean" % (self.host, status, where))
+        err = HTTPStatusError(status, reader.read())
+        if status not in RETRY_STATUSES or (no_retry and no_retry(err)):
             return err
         wait = parse_retry_after(resp.getheader("Retry-After"))
-        if wait is None:
-            wait = parse_retry_after(resp.getheader("retry-after-ms"), per_second=1000)     # OpenAI's
-        return RetryableFault(scrub("%s (HTTP %d): %s" % ("rate limited" if resp.status == 429 else "server error",
-                                                         resp.status, err.server_message())), wait, False)
+        if wait is None:        # OpenAI's header
+            wait = parse_retry_after(resp.getheader("retry-after-ms"), per_second=1000)
+        why = "%s (HTTP %d): %s" % ("rate limited" if status == 429 else "server error", status,
+                                   err.server_message())
+        return RetryableFault(scrub(why), wait)
 
-    def _json(self, method, path, resp, data):
-        try:
-            return json.loads(data.decode("utf-8", "replace"))
-        except (ValueError, RecursionError):
-            raise self.not_api(method, path, resp, data)
-
-    def not_api(self, method, path, resp, data):
-        """A reply that is no OpenAI-style API's: the URL asked, and what came back."""
-        said = HTTPStatusError(resp.status, data).server_message()[:120]
-        host = "http%s://%s:%d" % ("s" * self.https, self.host, self.port)
-        url = path if "://" in path else host + path
+    def _json(self, request, resp, data):
+        """The reply's JSON; if it is HTML or no JSON, a UserError naming the URL and the reply."""
         ctype = resp.getheader("Content-Type") or "-"
-        return UserError(scrub("%s %s did not answer with JSON (HTTP %d, %s): %r; is GROK_BASE_URL"
-                               " an OpenAI-compatible API (its base, as http://localhost:8080/v1)?"
-                               % (method, url, resp.status, ctype, said)))
+        with suppress(ValueError, RecursionError):
+            if "html" not in ctype:
+                return json.loads(data.decode("utf-8", "replace"))
+        method, url = request[:2]
+        if "://" not in url:
+            url = "http%s://%s:%d%s" % ("s" * self.https, self.host, self.port, url)
+        said = HTTPStatusError(resp.status, data).server_message()[:120]
+        raise UserError(scrub("%s %s did not answer with JSON (HTTP %d, %s): %r; is GROK_BASE_URL"
+                              " an OpenAI-compatible API (its base, as http://localhost:8080/v1)?"
+                              % (method, url, resp.status, ctype, said)))
+
+    def _fault(self, e):
+        """The RetryableFault saying what went wrong, or an error where retrying cannot help."""
+        import http.client
+        ssl = sys.modules.get("ssl")
+        if ssl and isinstance(e, ssl.CertificateError):
+            why = getattr(e, "verify_message", None) or e
+            return UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL,"
+                             " or point SSL_CERT_FILE at your CA bundle" % (self.host, why))
+        where = "%s:%d, the server in GROK_BASE_URL" % (self.host, self.port)
+        if self.proxy:
+            where = "%s:%d, the proxy in HTTP%s_PROXY" % (*self.proxy[:2], "S" * self.https)
+        problems = (        # the first whose exception types e is one of
+            (socket.gaierror, "cannot resolve host {where} (DNS)"),
+            (ConnectionRefusedError, "connection refused by {where}: is it running?"),
+            ((socket.timeout, TimeoutError), "no complete reply from {host} within the timeout"
+                                             " (GROK_TIMEOUT, for the whole reply)"),
+            (StreamBroken, "the reply stream from {host} broke off: {e}"),
+            ((http.client.RemoteDisconnected, http.client.IncompleteRead, ConnectionResetError,
+              BrokenPipeError), "connection to {host} dropped ({name})"),
+            ((ValueError, http.client.BadStatusLine, http.client.LineTooLong,
+              http.client.UnknownProtocol), "garbled reply from {host} ({name}: {short})"),
+            (Exception, "network error talking to {host}: {e}"))
+        problem = next(text for kinds, text in problems if isinstance(e, kinds))
+        problem = scrub(problem.format(host=self.host, where=where, e=e, name=type(e).__name__,
+                                       short=str(e)[:100]))
+        if isinstance(e, (socket.gaierror, ConnectionRefusedError)):      # nothing answers there
+            return TransientError(problem)
+        return RetryableFault(problem, broke=isinstance(e, StreamBroken))
 
 
 class ReplyReader:
@@ -861,8 +891,8 @@ class ReplyReader:
 
 
 def find_proxy(scheme, host):
-    """(host, port, headers) of the proxy from http_proxy / https_proxy (or upper case), unless no_proxy exempts
-    host; headers: Proxy-Authorization for a user:password in its URL."""
+    """(host, port, headers) of the proxy in http_proxy / https_proxy (or upper case), unless
+    no_proxy exempts host; headers: Proxy-Authorization for a user:password in its URL."""
     url = os.environ.get(scheme + "_proxy") or os.environ.get(scheme.upper() + "_PROXY")
     if not url:
         return None
@@ -883,40 +913,10 @@ def find_proxy(scheme, host):
     return u.hostname, port, {"Proxy-Authorization": "Basic " + base64.b64encode(user).decode()}
 
 
-def network_fault(e, client):
-    """The RetryableFault that says what went wrong talking to host; a UserError when retrying cannot help."""
-    import http.client
-    host = client.host
-    ssl = sys.modules.get("ssl")
-    if ssl and isinstance(e, ssl.CertificateError):
-        return UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL, or point "
-                         "SSL_CERT_FILE at your CA bundle" % (host, getattr(e, "verify_message", None) or e))
-    proxy = client.proxy and "%s_PROXY" % ("HTTPS" if client.https else "HTTP")
-    where = ("%s:%d, the proxy in %s" % (client.proxy[:2] + (proxy,)) if proxy
-             else "%s:%d, the server in GROK_BASE_URL" % (host, client.port))
-    problems = (        # the first whose exception types e is one of
-        (socket.gaierror, "cannot resolve host {where} (DNS)"),
-        (ConnectionRefusedError, "connection refused by {where}: is it running?"),
-        ((socket.timeout, TimeoutError),
-         "no complete reply from {host} within the timeout (GROK_TIMEOUT, for the whole reply)"),
-        (StreamBroken, "the reply stream from {host} broke off: {e}"),
-        ((http.client.RemoteDisconnected, http.client.IncompleteRead, ConnectionResetError, BrokenPipeError),
-         "connection to {host} dropped ({name})"),
-        ((ValueError, http.client.BadStatusLine, http.client.LineTooLong, http.client.UnknownProtocol),
-         "garbled reply from {host} ({name}: {short})"),
-        (Exception, "network error talking to {host}: {e}"))
-    problem = next(text for kinds, text in problems if isinstance(e, kinds))
-    problem = scrub(problem.format(host=host, where=where, e=e, name=type(e).__name__,
-                                   short=str(e)[:100]))
-    if isinstance(e, (socket.gaierror, ConnectionRefusedError)):      # nothing answers there
-        return TransientError(problem)
-    return RetryableFault(problem, broke=isinstance(e, StreamBroken))
-
-
 class ChatResult:
     def __init__(self, content, finish_reason=None, usage=None, response_id=None, problem=None):
-        # a server's list of parts becomes JSON text: the contract check says why it is not an answer
-        self.content = content if content is None or isinstance(content, str) else json.dumps(content)
+        # a server's list of parts becomes JSON text: the contract check says why it is no answer
+        self.content = content if isinstance(content, (str, type(None))) else json.dumps(content)
         self.finish_reason = finish_reason if isinstance(finish_reason, str) else None
         self.usage = usage if isinstance(usage, dict) else {}
         self.tokens = usage_numbers(usage)      # what the rest of the program reads of the usage
@@ -925,13 +925,25 @@ class ChatResult:
 
 
 def read_chat_stream(resp, on_delta, on_thought=None):
-    """Collect an OpenAI-style SSE chat stream; usage may come in any chunk, reasoning_content goes to on_thought."""
+    """A ChatResult of an SSE chat stream: usage may come in any chunk, reasoning_content goes to
+    on_thought. An error sent in the stream (as llama.cpp's error: lines) raises HTTPStatusError."""
     parts, finish, usage, response_id = [], None, None, None
-    for chunk in sse_chunks(resp):
-        if chunk is None:       # data: [DONE]
+    for line in iter(resp.readline, b""):
+        field, _, data = line.strip().partition(b":")
+        data, chunk = data.strip(), None
+        if field == b"data" and data == b"[DONE]":
             break
-        if isinstance(chunk.get("usage"), dict):
-            usage = chunk["usage"]
+        if field == b"data":
+            try:
+                chunk = json.loads(data.decode("utf-8", "replace"))
+            except (ValueError, RecursionError):
+                raise StreamBroken("a stream chunk was not JSON: %r" % data[:80])
+        if field == b"error" or isinstance(chunk, dict) and chunk.get("error"):
+            code = re.search(rb'"code"\s*:\s*([45]\d\d)\b', data)      # the status, else 500
+            raise HTTPStatusError(int(code.group(1)) if code else 500, data)
+        if not isinstance(chunk, dict):
+            continue
+        usage = chunk["usage"] if isinstance(chunk.get("usage"), dict) else usage
         response_id = chunk.get("id", response_id)
         choices = chunk.get("choices")
         for choice in choices if isinstance(choices, list) else ():
@@ -956,50 +968,32 @@ def deliver(piece, callback):
     return piece
 
 
-def sse_chunks(resp):
-    """The JSON objects in an event stream's data lines, then None at "data: [DONE]". An error sent in the
-    stream raises its HTTPStatusError, with the status it names (else 500)."""
-    for line in iter(resp.readline, b""):
-        field, _, data = line.strip().partition(b":")
-        data, chunk = data.strip(), None
-        if field == b"data" and data == b"[DONE]":
-            yield None
-        elif field == b"data":
-            try:
-                chunk = json.loads(data.decode("utf-8", "replace"))
-            except (ValueError, RecursionError):
-                raise StreamBroken("a stream chunk was not JSON: %r" % data[:80])
-        if field == b"error" or isinstance(chunk, dict) and chunk.get("error"):     # (llama.cpp sends error: lines)
-            code = re.search(rb'"code"\s*:\s*([45]\d\d)\b', data)
-            raise HTTPStatusError(int(code.group(1)) if code else 500, data)
-        if isinstance(chunk, dict):
-            yield chunk
-
-
 def parse_chat_reply(obj, on_thought=None):
     obj = obj if isinstance(obj, dict) else {}
     choices = obj.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    usage = obj.get("usage")
+    if not isinstance(choice, dict):
         if obj.get("error"):
             raise HTTPStatusError(500, json.dumps(obj).encode())
-        return ChatResult(None, None, obj.get("usage"))
-    message = choices[0].get("message") if isinstance(choices[0].get("message"), dict) else {}
-    deliver(message.get("reasoning_content"), on_thought)
-    return ChatResult(message.get("content"), choices[0].get("finish_reason"), obj.get("usage"), obj.get("id"))
+        return ChatResult(None, None, usage)
+    msg = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+    deliver(msg.get("reasoning_content"), on_thought)
+    return ChatResult(msg.get("content"), choice.get("finish_reason"), usage, obj.get("id"))
 
 
 class ResponseStreamer:
-    """Pulls the decoded text of the top-level "response" string out of a JSON object arriving in pieces (to show
-    it as it is generated). tool_calls: whether the tool_calls list is, so far, "unknown", "empty" or "nonempty"."""
+    """The decoded text of the top-level "response" string of a JSON object arriving in pieces, as
+    it comes; tool_calls: whether that list is, so far, "unknown", "empty" or "nonempty"."""
 
     # raw JSON string text up to the last whole character: an escape waits for its end, and a high
     # surrogate for what follows it (\uD83D\uDE00 is one character)
     WHOLE = r'(?s)(?:[^\\]|\\[^u]|\\u(?![dD][89abAB]).{4}|\\u.{4}(?=[^\\]|\\[^u]|\\u.{4}))*'
 
     def __init__(self):
-        self.depth, self.key, self.colon, self.calls, self.tool_calls = 0, None, False, False, "unknown"
-        self.raw = None         # the string being read: its raw characters, kept for a top-level key or the response
-        self.escaped, self.is_key, self.response, self.cut = False, False, False, 0     # cut: characters given out
+        self.depth, self.cut, self.key, self.tool_calls = 0, 0, None, "unknown"     # cut: given out
+        self.raw = None     # the string being read: its raw text, if a top-level key or response
+        self.colon = self.calls = self.escaped = self.is_key = self.response = False
 
     def feed(self, text):
         out = []
@@ -1035,13 +1029,13 @@ class ResponseStreamer:
             self.colon = self.depth == 1 and ch == ":"
 
     def _take(self, whole=False):
-        """The response text not returned yet: up to the last whole character, or all at the string's end."""
+        """The response text not given out yet: to the last whole character, or all at its end."""
         if not self.response:
             return ""
         raw = "".join(self.raw[self.cut:])
         raw = raw if whole else re.match(self.WHOLE, raw).group()
         self.cut += len(raw)
-        return re.sub("[\ud800-\udfff]", "\ufffd", self._decode(raw))     # a lone surrogate cannot be printed
+        return re.sub("[\ud800-\udfff]", "\ufffd", self._decode(raw))     # (unprintable)
 
     @staticmethod
     def _decode(raw):
@@ -1052,8 +1046,8 @@ class ResponseStreamer:
 
 # --- The JSON contract ---
 
-
-class Contract(namedtuple("Contract", "name extra_properties extra_prompt max_tokens", defaults=({}, "", 4000))):
+class Contract(namedtuple("Contract", "name extra_properties extra_prompt max_tokens",
+                          defaults=({}, "", 4000))):
     """What the model is asked to return: the schema, its description, defaults."""
 
     def schema(self, tools):
@@ -1070,7 +1064,8 @@ class Contract(namedtuple("Contract", "name extra_properties extra_prompt max_to
 
 
 MINIMAL = Contract("grok_reply")
-REPLY_SHAPE = '{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRING or null, "done": BOOL}'
+REPLY_SHAPE = ('{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRING or null,'
+               ' "done": BOOL}')
 
 
 def extract_json_object(text):
@@ -1097,8 +1092,8 @@ def parse_reply(content, tool_names, finish_reason=None):
         cut = finish_reason == "length"
         obj = json.loads(content, strict=False) if cut else extract_json_object(str(content))
     except (ValueError, RecursionError):
-        raise ContractError("the reply was cut off at max_tokens before its JSON ended: reply shorter, "
-                            "with fewer tool calls")
+        raise ContractError("the reply was cut off at max_tokens before its JSON ended:"
+                            " reply shorter, with fewer tool calls")
     if not isinstance(obj, dict):
         raise ContractError("the reply must be a JSON object")
     calls = obj.get("tool_calls") or []
@@ -1114,12 +1109,12 @@ def parse_reply(content, tool_names, finish_reason=None):
         raise ContractError("the reply has neither tool_calls nor a response")
     done = obj.get("done")
     done = done.strip().lower() == "true" if isinstance(done, str) else done
-    obj.update({"tool_calls": clean, "response": response, "done": not clean if done is None else bool(done)})
+    obj.update(tool_calls=clean, response=response, done=not clean if done is None else bool(done))
     return obj
 
 
 def clean_call(i, call, tool_names):
-    """{"tool", "args"} from one entry of tool_calls (also taking OpenAI's "name" and "arguments")."""
+    """{"tool", "args"} of one entry of tool_calls (OpenAI's "name" and "arguments" too)."""
     if not isinstance(call, dict):
         raise ContractError("tool_calls[%d] must be an object with \"tool\" and \"args\"" % i)
     name, args = call.get("tool", call.get("name")), call.get("args", call.get("arguments"))
@@ -1129,24 +1124,26 @@ def clean_call(i, call, tool_names):
     if not isinstance(name, str) or not name:
         raise ContractError("tool_calls[%d] has no \"tool\" name" % i)
     if name not in tool_names:
-        raise ContractError("unknown tool %r; the tools are: %s" % (name, ", ".join(tool_names) or "none"))
+        known = ", ".join(tool_names) or "none"
+        raise ContractError("unknown tool %r; the tools are: %s" % (name, known))
     if not isinstance(args or {}, dict):
         raise ContractError("tool_calls[%d].args must be an object" % i)
     return {"tool": name, "args": args or {}}
 
 
 def kept_reply(content, reply):
-    """The reply as the history keeps it: an argument over ARG_CAP becomes a note, not resent in every request."""
+    """The reply as the history keeps it: an argument over ARG_CAP becomes a note, not resent."""
     if len(content) <= ARG_CAP:
         return content
-    calls = [dict(c, args={k: "[%d characters, not kept]" % len(str(v)) if len(str(v)) > ARG_CAP else v
+    note = "[%d characters, not kept]"
+    calls = [dict(c, args={k: note % len(str(v)) if len(str(v)) > ARG_CAP else v
                            for k, v in c["args"].items()}) for c in reply["tool_calls"]]
     return json.dumps(dict(reply, tool_calls=calls))
 
 
 def corrective_message(problem):
-    return "Your last reply broke the JSON contract: %s. Reply again with exactly one JSON object: %s." % (
-        problem, REPLY_SHAPE)
+    return ("Your last reply broke the JSON contract: %s. Reply again with exactly one JSON"
+            " object: %s." % (problem, REPLY_SHAPE))
 
 
 # --- Tools: one function each, one dict to dispatch ---
