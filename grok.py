@@ -1774,23 +1774,20 @@ def find_project_rules(cwd):
     return found
 
 
-GUIDANCE = [        # how to use the reply (all a --system-prompt-override keeps), then how to work
-    "- To act: list the tool calls (independent calls run concurrently), response null, done false."
-    " Their results come back in the next user message.",
-    "- To answer: tool_calls [], response = your answer for the user, done true. done true with"
-    " tool calls runs them and then ends the turn with your response: their results reach you"
-    " only with the next message.",
-    "- Tools first: use web_search for facts, news and current events (put the year in the query)"
-    " instead of answering from memory; prefer acting over asking; check your work with tools"
-    " before you say it is done.",
-    "- Answers are plain text for a terminal: concise, no markdown."]
-
-
 def build_system_prompt(cfg, contract, cwd, tools=None):
     override = cfg.system_prompt        # --system-prompt-override: for the guidance and the context
-    parts = [override or "You are Grok, an agent working on the user's computer through tools.",
-             "Always reply with exactly one JSON object and nothing else:", REPLY_SHAPE]
-    parts += GUIDANCE[:override and 2]
+    parts = [
+        override or "You are Grok, an agent working on the user's computer through tools.",
+        "Always reply with exactly one JSON object and nothing else:", REPLY_SHAPE,
+        "- To act: list the tool calls (independent calls run concurrently), response null, done"
+        " false. Their results come back in the next user message.",
+        "- To answer: tool_calls [], response = your answer for the user, done true. done true"
+        " with tool calls runs them and then ends the turn with your response: their results"
+        " reach you only with the next message.",
+        "- Tools first: use web_search for facts, news and current events (put the year in the"
+        " query) instead of answering from memory; prefer acting over asking; check your work"
+        " with tools before you say it is done.",
+        "- Answers are plain text for a terminal: concise, no markdown."][:override and 5]
     if contract.extra_prompt:
         parts.append(contract.extra_prompt)
     tools = (tools or TOOLS).items()
