@@ -204,7 +204,7 @@ class Config:
         share = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
         data = os.environ.get("GROK_DATA_DIR") or os.path.join(share, "grok-agent")
         self.data_dir = os.path.expanduser(data)
-        self.read_dirs = [self.skills_dir]      # read_file/list_files run there unasked, as in cwd
+        self.read_dirs = (self.skills_dir,)     # read_file/list_files run there unasked, as in cwd
 
     @staticmethod
     def number(name, default, most=1e6):
@@ -2039,13 +2039,11 @@ class Ledger:
             self.turn[key] += result.cost if key == "cost" else result.tokens[key]
 
     def reserve(self, estimate=0.0):
-        """Before every paid request: LimitReached if the limit is reached or `estimate` USD more
-        would pass it."""
+        """Before each paid request: LimitReached at the limit or if `estimate` USD more passes it."""
         with self.lock:
             spent, limit = self.cost_usd + self.reserved, self.limit
             if 0 < limit <= spent:
-                raise LimitReached("cost limit reached: $%.4f of $%.2f (COST_LIMIT)"
-                                   % (spent, limit))
+                raise LimitReached("cost limit reached: $%.4f of $%.2f (COST_LIMIT)" % (spent, limit))
             if 0 < limit < spent + estimate:
                 raise LimitReached("it would pass the cost limit: $%.4f spent or reserved, about "
                                    "$%.2f more, of $%.2f (COST_LIMIT)" % (spent, estimate, limit))
@@ -2149,8 +2147,7 @@ class Link:
         rejected = [k for k in self.optional if bad and e.mentions(k, k.replace("_", ""))]
         if rejected:
             self.optional = {k: v for k, v in self.optional.items() if k not in rejected}
-            self.notice("the server rejected %s: not sent for the rest of the session"
-                        % ", ".join(rejected))
+            self.notice("the server rejected %s: not sent for the rest of the session" % ", ".join(rejected))
             return True
         if self.stream and bad and e.mentions("stream") and not e.overflow():
             self.stream = False
@@ -2181,8 +2178,8 @@ class Link:
         """A web search (the Responses API's tool), paid through the ledger: the server's reply."""
         payload = {"model": self.model, "input": [{"role": "user", "content": query}],
                    "tools": [{"type": "web_search"}]}
-        post = (lambda: self.client.post("/responses", payload, cancel=self.cancel))
-        return self.ledger.paid(post, self.model)
+        return self.ledger.paid(lambda: self.client.post("/responses", payload, cancel=self.cancel),
+                                self.model)
 
     def use_model(self, model):
         """Talk to `model` from now on, in its window: set, xAI's, the server's, else a guess."""
@@ -2229,6 +2226,7 @@ class ToolRunner:
         self.cancel, self.search, self.specs, self.mcp = link.cancel, link.search, mcp or {}, []
         self.tool_names, self.withdrawn = list(cfg.tools), {}   # withdrawn: name -> result
         self.procs, self.session_always, self.tool_count = set(), set(), 0     # procs: bash running
+        self.read_dirs = list(cfg.read_dirs)    # agent mode adds its workspace
         self.lock = threading.Lock()
 
     def start_mcp(self, cwd):
@@ -2304,7 +2302,7 @@ class ToolRunner:
         if self.cfg.deny and denied_by(item, self.cfg.deny):
             return False
         ok = self.cfg.always_approve or item.name in self.session_always
-        if ok or arg_problem(item.name, item.args) or not needs_approval(item, self.cfg.read_dirs):
+        if ok or arg_problem(item.name, item.args) or not needs_approval(item, self.read_dirs):
             return True     # (bad arguments: call_tool refuses them and runs nothing)
         answer = self.ui.approve(item)
         if answer == "always":
@@ -2313,8 +2311,7 @@ class ToolRunner:
 
     def withdraw(self, name, reason):
         """A tool the server lacks: not offered again; later calls get this result, unsent."""
-        text = "%s is unavailable: %s; it is withdrawn for the rest of this session"
-        text %= (name, reason)
+        text = "%s is unavailable: %s; it is withdrawn for the rest of this session" % (name, reason)
         with self.lock:
             if name in self.tool_names:
                 self.tool_names.remove(name)
@@ -2336,8 +2333,7 @@ class ToolRunner:
         except (KeyboardInterrupt, Cancelled):
             raise
         except Exception as e:      # a tool never raises into the loop
-            failed = "error: %s failed: %s: %s" % (item.name, type(e).__name__, e)
-            result = ToolResult(failed, ok=False)
+            result = ToolResult("error: %s failed: %s: %s" % (item.name, type(e).__name__, e), ok=False)
         result.started, result.finished = started, time.time()
         return result
 
@@ -2355,10 +2351,6 @@ class ToolRunner:
         with self.ui_lock:
             self.ui.tool_end(item, result)
         return result
-
-    def kill(self):
-        for proc in list(self.procs):
-            kill_group(proc)
 
     def close(self):
         for server in self.mcp:     # all told to end (stdin closed), then given the same second
@@ -2389,12 +2381,10 @@ class Agent:
         """Go on in `session`: a new one, or a saved one resumed with its history, cost and cwd."""
         if resume and os.path.isfile(session.path):
             session.append()    # the lock first: one process per session, nothing interleaves
-        loaded = session.load() if resume else (None, [], 0.0, None)
-        system, messages, self.ledger.cost_usd, cwd = loaded
+        system, messages, self.ledger.cost_usd, cwd = session.load() if resume else (None, [], 0.0, None)
         self.cwd = cwd if cwd and os.path.isdir(cwd) else self.home
         self.runner.start_mcp(self.cwd)       # the session is ours
-        system = system or build_system_prompt(self.cfg, self.contract, self.cwd,
-                                               self.runner.tools())
+        system = system or build_system_prompt(self.cfg, self.contract, self.cwd, self.runner.tools())
         self.messages = [{"role": "system", "content": system}] + messages
         self.context_tokens = estimate_tokens(self.messages) if resume else 0
         replies = [m["content"] for m in messages if m["role"] == "assistant"]
@@ -2529,8 +2519,7 @@ class Agent:
         except ContractError as e:
             return self.strike(result, e)
         self.strikes, content = 0, kept_reply(result.content, reply)
-        calls, answer = reply["tool_calls"], reply.get("response") or ""
-        limit = self.cfg.max_iterations
+        calls, answer, limit = reply["tool_calls"], reply.get("response") or "", self.cfg.max_iterations
         if calls and 0 < limit <= self.rounds and reply["done"] and answer.strip():
             self.notice("tool round limit reached: the answer ends the turn, its calls did not run")
             calls = reply["tool_calls"] = []
@@ -2591,19 +2580,18 @@ class Agent:
         """Cancel the running turn, from any thread: every front end stops a turn here."""
         self.cancel.set()
         self.link.client.abort()
-        self.runner.kill()
+        for proc in list(self.runner.procs):
+            kill_group(proc)
 
     def settle_cancelled(self, *notes):
-        """After a cancelled or failed turn: stop all, close the turn (idempotent). A stop lasts
-        until then: no tool starts."""
+        """After a cancelled or failed turn: stop all, close the turn (idempotent); stopped till then."""
         self.stop()
         self.close_turn(*notes)
         self.cancel.clear()
 
     def close_turn(self, note=INTERRUPTED[0], unrun=UNRUN):
-        """End an unfinished turn in the history: `unrun` for tool calls that got no results, and a
-        reply `note` with the answer text shown so far. Nothing when the turn had ended (or the last
-        is a note)."""
+        """End an unfinished turn in the history: `unrun` for tool calls that got no results, and a reply
+        `note` with the answer text shown so far. Nothing when the turn had ended (or the last is a note)."""
         last = self.messages[-1]
         answered = last["role"] == "assistant" and not tool_calls_in(last["content"])
         ended = last.get("kind") == "note" or answered
@@ -2706,8 +2694,7 @@ def transcript(messages, window):
 
 def final_reply(text):
     """An assistant message that ends the turn with `text` as its answer."""
-    reply = {"tool_calls": [], "response": text, "done": True}
-    return {"role": "assistant", "content": json.dumps(reply)}
+    return {"role": "assistant", "content": json.dumps({"tool_calls": [], "response": text, "done": True})}
 
 
 def tool_calls_in(content):
@@ -2734,26 +2721,21 @@ def tool_results_message(results, note=None):
 def failure_reason(output):
     """One short line saying why a tool call failed: bash's closing note, else the first line."""
     lines = [line.strip() for line in output.strip().splitlines() if line.strip()] or ["no output"]
-    noted = lines[-1].startswith("[") and lines[-1].endswith("]")
-    reason = lines[-1].strip("[]") if noted else lines[0]
+    reason = lines[-1].strip("[]") if lines[-1].startswith("[") and lines[-1].endswith("]") else lines[0]
     return reason if len(reason) <= 100 else reason[:97] + "..."
 
 
 def find_window(obj, depth=0):
-    """The context window in a server's self-description: the first positive integer under a
-    known key (Ollama's "llama.context_length" too, and num_ctx in its parameters text), a few
-    levels deep."""
-    keys = ("num_ctx", "n_ctx", "max_model_len", "context_length", "context_window",
-            "max_context_length")
+    """The context window in a server's self-description: the first positive integer under a known
+    key (Ollama's "llama.context_length" too, and num_ctx in its parameters text), a few levels deep."""
+    keys = ("num_ctx", "n_ctx", "max_model_len", "context_length", "context_window", "max_context_length")
     for key, value in obj.items() if isinstance(obj, dict) else ():
         text = value if key == "parameters" and isinstance(value, str) else ""
         found = re.search(r"\bnum_ctx\s+(\d+)", text)
         if found or (str(key).split(".")[-1] in keys and type(value) is int and value > 0):
             return int(found.group(1)) if found else value
-    if depth >= 3:
-        return None
     children = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, list) else ()
-    return next(filter(None, (find_window(c, depth + 1) for c in children)), None)
+    return next(filter(None, (find_window(c, depth + 1) for c in children)), None) if depth < 3 else None
 
 
 def estimate_tokens(messages):
