@@ -1261,7 +1261,11 @@ def alive(pid, send=os.kill):
         return not isinstance(e, ProcessLookupError)
 
 
-ToolContext = namedtuple("ToolContext", "cwd sandbox bash_timeout procs env cancel ask search withdraw")
+# What a tool gets to run a call, never the agent: the call's cwd and sandbox, bash's timeout, the
+# set of commands running (a stop kills them), the environment for tools (no API key), the turn's
+# cancel Event, ask(question, options), search(query) paid by the session, withdraw(name, reason).
+ToolContext = namedtuple("ToolContext", "cwd sandbox bash_timeout procs env cancel ask search "
+                                        "withdraw")
 
 
 def tool_bash(args, ctx):
@@ -1387,7 +1391,8 @@ def tool_list_files(args, ctx):
         name = entry.name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
         try:
             line = ("link %s -> %s" % (name, os.readlink(entry.path)) if entry.is_symlink()
-                    else "dir  %s/" % name if entry.is_dir() else "file %s %d" % (name, entry.stat().st_size))
+                    else "dir  %s/" % name if entry.is_dir()
+                    else "file %s %d" % (name, entry.stat().st_size))
         except OSError:
             line = "?    %s" % name
         lines.append(line)
@@ -1401,7 +1406,8 @@ def tool_ask_user(args, ctx):
     options = [str(o) for o in (options if isinstance(options, list) else [options])]
     answer = ctx.ask(args["question"], options)
     if answer is None:
-        return ToolResult("no user available in this mode: decide yourself and say what you assumed", ok=False)
+        return ToolResult("no user available in this mode: decide yourself and say what you "
+                          "assumed", ok=False)
     return ToolResult("the user answered: %s" % answer)
 
 
@@ -1412,14 +1418,17 @@ def tool_web_search(args, ctx):
         return ToolResult("not run: %s; answer with what you have" % e, ok=False)
     except HTTPStatusError as e:
         if e.status in (404, 405, 410, 501):
-            return ctx.withdraw("web_search", "the server has no Responses API (HTTP %d)" % e.status)
-        return ToolResult("web search failed: HTTP %d: %s" % (e.status, e.server_message()), ok=False)
-    except (TransientError, UserError, ContractError) as e:        # ContractError: the reply was too large
+            why = "the server has no Responses API (HTTP %d)" % e.status
+            return ctx.withdraw("web_search", why)
+        failed = "HTTP %d: %s" % (e.status, e.server_message())
+        return ToolResult("web search failed: " + failed, ok=False)
+    except (TransientError, UserError, ContractError) as e:        # ContractError: too long a reply
         return ToolResult("web search failed: %s" % e, ok=False)
     text, urls = responses_answer(obj if isinstance(obj, dict) else {})
     if not text:
         return ToolResult("web search returned no answer", ok=False)
-    return ToolResult(text + ("\n\nSources:\n" + "\n".join("- " + u for u in urls[:20]) if urls else ""))
+    sources = "\n\nSources:\n" + "\n".join("- " + u for u in urls[:20]) if urls else ""
+    return ToolResult(text + sources)
 
 
 def responses_answer(obj):
@@ -1444,14 +1453,16 @@ class Tool(namedtuple("Tool", "run doc args input", defaults=(None,))):
 
 
 TOOLS = {
-    "bash": Tool(tool_bash, "run a shell command in the working directory; stdout+stderr, exit code if non-zero "
-                 "(timeout %ds)", {"command": "string"}),
-    "web_search": Tool(tool_web_search, "search the web; an answer with source URLs", {"query": "string"}),
-    "read_file": Tool(tool_read_file, "read a text file (relative to the working directory)", {"path": "string"}),
+    "bash": Tool(tool_bash, "run a shell command in the working directory; stdout+stderr, exit "
+                 "code if non-zero (timeout %ds)", {"command": "string"}),
+    "web_search": Tool(tool_web_search, "search the web; an answer with source URLs",
+                       {"query": "string"}),
+    "read_file": Tool(tool_read_file, "read a text file (relative to the working directory)",
+                      {"path": "string"}),
     "write_file": Tool(tool_write_file, "create or overwrite a file (parent dirs are created)",
                        {"path": "string", "content": "string"}),
-    "list_files": Tool(tool_list_files, "list a directory (default: the working directory): type, name, size",
-                       {"path": "string?"}),
+    "list_files": Tool(tool_list_files, "list a directory (default: the working directory): type, "
+                       "name, size", {"path": "string?"}),
     "ask_user": Tool(tool_ask_user, "ask the user when only they can decide",
                      {"question": "string", "options": "array?"}),
 }
@@ -2102,8 +2113,7 @@ class Link:
                 if not self.fall_back(e, contract):
                     raise e.overflow() or self.api_error(e)
             else:
-                done = isinstance(obj, ChatResult)
-                return obj if done else parse_chat_reply(obj, ui and ui.thought)
+                return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, ui and ui.thought)
 
     def payload(self, messages, tools, model, max_tokens, stream):
         """A chat request's body; the kind of a stored message is not sent."""
