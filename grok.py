@@ -2644,7 +2644,7 @@ def api_error(e, cfg):
 # --- Front end: the interactive REPL (minimal mode) ---
 
 def tolerate_unencodable(stream):
-    """Print "?" for what the stream cannot encode (a lone surrogate, non-ASCII text on an ASCII terminal)."""
+    """Print "?" for what stream cannot encode: a lone surrogate, non-ASCII on an ASCII terminal."""
     with suppress(AttributeError, ValueError, OSError):
         stream.reconfigure(errors="replace")
 
@@ -2676,14 +2676,15 @@ def ask_tty(prompt):
 
 
 class EscKey:
-    """`with keys:` around a turn on a terminal: a lone Esc cancels it as Ctrl-C does (SIGINT to the main thread).
-    Meanwhile the terminal is non-canonical without echo; what is typed is kept for the next prompts (take())."""
+    """`with keys:` around a turn on a terminal: a lone Esc cancels it as Ctrl-C does. Meanwhile the
+    terminal does not echo, and what is typed is kept for the next prompts (take())."""
     active = None
 
     def __init__(self, fd):
-        self.fd, self.typed, self.lock, self.saved = fd, b"", threading.Lock(), None    # lock: held while watch() reads
+        self.fd, self.typed, self.saved = fd, b"", None     # saved: the terminal as it is restored
+        self.lock = threading.Lock()        # held while watch() reads
         with suppress(termios.error):
-            self.saved = fd is not None and termios.tcgetattr(fd)      # the terminal as it is restored
+            self.saved = fd is not None and termios.tcgetattr(fd)
 
     def __enter__(self):
         if self.saved:
@@ -2714,7 +2715,7 @@ class EscKey:
                         continue
                     data = os.read(self.fd, 1024)
                     if data.endswith(b"\x1b") and not select.select([self.fd], [], [], 0.05)[0]:
-                        data = data[:-1]        # a lone Esc, not the start of an arrow key's sequence
+                        data = data[:-1]        # a lone Esc, not the start of an arrow key
                         signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
                 except OSError:
                     return
@@ -2738,9 +2739,10 @@ class TerminalUI(UI):
         self.out = out or sys.stdout
         for stream in (self.out, sys.stderr):
             tolerate_unencodable(stream)
-        self.color = not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb" and self.out.isatty()
+        plain = os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb"
+        self.color = not plain and self.out.isatty()
         self.streamed = self.open_line = False
-        self.lock, self.waiter = threading.RLock(), None      # the waiting line is redrawn from its own thread
+        self.lock, self.waiter = threading.RLock(), None      # waiting(): a thread redraws its line
 
     def paint(self, code, text):
         return "\033[%sm%s\033[0m" % (code, text) if self.color else text
@@ -2774,9 +2776,10 @@ class TerminalUI(UI):
         self.wait_stop()
         if self.out.isatty() and os.environ.get("TERM") != "dumb":     # it moves the cursor
             self.waiter = threading.Event()
-            threading.Thread(target=self.tick, args=(self.waiter, text_of, time.time()), daemon=True).start()
+            threading.Thread(target=self.tick, args=(self.waiter, text_of), daemon=True).start()
 
-    def tick(self, stop, text_of, started):
+    def tick(self, stop, text_of):
+        started = time.time()
         while not stop.is_set():
             with self.lock:
                 if not stop.is_set():
@@ -2824,7 +2827,8 @@ class TerminalUI(UI):
             self.write(self.line("31", "✗ [%s] %s: %s" % (call.name, call.shown[:60], why)))
 
     def answer(self, text):
-        self.write(("\n\n" if self.open_line else "\n") if self.streamed else "\n%s\n\n" % visible(text))
+        ending = "\n\n" if self.open_line else "\n"     # after the streamed text: one blank line
+        self.write(ending if self.streamed else "\n%s\n\n" % visible(text))
         self.streamed = self.open_line = False
 
     def notice(self, text):
@@ -2832,18 +2836,20 @@ class TerminalUI(UI):
         print(self.paint("33", self.fitted(visible(text))), file=sys.stderr, flush=True)
 
     def approve(self, call):
-        """Shows exactly what would run; asks again until the answer is y, n (the default), a or s."""
+        """Shows exactly what would run; asks until the answer is y, n (the default), a or s."""
         self.pause()
         full = False
         while True:
             text, hidden = approval_text(call, full)
             more = " / [s]how all" if hidden else ""
             ask = self.fitted("  run it? [y]es / [N]o / [a]lways%s:" % more)
-            answer = ask_tty("%s\n%s " % (self.paint("1", self.fitted(text)), ask))
-            if answer is None:
-                self.notice("no terminal to ask for approval: %s denied (use --always-approve / -y)" % call.name)
+            said = ask_tty("%s\n%s " % (self.paint("1", self.fitted(text)), ask))
+            if said is None:
+                self.notice("no terminal to ask for approval: %s denied" % call.name
+                            + " (use --always-approve / -y)")
                 return "no"
-            answer = {"y": "yes", "a": "always", "n": "no", "": "no", "s": "show"}.get(answer.lower(), answer.lower())
+            said = said.lower()
+            answer = {"y": "yes", "a": "always", "n": "no", "": "no", "s": "show"}.get(said, said)
             if answer in ("yes", "no", "always"):
                 return answer
             full = full or answer == "show"
@@ -2854,7 +2860,8 @@ class TerminalUI(UI):
         lines += [self.fitted("  %d) %s" % (i, visible(o, False)), "   ")
                   for i, o in enumerate(options, 1)]
         answer = ask_tty("\n".join(lines) + "\n  answer (number or text): ")
-        return options[int(answer) - 1] if answer and answer.isdigit() and 1 <= int(answer) <= len(options) else answer
+        number = int(answer) if answer and answer.isdecimal() else 0
+        return options[number - 1] if 0 < number <= len(options) else answer
 
 
 HELP = """commands:
@@ -2884,7 +2891,7 @@ def setup_readline(data_dir):
 
 
 def save_history(readline, data_dir):
-    """Via a new 0600 temp file and a rename: a symlink planted as `history` is replaced, not followed."""
+    """Via a 0600 temp file and a rename: a symlink planted as history is replaced, not followed."""
     if readline is None or data_dir_problem(data_dir):
         return
     with suppress(OSError):
@@ -2898,17 +2905,15 @@ def save_history(readline, data_dir):
                 os.unlink(tmp)
 
 
-def read_line(interactive, keys, prompt="> "):
-    """One message, stripped. Piped: one line. On a terminal, a line typed during the last turn, else several
-    when a line ends in \\ (typed on after "... ") or when more lines are already waiting (a paste)."""
-    if not interactive:
-        return input().strip()      # EOFError at the end
+def read_line(keys, prompt="> "):
+    """One message, stripped. On a terminal: a line typed during the last turn, else lines
+    joined while one ends in \\ (typed on after "... ") or more are waiting (a paste)."""
     line, rest = keys.take()
     if line is not None:
         sys.stdout.write(prompt + line + "\n")
         return line.strip()
-    # A no-op SIGALRM 4 times a second: CPython's readline waits in select() and handles signals only when that
-    # returns, so a Ctrl-C or SIGTERM arriving just before it starts waiting would be seen at the next key press.
+    # A no-op SIGALRM 4 times a second: CPython's readline handles signals only when its select()
+    # returns, so a Ctrl-C or SIGTERM just before it starts waiting would wait for a key press.
     previous = signal.signal(signal.SIGALRM, lambda signum, frame: None)
     signal.setitimer(signal.ITIMER_REAL, 0.25, 0.25)
     try:
@@ -2927,16 +2932,29 @@ def read_line(interactive, keys, prompt="> "):
     return text.rstrip().lstrip("\n") if "\n" in text else text.strip()
 
 
+def switch_model(agent, ui, name):
+    """/model [NAME]: show the model, or use NAME from the next request on."""
+    known = None
+    with suppress(Exception):       # a server that cannot list its models: unchecked
+        known = server_models(agent.client)
+    if name and known and name not in known:
+        ui.notice("%s is not among the server's models; using it anyway" % name)
+    agent.model = agent.cfg.model = name or agent.model
+    agent.recall_window()       # the new model's: set, the table's, remembered, asked
+    known = ", ".join(known or sorted(PRICES))
+    ui.write(ui.fitted("model: %s (known: %s)" % (agent.model, known)) + "\n")
+
+
 def run_line(agent, ui, line, keys, commands, help_text):
-    """Run one message or command; its exit code (0: fine). Ctrl-C must not end the REPL wherever it lands: in a
-    command (/compact), or a second one while a turn is being cancelled (run_turn turns the first into Cancelled)."""
+    """Run one message or command; its exit code (0: fine). Ctrl-C must not end the REPL wherever
+    it lands: in a command (/compact), or again while a turn is being cancelled (Cancelled)."""
     name, _, arg = line.partition(" ") if line.startswith("/") else ("", "", "")
     try:
         with keys:
             if not name:
                 agent.run_turn(line)
             elif name in ("/help", "/?"):
-                ui.write(ui.fitted(help_text, "                ") + "\n")
+                ui.write(ui.fitted(help_text, " " * 16) + "\n")
             elif name == "/sessions":
                 ui.write(sessions_text(agent, ui.width()))
             elif name == "/clear":
@@ -2944,15 +2962,7 @@ def run_line(agent, ui, line, keys, commands, help_text):
                 agent.context_tokens = 0
                 ui.write("conversation cleared\n")
             elif name == "/model":
-                known = None
-                with suppress(Exception):       # a server that cannot list its models: unchecked
-                    known = server_models(agent.client)
-                if arg.strip() and known and arg.strip() not in known:
-                    ui.notice("%s is not among the server's models; using it anyway" % arg.strip())
-                agent.model = agent.cfg.model = arg.strip() or agent.model
-                agent.recall_window()       # the new model's: set, the table's, remembered, asked
-                known = ", ".join(known or sorted(PRICES))
-                ui.write(ui.fitted("model: %s (known: %s)" % (agent.model, known)) + "\n")
+                switch_model(agent, ui, arg.strip())
             elif name == "/mcp":        # each server's state and tools
                 ui.write(visible("".join("%s: %s\n" % (s.name, s.state) + "".join(
                     "  %s: %s\n" % (n, t.doc) for n, t in s.tools.items()) for s in agent.mcp)
@@ -2963,7 +2973,7 @@ def run_line(agent, ui, line, keys, commands, help_text):
                 ui.notice("unknown command %s (try /help)" % name)
     except (KeyboardInterrupt, Cancelled):
         if not name:
-            agent.settle_cancelled()        # run_turn settles a cancel too; settling twice is harmless
+            agent.settle_cancelled()        # run_turn settles a cancel too; again is harmless
         ui.notice("(cancelled)")
         return 130
     except GrokError as e:
@@ -2976,22 +2986,20 @@ def run_line(agent, ui, line, keys, commands, help_text):
 def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="grok", first=""):
     """The read-eval-print loop shared by grok and grok-detailed; `first` is sent before the first
     prompt. Piped, the exit code is the last failed turn's (0 if none failed)."""
-    interactive = sys.stdin.isatty()
-    rl = setup_readline(agent.cfg.data_dir) if interactive else None
-    keys = EscKey(sys.stdin.fileno() if interactive else None)
+    interactive, rl, keys = sys.stdin.isatty(), None, EscKey(None)
     if interactive:
+        rl, keys = setup_readline(agent.cfg.data_dir), EscKey(sys.stdin.fileno())
         head = "%s %s · %s · /help for commands, Ctrl-D to quit" % (prog, __version__, agent.model)
         ui.write(ui.fitted(head, "") + "\n")
     status, line = 0, first
     try:
         while line.partition(" ")[0] not in ("/exit", "/quit", "/q"):
-            turn = line.strip() and not line.startswith("/")      # piped: no prompt, so before_prompt after each turn
             if line.strip():
                 status = run_line(agent, ui, line, keys, commands or {}, help_text) or status
-            try:
-                if before_prompt and (interactive or turn):
+            try:        # piped there is no prompt: before_prompt follows each turn
+                if before_prompt and (interactive or line.strip() and not line.startswith("/")):
                     before_prompt()
-                line = read_line(interactive, keys)
+                line = read_line(keys) if interactive else input().strip()     # EOFError at the end
             except EOFError:
                 if interactive:
                     ui.write("\n")
