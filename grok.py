@@ -3015,7 +3015,7 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="gro
 # --- Front end: headless ---
 
 def silence(fd=1):
-    """fd 1 or 2 lost its reader or was never open: /dev/null takes its number, for later writes and the exit flush."""
+    """fd has lost its reader or never had one: later writes and the exit flush go to /dev/null."""
     with suppress(OSError):
         devnull = os.open(os.devnull, os.O_RDWR)
         if devnull != fd:
@@ -3024,7 +3024,7 @@ def silence(fd=1):
 
 
 class QuietStderr:
-    """sys.stderr, silenced when its reader goes away instead of failing the turn that writes a notice."""
+    """sys.stderr, silenced when its reader goes away: a notice never fails the turn writing it."""
 
     def __init__(self, stream):
         self.stream = stream
@@ -3033,15 +3033,14 @@ class QuietStderr:
         return getattr(self.stream, name)
 
     def write(self, text):
-        return self.quiet(self.stream.write, text)
+        try:
+            return self.stream.write(text)
+        except OSError:
+            silence(2)
 
     def flush(self):
-        self.quiet(self.stream.flush)
-
-    @staticmethod
-    def quiet(method, *args):
         try:
-            return method(*args)
+            self.stream.flush()
         except OSError:
             silence(2)
 
@@ -3050,29 +3049,36 @@ class HeadlessUI(UI):
     """`grok -p`: the answer alone with progress on stderr (text, xAI's plain), JSONL events (json),
     or as xAI's CLI prints: its events (streaming-json), one object at the end (result, its json).
     Every hook runs on the main thread: events never interleave."""
+    EVENTS = {"json": "step_start text tool_use step_finish error",         # grok's own
+              "streaming-json": "text thought tool_call tool_call_update usage end error",
+              "result": "error"}        # and one object at the end; text mode prints no events
 
     def __init__(self, fmt, allow=()):
         self.json, self.events, self.result = (fmt == f for f in FORMATS)
+        self.printing = self.EVENTS.get(fmt, "").split()
         self.allow, self.session_id, self.step, self.last = allow, None, 0, {}
         self.thoughts, self.announced = "", set()   # the reasoning (result); tool calls told of
         self.partial = False                    # a write was cut off mid-line (an interrupt)
-        self.printed = self.attempt = ""        # text mode: the answer text on stdout; that of the stream going on
+        self.printed = self.attempt = ""        # the answer text shown; that of the stream going on
         self.held = []                          # notices that came while the answer's line was open
         tolerate_unencodable(sys.stdout)
-        self.shown = visible if not self.json and sys.stdout.isatty() else str     # the answer on a terminal
+        self.shown = visible if sys.stdout.isatty() else str     # the answer on a terminal
 
     def write(self, text):
         text, self.partial = "\n" + text if self.partial else text, True
         try:
             sys.stdout.write(text)
             sys.stdout.flush()
-        except OSError as e:        # the reader went away (a quiet end), or a full disk: no retry either way
+        except OSError as e:        # the reader went away (a quiet end), or a full disk: no retry
             silence()
-            raise OutputClosed("stdout was closed") if isinstance(e, BrokenPipeError) else UserError(
-                "cannot write to stdout: %s" % (e.strerror or e))
+            if isinstance(e, BrokenPipeError):
+                raise OutputClosed("stdout was closed")
+            raise UserError("cannot write to stdout: %s" % (e.strerror or e))
         self.partial = False
 
     def emit(self, event_type, **fields):
+        if event_type not in self.printing:
+            return
         event = {"type": event_type}
         if self.json:
             event["timestamp"] = int(time.time() * 1000)
@@ -3081,11 +3087,10 @@ class HeadlessUI(UI):
             if event_type != "error":
                 event["stepNumber"] = self.step
         event.update(fields)
-        # ASCII-only JSON: any stdout encoding works, and lone surrogates from the model cannot crash a write.
+        # ASCII-only JSON: any stdout encoding works; lone surrogates from the model cannot fail it.
         self.write(strict_json(scrub_all(event), ensure_ascii=True, separators=(",", ":")) + "\n")
 
     def out(self, text):
-        """Answer text: on stdout (escapes made visible on a terminal), or as a `text` event."""
         self.emit("text", data=text) if self.events else self.write(self.shown(text))
 
     def end(self, agent, answer):
@@ -3115,30 +3120,27 @@ class HeadlessUI(UI):
                 "reasoning_tokens": int(n["reasoning"]), "total_tokens": int(n["total"])}
 
     def thought(self, text):
-        if self.events:
-            self.emit("thought", data=text)
+        self.emit("thought", data=text)
         self.thoughts += text if self.result else ""
 
     def fail(self, message, code):
-        """The run's last word: an `error` event (json) and a line on stderr; returns the exit code."""
-        if self.json or self.events or self.result:
-            with suppress(OutputClosed):
-                self.emit("error", message=message)
+        """The run's last word: an `error` event (JSON formats), a line on stderr; returns code."""
+        with suppress(OutputClosed):
+            self.emit("error", message=message)
         self.printed = ""
         self.notice("grok: %s" % message)
         return code
 
     def step_start(self, step):
         self.step = step
-        if self.json:
-            self.emit("step_start")
+        self.emit("step_start")
 
     def stream_reset(self):
         self.attempt = ""
 
     def stream_text(self, text, final_hint):
-        # Text mode: the answer goes to stdout as it arrives, once the reply is known to call no tools.
-        # A retried or repeated stream prints only what goes beyond what is already there.
+        # The answer is shown as it arrives (text, xAI's events) once the reply is known to call no
+        # tools. A retried or repeated stream prints only what goes beyond what is already there.
         if self.json or self.result or final_hint != "empty":
             return
         self.attempt += text
@@ -3155,45 +3157,41 @@ class HeadlessUI(UI):
 
     def tool_start(self, call, status="in_progress"):
         self.announced.add(call.id)
-        if self.events:     # as xAI's CLI (and ACP) tell it
-            fields = acp_tool_fields(call.name, call.args, call.cwd, False)
-            self.emit("tool_call", toolCallId=call.id, status=status, toolName=call.name,
-                      content=[], **dict({"locations": []}, **fields))
+        fields = dict({"locations": []}, **acp_tool_fields(call.name, call.args, call.cwd, False))
+        self.emit("tool_call", toolCallId=call.id, status=status, toolName=call.name, content=[],
+                  **fields)     # as xAI's CLI (and ACP) tell it
         if not self.json:
             self.notice("[%s] %s" % (call.name, call.shown))
 
     def tool_end(self, call, result):
-        if self.events:
-            if call.id not in self.announced:       # refused before it started
-                self.tool_start(call, "pending")
-            self.emit("tool_call_update", toolCallId=call.id,
-                      status="completed" if result.ok else "failed",
-                      content=text_content(result.output), rawOutput=None, locations=[])
+        if self.events and call.id not in self.announced:       # refused before it started
+            self.tool_start(call, "pending")
+        self.emit("tool_call_update", toolCallId=call.id,
+                  status="completed" if result.ok else "failed",
+                  content=text_content(result.output), rawOutput=None, locations=[])
         if not self.json and result.output.startswith("error: "):  # why a bad call did not run
             self.notice("✗ [%s] %s" % (call.name, failure_reason(result.output)))
-        if self.json:
-            started, finished = int(result.started * 1000), int(result.finished * 1000)
-            server = {"server": call.name.split("__")[1]} if call.name not in TOOLS else {}
-            self.emit("tool_use", toolCall=dict(server, id=call.id, name=call.name, args=call.args),
-                      toolResult={"id": call.id, "success": bool(result.ok), "output": result.output},
-                      timing={"startedAt": started, "finishedAt": finished, "durationMs": finished - started})
+        started, finished = int(result.started * 1000), int(result.finished * 1000)
+        timing = {"startedAt": started, "finishedAt": finished, "durationMs": finished - started}
+        outcome = {"id": call.id, "success": bool(result.ok), "output": result.output}
+        server = {"server": call.name.split("__")[1]} if call.name not in TOOLS else {}
+        self.emit("tool_use", toolCall=dict(server, id=call.id, name=call.name, args=call.args),
+                  toolResult=outcome, timing=timing)
 
     def step_finish(self, step, info):
-        self.last = info
-        if self.events:
-            self.emit("usage", usage=self.spend(info["tokens"]))
-        n = info["tokens"]      # reasoning is billed as output; costUsdTicks are 1e-6 USD
+        self.last, n = info, info["tokens"]
+        self.emit("usage", usage=self.spend(n))
+        # Reasoning is billed as output; costUsdTicks are 1e-6 USD.
         usage = {"inputTokens": int(n["input"]), "outputTokens": int(n["output"] + n["reasoning"]),
                  "totalTokens": int(n["total"]), "costUsdTicks": int(round(info["cost"] * 1e6))}
-        if self.json:
-            self.emit("step_finish", finishReason=info["finish_reason"], usage=usage)
+        self.emit("step_finish", finishReason=info["finish_reason"], usage=usage)
 
     def answer(self, text):
         if self.json or self.result:
             return
         end = "" if self.events else "\n"
-        if not text.startswith(self.printed):       # a reply that broke the contract streamed other text
-            self.notice("warning: text streamed to stdout was not the final answer; the answer follows it")
+        if not text.startswith(self.printed):       # a reply off contract streamed other text
+            self.notice("warning: text streamed to stdout was not the final answer, which follows")
             self.out(end + text + end)
         elif text[len(self.printed):] + end:
             self.out(text[len(self.printed):] + end)
@@ -3212,9 +3210,9 @@ class HeadlessUI(UI):
         if allow_matches(call, rule_globs(call, self.allow)):     # (with -y the agent does not ask)
             return "yes"
         what = "command" if call.name == "bash" else "path" if call.name in TOOLS else "MCP tool"
-        raise AgentError("Tool `%s` denied: %s not in allowlist: %s%s (allow it with --allow PATTERN or "
-                         "--always-approve)" % (call.name, what,
-                                                call.shown[:200], "..." if len(call.shown) > 200 else ""))
+        shown = call.shown[:200] + ("..." if len(call.shown) > 200 else "")
+        raise AgentError("Tool `%s` denied: %s not in allowlist: %s (allow it with --allow PATTERN"
+                         " or --always-approve)" % (call.name, what, shown))
 
 
 def read_prompt(args, notice):
@@ -3267,7 +3265,7 @@ def parent_writes(fd):
 
 
 def headless(args, cfg):
-    if os.path.isdir(cfg.data_dir) and data_dir_problem(cfg.data_dir):     # others could plant a session
+    if os.path.isdir(cfg.data_dir) and data_dir_problem(cfg.data_dir):  # open to planted sessions
         raise UserError(data_dir_problem(cfg.data_dir))
     ui = HeadlessUI(args.fmt, args.allow)
     prompt = read_prompt(args, ui.notice)
@@ -3307,8 +3305,8 @@ def open_agent(cfg, ui, contract, args, new_if_busy=False):
         lambda text: (ask_tty(text) or "").lower() in ("y", "yes"))
     cfg.mcp = mcp_config(cfg, args.mcp_config, ask, ui.notice)
     session_id = args.resume and find_session(cfg.data_dir, args.resume)
-    if args.cont:
-        session_id = next((s[0] for s in list_sessions(cfg.data_dir) if s[2]), None)     # the newest typed into
+    if args.cont:       # the newest session typed into
+        session_id = next((s[0] for s in list_sessions(cfg.data_dir) if s[2]), None)
         if not session_id:
             raise UserError("no session to continue in %s" % os.path.join(cfg.data_dir, "sessions"))
         ui.notice("continuing session %s" % session_id)
