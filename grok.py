@@ -2651,24 +2651,21 @@ def tolerate_unencodable(stream):
 
 def ask_tty(prompt):
     """Read one answer from the controlling terminal; None when there is none, "" on Ctrl-D."""
-    try:        # unbuffered: open("/dev/tty", "r+") fails on every terminal (a tty is not seekable)
-        tty = open(os.open("/dev/tty", os.O_RDWR | getattr(os, "O_NOCTTY", 0)), "r+b", buffering=0)
-    except OSError:
-        return None
     keys = EscKey.active
     if keys:
         keys.lock.acquire()         # the Esc watcher stops reading; the terminal edits lines again
         keys.mode(watching=False)
     try:
-        tty.write(prompt.encode("utf-8", "replace"))
-        line = tty.readline()
+        with open("/dev/tty", "r+b", buffering=0) as tty:      # unbuffered: a tty cannot seek
+            try:
+                tty.write(prompt.encode("utf-8", "replace"))
+                line = tty.readline()
+            except KeyboardInterrupt:
+                tty.write(b"\n")        # the cancel notice then starts on its own line
+                raise
     except OSError:
         return None
-    except KeyboardInterrupt:
-        tty.write(b"\n")        # the cancel notice then starts on its own line
-        raise
     finally:
-        tty.close()
         if keys:
             keys.lock.release()
             keys.mode(watching=True)
@@ -2759,7 +2756,6 @@ class TerminalUI(UI):
             for line in text.split("\n"))
 
     def line(self, code, text):
-        """A line of grok's own in colour `code`: escapes made visible, fitted to the terminal."""
         return self.paint(code, self.fitted(visible(text, newlines=False))) + "\n"
 
     def write(self, text):
@@ -3201,7 +3197,7 @@ class HeadlessUI(UI):
     def notice(self, text=None):
         """A line on stderr (None: those held); held while the answer's line is open (2>&1)."""
         self.held += [] if text is None else [text]
-        if not self.printed or self.json:
+        if not self.printed:        # (json mode streams no answer text)
             sys.stderr.write("".join(visible(scrub(t)) + "\n" for t in self.held))
             sys.stderr.flush()
             self.held = []
@@ -3258,9 +3254,8 @@ def parent_writes(fd):
         for name in os.listdir(parent + "fd"):
             if os.readlink(parent + "fd/" + name) == pipe:
                 with open(parent + "fdinfo/" + name) as f:
-                    flags = int(f.read().split("flags:")[1].split()[0], 8)
-                if flags & (os.O_WRONLY | os.O_RDWR):
-                    return True
+                    if int(f.read().split("flags:")[1].split()[0], 8) & (os.O_WRONLY | os.O_RDWR):
+                        return True
     return False
 
 
