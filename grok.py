@@ -2673,8 +2673,7 @@ def ask_tty(prompt):
 
 
 class EscKey:
-    """`with keys:` around a turn on a terminal: a lone Esc cancels it as Ctrl-C does. Meanwhile the
-    terminal does not echo, and what is typed is kept for the next prompts (take())."""
+    """`with keys:` around a turn: a lone Esc cancels it as Ctrl-C does; typing is kept (take())."""
     active = None
 
     def __init__(self, fd):
@@ -2929,7 +2928,6 @@ def read_line(keys, prompt="> "):
 
 
 def switch_model(agent, ui, name):
-    """/model [NAME]: show the model, or use NAME from the next request on."""
     known = None
     with suppress(Exception):       # a server that cannot list its models: unchecked
         known = server_models(agent.client)
@@ -2942,8 +2940,7 @@ def switch_model(agent, ui, name):
 
 
 def run_line(agent, ui, line, keys, commands, help_text):
-    """Run one message or command; its exit code (0: fine). Ctrl-C must not end the REPL wherever
-    it lands: in a command (/compact), or again while a turn is being cancelled (Cancelled)."""
+    """Run one message or command; its exit code (0: fine). No Ctrl-C in it may end the REPL."""
     name, _, arg = line.partition(" ") if line.startswith("/") else ("", "", "")
     try:
         with keys:
@@ -2980,8 +2977,7 @@ def run_line(agent, ui, line, keys, commands, help_text):
 
 
 def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="grok", first=""):
-    """The read-eval-print loop shared by grok and grok-detailed; `first` is sent before the first
-    prompt. Piped, the exit code is the last failed turn's (0 if none failed)."""
+    """grok's and grok-detailed's REPL; `first` goes first. Piped: the last failed turn's code."""
     interactive, rl, keys = sys.stdin.isatty(), None, EscKey(None)
     if interactive:
         rl, keys = setup_readline(agent.cfg.data_dir), EscKey(sys.stdin.fileno())
@@ -3042,12 +3038,11 @@ class QuietStderr:
 
 
 class HeadlessUI(UI):
-    """`grok -p`: the answer alone with progress on stderr (text, xAI's plain), JSONL events (json),
-    or as xAI's CLI prints: its events (streaming-json), one object at the end (result, its json).
-    Every hook runs on the main thread: events never interleave."""
+    """`grok -p`: the answer with progress on stderr (text, xAI's plain), or the EVENTS of a JSON
+    format (xAI's json: one object at the end). Hooks run on the main thread: none interleave."""
     EVENTS = {"json": "step_start text tool_use step_finish error",         # grok's own
               "streaming-json": "text thought tool_call tool_call_update usage end error",
-              "result": "error"}        # and one object at the end; text mode prints no events
+              "result": "error"}
 
     def __init__(self, fmt, allow=()):
         self.json, self.events, self.result = (fmt == f for f in FORMATS)
