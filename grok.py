@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""grok: a minimal agent harness for xAI's Grok models (or any OpenAI-compatible server): the model answers in a
-JSON contract and runs local tools. Standard library only, Python 3.8+. `grok --help` lists the modes (chat, -p,
---acp) and settings; grok_detailed.py loads this file as its engine."""
+"""grok: a minimal agent harness for xAI's Grok models (or any OpenAI-compatible server): the model
+answers in a JSON contract and runs local tools. Standard library only, Python 3.8+. `grok --help`
+lists the modes (chat, -p, --acp) and settings; grok_detailed.py loads this file as its engine."""
 
 import os
 import stat
@@ -35,10 +35,11 @@ class Lazy:
 DEFAULT_BASE_URL = "https://api.x.ai/v1"
 DEFAULT_MODEL = "grok-4.3"
 KEY_VARS = ("GROK_API_KEY", "XAI_API_KEY")
-ENV_FILES = ("~/.grok/.env", "~/.claude/.env", "./.env")     # the person's own key before a project's
+ENV_FILES = ("~/.grok/.env", "~/.claude/.env", "./.env")     # your own key before a project's
 
 # USD per 1M tokens: input, cached input, output.
-PRICES = {"grok-4.3": (1.25, 0.20, 2.50), "grok-4.20": (1.25, 0.20, 2.50), "grok-3-mini": (0.30, 0.075, 0.50)}
+PRICES = {"grok-4.3": (1.25, 0.20, 2.50), "grok-4.20": (1.25, 0.20, 2.50),
+          "grok-3-mini": (0.30, 0.075, 0.50)}
 RETIRED_MODELS = ("grok-4-1-fast", "grok-4-fast", "grok-code-fast-1", "grok-3", "grok-4-0709")
 WINDOWS = {"grok-4.3": 1000000, "grok-4.20": 2000000, "grok-3-mini": 131072}
 DEFAULT_WINDOW = 131072
@@ -50,7 +51,7 @@ PIPED_CAP = 100000          # bytes of piped stdin added to a -p prompt
 STDIN_WAIT = 1.0            # seconds of silence that end a stdin pipe grok's parent holds open
 READ_CAP = 100000           # bytes read_file returns
 LIST_CAP = 500              # entries list_files returns
-ARG_CAP = 100000            # characters of a tool argument run, and kept in the history (write_file content: run)
+ARG_CAP = 100000            # characters of a command or path run, of any argument the history keeps
 APPROVAL_LINES = 40         # lines of a command or file shown at an approval before "s shows all"
 APPROVAL_CHARS = 4000       # ... and characters
 RULES_CAP = 8000            # bytes per AGENTS.md / GROK.md file
@@ -59,23 +60,24 @@ MAX_STRIKES = 3             # invalid replies in a row before a turn fails
 LOOP_NUDGE, LOOP_STOP = 2, 3    # rounds in a row, same calls and results: told, then stopped
 RETRY_STATUSES = (408, 429) + tuple(s for s in range(500, 600) if s not in (501, 505))
 RETRY_AFTER_CAP = 30.0      # seconds: a longer Retry-After is shortened to this
-NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)     # a symlink planted in place of a session file is an error, never followed
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)     # a symlink in place of a session file: an error
 SEARCH_ESTIMATE = 0.05      # USD reserved for a web_search before its first cost is known
 REPLY_CAP = 8 << 20         # bytes of one reply at most (or 1 KB per max_tokens, if more)
 DENIED = "denied: the user did not allow this %s call; do not retry it, ask or take another way"
-CONNECT_TIMEOUT = 15.0      # seconds to open a connection (a host that drops packets), at most GROK_TIMEOUT
+CONNECT_TIMEOUT = 15.0      # seconds to connect (a host may drop packets), at most GROK_TIMEOUT
 SMALL_WINDOW = 4096         # tokens: under COMPACT_THRESHOLD of this, no window needs compacting
 WINDOW_ASK_TIMEOUT = 3.0    # seconds to ask a server (not xAI's) its window, three ways at once
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts")    # writable in a sandbox
+ENV_LINE = r"""\s*(?:export\s+)?(\w+)\s*=\s*(?:"([^"]*)"|'([^']*)'|(.*?))\s*(?:\s#.*)?$"""
 
 
 def read_env_file(path, names):
-    """The first of `names` set in a .env file (regular, < 64 KB, UTF-8/16); the last one set wins."""
+    """The first of `names` set in a .env file (regular, < 64 KB, UTF-8/16); the last one wins."""
     got = read_regular(path, 65536)
     data = got[0] if got and len(got[0]) <= 65536 else b""
     found = {}
     for line in data.decode("utf-16" if b"\0" in data[:4] else "utf-8-sig", "replace").splitlines():
-        m = re.match(r"""\s*(?:export\s+)?(\w+)\s*=\s*(?:"([^"]*)"|'([^']*)'|(.*?))\s*(?:\s#.*)?$""", line)
+        m = re.match(ENV_LINE, line)
         if m and m.group(1) in names:
             found[m.group(1)] = next((v for v in m.groups()[1:] if v is not None), "")
     return next((found[n] for n in names if found.get(n)), None)
@@ -93,17 +95,19 @@ def own_setting(names, files=ENV_FILES[:2]):
 
 
 def find_api_key():
-    """(key, where it came from), or (None, None); a key with whitespace or control characters is a UserError."""
+    """(key, where it came from) or (None, None); a key with a space or a control: UserError."""
     key, source = own_setting(KEY_VARS, ENV_FILES)
     if any(ord(c) < 33 or 127 <= ord(c) < 160 for c in key):
-        raise UserError("the API key in %s contains whitespace or control characters (not shown): fix it" % source)
+        raise UserError("the API key in %s contains whitespace or control characters (not shown):"
+                        " fix it" % source)
     if source == "./.env":
-        sys.stderr.write("grok: using the API key from ./.env in the working directory (no key of your own is set)\n")
+        sys.stderr.write("grok: using the API key from ./.env in the working directory"
+                         " (no key of your own is set)\n")
     return key or None, source
 
 
 def env_flag(name, default=False):
-    """A yes/no setting: unset or empty is the default; "0", "false" and "no" are no, anything else yes."""
+    """A yes/no setting: unset or empty is the default; "0", "false" and "no" are no, else yes."""
     value = os.environ.get(name, "")
     return value not in ("0", "false", "no") if value else default
 
@@ -134,16 +138,46 @@ def ask_api_key():
 
 
 class Config:
-    """Everything the engine needs, from flags with an environment fallback."""
+    """Settings: from flags, with an environment fallback; read once and never changed after (what a
+    session changes, such as its model, window, cost limit or cwd, lives on its Agent)."""
 
     def __init__(self, model=None, cwd=None, always_approve=False, require_key=True, effort=None,
-                 sandbox=None, net=None):
+                 sandbox=None, net=None, tools=None, deny=(), rules=None, system_prompt=None,
+                 max_iterations=None):
+        self.read_key(require_key)
+        self.read_server()
+        if model == "grok-build" != os.environ.get("GROK_MODEL"):
+            model = None        # xAI's CLI's model name, which its clients pass: the default here
+        self.model = model or own_setting(["GROK_MODEL"])[0] or DEFAULT_MODEL
+        self.reasoning_effort = effort
+        self.summary_model = os.environ.get("GROK_SUMMARY_MODEL") or self.model
+        self.read_limits(max_iterations)
+        self.read_paths()
+        self.tools = list(TOOLS) if tools is None else tools
+        self.deny, self.rules, self.system_prompt = deny, rules, system_prompt
+        self.always_approve = always_approve or env_flag("GROK_ALWAYS_APPROVE")
+        self.cwd = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
+        if not os.path.isdir(self.cwd):
+            raise UserError("--cwd: no such directory: %s" % self.cwd)
+        sandbox = sandbox or os.environ.get("GROK_SANDBOX") or "off"     # its backend: chosen once
+        self.sandbox = None if sandbox == "off" != net else Sandbox(sandbox, net == "off", self.cwd)
+        self.frozen = True
+
+    def __setattr__(self, name, value):
+        if getattr(self, "frozen", False):
+            raise AttributeError("Config is read once: %s belongs on the session's Agent" % name)
+        object.__setattr__(self, name, value)
+
+    def read_key(self, require_key):
         self.api_key, self.key_source = find_api_key()
         if require_key and not self.api_key:
             self.api_key, self.key_source = ask_api_key()
         if require_key and not self.api_key:
-            raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put GROK_API_KEY=... in "
-                            + ", ".join(ENV_FILES))
+            raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put "
+                            "GROK_API_KEY=... in " + ", ".join(ENV_FILES))
+
+    def read_server(self):
+        """The server: where, its prices, and how to talk to it."""
         self.base_url = (own_setting(["GROK_BASE_URL"])[0] or DEFAULT_BASE_URL).rstrip("/")
         url = check_base_url(self.base_url)
         self.xai = ("." + url.hostname).endswith(".x.ai")
@@ -154,34 +188,27 @@ class Config:
         self.max_retries = int(self.number("GROK_MAX_RETRIES", 4, 20))
         self.backoff = self.number("GROK_RETRY_BACKOFF", 1.0, 60)
         self.stream = env_flag("GROK_STREAM", True)
-        if model == "grok-build" != os.environ.get("GROK_MODEL"):
-            model = None        # the model name of xAI's CLI, which its clients pass: the default model here
-        self.model = model or own_setting(["GROK_MODEL"])[0] or DEFAULT_MODEL
-        self.reasoning_effort = effort
-        self.summary_model = os.environ.get("GROK_SUMMARY_MODEL") or self.model
+
+    def read_limits(self, max_iterations):
         self.cost_limit = self.number("COST_LIMIT", 10.0)
         self.compact_threshold = self.number("COMPACT_THRESHOLD", 75.0, 100)
         self.window_set = int(self.number("GROK_CONTEXT_WINDOW", 0, 1e9))
-        self.context_window = self.window_set or model_entry(WINDOWS, self.model, DEFAULT_WINDOW)
         self.max_tokens = int(self.number("GROK_MAX_TOKENS", 0, 1e8)) or None
-        self.max_iterations = int(self.number("GROK_MAX_ITERATIONS", 25))
+        rounds = int(self.number("GROK_MAX_ITERATIONS", 25))
+        self.max_iterations = rounds if max_iterations is None else max_iterations
         self.loop_detection = env_flag("GROK_LOOP_DETECTION", True)
         self.bash_timeout = self.number("GROK_BASH_TIMEOUT", BASH_TIMEOUT)
         temperature = os.environ.get("GROK_TEMPERATURE", "0.5").strip()      # empty: not sent
         self.temperature = self.number("GROK_TEMPERATURE", 0.5, 100) if temperature else None
-        self.skills_dir = os.path.expanduser(os.environ.get("GROK_SKILLS_DIR")
-                                             or os.path.join(os.path.dirname(os.path.realpath(__file__)), "skills"))
-        data_home = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-        self.data_dir = os.path.expanduser(os.environ.get("GROK_DATA_DIR") or os.path.join(data_home, "grok-agent"))
-        self.read_dirs = [self.skills_dir]      # read_file/list_files run there without asking, as in cwd
-        self.mcp = {}                           # MCP servers to start: {name: spec}
-        self.tools, self.deny, self.rules, self.system_prompt = list(TOOLS), (), None, None
-        self.always_approve = always_approve or env_flag("GROK_ALWAYS_APPROVE")
-        self.cwd = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
-        if not os.path.isdir(self.cwd):
-            raise UserError("--cwd: no such directory: %s" % self.cwd)
-        sandbox = sandbox or os.environ.get("GROK_SANDBOX") or "off"     # its backend: chosen once
-        self.sandbox = None if sandbox == "off" != net else Sandbox(sandbox, net == "off", self.cwd)
+
+    def read_paths(self):
+        here = os.path.dirname(os.path.realpath(__file__))
+        skills = os.environ.get("GROK_SKILLS_DIR") or os.path.join(here, "skills")
+        self.skills_dir = os.path.expanduser(skills)
+        share = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
+        data = os.environ.get("GROK_DATA_DIR") or os.path.join(share, "grok-agent")
+        self.data_dir = os.path.expanduser(data)
+        self.read_dirs = [self.skills_dir]      # read_file/list_files run there unasked, as in cwd
 
     @staticmethod
     def number(name, default, most=1e6):
@@ -214,60 +241,63 @@ def check_base_url(url):
 
 
 def env_prices(xai):
-    """GROK_PRICES as (input, cached input, output) in USD per 1M tokens; unset: None (xAI's table) on xAI, else ()."""
+    """GROK_PRICES (USD per 1M tokens in, cached, out); unset: on xAI None (its table), else ()."""
     value = os.environ.get("GROK_PRICES", "").strip()
     prices = ()
     with suppress(ValueError):
         prices = tuple(float(p) for p in value.split(",")) if value else (None if xai else ())
     if value and (len(prices) != 3 or not all(0 <= p <= 10000 for p in prices)):      # (not NaN)
-        raise UserError("GROK_PRICES must be IN,CACHED,OUT in USD per million tokens, not %r" % value)
+        raise UserError("GROK_PRICES must be IN,CACHED,OUT in USD per million tokens, not %r"
+                        % value)
     return prices
 
 
 def model_entry(table, model, default=None):
-    """A table's entry (PRICES, WINDOWS) for a model id, following dated variants, and retired ids to grok-4.3."""
+    """The entry of PRICES or WINDOWS for a model id or its dated variant; retired: grok-4.3's."""
     m = model.split("/")[-1]
-    for name in sorted(table, key=len, reverse=True):       # the longest name that fits
+    for name in sorted(table, key=len, reverse=True) + list(RETIRED_MODELS):    # the longest first
         if m == name or m.startswith(name + "-"):
-            return table[name]
-    return table["grok-4.3"] if any(m == old or m.startswith(old + "-") for old in RETIRED_MODELS) else default
+            return table.get(name, table["grok-4.3"])
+    return default
 
 
-USAGE_FIELDS = (("input", "prompt_tokens", "input_tokens"), ("output", "completion_tokens", "output_tokens"),
-                ("reasoning", "completion_tokens_details.reasoning_tokens", "output_tokens_details.reasoning_tokens"),
-                ("cached", "prompt_tokens_details.cached_tokens", "input_tokens_details.cached_tokens"),
-                ("total", "total_tokens"), ("ticks", "cost_in_usd_ticks"))
+# Where a usage says each number, in Chat Completions' words (the Responses API's: input, output)
+USAGE_FIELDS = (("input", "prompt_tokens"), ("output", "completion_tokens"),
+                ("reasoning", "completion_tokens_details.reasoning_tokens"),
+                ("cached", "prompt_tokens_details.cached_tokens"), ("total", "total_tokens"),
+                ("ticks", "cost_in_usd_ticks"))
 
 
 def usage_numbers(usage):
-    """The one reader of a server's usage object: {input, output, reasoning, cached, total, ticks}, each a number
-    >= 0 (0, or None for ticks, when absent), and "odd": a value that was not (NaN, negative, a string), ignored."""
-    numbers = {"odd": False}
-    for name, *paths in USAGE_FIELDS:
-        for path in paths:
+    """The one reader of a server's usage object: {input, output, reasoning, cached, total, ticks},
+    each a number >= 0 (0, or None for ticks, when absent), and "odd": a value that was not (NaN,
+    negative, a string), ignored."""
+    n = {"odd": False}
+    for name, chat in USAGE_FIELDS:
+        for path in (chat, chat.replace("prompt", "input").replace("completion", "output")):
             value = usage
             for key in path.split("."):
                 value = value.get(key) if isinstance(value, dict) else None
             if value is not None:
                 break
-        if value is not None and not (type(value) in (int, float) and 0 <= value < 1e15):     # a bool is odd too
-            numbers["odd"], value = True, None
-        numbers[name] = value if value is not None or name == "ticks" else 0
-    numbers["total"] = numbers["total"] or numbers["input"] + numbers["output"] + numbers["reasoning"]
-    return numbers
+        if type(value) not in (int, float) or not 0 <= value < 1e15:    # (a bool, NaN: odd)
+            n["odd"], value = n["odd"] or value is not None, None
+        n[name] = 0 if value is None and name != "ticks" else value
+    n["total"] = n["total"] or n["input"] + n["output"] + n["reasoning"]
+    return n
 
 
 def usage_cost(model, usage, prices=None):
-    """(USD, price known) for one API call's usage: the server's own figure, else by `prices` (None: xAI's table)."""
+    """(USD, price known) of a call's usage: the server's figure, else by `prices` (None: xAI's)."""
     n = usage_numbers(usage)
     if n["ticks"] is not None:
         return n["ticks"] / 1e10, True
     prices = model_entry(PRICES, model) if prices is None else prices
     if not prices:
         return 0.0, not isinstance(usage, dict)
-    p_in, p_cached, p_out = prices
     cached = min(n["cached"], n["input"])
-    return ((n["input"] - cached) * p_in + cached * p_cached + (n["output"] + n["reasoning"]) * p_out) / 1e6, True
+    tokens = (n["input"] - cached, cached, n["output"] + n["reasoning"])
+    return sum(count * price for count, price in zip(tokens, prices)) / 1e6, True
 
 
 # --- Errors: one root, a subclass per exit code ---
@@ -304,8 +334,7 @@ class Cancelled(GrokError):
 class HTTPStatusError(Exception):
     def __init__(self, status, body):
         Exception.__init__(self, "HTTP %d" % status)
-        self.status = status
-        self.text = body.decode("utf-8", "replace")
+        self.status, self.text = status, body.decode("utf-8", "replace")
 
     def server_message(self):
         try:
@@ -313,7 +342,7 @@ class HTTPStatusError(Exception):
         except (ValueError, RecursionError):        # an HTML page: its words, not its markup
             words = re.sub(r"(?s)<(script|style).*?</\1>|<[^>]*>", " ", self.text).split()
             return " ".join(words)[:300] or "(empty body)"
-        err = obj.get("error", obj.get("message", obj.get("detail"))) if isinstance(obj, dict) else None
+        err = isinstance(obj, dict) and obj.get("error", obj.get("message", obj.get("detail")))
         if isinstance(err, dict):
             err = err.get("message") or json.dumps(err)
         return str(err)[:500] if err else self.text[:300]
@@ -322,17 +351,17 @@ class HTTPStatusError(Exception):
         return any(w in self.text.lower() for w in words)
 
     def overflow(self):
-        """A ContextOverflow when the server says the request does not fit its context window, else None."""
-        if self.status not in (400, 413) or not self.mentions("n_ctx", "exceed_context_size", "context length",
-                                                             "context window", "context_length"):
+        """A ContextOverflow when the server says the request does not fit its window, else None."""
+        words = "n_ctx", "exceed_context_size", "context length", "context window", "context_length"
+        if self.status not in (400, 413) or not self.mentions(*words):
             return None
-        m = re.search(r'"n_ctx"\s*:\s*(\d+)|context (?:window|length) (?:of|is) (\d+)', self.text, re.I)
-        size = m and (m.group(1) or m.group(2))
-        asked = re.search(r'"n_prompt_tokens": ?(\d+)|requested (?:tokens \()?(\d+)', self.text, re.I)
+        text = self.text
+        m = re.search(r'(?i)(?:"n_ctx"\s*:\s*|context (?:window|length) (?:of|is) )(\d+)', text)
+        size = m and int(m[1])
+        m = re.search(r'(?i)(?:"n_prompt_tokens": ?|requested (?:tokens \()?)(\d+)', text)
         message = "the request does not fit the server's context window%s (HTTP %d): %s" % (
-            " of %s tokens" % size if size else "", self.status, self.server_message())
-        return ContextOverflow(message, int(size) if size else None,
-                               asked and int(asked.group(1) or asked.group(2)))
+            "" if size is None else " of %d tokens" % size, self.status, self.server_message())
+        return ContextOverflow(message, size, m and int(m[1]))
 
 
 class StreamBroken(Exception):
@@ -369,7 +398,7 @@ class Terminated(BaseException):
 
 
 class OutputClosed(GrokError):
-    """stdout was closed by its reader (`grok -p ... | head -1`): headless() stops quietly, with exit code 0."""
+    """stdout closed by its reader (`grok -p ... | head -1`): headless() stops quietly, exit 0."""
     exit_code = 0
 
 
@@ -385,8 +414,8 @@ class RpcError(Exception):
 
 SECRETS = set()         # the configured key and URL password: Config adds them
 SECRET_PATTERNS = (      # compiled on first use (re caches them)
-    (r"(?s)-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----.*?(-----END [A-Z ]*PRIVATE KEY( BLOCK)?-----|\Z)",
-     "[REDACTED_PRIVATE_KEY]"),
+    (r"(?s)-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----.*?"
+     r"(-----END [A-Z ]*PRIVATE KEY( BLOCK)?-----|\Z)", "[REDACTED_PRIVATE_KEY]"),
     (r"\bxai-[A-Za-z0-9]{20,}", "[REDACTED_API_KEY]"),
     (r"\bsk-[A-Za-z0-9_\-]{20,}", "[REDACTED_API_KEY]"),
     (r"\b(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})", "[REDACTED_GH_TOKEN]"),
@@ -399,12 +428,11 @@ SECRET_PATTERNS = (      # compiled on first use (re caches them)
 
 
 def scrub(text, extra=()):
-    """Redact credentials: API keys and tokens of common services, AWS keys, private key blocks, URL userinfo."""
+    """Credentials redacted: keys and tokens of common services, private keys, URL userinfo."""
     if not text:
         return text
-    for secret in tuple(extra) + tuple(SECRETS):
-        if secret and len(secret) >= 8:
-            text = text.replace(secret, "[REDACTED_API_KEY]")
+    for secret in [s for s in (*extra, *SECRETS) if len(s or "") >= 8]:
+        text = text.replace(secret, "[REDACTED_API_KEY]")
     for pattern, replacement in SECRET_PATTERNS:
         text = re.sub(pattern, replacement, text)
     return text
@@ -422,23 +450,20 @@ def scrub_all(obj):
 def visible(text, newlines=True):
     """Text safe for a terminal: what it would not print as itself (controls, escape sequences,
     bidi, zero-width, tag characters...) as escapes; tabs, newlines stay (or \\n). Display only."""
+    def escaped(match):     # \x0d, \u200b, \U000e0041; or the character, if it prints as itself
+        import unicodedata
+        char = match.group()
+        blank = re.match("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\uffa0"     # fillers,
+                         "\ufe00-\ufe0f\U000e0000-\U000e0fff]", char)         # variation selectors
+        if not blank and unicodedata.category(char) not in "Cc Cf Co Cs Cn Zl Zp".split():
+            return char
+        return "\\x%02x" % ord(char) if ord(char) < 256 else ascii(char)[1:-1]
     text = str(text) if newlines else str(text).replace("\n", "\\n")
     return re.sub("[^\t\n -~]", escaped, text)
 
 
-def escaped(match):
-    """visible()'s escape (\\x0d, \\u200b, \\U000e0041) of a character not printed as itself."""
-    import unicodedata
-    char = match.group()
-    blank = re.match("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\uffa0"     # fillers,
-                     "\ufe00-\ufe0f\U000e0000-\U000e0fff]", char)         # variation selectors
-    if not blank and unicodedata.category(char) not in ("Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp"):
-        return char
-    return "\\x%02x" % ord(char) if ord(char) < 256 else ascii(char)[1:-1]
-
-
 def open_to_others(path, owners):
-    """Why others could plant files in a directory (owned by someone not in owners, group/world-writable), or None."""
+    """Why others could plant files in a directory (not owners', group/world-writable), or None."""
     try:
         info = os.stat(path)
     except OSError as e:
@@ -449,11 +474,12 @@ def open_to_others(path, owners):
 
 
 def data_dir_problem(path):
-    """Why the data dir (made 0700 if missing) is unsafe, or None: others could plant a session or a history symlink."""
+    """Why the data dir (made 0700 if missing) is unsafe (others could plant files), or None."""
     with suppress(OSError):     # open_to_others says why it is unusable
         os.makedirs(path, mode=0o700, exist_ok=True)
     why = open_to_others(path, (os.getuid(),))
-    return why and "the data dir %s (GROK_DATA_DIR) is %s: not used (make it yours, 0700)" % (path, why)
+    if why:
+        return "the data dir %s (GROK_DATA_DIR) is %s: not used (make it yours, 0700)" % (path, why)
 
 
 def read_regular(path, cap):
@@ -468,7 +494,7 @@ def read_regular(path, cap):
 
 
 def clean_text(text):
-    """Undecodable input bytes (surrogate escapes from stdin or argv) as U+FFFD, so the text encodes as UTF-8."""
+    """Undecodable bytes (surrogate escapes of stdin, argv) as U+FFFD, so the text is UTF-8."""
     with suppress(UnicodeEncodeError):
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     return text.encode("utf-8", "replace").decode("utf-8")
@@ -508,11 +534,10 @@ def needs_approval(call, free_dirs=()):
 
 
 def approval_text(call, full=False):
-    """(text, hidden): what an approval shows: the whole command, every line; or the resolved path, whether it
-    exists and the content (or a diff). Control characters visible; unless full, capped: hidden says how much."""
-    head, body = "bash", str(call.args.get("command"))
-    if call.sandbox:
-        head = "bash (sandbox: %s)" % call.sandbox.label
+    """(text, hidden): what an approval shows: the command, or the resolved path, whether it
+    exists and the content (or a diff); controls visible; unless full, capped (hidden: how much)."""
+    head = "bash (sandbox: %s)" % call.sandbox.label if call.sandbox else "bash"
+    body = str(call.args.get("command"))
     if call.name.startswith("mcp__"):
         head = "MCP server %s, tool %s" % tuple(call.name.split("__", 2)[1:])
         body = json.dumps(call.args, indent=2)
@@ -523,7 +548,8 @@ def approval_text(call, full=False):
         body = call.args.get("content", "")
         body = body if isinstance(body, str) else json.dumps(body, indent=2)
         old = old_text(path)
-        state = "a new file" if not os.path.exists(path) else "replaces the file" + ("; the changes" if old else "")
+        state = "replaces the file" if os.path.exists(path) else "a new file"
+        state += "; the changes" if old else ""
         head = "write_file %s (%d bytes, %s)" % (path, len(body.encode("utf-8", "replace")), state)
         if old is not None:
             diff = difflib.unified_diff(old.splitlines(True), body.splitlines(True), "now", "new")
@@ -564,7 +590,8 @@ def allow_matches(call, patterns):
     resolved path (a relative one only inside cwd), on an MCP tool's name (mcp__SERVER__TOOL)."""
     if call.name not in TOOLS:      # an MCP tool
         return any(fnmatch.fnmatchcase(call.name, p) for p in patterns)
-    value = call.args.get("command" if call.name == "bash" else "path") or ("." if call.name == "list_files" else "")
+    value = call.args.get("command" if call.name == "bash" else "path")
+    value = value or ("." if call.name == "list_files" else "")
     if not isinstance(value, str) or not value:
         return False
     if call.name == "bash":
@@ -601,30 +628,27 @@ def denied_by(call, rules):
 # --- HTTP client: keep-alive, retries with backoff, SSE ---
 
 def json_bytes(obj):
-    """UTF-8 JSON; a lone surrogate (from a non-UTF-8 file name) becomes a valid \\u escape, not an encoding error."""
+    """UTF-8 JSON; a lone surrogate (from a non-UTF-8 file name) becomes a \\u escape."""
     return json.dumps(obj, ensure_ascii=False).encode("utf-8", "backslashreplace")
 
 
 def parse_retry_after(value, now=None, per_second=1):
-    """Seconds to wait from a Retry-After header (delta-seconds, or units of 1/per_second, or an HTTP date), or None."""
+    """Seconds to wait from a Retry-After (seconds, 1/per_second units, an HTTP date), or None."""
+    seconds = float("nan")
     try:
         seconds = float(value) / per_second
     except (TypeError, ValueError):
         import email.utils
-        try:
-            seconds = email.utils.mktime_tz(email.utils.parsedate_tz(value)) - (time.time() if now is None else now)
-        except (TypeError, ValueError, OverflowError):      # not a date (parsedate_tz gave None)
-            return None
-    return None if seconds != seconds else min(RETRY_AFTER_CAP, max(0.0, seconds))     # (NaN != NaN)
+        with suppress(TypeError, ValueError, OverflowError):    # (parsedate_tz: None if no date)
+            seconds = email.utils.mktime_tz(email.utils.parsedate_tz(value)) - (now or time.time())
+    return None if seconds != seconds else min(RETRY_AFTER_CAP, max(0.0, seconds))     # (not NaN)
 
 
 def retry_delay(attempt, backoff, retry_after=None):
     """Exponential backoff with up to 25% jitter; a server's Retry-After is a lower bound."""
     jitter = int.from_bytes(os.urandom(2), "big") / 65535.0
     delay = backoff * (2 ** (attempt - 1)) * (1 + 0.25 * jitter)
-    if retry_after is not None:
-        delay = max(retry_after, min(delay, RETRY_AFTER_CAP))
-    return delay
+    return delay if retry_after is None else max(retry_after, min(delay, RETRY_AFTER_CAP))
 
 
 class Client:
@@ -636,21 +660,21 @@ class Client:
         self.host = u.hostname or "localhost"
         self.port = u.port or (443 if self.https else 80)
         self.proxy = find_proxy(u.scheme, self.host)
-        # through a plain-http proxy the request line names the whole URL; https goes through a CONNECT tunnel
-        self.prefix = ("http://" + u.netloc if self.proxy and not self.https else "") + u.path.rstrip("/")
-        self.headers = {"Content-Type": "application/json", "Authorization": "Bearer " + (api_key or "")}
-        self.headers.update(self.proxy[2] if self.proxy and not self.https else {})
+        # through a plain-http proxy the request line names the whole URL (https: a CONNECT tunnel)
+        via = self.proxy if not self.https else None
+        self.prefix = ("http://" + u.netloc if via else "") + u.path.rstrip("/")
+        self.headers = {"Content-Type": "application/json",
+                        "Authorization": "Bearer " + (api_key or ""), **(via[2] if via else {})}
         self.timeout, self.max_retries, self.backoff = timeout, max_retries, backoff
         self.notice = notice or (lambda text: None)
         self.conv_id, self._idle, self._busy, self._lock = None, [], set(), threading.Lock()
 
     def _connect(self):
+        """(connection, reused): an idle one, else a new one."""
         with self._lock:
             if self._idle:
-                conn = self._idle.pop()
-                self._busy.add(conn)
-                return conn, True
-        hide_ssl = not self.https and "ssl" not in sys.modules     # plain http: spare ssl's 4 MB and 4 ms
+                return self._idle.pop(), True
+        hide_ssl = not self.https and "ssl" not in sys.modules     # plain http: spare ssl's 4 MB
         if hide_ssl:
             sys.modules["ssl"] = None       # http.client's optional `import ssl` then fails at once
         try:
@@ -659,12 +683,10 @@ class Client:
             if hide_ssl:
                 del sys.modules["ssl"]
         kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
-        timeout = min(self.timeout or CONNECT_TIMEOUT, CONNECT_TIMEOUT)      # to connect: _send then sets GROK_TIMEOUT
+        timeout = min(self.timeout or CONNECT_TIMEOUT, CONNECT_TIMEOUT)     # (then GROK_TIMEOUT)
         conn = kind(*(self.proxy[:2] if self.proxy else (self.host, self.port)), timeout=timeout)
         if self.proxy and self.https:
             conn.set_tunnel(self.host, self.port, self.proxy[2])
-        with self._lock:
-            self._busy.add(conn)
         return conn, False
 
     def _release(self, conn, reusable):
@@ -693,12 +715,12 @@ class Client:
         for conn in idle:
             conn.close()
 
-    def _send(self, conn, reused, method, path, body, headers, cancel):
+    def _send(self, conn, reused, request, cancel):
         ssl = sys.modules.get("ssl")
         closed = (ConnectionError,) + ((ssl.SSLEOFError, ssl.SSLZeroReturnError) if ssl else ())
         for again in (reused, False):
             try:
-                conn.request(method, path, body, headers)
+                conn.request(*request)
                 conn.reading = conn.sock    # http.client drops conn.sock for a reply that closes
                 conn.sock.settimeout(self.timeout)
                 if cancel.is_set():      # abort() may have come before the socket
@@ -711,9 +733,9 @@ class Client:
             conn.close()
 
     def get(self, path, payload=None):
-        """The JSON answer to a GET (a POST with a payload) of the full `path`: one try, its failure raised."""
-        return self._attempt("POST" if payload else "GET", path, payload and json_bytes(payload), self.headers, None,
-                             threading.Event(), None, REPLY_CAP)
+        """The JSON answer to GET `path` (POST, with a payload): one try, its failure raised."""
+        method, body = ("POST", json_bytes(payload)) if payload else ("GET", None)
+        return self._attempt((method, path, body, self.headers), threading.Event())
 
     def probe(self, path, payload=None):
         """get() of `path` on the server's root, or None."""
@@ -721,56 +743,57 @@ class Client:
             return self.get(re.sub("/v1$", "", self.prefix) + path, payload)
 
     def post(self, path, payload, on_stream=None, cancel=None, no_retry=None, cap=REPLY_CAP):
-        """The JSON reply, or on_stream(reader) for an event stream; retries dropped connections, timeouts, 429
-        and 5xx with backoff (TransientError when they run out); other statuses raise HTTPStatusError."""
-        body = json_bytes(payload)
+        """The JSON reply, or on_stream(reader) for an event stream; retries dropped connections,
+        timeouts, 429 and 5xx with backoff (then a TransientError); else HTTPStatusError."""
         headers = {**self.headers, "User-Agent": "grok.py/" + __version__}
         if self.conv_id:
             headers["x-grok-conv-id"] = self.conv_id
         if on_stream:
             headers["Accept"] = "text/event-stream"
+        request = ("POST", self.prefix + path, json_bytes(payload), headers)
         cancel = cancel or threading.Event()
         attempt = breaks = delay = 0
         while not cancel.wait(delay):       # (wait() returns whether cancel is set)
             try:
-                return self._attempt("POST", self.prefix + path, body, headers, on_stream, cancel, no_retry, cap)
+                return self._attempt(request, cancel, on_stream, no_retry, cap)
             except RetryableFault as fault:
-                problem, retry_after = fault.problem, fault.wait
+                why, retry_after = fault.problem, fault.wait
                 breaks += fault.broke
-                if breaks == 2 and on_stream and attempt < self.max_retries:  # the caller asks unstreamed
-                    raise StreamBroken(problem)
+                if breaks == 2 and on_stream and attempt < self.max_retries:    # (then unstreamed)
+                    raise StreamBroken(why)
             if cancel.is_set():
                 break
             attempt += 1
             if attempt > self.max_retries:
-                raise TransientError("%s (gave up after %d retries)" % (problem, self.max_retries))
+                raise TransientError("%s (gave up after %d retries)" % (why, self.max_retries))
             delay = retry_delay(attempt, self.backoff, retry_after)
-            self.notice("%s; retrying in %.1fs (%d/%d)" % (problem, delay, attempt, self.max_retries))
+            self.notice("%s; retrying in %.1fs (%d/%d)" % (why, delay, attempt, self.max_retries))
         raise Cancelled("cancelled")
 
-    def _attempt(self, method, path, body, headers, on_stream, cancel, no_retry, cap):
-        """One request and its whole reply, within GROK_TIMEOUT and `cap` bytes; RetryableFault if worth repeating."""
+    def _attempt(self, request, cancel, on_stream=None, no_retry=None, cap=REPLY_CAP):
+        """One request (method, URL, body, headers) and its whole reply, within GROK_TIMEOUT and
+        `cap` bytes; RetryableFault if worth repeating."""
         conn, reused = self._connect()      # (imports http.client, without ssl for plain http)
         import http.client
+        with self._lock:
+            self._busy.add(conn)
         reusable, started = False, time.monotonic()
         deadline = threading.Timer(self.timeout or threading.TIMEOUT_MAX, self._shut, (conn,))
         with suppress(RuntimeError):    # no thread to be had: the socket timeouts alone bound it
             deadline.start()        # it shuts the socket, cutting any read, however slow
         try:
-            resp = self._send(conn, reused, method, path, body, headers, cancel)
-            reader = ReplyReader(resp, cap)
-            html = "html" in (resp.getheader("Content-Type") or "")
-            if html and resp.status not in RETRY_STATUSES:
-                raise self.not_api(method, path, resp, reader.read())
-            if resp.status >= 300:
+            resp = self._send(conn, reused, request, cancel)
+            reader, ctype = ReplyReader(resp, cap), resp.getheader("Content-Type") or ""
+            page = "html" in ctype and resp.status not in RETRY_STATUSES     # no API's answer
+            if resp.status >= 300 and not page:
                 error = self._refusal(resp, reader, no_retry)
                 reusable = resp.status >= 400 and not resp.will_close
                 raise error
-            if on_stream and "text/event-stream" in (resp.getheader("Content-Type") or ""):
+            if on_stream and "text/event-stream" in ctype:
                 result = on_stream(reader)
                 reader.read()       # the end of the chunked body, so the connection can be reused
             else:
-                result = self._json(method, path, resp, reader.read())
+                result = self._json(request, resp, reader.read())
             reusable = not resp.will_close
             return result
         except Exception as e:      # a read cut at the deadline may end in any of these
@@ -778,41 +801,71 @@ class Client:
                 e = TimeoutError()
             elif not isinstance(e, (OSError, StreamBroken, http.client.HTTPException, ValueError)):
                 raise       # (ValueError: defensive: no parse error in http.client ends the REPL)
-            raise network_fault(e, self)
+            raise self._fault(e)
         finally:
             deadline.cancel()
             self._release(conn, reusable)       # (shut by a late deadline: _send reconnects)
 
     def _refusal(self, resp, reader, no_retry):
-        """The error a reply other than 2xx raises: 429/5xx a RetryableFault, unless no_retry(its HTTPStatusError)."""
-        if resp.status < 400:
-            return UserError("the server at %s answered HTTP %d, a redirect to %s: grok does not follow "
-                             "redirects (the API key goes to GROK_BASE_URL only); set GROK_BASE_URL to the "
-                             "address you mean" % (self.host, resp.status, resp.getheader("Location") or "?"))
-        err = HTTPStatusError(resp.status, reader.read())
-        if resp.status not in RETRY_STATUSES or (no_retry and no_retry(err)):
+        """The error of a non-2xx reply: for 429, 5xx a RetryableFault unless no_retry(it)."""
+        status = resp.status
+        if status < 400:
+            where = resp.getheader("Location") or "?"
+            return UserError("the server at %s answered HTTP %d, a redirect to %s: grok does not"
+                             " follow redirects (the API key goes to GROK_BASE_URL only); set"
+                             " GROK_BASE_URL to the address you mean" % (self.host, status, where))
+        err = HTTPStatusError(status, reader.read())
+        if status not in RETRY_STATUSES or (no_retry and no_retry(err)):
             return err
         wait = parse_retry_after(resp.getheader("Retry-After"))
-        if wait is None:
-            wait = parse_retry_after(resp.getheader("retry-after-ms"), per_second=1000)     # OpenAI's
-        return RetryableFault(scrub("%s (HTTP %d): %s" % ("rate limited" if resp.status == 429 else "server error",
-                                                         resp.status, err.server_message())), wait, False)
+        if wait is None:        # OpenAI's header
+            wait = parse_retry_after(resp.getheader("retry-after-ms"), per_second=1000)
+        why = "%s (HTTP %d): %s" % ("rate limited" if status == 429 else "server error", status,
+                                   err.server_message())
+        return RetryableFault(scrub(why), wait)
 
-    def _json(self, method, path, resp, data):
-        try:
-            return json.loads(data.decode("utf-8", "replace"))
-        except (ValueError, RecursionError):
-            raise self.not_api(method, path, resp, data)
-
-    def not_api(self, method, path, resp, data):
-        """A reply that is no OpenAI-style API's: the URL asked, and what came back."""
-        said = HTTPStatusError(resp.status, data).server_message()[:120]
-        host = "http%s://%s:%d" % ("s" * self.https, self.host, self.port)
-        url = path if "://" in path else host + path
+    def _json(self, request, resp, data):
+        """The reply's JSON; if it is HTML or no JSON, a UserError naming the URL and the reply."""
         ctype = resp.getheader("Content-Type") or "-"
-        return UserError(scrub("%s %s did not answer with JSON (HTTP %d, %s): %r; is GROK_BASE_URL"
-                               " an OpenAI-compatible API (its base, as http://localhost:8080/v1)?"
-                               % (method, url, resp.status, ctype, said)))
+        with suppress(ValueError, RecursionError):
+            if "html" not in ctype:
+                return json.loads(data.decode("utf-8", "replace"))
+        method, url = request[:2]
+        if "://" not in url:
+            url = "http%s://%s:%d%s" % ("s" * self.https, self.host, self.port, url)
+        said = HTTPStatusError(resp.status, data).server_message()[:120]
+        raise UserError(scrub("%s %s did not answer with JSON (HTTP %d, %s): %r; is GROK_BASE_URL"
+                              " an OpenAI-compatible API (its base, as http://localhost:8080/v1)?"
+                              % (method, url, resp.status, ctype, said)))
+
+    def _fault(self, e):
+        """The RetryableFault saying what went wrong, or an error where retrying cannot help."""
+        import http.client
+        ssl = sys.modules.get("ssl")
+        if ssl and isinstance(e, ssl.CertificateError):
+            why = getattr(e, "verify_message", None) or e
+            return UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL,"
+                             " or point SSL_CERT_FILE at your CA bundle" % (self.host, why))
+        where = "%s:%d, the server in GROK_BASE_URL" % (self.host, self.port)
+        if self.proxy:
+            where = "%s:%d, the proxy in HTTP%s_PROXY" % (*self.proxy[:2], "S" * self.https)
+        problems = (        # the first whose exception types e is one of
+            (socket.gaierror, "cannot resolve host {where} (DNS)"),
+            (ConnectionRefusedError, "connection refused by {where}: is it running?"),
+            ((socket.timeout, TimeoutError), "no complete reply from {host} within the timeout"
+                                             " (GROK_TIMEOUT, for the whole reply)"),
+            (StreamBroken, "the reply stream from {host} broke off: {e}"),
+            ((http.client.RemoteDisconnected, http.client.IncompleteRead, ConnectionResetError,
+              BrokenPipeError), "connection to {host} dropped ({name})"),
+            ((ValueError, http.client.BadStatusLine, http.client.LineTooLong,
+              http.client.UnknownProtocol), "garbled reply from {host} ({name}: {short})"),
+            (Exception, "network error talking to {host}: {e}"))
+        problem = next(text for kinds, text in problems if isinstance(e, kinds))
+        problem = scrub(problem.format(host=self.host, where=where, e=e, name=type(e).__name__,
+                                       short=str(e)[:100]))
+        if isinstance(e, (socket.gaierror, ConnectionRefusedError)):      # nothing answers there
+            return TransientError(problem)
+        return RetryableFault(problem, broke=isinstance(e, StreamBroken))
 
 
 class ReplyReader:
@@ -838,8 +891,8 @@ class ReplyReader:
 
 
 def find_proxy(scheme, host):
-    """(host, port, headers) of the proxy from http_proxy / https_proxy (or upper case), unless no_proxy exempts
-    host; headers: Proxy-Authorization for a user:password in its URL."""
+    """(host, port, headers) of the proxy in http_proxy / https_proxy (or upper case), unless
+    no_proxy exempts host; headers: Proxy-Authorization for a user:password in its URL."""
     url = os.environ.get(scheme + "_proxy") or os.environ.get(scheme.upper() + "_PROXY")
     if not url:
         return None
@@ -860,40 +913,10 @@ def find_proxy(scheme, host):
     return u.hostname, port, {"Proxy-Authorization": "Basic " + base64.b64encode(user).decode()}
 
 
-def network_fault(e, client):
-    """The RetryableFault that says what went wrong talking to host; a UserError when retrying cannot help."""
-    import http.client
-    host = client.host
-    ssl = sys.modules.get("ssl")
-    if ssl and isinstance(e, ssl.CertificateError):
-        return UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL, or point "
-                         "SSL_CERT_FILE at your CA bundle" % (host, getattr(e, "verify_message", None) or e))
-    proxy = client.proxy and "%s_PROXY" % ("HTTPS" if client.https else "HTTP")
-    where = ("%s:%d, the proxy in %s" % (client.proxy[:2] + (proxy,)) if proxy
-             else "%s:%d, the server in GROK_BASE_URL" % (host, client.port))
-    problems = (        # the first whose exception types e is one of
-        (socket.gaierror, "cannot resolve host {where} (DNS)"),
-        (ConnectionRefusedError, "connection refused by {where}: is it running?"),
-        ((socket.timeout, TimeoutError),
-         "no complete reply from {host} within the timeout (GROK_TIMEOUT, for the whole reply)"),
-        (StreamBroken, "the reply stream from {host} broke off: {e}"),
-        ((http.client.RemoteDisconnected, http.client.IncompleteRead, ConnectionResetError, BrokenPipeError),
-         "connection to {host} dropped ({name})"),
-        ((ValueError, http.client.BadStatusLine, http.client.LineTooLong, http.client.UnknownProtocol),
-         "garbled reply from {host} ({name}: {short})"),
-        (Exception, "network error talking to {host}: {e}"))
-    problem = next(text for kinds, text in problems if isinstance(e, kinds))
-    problem = scrub(problem.format(host=host, where=where, e=e, name=type(e).__name__,
-                                   short=str(e)[:100]))
-    if isinstance(e, (socket.gaierror, ConnectionRefusedError)):      # nothing answers there
-        return TransientError(problem)
-    return RetryableFault(problem, broke=isinstance(e, StreamBroken))
-
-
 class ChatResult:
     def __init__(self, content, finish_reason=None, usage=None, response_id=None, problem=None):
-        # a server's list of parts becomes JSON text: the contract check says why it is not an answer
-        self.content = content if content is None or isinstance(content, str) else json.dumps(content)
+        # a server's list of parts becomes JSON text: the contract check says why it is no answer
+        self.content = content if isinstance(content, (str, type(None))) else json.dumps(content)
         self.finish_reason = finish_reason if isinstance(finish_reason, str) else None
         self.usage = usage if isinstance(usage, dict) else {}
         self.tokens = usage_numbers(usage)      # what the rest of the program reads of the usage
@@ -902,13 +925,25 @@ class ChatResult:
 
 
 def read_chat_stream(resp, on_delta, on_thought=None):
-    """Collect an OpenAI-style SSE chat stream; usage may come in any chunk, reasoning_content goes to on_thought."""
+    """A ChatResult of an SSE chat stream: usage may come in any chunk, reasoning_content goes to
+    on_thought. An error sent in the stream (as llama.cpp's error: lines) raises HTTPStatusError."""
     parts, finish, usage, response_id = [], None, None, None
-    for chunk in sse_chunks(resp):
-        if chunk is None:       # data: [DONE]
+    for line in iter(resp.readline, b""):
+        field, _, data = line.strip().partition(b":")
+        data, chunk = data.strip(), None
+        if field == b"data" and data == b"[DONE]":
             break
-        if isinstance(chunk.get("usage"), dict):
-            usage = chunk["usage"]
+        if field == b"data":
+            try:
+                chunk = json.loads(data.decode("utf-8", "replace"))
+            except (ValueError, RecursionError):
+                raise StreamBroken("a stream chunk was not JSON: %r" % data[:80])
+        if field == b"error" or isinstance(chunk, dict) and chunk.get("error"):
+            code = re.search(rb'"code"\s*:\s*([45]\d\d)\b', data)      # the status, else 500
+            raise HTTPStatusError(int(code.group(1)) if code else 500, data)
+        if not isinstance(chunk, dict):
+            continue
+        usage = chunk["usage"] if isinstance(chunk.get("usage"), dict) else usage
         response_id = chunk.get("id", response_id)
         choices = chunk.get("choices")
         for choice in choices if isinstance(choices, list) else ():
@@ -933,50 +968,32 @@ def deliver(piece, callback):
     return piece
 
 
-def sse_chunks(resp):
-    """The JSON objects in an event stream's data lines, then None at "data: [DONE]". An error sent in the
-    stream raises its HTTPStatusError, with the status it names (else 500)."""
-    for line in iter(resp.readline, b""):
-        field, _, data = line.strip().partition(b":")
-        data, chunk = data.strip(), None
-        if field == b"data" and data == b"[DONE]":
-            yield None
-        elif field == b"data":
-            try:
-                chunk = json.loads(data.decode("utf-8", "replace"))
-            except (ValueError, RecursionError):
-                raise StreamBroken("a stream chunk was not JSON: %r" % data[:80])
-        if field == b"error" or isinstance(chunk, dict) and chunk.get("error"):     # (llama.cpp sends error: lines)
-            code = re.search(rb'"code"\s*:\s*([45]\d\d)\b', data)
-            raise HTTPStatusError(int(code.group(1)) if code else 500, data)
-        if isinstance(chunk, dict):
-            yield chunk
-
-
 def parse_chat_reply(obj, on_thought=None):
     obj = obj if isinstance(obj, dict) else {}
     choices = obj.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    usage = obj.get("usage")
+    if not isinstance(choice, dict):
         if obj.get("error"):
             raise HTTPStatusError(500, json.dumps(obj).encode())
-        return ChatResult(None, None, obj.get("usage"))
-    message = choices[0].get("message") if isinstance(choices[0].get("message"), dict) else {}
-    deliver(message.get("reasoning_content"), on_thought)
-    return ChatResult(message.get("content"), choices[0].get("finish_reason"), obj.get("usage"), obj.get("id"))
+        return ChatResult(None, None, usage)
+    msg = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+    deliver(msg.get("reasoning_content"), on_thought)
+    return ChatResult(msg.get("content"), choice.get("finish_reason"), usage, obj.get("id"))
 
 
 class ResponseStreamer:
-    """Pulls the decoded text of the top-level "response" string out of a JSON object arriving in pieces (to show
-    it as it is generated). tool_calls: whether the tool_calls list is, so far, "unknown", "empty" or "nonempty"."""
+    """The decoded text of the top-level "response" string of a JSON object arriving in pieces, as
+    it comes; tool_calls: whether that list is, so far, "unknown", "empty" or "nonempty"."""
 
     # raw JSON string text up to the last whole character: an escape waits for its end, and a high
     # surrogate for what follows it (\uD83D\uDE00 is one character)
     WHOLE = r'(?s)(?:[^\\]|\\[^u]|\\u(?![dD][89abAB]).{4}|\\u.{4}(?=[^\\]|\\[^u]|\\u.{4}))*'
 
     def __init__(self):
-        self.depth, self.key, self.colon, self.calls, self.tool_calls = 0, None, False, False, "unknown"
-        self.raw = None         # the string being read: its raw characters, kept for a top-level key or the response
-        self.escaped, self.is_key, self.response, self.cut = False, False, False, 0     # cut: characters given out
+        self.depth, self.cut, self.key, self.tool_calls = 0, 0, None, "unknown"     # cut: given out
+        self.raw = None     # the string being read: its raw text, if a top-level key or response
+        self.colon = self.calls = self.escaped = self.is_key = self.response = False
 
     def feed(self, text):
         out = []
@@ -1012,13 +1029,13 @@ class ResponseStreamer:
             self.colon = self.depth == 1 and ch == ":"
 
     def _take(self, whole=False):
-        """The response text not returned yet: up to the last whole character, or all at the string's end."""
+        """The response text not given out yet: to the last whole character, or all at its end."""
         if not self.response:
             return ""
         raw = "".join(self.raw[self.cut:])
         raw = raw if whole else re.match(self.WHOLE, raw).group()
         self.cut += len(raw)
-        return re.sub("[\ud800-\udfff]", "\ufffd", self._decode(raw))     # a lone surrogate cannot be printed
+        return re.sub("[\ud800-\udfff]", "\ufffd", self._decode(raw))     # (unprintable)
 
     @staticmethod
     def _decode(raw):
@@ -1029,8 +1046,8 @@ class ResponseStreamer:
 
 # --- The JSON contract ---
 
-
-class Contract(namedtuple("Contract", "name extra_properties extra_prompt max_tokens", defaults=({}, "", 4000))):
+class Contract(namedtuple("Contract", "name extra_properties extra_prompt max_tokens",
+                          defaults=({}, "", 4000))):
     """What the model is asked to return: the schema, its description, defaults."""
 
     def schema(self, tools):
@@ -1047,7 +1064,8 @@ class Contract(namedtuple("Contract", "name extra_properties extra_prompt max_to
 
 
 MINIMAL = Contract("grok_reply")
-REPLY_SHAPE = '{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRING or null, "done": BOOL}'
+REPLY_SHAPE = ('{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRING or null,'
+               ' "done": BOOL}')
 
 
 def extract_json_object(text):
@@ -1074,8 +1092,8 @@ def parse_reply(content, tool_names, finish_reason=None):
         cut = finish_reason == "length"
         obj = json.loads(content, strict=False) if cut else extract_json_object(str(content))
     except (ValueError, RecursionError):
-        raise ContractError("the reply was cut off at max_tokens before its JSON ended: reply shorter, "
-                            "with fewer tool calls")
+        raise ContractError("the reply was cut off at max_tokens before its JSON ended:"
+                            " reply shorter, with fewer tool calls")
     if not isinstance(obj, dict):
         raise ContractError("the reply must be a JSON object")
     calls = obj.get("tool_calls") or []
@@ -1091,12 +1109,12 @@ def parse_reply(content, tool_names, finish_reason=None):
         raise ContractError("the reply has neither tool_calls nor a response")
     done = obj.get("done")
     done = done.strip().lower() == "true" if isinstance(done, str) else done
-    obj.update({"tool_calls": clean, "response": response, "done": not clean if done is None else bool(done)})
+    obj.update(tool_calls=clean, response=response, done=not clean if done is None else bool(done))
     return obj
 
 
 def clean_call(i, call, tool_names):
-    """{"tool", "args"} from one entry of tool_calls (also taking OpenAI's "name" and "arguments")."""
+    """{"tool", "args"} of one entry of tool_calls (OpenAI's "name" and "arguments" too)."""
     if not isinstance(call, dict):
         raise ContractError("tool_calls[%d] must be an object with \"tool\" and \"args\"" % i)
     name, args = call.get("tool", call.get("name")), call.get("args", call.get("arguments"))
@@ -1106,24 +1124,26 @@ def clean_call(i, call, tool_names):
     if not isinstance(name, str) or not name:
         raise ContractError("tool_calls[%d] has no \"tool\" name" % i)
     if name not in tool_names:
-        raise ContractError("unknown tool %r; the tools are: %s" % (name, ", ".join(tool_names) or "none"))
+        known = ", ".join(tool_names) or "none"
+        raise ContractError("unknown tool %r; the tools are: %s" % (name, known))
     if not isinstance(args or {}, dict):
         raise ContractError("tool_calls[%d].args must be an object" % i)
     return {"tool": name, "args": args or {}}
 
 
 def kept_reply(content, reply):
-    """The reply as the history keeps it: an argument over ARG_CAP becomes a note, not resent in every request."""
+    """The reply as the history keeps it: an argument over ARG_CAP becomes a note, not resent."""
     if len(content) <= ARG_CAP:
         return content
-    calls = [dict(c, args={k: "[%d characters, not kept]" % len(str(v)) if len(str(v)) > ARG_CAP else v
+    note = "[%d characters, not kept]"
+    calls = [dict(c, args={k: note % len(str(v)) if len(str(v)) > ARG_CAP else v
                            for k, v in c["args"].items()}) for c in reply["tool_calls"]]
     return json.dumps(dict(reply, tool_calls=calls))
 
 
 def corrective_message(problem):
-    return "Your last reply broke the JSON contract: %s. Reply again with exactly one JSON object: %s." % (
-        problem, REPLY_SHAPE)
+    return ("Your last reply broke the JSON contract: %s. Reply again with exactly one JSON"
+            " object: %s." % (problem, REPLY_SHAPE))
 
 
 # --- Tools: one function each, one dict to dispatch ---
@@ -1231,25 +1251,28 @@ class Lifeline:
 
 
 def alive(pid, send=os.kill):
-    """Whether a process (or with os.killpg a process group) lives; EPERM: it does, as another user."""
+    """Whether a process (or, with os.killpg, a group) lives; EPERM: it does, as another user."""
     try:
         return send(pid, 0) or True
     except OSError as e:
         return not isinstance(e, ProcessLookupError)
 
 
-def tool_bash(args, agent):
+ToolContext = namedtuple("ToolContext", "cwd sandbox bash_timeout procs env cancel ask search withdraw")
+
+
+def tool_bash(args, ctx):
     # The command starts when the watchdog knows it: Lifeline.update sends the line it waits for
     argv, preexec = [TOOL_SHELL, "-c", "read -r _ || exit; " + args["command"]], None
-    if agent.cfg.sandbox:
-        argv, preexec = agent.cfg.sandbox.wrap(argv, agent.cwd)
+    if ctx.sandbox:
+        argv, preexec = ctx.sandbox.wrap(argv, ctx.cwd)
     try:
-        proc = subprocess.Popen(argv, cwd=agent.cwd, env=agent.tool_env(), preexec_fn=preexec,
+        proc = subprocess.Popen(argv, cwd=ctx.cwd, env=ctx.env, preexec_fn=preexec,
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=True)
     except (OSError, subprocess.SubprocessError) as e:
         return ToolResult("error: cannot start %s: %s" % (TOOL_SHELL, e), ok=False)
-    agent.procs.add(proc)
+    ctx.procs.add(proc)
     Lifeline.update(proc)
     out, total = bytearray(), [0]
 
@@ -1260,20 +1283,20 @@ def tool_bash(args, agent):
                 out.extend(chunk)
                 del out[OUTPUT_HEAD:-OUTPUT_TAIL]       # the first and the last bytes are kept
     reader = threading.Thread(target=read, daemon=True)
-    code, waited, limit = None, 0.0, agent.cfg.bash_timeout       # limit 0: none
+    code, waited, limit = None, 0.0, ctx.bash_timeout       # limit 0: none
     try:
         reader.start()      # no thread to be had (a process limit): the command is killed
-        while code is None and not agent.cancel.is_set() and not 0 < limit <= waited:
+        while code is None and not ctx.cancel.is_set() and not 0 < limit <= waited:
             with suppress(subprocess.TimeoutExpired):
                 code = proc.wait(0.05)
             waited += 0.05
     finally:
-        note = "" if code is not None else "\n[cancelled by the user]" if agent.cancel.is_set() else (
+        note = "" if code is not None else "\n[cancelled by the user]" if ctx.cancel.is_set() else (
             "\n[timed out after %gs: process group killed]" % limit)
         if note:
             kill_group(proc)
             code = proc.wait()
-        agent.procs.discard(proc)
+        ctx.procs.discard(proc)
         Lifeline.update()
     reader.join(1 if note else 0.2)     # background children may keep the output open
     omitted = total[0] - len(out)
@@ -1289,8 +1312,8 @@ def tool_bash(args, agent):
     return ToolResult(text + note + background, ok=not note)
 
 
-def tool_read_file(args, agent):
-    path = canonical(agent.cwd, args["path"])
+def tool_read_file(args, ctx):
+    path = canonical(ctx.cwd, args["path"])
     got = read_regular(path, READ_CAP)
     if got is None:
         why = ("no such file: %s" if not os.path.exists(path)
@@ -1308,7 +1331,7 @@ def tool_read_file(args, agent):
 
 
 def atomic_write(path, data, private=True):
-    """Via a temp file and a rename: a crash leaves the old file or the new one. Mode 0600 if private, else open()'s."""
+    """Via a temp file and a rename: a crash leaves the old file or the new one. 0600 if private."""
     folder, prefix = os.path.dirname(path), ".grok-%s." % os.path.basename(path)[:100]
     for stale in glob.glob(os.path.join(glob.escape(folder), glob.escape(prefix) + "*.*.tmp")):
         with suppress(ValueError, OSError):     # left by a process killed while writing this path
@@ -1329,11 +1352,11 @@ def atomic_write(path, data, private=True):
         raise
 
 
-def tool_write_file(args, agent):
-    path = canonical(agent.cwd, args["path"])
+def tool_write_file(args, ctx):
+    path = canonical(ctx.cwd, args["path"])
     content = args.get("content", "")
     data = (content if isinstance(content, str) else json.dumps(content, indent=2)).encode("utf-8")
-    dirs = agent.cfg.sandbox.writable(agent.cwd) if agent.cfg.sandbox else [path]
+    dirs = ctx.sandbox.writable(ctx.cwd) if ctx.sandbox else [path]
     if not any(inside(path, d) for d in dirs):
         return ToolResult("error: the sandbox allows writes only in " + ", ".join(dirs), False)
     if os.path.isdir(path):
@@ -1346,8 +1369,8 @@ def tool_write_file(args, agent):
     return ToolResult("wrote %d bytes to %s" % (len(data), path))
 
 
-def tool_list_files(args, agent):
-    path = canonical(agent.cwd, args.get("path") or ".")
+def tool_list_files(args, ctx):
+    path = canonical(ctx.cwd, args.get("path") or ".")
     try:
         entries = sorted(os.scandir(path), key=lambda e: e.name)
     except FileNotFoundError:
@@ -1370,25 +1393,23 @@ def tool_list_files(args, agent):
     return ToolResult("\n".join(lines) if lines else "(empty directory)")
 
 
-def tool_ask_user(args, agent):
+def tool_ask_user(args, ctx):
     options = args.get("options") or []
     options = [str(o) for o in (options if isinstance(options, list) else [options])]
-    answer = agent.ui.ask_user(args["question"], options)
+    answer = ctx.ask(args["question"], options)
     if answer is None:
         return ToolResult("no user available in this mode: decide yourself and say what you assumed", ok=False)
     return ToolResult("the user answered: %s" % answer)
 
 
-def tool_web_search(args, agent):
-    payload = {"model": agent.model, "input": [{"role": "user", "content": args["query"]}],
-               "tools": [{"type": "web_search"}]}
+def tool_web_search(args, ctx):
     try:
-        obj = agent.paid(lambda: agent.client.post("/responses", payload, cancel=agent.cancel))
+        obj = ctx.search(args["query"])
     except LimitReached as e:
         return ToolResult("not run: %s; answer with what you have" % e, ok=False)
     except HTTPStatusError as e:
         if e.status in (404, 405, 410, 501):
-            return agent.withdraw("web_search", "the server has no Responses API (HTTP %d)" % e.status)
+            return ctx.withdraw("web_search", "the server has no Responses API (HTTP %d)" % e.status)
         return ToolResult("web search failed: HTTP %d: %s" % (e.status, e.server_message()), ok=False)
     except (TransientError, UserError, ContractError) as e:        # ContractError: the reply was too large
         return ToolResult("web search failed: %s" % e, ok=False)
@@ -1402,19 +1423,22 @@ def responses_answer(obj):
     """(text, source URLs) of a Responses API reply."""
     parts = [part for item in obj.get("output") or () if isinstance(item, dict)
              for part in item.get("content") or () if isinstance(part, dict)]
-    text = "\n".join(str(p.get("text") or "") for p in parts if p.get("type") in ("output_text", "text")).strip()
+    texts = [str(p.get("text") or "") for p in parts if p.get("type") in ("output_text", "text")]
     urls = [a.get("url") for p in parts for a in p.get("annotations") or () if isinstance(a, dict)]
-    return text, list(dict.fromkeys(u for u in urls + list(obj.get("citations") or ()) if u and isinstance(u, str)))
+    urls = [u for u in urls + list(obj.get("citations") or ()) if u and isinstance(u, str)]
+    return "\n".join(texts).strip(), list(dict.fromkeys(urls))
 
 
 class Tool(namedtuple("Tool", "run doc args input", defaults=(None,))):
-    """Its function, what it does, {argument: JSON type} ("?" ends an optional one; the first is the one displayed)."""
+    """Its function, what it does, {argument: JSON type} ("?": optional; the first is displayed)."""
 
     def schema(self):
         if self.input:      # an MCP tool's own JSON schema of its args
             return self.input
-        props = {k: {"type": "array", "items": {"type": "string"}} if t.startswith("array") else {"type": t.rstrip("?")}
-                 for k, t in self.args.items()}
+        props = {k: {"type": t.rstrip("?")} for k, t in self.args.items()}
+        for prop in props.values():
+            if prop["type"] == "array":
+                prop["items"] = {"type": "string"}
         return {"type": "object", "properties": props, "additionalProperties": False,
                 "required": [k for k, t in self.args.items() if not t.endswith("?")]}
 
@@ -1433,12 +1457,11 @@ TOOLS = {
 }
 MAX_CALLS = 8               # tool calls run from one reply (the schema's bound), and at once
 NEEDS_APPROVAL = ("bash", "write_file")
-TOOL_SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"      # what the bash tool runs
+TOOL_SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"     # the bash tool's shell
 
 
-def tool_line(name, bash_timeout, tool=None):
+def tool_line(name, bash_timeout, tool):
     """`name {"arg": "...", ...}: what it does`, as the system prompt lists it."""
-    tool = tool or TOOLS[name]
     example = ", ".join('"%s": %s' % (k, '["...", "..."]' if t.startswith("array") else '"..."')
                         for k, t in tool.args.items())
     return "%s {%s}: %s" % (name, example, tool.doc.replace("%d", str(int(bash_timeout))))
@@ -1488,7 +1511,7 @@ class McpServer:
             hello = {"name": "grok", "version": __version__}    # any version it answers is taken
             self.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
                                         "clientInfo": hello}, timeout)
-            self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            self.send(method="notifications/initialized")
             self.list_tools(timeout)
         except (OSError, ValueError, RuntimeError) as e:    # RuntimeError: no thread to be had
             self.state = "failed: %s" % e
@@ -1510,7 +1533,7 @@ class McpServer:
         props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
         doc = " ".join(str(tool.get("description") or "").split())[:999]
         small = len(json.dumps(schema)) < 4000
-        return Tool(lambda args, agent: self.call(str(tool["name"]), args, agent.cancel),
+        return Tool(lambda args, ctx: self.call(str(tool["name"]), args, ctx.cancel),
                     "(MCP server %s) %s" % (self.name, doc), dict.fromkeys(props, "string"),
                     dict(schema, type="object") if small else {"type": "object"})
 
@@ -1533,7 +1556,7 @@ class McpServer:
         """Its result; ConnectionError if the server fails it, has failed, or does not answer."""
         request_id = next(self.ids)         # atomic, as the dict's get and pop: no lock
         slot = self.pending[str(request_id)] = [threading.Event(), None]
-        self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params or {}})
+        self.send(id=request_id, method=method, params=params or {})
         deadline = time.time() + timeout if timeout > 0 else float("inf")
         try:
             while not slot[0].wait(0.05):
@@ -1542,8 +1565,8 @@ class McpServer:
                 stop = cancel and cancel.is_set() and "cancelled by the user"
                 why = self.state[8:] if failed else stop or late
                 if why:
-                    self.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                               "params": {"requestId": request_id, "reason": why}})
+                    cancelled = {"requestId": request_id, "reason": why}
+                    self.send(method="notifications/cancelled", params=cancelled)
                     raise ConnectionError(why + ("" if failed else self.stderr_tail()))
         finally:
             self.pending.pop(str(request_id), None)
@@ -1552,9 +1575,9 @@ class McpServer:
             raise ConnectionError("%s failed: %s" % (method, json.dumps(answer.get("error"))[:500]))
         return answer["result"]
 
-    def send(self, message):
+    def send(self, **message):
         with self.lock, suppress(OSError, ValueError, AttributeError):    # dead: read() says so
-            self.proc.stdin.write((json.dumps(message) + "\n").encode())
+            self.proc.stdin.write((json.dumps(dict(jsonrpc="2.0", **message)) + "\n").encode())
             self.proc.stdin.flush()
 
     def read(self):
@@ -1569,10 +1592,10 @@ class McpServer:
             method, slot = message.get("method"), self.pending.get(str(message.get("id")))
             if method == "notifications/tools/list_changed":      # read before the next request
                 self.changed = True
-            elif method and "id" in message:
-                answer = {"result": {}} if method == "ping" else {
-                    "error": {"code": -32601, "message": method}}
-                self.send(dict(answer, jsonrpc="2.0", id=message["id"]))
+            elif method == "ping" and "id" in message:
+                self.send(id=message["id"], result={})
+            elif method and "id" in message:      # a request we do not serve
+                self.send(id=message["id"], error={"code": -32601, "message": method})
             elif slot and not method:
                 slot[1] = message
                 slot[0].set()
@@ -1654,12 +1677,12 @@ def mcp_config(cfg, files, ask, notice):
                 specs.update(mcp_specs(json.loads(f.read()).get("mcpServers"), path, notice))
         except (OSError, ValueError, AttributeError) as e:
             raise UserError("--mcp-config %s: %s" % (path, getattr(e, "strerror", None) or e))
-    path = os.path.join(cfg.cwd, ".mcp.json")
-    return dict(specs, **project_mcp(cfg, path, ask, notice)) if ask is not False else specs
+    return dict(specs, **project_mcp(cfg, ask, notice)) if ask is not False else specs
 
 
-def project_mcp(cfg, path, ask, notice):
+def project_mcp(cfg, ask, notice):
     """A project's .mcp.json runs what its authors chose: used once the person approves it."""
+    path = os.path.join(cfg.cwd, ".mcp.json")
     data = (read_regular(path, 1 << 20) or (b"",))[0]
     if not data:        # none (or not a regular file)
         return {}
@@ -1687,7 +1710,7 @@ def project_mcp(cfg, path, ask, notice):
 # --- System prompt: contract, tools, runtime info, skills, project rules ---
 
 def front_matter(text):
-    """name/description from a '---' header, else the first line that is not a heading (or the last heading)."""
+    """A '---' header's fields, else description: the first non-heading line or the last heading."""
     lines = [line.strip() for line in text.splitlines()]
     if lines[:1] == ["---"]:
         header = lines[1:30] + ["---"]
@@ -1699,9 +1722,9 @@ def front_matter(text):
 
 
 def find_skills(skills_dir):
-    """[(name, description, path)] for *.md in skills_dir and one level of sub-folders (NAME/SKILL.md is NAME)."""
+    """[(name, description, path)] of *.md in skills_dir and its folders (NAME/SKILL.md: NAME)."""
     skills, base = [], glob.escape(skills_dir)
-    for path in sorted(glob.glob(os.path.join(base, "*.md")) + glob.glob(os.path.join(base, "*", "*.md"))):
+    for path in sorted(glob.glob(base + "/*.md") + glob.glob(base + "/*/*.md")):
         rel = os.path.relpath(path, skills_dir)[:-3]
         folder, stem = os.path.split(rel)
         got = read_regular(path, 4000)
@@ -1709,57 +1732,65 @@ def find_skills(skills_dir):
             continue
         meta = front_matter(got[0].decode("utf-8", "replace"))
         desc = " ".join((meta.get("description") or meta.get("title") or "").split())[:160]
-        skills.append((meta.get("name") or (folder if stem.upper() == "SKILL" else rel), desc, path))
+        name = meta.get("name") or (folder if stem.upper() == "SKILL" else rel)
+        skills.append((name, desc, path))
     return skills
 
 
 def find_project_rules(cwd):
-    """[(path, text)]: ~/.grok/AGENTS.md, then AGENTS.md and GROK.md from the git root down to cwd (else cwd only),
-    in directories others cannot write; regular files, a symlink only into the tree; scrubbed, capped."""
-    dirs = [cwd]
-    while not os.path.exists(os.path.join(dirs[-1], ".git")) and os.path.dirname(dirs[-1]) != dirs[-1]:
-        dirs.append(os.path.dirname(dirs[-1]))
-    if not os.path.exists(os.path.join(dirs[-1], ".git")):
-        dirs = [cwd]        # not in a git repository: only the working directory itself
+    """[(path, text)]: ~/.grok/AGENTS.md, then AGENTS.md and GROK.md from the git root down to cwd
+    (else cwd's only) in directories others cannot write; a symlink only into the tree; capped."""
+    up = [cwd]
+    while os.path.dirname(up[-1]) != up[-1]:
+        up.append(os.path.dirname(up[-1]))
+    tops = [i for i, d in enumerate(up) if os.path.exists(os.path.join(d, ".git"))]
+    dirs = up[:tops[0] + 1] if tops else [cwd]      # not in a git repository: cwd only
     root = os.path.realpath(dirs[-1])
-    candidates = [os.path.join(os.path.expanduser("~"), ".grok", "AGENTS.md")] + [
+    paths = [os.path.join(os.path.expanduser("~"), ".grok", "AGENTS.md")] + [
         os.path.join(d, name) for d in reversed(dirs) if not open_to_others(d, (os.getuid(), 0))
         for name in ("AGENTS.md", "GROK.md")]
     found, seen, budget = [], set(), RULES_TOTAL_CAP
-    for path in candidates:
+    in_all = "project rules are capped at %d bytes in all" % RULES_TOTAL_CAP
+    for path in paths:
         real, cap = os.path.realpath(path), min(RULES_CAP, budget)
-        if real in seen or (os.path.islink(path) and path != candidates[0] and not inside(real, root)):
+        if real in seen or os.path.islink(path) and path != paths[0] and not inside(real, root):
             continue
         seen.add(real)
         data, size = read_regular(path, cap) or (None, 0)
         if data is None:
             continue
+        text = data[:cap].decode("utf-8", "replace")
         if not cap:
-            text = "[not included: project rules are capped at %d bytes in all]" % RULES_TOTAL_CAP
+            text = "[not included: %s]" % in_all
         elif len(data) > cap:     # cut at a character boundary, and say so
+            total = ", the " + in_all if cap < RULES_CAP else ""
             text = "%s\n[truncated: only the first %d of %d bytes of this file are included%s]" % (
-                data[:cap].decode("utf-8", "replace").rstrip("\ufffd").strip(), cap, size,
-                "" if cap == RULES_CAP else ", the project rules are capped at %d bytes in all" % RULES_TOTAL_CAP)
+                text.rstrip("\ufffd").strip(), cap, size, total)
         else:
-            text = data.decode("utf-8", "replace").strip()
+            text = text.strip()
         if text:
             budget -= min(len(data), cap)
             found.append((path, scrub(text)))
     return found
 
 
+GUIDANCE = [        # how to use the reply (all a --system-prompt-override keeps), then how to work
+    "- To act: list the tool calls (independent calls run concurrently), response null, done false."
+    " Their results come back in the next user message.",
+    "- To answer: tool_calls [], response = your answer for the user, done true. done true with"
+    " tool calls runs them and then ends the turn with your response: their results reach you"
+    " only with the next message.",
+    "- Tools first: use web_search for facts, news and current events (put the year in the query)"
+    " instead of answering from memory; prefer acting over asking; check your work with tools"
+    " before you say it is done.",
+    "- Answers are plain text for a terminal: concise, no markdown."]
+
+
 def build_system_prompt(cfg, contract, cwd, tools=None):
-    uname = os.uname()      # not `platform`: it takes 2 ms to import
     override = cfg.system_prompt        # --system-prompt-override: for the guidance and the context
     parts = [override or "You are Grok, an agent working on the user's computer through tools.",
-             "Always reply with exactly one JSON object and nothing else:", REPLY_SHAPE,
-             "- To act: list the tool calls (independent calls run concurrently), response null, done false. "
-             "Their results come back in the next user message.",
-             "- To answer: tool_calls [], response = your answer for the user, done true. done true with tool calls "
-             "runs them and then ends the turn with your response: their results reach you only with the next message.",
-             "- Tools first: use web_search for facts, news and current events (put the year in the query) instead of "
-             "answering from memory; prefer acting over asking; check your work with tools before you say it is done.",
-             "- Answers are plain text for a terminal: concise, no markdown."][:override and 5]
+             "Always reply with exactly one JSON object and nothing else:", REPLY_SHAPE]
+    parts += GUIDANCE[:override and 2]
     if contract.extra_prompt:
         parts.append(contract.extra_prompt)
     tools = (tools or TOOLS).items()
@@ -1767,17 +1798,19 @@ def build_system_prompt(cfg, contract, cwd, tools=None):
     parts += ["", "RULES (follow them):", cfg.rules] if cfg.rules else []
     if override:
         return "\n".join(parts)
-    parts += ["", "RUNTIME (at the start of this session):", "- date: %s" % time.strftime("%A %Y-%m-%d %H:%M %Z"),
+    uname = os.uname()      # not `platform`: it takes 2 ms to import
+    parts += ["", "RUNTIME (at the start of this session):",
+              "- date: %s" % time.strftime("%A %Y-%m-%d %H:%M %Z"),
               "- system: %s %s, Python %s" % (uname[0], uname[2], sys.version.split()[0]),
               "- shell: the bash tool runs %s -c; the user's login shell is %s" % (
                   TOOL_SHELL, os.environ.get("SHELL") or "unknown"),
               "- working directory: %s" % cwd]
-    skills = ["- %s: %s (%s)" % skill for skill in find_skills(cfg.skills_dir)]
-    if skills:
-        parts += ["", "SKILLS (load one with read_file when it fits the task):"] + skills
-    rules = ["\nFrom %s:\n%s" % rule for rule in find_project_rules(cwd)]
-    if rules:
-        parts += ["", "PROJECT RULES (follow them; where they differ, the later, more specific file wins):"] + rules
+    found = {"SKILLS (load one with read_file when it fits the task):":
+             ["- %s: %s (%s)" % skill for skill in find_skills(cfg.skills_dir)],
+             "PROJECT RULES (follow them; where they differ, the later, more specific file wins):":
+             ["\nFrom %s:\n%s" % rule for rule in find_project_rules(cwd)]}
+    for heading, lines in found.items():
+        parts += ["", heading] + lines if lines else []
     return "\n".join(parts)
 
 
@@ -1814,8 +1847,8 @@ class Session:
             os.write(self.fd, b"\n")
 
     def append(self, record=None):
-        """A record written (none: the file only opened); a new session's header goes with its first,
-        so only then is the file made. Failing, it warns once and the chat goes on unsaved."""
+        """A record written (none: the file only opened); a new session's header goes with its
+        first, so only then is the file made. Failing, it warns once; the chat goes on unsaved."""
         if self.disabled:
             return
         try:
@@ -1836,7 +1869,7 @@ class Session:
             self.fd = None
 
     def read(self):
-        """The non-blank lines (JSONL); a session of the bash grok (ID.json: `legacy`) as the records it makes."""
+        """The non-blank lines (JSONL); the bash grok's session (ID.json, `legacy`) as records."""
         problem = data_dir_problem(os.path.dirname(self.dir))
         if problem:
             raise UserError(problem)
@@ -1844,20 +1877,21 @@ class Session:
         self.legacy = not os.path.exists(self.path) and os.path.isfile(legacy)
         self.source = legacy if self.legacy else self.path
         try:
-            with open(self.source, "rb", opener=lambda path, flags: os.open(path, flags | NOFOLLOW)) as f:
+            with open(os.open(self.source, os.O_RDONLY | NOFOLLOW), "rb") as f:
                 data = f.read()
             if not self.legacy:
                 return [line for line in data.splitlines() if line.strip()]
             obj = json.loads(data.decode("utf-8", "replace"))
             records = [{"type": "message", "message": m} for m in obj["messages"]]
-            return [json_bytes(r) for r in records + [{"type": "cwd", "cwd": obj.get("working_dir")}]]
+            records.append({"type": "cwd", "cwd": obj.get("working_dir")})
+            return [json_bytes(r) for r in records]
         except OSError as e:
             raise UserError("cannot read session %s: %s" % (self.source, e.strerror or e))
         except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
             raise UserError("%s is not a session file of the bash grok" % legacy)
 
     def load(self):
-        """(system prompt or None, the messages after it, cost_usd, cwd); skips torn lines with a warning."""
+        """(system prompt or None, the messages after it, cost_usd, cwd); warns of damaged lines."""
         system, messages, cost, cwd, bad = None, [], 0.0, None, 0
         for line in self.read():
             try:
@@ -1874,14 +1908,11 @@ class Session:
                     if kind == "reset":
                         messages = []
                     messages += new
-                elif kind == "usage":
-                    usd = float(rec.get("cost_usd") or 0)
-                    if not 0 <= usd < 1e6:
-                        raise ValueError("not a cost")
-                    cost += usd
+                elif kind == "usage" and 0 <= float(rec.get("cost_usd") or 0) < 1e6:
+                    cost += float(rec.get("cost_usd") or 0)
                 else:
-                    raise ValueError("unknown record")
-            except (ValueError, KeyError, TypeError, UnicodeDecodeError, IndexError, RecursionError):
+                    raise ValueError("an unknown record, or not a cost")
+            except (ValueError, KeyError, TypeError, IndexError, RecursionError):   # (UnicodeError)
                 bad += 1 - self.legacy      # the bash grok's system prompt is left out, not damaged
         if bad:
             self.warn("warning: session %s: skipped %d damaged line(s)" % (self.id, bad))
@@ -1900,17 +1931,19 @@ def session_ids(directory):
 
 
 def list_sessions(directory):
-    """(id, mtime, first request, cost) of each readable session, newest first, each read only when asked for."""
+    """(id, mtime, first request, cost) of each readable session, newest first, read when asked."""
     for session_id in session_ids(directory):
         s = Session(directory, session_id)
         try:
-            _, messages, cost, _ = s.load()     # the first request: not a note, a summary or tool results
-            first = next((m["content"] for m in messages if m["role"] == "user" and not m["content"].startswith(
-                ("[", "Tool results:"))), "").partition("[INTERNAL")[0]     # the bash grok's skills note cut off
+            _, messages, cost, _ = s.load()
             mtime = os.path.getmtime(s.source)
         except (UserError, OSError):
             continue
-        yield session_id, mtime, ("[bash grok] " if s.legacy else "") + " ".join(first.split()).rstrip(" -")[:80], cost
+        # the first request: not a note, a summary or tool results; the bash grok's note cut off
+        typed = (m["content"] for m in messages if m["role"] == "user")
+        first = next((t for t in typed if not t.startswith(("[", "Tool results:"))), "")
+        first = " ".join(first.partition("[INTERNAL")[0].split()).rstrip(" -")[:80]
+        yield session_id, mtime, ("[bash grok] " if s.legacy else "") + first, cost
 
 
 def sessions_text(agent, width):
@@ -1939,14 +1972,15 @@ def find_session(directory, key):
 # --- The loop: run_turn() -> query() + execute() ---
 
 class UI:
-    """What a front end sees of a turn; every hook is optional. stream_reset(): a reply starts (over), what
-    stream_text showed is void. approve(call): 'yes', 'no' or 'always' (None: no); ask_user(): the answer or None."""
+    """What a front end sees of a turn; every hook is optional. stream_reset(): a reply starts
+    (over), what stream_text showed is void. approve(call): 'yes', 'no' or 'always' (None: no);
+    ask_user(): the answer or None. thought: reasoning as it comes. invalid: a bad reply."""
 
     def _skip(self, *args):
         return None
 
-    step_start = stream_text = stream_reset = reply = tool_start = tool_end = step_finish = answer = notice = _skip
-    thought = ask_user = approve = invalid = _skip  # reasoning as it arrives; a reply off contract
+    step_start = stream_text = stream_reset = reply = tool_start = tool_end = step_finish = _skip
+    answer = notice = thought = ask_user = approve = invalid = _skip
 
 
 ToolCall = namedtuple("ToolCall", "index name args id cwd shown sandbox")     # shown: scrubbed
@@ -1970,135 +2004,63 @@ def turn_end(e):
 
 
 INTERRUPTED = ("[interrupted by the user]", "[interrupted: the session ended during this turn]")
+UNRUN = "[the user cancelled the tool calls before they finished]"
 NUDGE = {LOOP_NUDGE: "[Loop] You made these same tool calls and got these same results %d rounds "
                      "in a row: repeating them changes nothing. Answer now (\"done\": true), or "
                      "try something else." % LOOP_NUDGE}
+LAST_ROUND = ("[Limit] That was the last tool round allowed in this turn (%d). Answer now with "
+              "what you have and say what is left to do; further tool calls will not run.")
+SUMMARY_PROMPT = ("You summarise an AI agent's conversation and tool history so the agent can "
+                  "continue. Keep the user's goals and requests, decisions, facts learned, files "
+                  "and commands involved, and open tasks. Be concise; plain text.")
 TURN_KEYS = ("input", "output", "reasoning", "cached", "total", "cost")
 
 
-class Agent:
-    """One conversation with the model: messages, cost, tools, session file."""
+class Ledger:
+    """What a session spends: its cost, the USD paid requests in flight reserve, the running turn's
+    usage and cost, and its cost limit (COST_LIMIT; /cost changes it for the session)."""
 
-    def __init__(self, cfg, ui=None, contract=MINIMAL, session=None, resume=False):
-        self.cfg, self.ui, self.contract, self.model = cfg, ui or UI(), contract, cfg.model
-        self.ui_lock, self.lock = threading.RLock(), threading.Lock()  # lock: cost and session writes from threads
-        self.client = Client(cfg.base_url, cfg.api_key, cfg.timeout, cfg.max_retries, cfg.backoff, notice=self.notice)
-        self.tool_names = list(cfg.tools)       # offered in the schema
-        self.withdrawn = {}             # tools the server turned out not to offer: name -> the result calls get
-        self.recall_window()
-        self.format_level = 0           # 0 json_schema, 1 json_object + schema, 2 plain json_object
-        # Request fields a server may reject: each is dropped for the session, with one notice.
-        self.optional = {k: getattr(cfg, k) for k in ("temperature", "reasoning_effort") if getattr(cfg, k) is not None}
-        self.stream = cfg.stream
-        self.reserved, self.search_costs = 0.0, []      # USD reserved by requests in flight; web search costs
-        self.said = set()               # one-time notices given
-        self.cancel, self.procs = threading.Event(), set()      # procs: bash tools running
-        self.request = None             # the running turn's request: compaction keeps it verbatim
-        self.partial = ""               # the answer text shown so far in this model call
-        self.prompt_skills = find_skills(cfg.skills_dir)
-        self.skills_seen = (None, self.prompt_skills)       # (stamp, skills) the model knows of
-        self.mcp = []                   # MCP servers, started by open_session
-        self.open_session(session or Session(cfg.data_dir, warn=self.notice), resume)
+    def __init__(self, cfg, once, record):
+        self.cfg, self.once, self.record, self.limit = cfg, once, record, cfg.cost_limit
+        self.cost_usd, self.reserved, self.search_costs = 0.0, 0.0, []
+        self.turn, self.lock = dict.fromkeys(TURN_KEYS, 0), threading.Lock()   # searches pay too
 
-    def open_session(self, session, resume=False):
-        """Go on in `session`: a new one, or a saved one resumed with its history, cost and cwd."""
-        if resume and os.path.isfile(session.path):
-            session.append()    # the lock first: one process per session, nothing interleaves
-        system, messages, self.cost_usd, cwd = session.load() if resume else (None, [], 0.0, None)
-        self.cwd = cwd if cwd and os.path.isdir(cwd) else self.cfg.cwd
-        self.mcp = self.mcp or start_mcp(self.cfg.mcp, self.cwd, self.notice)   # session is ours
-        system = system or build_system_prompt(self.cfg, self.contract, self.cwd, self.tools())
-        self.messages = [{"role": "system", "content": system}] + messages
-        self.context_tokens = estimate_tokens(self.messages) if resume else 0
-        self.tool_count = sum(tool_calls_in(m["content"]) for m in messages if m["role"] == "assistant")
-        self.step_no, self.last_usage, self.session_always = 0, {}, set()     # session_always: [a]lways answers
-        if not resume or session.legacy:    # a new session file, its header first
-            if session.legacy:      # a session of the bash grok is only read: it goes on in a new file
-                session = Session(self.cfg.data_dir, warn=self.notice)
-                self.notice("a session of the bash grok, continued as session %s" % session.id)
-            session.header = {"type": "session", "version": 1, "id": session.id, "created": now_iso(),
-                              "cwd": self.cwd, "model": self.model, "contract": self.contract.name,
-                              "system": self.messages[0]["content"]}
-            if len(self.messages) > 1:
-                session.append({"type": "reset", "messages": self.messages[1:]})
-        self.session, self.client.conv_id = session, session.id
-        if resume:      # killed mid-turn (SIGKILL, a crash): close that turn as a cancel would have
-            self.close_turn(INTERRUPTED[1])
-
-    # -- bookkeeping ---------------------------------------------------------
-    def notice(self, text):
-        with self.ui_lock:         # tools running in threads may report retries
-            self.ui.notice(scrub(text))
-
-    def once(self, key, text, remember=False):
-        """A notice given once a session; remember: once ever (the keys kept in the data dir)."""
-        key, path = scrub(key), os.path.join(self.cfg.data_dir, "told")
-        told = remember and (read_regular(path, 65536) or [b""])[0].decode("utf-8", "replace")
-        if key not in self.said and key not in (told or "").split("\n"):
-            self.said.add(key)
-            self.notice(text)
-            if remember and not data_dir_problem(self.cfg.data_dir):
-                with suppress(OSError):
-                    append_private(path, key + "\n")
-
-    def add(self, message):
-        """A message; one the program writes itself has a "kind" ("note", "summary"): stored, not sent."""
-        self.messages.append(message)
-        self.session.append({"type": "message", "message": message})
-
-    def reset(self, messages):
-        self.messages = self.messages[:1] + messages
-        self.skills_seen = (None, self.prompt_skills)       # a note about skills may be gone: check again
-        self.session.append({"type": "reset", "messages": messages})
-
-    def note_skills(self):
-        """A changed skills dir (names or mtimes) is told in a note: the system prompt stays fixed (it is cached)."""
-        stamp = None
-        with suppress(OSError):
-            stamp = sorted((e.name, e.stat().st_mtime_ns) for e in os.scandir(self.cfg.skills_dir))
-        if stamp == self.skills_seen[0]:
-            return
-        skills = find_skills(self.cfg.skills_dir)
-        if skills != self.skills_seen[1]:
-            listed = "\n".join("- %s: %s (%s)" % s for s in skills) or "(none)"
-            self.add({"role": "user", "kind": "note",
-                      "content": "[skills] The skills directory changed; the skills now are:\n" + listed})
-        self.skills_seen = (stamp, skills)
-
-    def set_cwd(self, path):
-        self.cwd = path
-        self.session.append({"type": "cwd", "cwd": path})
-
-    def add_cost(self, usage, model=None, kind="chat"):
-        model = model or self.model
+    def add_cost(self, usage, model, kind="chat"):
         cost, known = usage_cost(model, usage, self.cfg.prices)
         if not known:
-            limit = ", so COST_LIMIT cannot apply" if self.cfg.cost_limit > 0 else ""
+            limit = ", so COST_LIMIT cannot apply" if self.limit > 0 else ""
             self.once("price " + self.cfg.base_url, "price unknown for model %s at %s: cost is not "
                       "tracked%s (GROK_PRICES=IN,CACHED,OUT sets prices in USD per million tokens; "
                       "shown once per server)" % (model, self.cfg.base_url, limit), remember=True)
         if usage_numbers(usage)["odd"]:
             self.once("odd", "the server's usage has numbers that are not counts (%s): ignored"
                       % json.dumps(usage, default=str)[:200])
-        with self.lock:     # web searches in threads add theirs too
+        with self.lock:
             self.cost_usd += cost
-            self.session.append({"type": "usage", "kind": kind, "model": model, "usage": usage or {}, "cost_usd": cost})
+            self.record({"type": "usage", "kind": kind, "model": model, "usage": usage or {},
+                         "cost_usd": cost})
         return cost
 
-    def context_pct(self):
-        return 100.0 * self.context_tokens / max(1, self.cfg.context_window)
+    def count(self, result, model):
+        """A model call's cost, set on the result and added with its tokens to the turn's."""
+        result.cost = self.add_cost(result.usage, model)
+        for key in self.turn:
+            self.turn[key] += result.cost if key == "cost" else result.tokens[key]
 
     def reserve(self, estimate=0.0):
-        """Before every paid request: LimitReached if COST_LIMIT is reached or `estimate` USD more would pass it."""
+        """Before every paid request: LimitReached if the limit is reached or `estimate` USD more
+        would pass it."""
         with self.lock:
-            spent, limit = self.cost_usd + self.reserved, self.cfg.cost_limit
-            if 0 < limit <= spent or 0 < limit < spent + estimate:
-                raise LimitReached("cost limit reached: $%.4f of $%.2f (COST_LIMIT)" % (spent, limit)
-                                   if limit <= spent else "it would pass the cost limit: $%.4f spent or reserved, "
-                                   "about $%.2f more, of $%.2f (COST_LIMIT)" % (spent, estimate, limit))
+            spent, limit = self.cost_usd + self.reserved, self.limit
+            if 0 < limit <= spent:
+                raise LimitReached("cost limit reached: $%.4f of $%.2f (COST_LIMIT)"
+                                   % (spent, limit))
+            if 0 < limit < spent + estimate:
+                raise LimitReached("it would pass the cost limit: $%.4f spent or reserved, about "
+                                   "$%.2f more, of $%.2f (COST_LIMIT)" % (spent, estimate, limit))
             self.reserved += estimate
 
-    def paid(self, post):
+    def paid(self, post, model):
         """post() for a web search, with the most a search cost so far reserved while it runs."""
         estimate = max([SEARCH_ESTIMATE] + self.search_costs)
         self.reserve(estimate)
@@ -2107,8 +2069,179 @@ class Agent:
         finally:
             with self.lock:
                 self.reserved -= estimate
-        self.search_costs.append(self.add_cost(obj.get("usage") if isinstance(obj, dict) else None, kind="web_search"))
+        usage = obj.get("usage") if isinstance(obj, dict) else None
+        self.search_costs.append(self.add_cost(usage, model, kind="web_search"))
         return obj
+
+
+class Link:
+    """The session's link to the server: the client, the model, what the server takes of a request
+    (response_format's form, optional fields, streaming) and the model's context window."""
+
+    def __init__(self, cfg, contract, cancel, notice, ledger, key=None):
+        self.cfg, self.contract, self.cancel, self.notice = cfg, contract, cancel, notice
+        self.ledger, self.key = ledger, key or (cfg.api_key, cfg.key_source)
+        self.client = Client(cfg.base_url, self.key[0], cfg.timeout, cfg.max_retries, cfg.backoff,
+                             notice=notice)
+        self.format_level = 0           # 0 json_schema, 1 json_object + schema, 2 plain json_object
+        # Request fields a server may reject: each is dropped for the session, with one notice.
+        wanted = {"temperature": cfg.temperature, "reasoning_effort": cfg.reasoning_effort}
+        self.optional = {k: v for k, v in wanted.items() if v is not None}
+        self.stream, self.partial = cfg.stream, ""      # partial: the answer text shown so far
+        self.use_model(cfg.model)
+
+    def chat(self, messages, tools=None, model=None, max_tokens=None, ui=None):
+        """One chat completion, under the contract offering `tools` (None: free text), its reply
+        shown on `ui` as it comes; falling back on response_format and streaming as needed."""
+        stream, self.partial, contract = True, "", tools is not None
+        while True:
+            self.ledger.reserve()
+            payload = self.payload(messages, tools, model, max_tokens, self.stream and stream)
+            read = payload.get("stream") and (lambda resp: self.read_stream(resp, ui))
+            cap = max(REPLY_CAP, 1024 * payload["max_tokens"])
+            try:
+                obj = self.client.post("/chat/completions", payload, cancel=self.cancel, cap=cap,
+                                       on_stream=read or None,
+                                       no_retry=lambda e: contract and self.format_rejected(e))
+            except ContractError as e:         # the reply passed the size cap: a strike
+                return ChatResult(None, "length", problem="%s; reply much shorter" % e)
+            except StreamBroken as e:
+                stream = False
+                self.notice("the reply stream from %s broke off again (%s): asking once without "
+                            "streaming, to see the server's answer" % (self.client.host, e))
+            except HTTPStatusError as e:
+                if not self.fall_back(e, contract):
+                    raise e.overflow() or self.api_error(e)
+            else:
+                done = isinstance(obj, ChatResult)
+                return obj if done else parse_chat_reply(obj, ui and ui.thought)
+
+    def payload(self, messages, tools, model, max_tokens, stream):
+        """A chat request's body; the kind of a stored message is not sent."""
+        sent = [{"role": m["role"], "content": m["content"]} for m in messages]
+        max_tokens = max_tokens or self.cfg.max_tokens or self.contract.max_tokens
+        payload = {"model": model or self.model, "messages": sent, "max_tokens": max_tokens}
+        payload.update(self.optional)
+        if tools is not None:       # under the contract
+            schema = self.contract.schema(tools)
+            named = {"name": self.contract.name, "schema": schema}
+            formats = ({"type": "json_schema", "json_schema": named},
+                       {"type": "json_object", "schema": schema}, {"type": "json_object"})
+            payload["response_format"] = formats[self.format_level]
+        if stream:
+            payload.update(stream=True, stream_options={"include_usage": True})
+        return payload
+
+    def read_stream(self, resp, ui):
+        """A streamed reply, its answer text shown as it comes; a retried stream starts it over."""
+        if not ui:
+            return read_chat_stream(resp, None, None)
+        streamer, self.partial = ResponseStreamer(), ""
+        ui.stream_reset()
+
+        def piece(data):
+            text = streamer.feed(data)
+            if text:
+                self.partial += text
+                ui.stream_text(text, streamer.tool_calls)
+        return read_chat_stream(resp, piece, ui.thought)
+
+    def fall_back(self, e, contract):
+        """Whether the request can go again without what the server rejected (for the session)."""
+        if contract and self.format_rejected(e) and self.format_level < 2:
+            self.format_level += 1
+            self.notice("the server rejected response_format; falling back to %s" % (
+                "json_object (the schema is still sent)" if self.format_level == 1 else
+                "plain json_object (the schema is only described in the prompt)"))
+            return True
+        bad = e.status in (400, 422)
+        rejected = [k for k in self.optional if bad and e.mentions(k, k.replace("_", ""))]
+        if rejected:
+            self.optional = {k: v for k, v in self.optional.items() if k not in rejected}
+            self.notice("the server rejected %s: not sent for the rest of the session"
+                        % ", ".join(rejected))
+            return True
+        if self.stream and bad and e.mentions("stream") and not e.overflow():
+            self.stream = False
+            return True
+        return False
+
+    @staticmethod
+    def format_rejected(e):
+        return e.status in (400, 422, 500, 501) and e.mentions(
+            "response_format", "json_schema", "json schema", "response format")
+
+    def api_error(self, e):
+        """The exception to show for a non-retryable HTTP status: it says what to fix."""
+        msg = scrub(e.server_message())
+        if e.status in RETRY_STATUSES:
+            return TransientError("the server failed (HTTP %d): %s" % (e.status, msg))
+        key = "key from %s; set a valid GROK_API_KEY" % self.key[1]
+        what = {401: "the API key was rejected (HTTP 401, %s)" % key,
+                403: "access denied (HTTP 403): the key lacks permission or credits",
+                404: "not found (HTTP 404) at %s: check GROK_BASE_URL and the model %r"
+                     % (self.cfg.base_url, self.model)}
+        if e.status in what:
+            return UserError("%s: %s" % (what[e.status], msg))
+        hint = " (check the model name: -m/GROK_MODEL)" if "model" in msg.lower() else ""
+        return UserError("the request was rejected (HTTP %d): %s%s" % (e.status, msg, hint))
+
+    def search(self, query):
+        """A web search (the Responses API's tool), paid through the ledger: the server's reply."""
+        payload = {"model": self.model, "input": [{"role": "user", "content": query}],
+                   "tools": [{"type": "web_search"}]}
+        post = (lambda: self.client.post("/responses", payload, cancel=self.cancel))
+        return self.ledger.paid(post, self.model)
+
+    def use_model(self, model):
+        """Talk to `model` from now on, in its window: set, xAI's, the server's, else a guess."""
+        cfg, self.model, self.windows = self.cfg, model, {}
+        self.window_key = "%s %s" % (cfg.base_url, model)
+        mine = not open_to_others(cfg.data_dir, (os.getuid(),))     # else a planted file is unread
+        got = mine and read_regular(os.path.join(cfg.data_dir, "windows.json"), 1 << 20)
+        with suppress(TypeError, ValueError, AttributeError):      # no file, no JSON object
+            said = json.loads(got[0]).items() if got else ()
+            self.windows = {k: n for k, n in said if type(n) is int and n >= 0}
+        told = cfg.window_set or self.windows.get(self.window_key)
+        self.window = told or model_entry(WINDOWS, model, DEFAULT_WINDOW)
+        self.window_known = bool(told or cfg.xai)       # else the window is a guess
+
+    def learn_window(self):
+        """Ask a server other than xAI's for the model's window, the three ways vLLM, llama.cpp and
+        Ollama answer, at once and briefly; what it says, or its silence, is remembered."""
+        if self.window_known or self.window_key in self.windows:       # (0: asked, not told)
+            return
+        from concurrent.futures import ThreadPoolExecutor
+        asker = Client(self.cfg.base_url, self.key[0], WINDOW_ASK_TIMEOUT)
+        asks = (("/v1/models", None), ("/props", None), ("/api/show", {"model": self.model}))
+        with ThreadPoolExecutor(len(asks)) as pool:
+            told = list(pool.map(lambda ask: (find_window(asker.probe(*ask)), ask[0]), asks))
+        self.remember_window(*max(told, key=lambda said: said[0] is not None))
+
+    def remember_window(self, window, source):
+        """Take the window the server said (None: it said none), now and, in the data dir, later."""
+        self.window, self.window_known = window or self.window, bool(window)
+        if window:
+            self.notice("context window: %d tokens (from the server's %s)" % (window, source))
+        self.windows[self.window_key] = window or 0
+        with suppress(OSError):
+            if not data_dir_problem(self.cfg.data_dir):
+                atomic_write(self.cfg.data_dir + "/windows.json", json_bytes(self.windows))
+
+
+class ToolRunner:
+    """A session's tools: those offered (built-in ones not withdrawn, the MCP servers'), approvals
+    (an [a]lways answer lasts the session), and running a reply's calls, at once where they can."""
+
+    def __init__(self, cfg, ui, ui_lock, notice, link, stop, mcp=None):
+        self.cfg, self.ui, self.ui_lock, self.notice, self.stop = cfg, ui, ui_lock, notice, stop
+        self.cancel, self.search, self.specs, self.mcp = link.cancel, link.search, mcp or {}, []
+        self.tool_names, self.withdrawn = list(cfg.tools), {}   # withdrawn: name -> result
+        self.procs, self.session_always, self.tool_count = set(), set(), 0     # procs: bash running
+        self.lock = threading.Lock()
+
+    def start_mcp(self, cwd):
+        self.mcp = self.mcp or start_mcp(self.specs, cwd, self.notice)
 
     def tools(self):
         """The tools offered now: built-in ones not withdrawn, the MCP servers' (may change)."""
@@ -2119,275 +2252,9 @@ class Agent:
             tools.update(server.tools)
         return tools
 
-    def tool_env(self):
-        return {k: v for k, v in os.environ.items() if k not in KEY_VARS}
-
-    # -- talking to the model ------------------------------------------------
-    def chat(self, messages, contract=True, model=None, max_tokens=None, on_text=None, on_thought=None):
-        """One chat completion, falling back on response_format and streaming as needed."""
-        stream = True
-        while True:
-            self.reserve()
-            payload = self.payload(messages, contract, model, max_tokens, self.stream and stream)
-            try:
-                obj = self.client.post("/chat/completions", payload, cancel=self.cancel,
-                                       on_stream=(lambda resp: self.read_stream(resp, on_text, on_thought))
-                                       if payload.get("stream") else None,
-                                       cap=max(REPLY_CAP, 1024 * payload["max_tokens"]),
-                                       no_retry=lambda e: contract and self._format_rejected(e))
-            except ContractError as e:         # the reply passed the size cap: a strike
-                return ChatResult(None, "length", problem="%s; reply much shorter" % e)
-            except StreamBroken as e:
-                stream = False
-                self.notice("the reply stream from %s broke off again (%s): asking once without streaming, to see "
-                            "the server's answer" % (self.client.host, e))
-            except HTTPStatusError as e:
-                if not self.fall_back(e, contract):
-                    raise e.overflow() or api_error(e, self.cfg)
-            else:
-                return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, on_thought)
-
-    def payload(self, messages, contract, model, max_tokens, stream):
-        """A chat request's body; the kind of a stored message is not sent."""
-        payload = {"model": model or self.model, "messages": [{"role": m["role"], "content": m["content"]}
-                                                              for m in messages],
-                   "max_tokens": max_tokens or self.cfg.max_tokens or self.contract.max_tokens}
-        payload.update(self.optional)
-        if contract:
-            schema = self.contract.schema(self.tools())
-            formats = ({"type": "json_schema", "json_schema": {"name": self.contract.name, "schema": schema}},
-                       {"type": "json_object", "schema": schema}, {"type": "json_object"})
-            payload["response_format"] = formats[self.format_level]
-        if stream:
-            payload.update(stream=True, stream_options={"include_usage": True})
-        return payload
-
-    def read_stream(self, resp, on_text, on_thought):
-        """A streamed reply, its answer text shown as it comes; a retried stream starts it over."""
-        if not on_text:
-            return read_chat_stream(resp, None, on_thought)
-        streamer, self.partial = ResponseStreamer(), ""
-        self.ui.stream_reset()
-
-        def piece(data):
-            text = streamer.feed(data)
-            if text:
-                self.partial += text
-                on_text(text, streamer.tool_calls)
-        return read_chat_stream(resp, piece, on_thought)
-
-    def fall_back(self, e, contract):
-        """Whether the request can go again without what the server rejected (for the session)."""
-        if contract and self._format_rejected(e) and self.format_level < 2:
-            self.format_level += 1
-            self.notice("the server rejected response_format; falling back to %s" % (
-                "json_object (the schema is still sent)" if self.format_level == 1 else
-                "plain json_object (the schema is only described in the prompt)"))
-            return True
-        rejected = [k for k in self.optional if e.status in (400, 422) and e.mentions(k, k.replace("_", ""))]
-        if rejected:
-            self.optional = {k: v for k, v in self.optional.items() if k not in rejected}
-            self.notice("the server rejected %s: not sent for the rest of the session" % ", ".join(rejected))
-            return True
-        if self.stream and e.status in (400, 422) and e.mentions("stream") and not e.overflow():
-            self.stream = False
-            return True
-        return False
-
-    def _format_rejected(self, e):
-        return e.status in (400, 422, 500, 501) and e.mentions("response_format", "json_schema", "json schema",
-                                                                "response format")
-
-    def query(self):
-        """The model's next reply (a ChatResult); its usage is counted here, and only here."""
-        self.reserve()
-        self.step_no += 1
-        self.ui.step_start(self.step_no)
-        started, self.partial = time.time(), ""
-        try:
-            result = self.chat(self.messages, on_text=self.ui.stream_text, on_thought=self.ui.thought)
-        except ContextOverflow as e:
-            result = self.after_overflow(e)
-        result.cost = self.add_cost(result.usage)
-        for key in self.turn:
-            self.turn[key] += result.cost if key == "cost" else result.tokens[key]
-        self.last_usage = result.usage
-        self.context_tokens = result.tokens["input"] + result.tokens["output"] or estimate_tokens(self.messages)
-        result.duration = time.time() - started
-        return result
-
-    def after_overflow(self, e):
-        """The server said the context is full: take its window size, compact, and ask once more."""
-        if e.window and not self.cfg.window_set:
-            self.remember_window(e.window, "overflow error")
-        self.notice("%s; compacting and asking once more" % e)
-        try:
-            if self.compact(to_request=True):
-                return self.chat(self.messages, on_text=self.ui.stream_text, on_thought=self.ui.thought)
-        except ContextOverflow as again:
-            e = again
-        asked = ("%d tokens (the server's count)" % e.asked if e.asked
-                 else "about %d tokens" % estimate_tokens(self.messages))
-        raise ContextOverflow("%s do not fit the server's context window (%d tokens), even "
-                              "compacted as far as it goes: shorten the request, or give the "
-                              "server a larger window"
-                              % (asked, e.window or self.cfg.context_window))
-
-    def recall_window(self):
-        """The model's window without asking: set, xAI's, what this server said, else a guess."""
-        cfg, self.window_key, self.windows = self.cfg, "%s %s" % (self.cfg.base_url, self.model), {}
-        mine = not open_to_others(cfg.data_dir, (os.getuid(),))     # else a planted file is unread
-        got = mine and read_regular(os.path.join(cfg.data_dir, "windows.json"), 1 << 20)
-        with suppress(TypeError, ValueError, AttributeError):      # no file, no JSON object
-            said = json.loads(got[0]).items() if got else ()
-            self.windows = {k: n for k, n in said if type(n) is int and n >= 0}
-        told = cfg.window_set or self.windows.get(self.window_key)
-        cfg.context_window = told or model_entry(WINDOWS, cfg.model, DEFAULT_WINDOW)
-        self.window_known = bool(told or cfg.xai)       # else the window is a guess
-
-    def learn_window(self):
-        """Ask a server other than xAI's for the model's window, the three ways vLLM, llama.cpp and
-        Ollama answer, at once and briefly; what it says, or its silence, is remembered."""
-        if self.window_known or self.window_key in self.windows:       # (0: asked, not told)
-            return
-        from concurrent.futures import ThreadPoolExecutor
-        asker = Client(self.cfg.base_url, self.cfg.api_key, WINDOW_ASK_TIMEOUT)
-        asks = (("/v1/models", None), ("/props", None), ("/api/show", {"model": self.model}))
-        with ThreadPoolExecutor(len(asks)) as pool:
-            told = list(pool.map(lambda ask: (find_window(asker.probe(*ask)), ask[0]), asks))
-        self.remember_window(*max(told, key=lambda said: said[0] is not None))
-
-    def remember_window(self, window, source):
-        """Take the window the server said (None: it said none), now and, in the data dir, later."""
-        self.cfg.context_window, self.window_known = window or self.cfg.context_window, bool(window)
-        if window:
-            self.notice("context window: %d tokens (from the server's %s)" % (window, source))
-        self.windows[self.window_key] = window or 0
-        with suppress(OSError):
-            if not data_dir_problem(self.cfg.data_dir):
-                atomic_write(self.cfg.data_dir + "/windows.json", json_bytes(self.windows))
-
-    def finish_step(self, result):
-        self.ui.step_finish(self.step_no, {"finish_reason": result.finish_reason or "stop", "id": result.id,
-                                           "tokens": result.tokens, "cost": result.cost, "duration": result.duration})
-
-    # -- one user turn -------------------------------------------------------
-    def run_turn(self, text):
-        """Send one user message and loop until the model is done; returns the answer."""
-        self.turn, self.rounds, self.strikes = dict.fromkeys(TURN_KEYS, 0), 0, 0    # turn: its usage and cost
-        self.streak = (None, 0)     # the last round's calls and results, and rounds in a row
-        self.note_skills()
-        self.request = {"role": "user", "content": clean_text(text)}
-        self.add(self.request)
-        try:
-            answer = None
-            while answer is None:
-                self.maybe_compact()
-                answer = self.take(self.query())
-            self.ui.answer(answer)
-            return answer
-        except (KeyboardInterrupt, Cancelled, Terminated) as e:     # Terminated (SIGTERM): the process ends
-            self.settle_cancelled()
-            raise e if isinstance(e, Terminated) else Cancelled("cancelled")
-        finally:
-            self.request = None     # the turn is over: /compact has no request to keep verbatim
-
-    def take(self, result):
-        """Act on a reply: the turn's answer, or None when the model is to be asked again."""
-        try:
-            if result.problem:
-                raise ContractError(result.problem)
-            names = list(self.tools()) + list(self.withdrawn)
-            reply = parse_reply(result.content, names, result.finish_reason)
-        except ContractError as e:
-            return self.strike(result, e)
-        self.strikes, content = 0, kept_reply(result.content, reply)
-        calls, answer, limit = reply["tool_calls"], reply.get("response") or "", self.cfg.max_iterations
-        if calls and 0 < limit <= self.rounds and reply["done"] and answer.strip():
-            self.notice("tool round limit reached: the answer ends the turn, its calls did not run")
-            calls = reply["tool_calls"] = []
-            content = json.dumps(reply)
-        self.add({"role": "assistant", "content": content})
-        self.ui.reply(reply, self.step_no)
-        if not calls:
-            self.finish_step(result)
-            return answer
-        self.rounds += 1
-        try:        # the model call is complete even when a tool is denied or cancelled
-            if 0 < limit < self.rounds:
-                raise LimitReached("tool round limit reached: the model still wanted tools after "
-                                   "%d round%s; its last calls were not run (GROK_MAX_ITERATIONS or "
-                                   "--max-tool-rounds raise it, 0 = no limit)"
-                                   % (limit, "" if limit == 1 else "s"), "rounds")
-            results = self.execute(calls)
-        finally:
-            self.finish_step(result)
-        note = ("[Limit] That was the last tool round allowed in this turn (%d). Answer now with what you have and "
-                "say what is left to do; further tool calls will not run." % limit if self.rounds == limit else None)
-        same = self.seen(results)       # rounds in a row with these calls and results
-        self.add({"role": "user", "content": tool_results_message(results, NUDGE.get(same, note))})
-        if reply["done"] and answer.strip():     # done with tool calls: they ran; the response ends the turn
-            self.add(final_reply(answer))
-            return answer
-        return self.stop_loop(answer, same) if same >= LOOP_STOP else None
-
-    def seen(self, results):
-        """How many rounds in a row had these calls and results, in any order or number (0: off)."""
-        key = sorted({json.dumps([i.name, i.args, r.output], sort_keys=True) for i, r in results})
-        count = self.streak[1] + 1 if key == self.streak[0] else 1
-        self.streak = (key, count * self.cfg.loop_detection)
-        return self.streak[1]
-
-    def stop_loop(self, answer, seen):
-        """End a turn that goes round in circles: its response is the answer, else an error."""
-        loop = "the model repeated the same tool calls and results %d rounds in a row" % seen
-        if not answer.strip():
-            raise AgentError(loop + ", without an answer (GROK_LOOP_DETECTION=0 lets it go on)")
-        self.notice("loop stopped: %s; its response is the answer" % loop)
-        self.add(final_reply(answer))
-        return answer
-
-    def strike(self, result, e):
-        self.strikes += 1
-        content = result.content or ""
-        self.add({"role": "assistant", "content": content[:4000] + ("...[truncated]" if len(content) > 4000 else "")})
-        self.finish_step(result)
-        self.ui.invalid(content)
-        if self.strikes >= MAX_STRIKES:
-            raise AgentError("the model broke the JSON contract %d times in a row (last: %s)" % (self.strikes, e))
-        self.notice("invalid reply from the model (%s); asking again" % e)
-        self.add({"role": "user", "content": corrective_message(str(e))})
-
-    def stop(self):
-        """Cancel the running turn from any thread (every front end stops a turn here); no further tool starts."""
-        self.cancel.set()
-        self.client.abort()
-        for proc in list(self.procs):
-            kill_group(proc)
-
-    def settle_cancelled(self, *notes):
-        """After a cancelled or failed turn: stop all, close the turn (idempotent). A stop lasts until then."""
-        self.stop()
-        self.close_turn(*notes)
-        self.cancel.clear()
-
-    def close_turn(self, note=INTERRUPTED[0], unrun="[the user cancelled the tool calls before they finished]"):
-        """End an unfinished turn in the history: `unrun` for tool calls that got no results, and a reply
-        `note` with the answer text shown so far. Nothing when the turn had ended (or the last is a note)."""
-        last = self.messages[-1]
-        ended = last.get("kind") == "note" or last["role"] == "assistant" and not tool_calls_in(last["content"])
-        if len(self.messages) < 2 or ended:
-            return
-        if last["role"] == "assistant":
-            self.add({"role": "user", "content": unrun})
-        elif self.partial.strip():
-            note = self.partial.rstrip() + "\n\n" + note
-        self.add(final_reply(note))
-
-    # -- tools ---------------------------------------------------------------
-    def execute(self, calls):
+    def execute(self, calls, step_no, cwd):
         """[(ToolCall, ToolResult)] in call order: approvals, ask_user, then the rest at once."""
-        items = [ToolCall(i, c["tool"], c["args"], "call_%d_%d" % (self.step_no, i + 1), self.cwd,
+        items = [ToolCall(i, c["tool"], c["args"], "call_%d_%d" % (step_no, i + 1), cwd,
                           scrub(key_arg(c["tool"], c["args"])), self.cfg.sandbox)
                  for i, c in enumerate(calls)]
         results, runnable = [None] * len(items), []
@@ -2454,8 +2321,9 @@ class Agent:
         return answer in ("yes", "always")
 
     def withdraw(self, name, reason):
-        """A tool the server lacks: not offered again; later calls get the same result, without a request."""
-        text = "%s is unavailable: %s; it is withdrawn for the rest of this session" % (name, reason)
+        """A tool the server lacks: not offered again; later calls get this result, unsent."""
+        text = "%s is unavailable: %s; it is withdrawn for the rest of this session"
+        text %= (name, reason)
         with self.lock:
             if name in self.tool_names:
                 self.tool_names.remove(name)
@@ -2470,13 +2338,23 @@ class Agent:
             if self.cancel.is_set():        # the turn was cancelled after this call was approved
                 raise Cancelled("cancelled")
             why = self.withdrawn.get(item.name) or arg_problem(item.name, item.args)     # not run
-            result = ToolResult(why, False) if why else self.tools()[item.name].run(item.args, self)
+            if why:
+                result = ToolResult(why, False)
+            else:
+                result = self.tools()[item.name].run(item.args, self.context(item))
         except (KeyboardInterrupt, Cancelled):
             raise
         except Exception as e:      # a tool never raises into the loop
-            result = ToolResult("error: %s failed: %s: %s" % (item.name, type(e).__name__, e), ok=False)
+            failed = "error: %s failed: %s: %s" % (item.name, type(e).__name__, e)
+            result = ToolResult(failed, ok=False)
         result.started, result.finished = started, time.time()
         return result
+
+    def context(self, item):
+        """What a tool gets to run the call `item`: these, never the agent."""
+        env = {k: v for k, v in os.environ.items() if k not in KEY_VARS}
+        return ToolContext(item.cwd, item.sandbox, self.cfg.bash_timeout, self.procs, env,
+                           self.cancel, self.ui.ask_user, self.search, self.withdraw)
 
     def finish_tool(self, item, result):
         if not result.finished:     # it did not run
@@ -2487,68 +2365,11 @@ class Agent:
             self.ui.tool_end(item, result)
         return result
 
-    # -- compaction ----------------------------------------------------------
-    def maybe_compact(self):
-        """Compact when the last call's tokens and what came after its reply pass COMPACT_THRESHOLD."""
-        since = max([i for i, m in enumerate(self.messages) if m["role"] == "assistant"] + [0]) + 1
-        tokens = self.context_tokens + estimate_tokens(self.messages[since:])
-        if 0 < self.cfg.compact_threshold <= 100.0 * tokens / SMALL_WINDOW:     # the window matters
-            self.learn_window()
-        if 0 < self.cfg.compact_threshold <= 100.0 * tokens / max(1, self.cfg.context_window):
-            self.compact()
-
-    def compact(self, keep=6, to_request=False):
-        """Summarise older history, keeping the recent tail and, mid-turn, the request verbatim;
-        False: too little. to_request (after an overflow): all of it if need be (request quoted)."""
-        self.learn_window()
-        pct = self.cfg.compact_threshold if self.cfg.compact_threshold > 0 else 75.0
-        history = self.messages[1:]
-        cut = compact_cut(history, keep, self.cfg.context_window * pct / 200.0)
-        cut = len(history) if cut is None and to_request and len(history) > 1 else cut
-        if cut is None:
-            return False
-        old, tail = history[:cut], history[cut:]
-        summary, how = self.summarise(old)
-        if self.request and not any(m is self.request for m in tail):
-            request = self.request["content"]
-            rest = "\n[... the rest of the request is in the summary]" if len(request) > 4000 else ""
-            summary["content"] += "\n\n[The request being worked on, verbatim]\n" + request[:4000] + rest
-        before = estimate_tokens(self.messages)
-        self.reset([summary] + tail)
-        self.context_tokens = estimate_tokens(self.messages)
-        self.notice("%s (about %d -> %d tokens)" % (how, before, self.context_tokens))
-        if self.context_pct() >= pct:
-            self.notice("the recent messages alone still fill %.0f%% of the context window" % self.context_pct())
-        return True
-
-    def summarise(self, old):
-        """(the message standing for `old`, what was done): its summary, unless that was cut off or not smaller."""
-        model = self.cfg.summary_model
-        window = self.cfg.context_window if model == self.model else model_entry(WINDOWS, model, DEFAULT_WINDOW)
-        request = [{"role": "system", "content":
-                    "You summarise an AI agent's conversation and tool history so the agent can continue. Keep "
-                    "the user's goals and requests, decisions, facts learned, files and commands involved, and "
-                    "open tasks. Be concise; plain text."},
-                   {"role": "user", "content": "Conversation to summarise:\n\n" + transcript(old, window)}]
-        old_tokens = estimate_tokens(old)
-        limit = max(32, min(2000, old_tokens // 2, self.cfg.context_window // 4))
-        try:
-            result = self.chat(request, contract=False, model=model, max_tokens=limit)
-        except (UserError, TransientError) as e:
-            raise type(e)("compacting the history failed (summary model %s, GROK_SUMMARY_MODEL): %s" % (model, e))
-        self.add_cost(result.usage, model, kind="compaction")
-        text, cut_off = (result.content or "").strip(), result.finish_reason == "length"
-        how = "compacted %d older messages into a summary" % len(old)
-        summary = "[Summary of the earlier conversation, compacted]\n" + text
-        if cut_off or not text or len(text) // 4 >= old_tokens:
-            how = "dropped the %d oldest messages: the summary was %s" % (len(old), "cut off at %d tokens" % limit
-                                                                          if cut_off else "not smaller")
-            summary = "[%d older messages were dropped to fit the context window]" % len(old)
-        return {"role": "user", "kind": "summary", "content": summary}, how
+    def kill(self):
+        for proc in list(self.procs):
+            kill_group(proc)
 
     def close(self):
-        self.client.close()
-        self.session.close()
         for server in self.mcp:     # all told to end (stdin closed), then given the same second
             with suppress(OSError, AttributeError):
                 server.proc.stdin.close()
@@ -2557,27 +2378,345 @@ class Agent:
             server.close(deadline)
 
 
+class Agent:
+    """One conversation with the model: the session (messages, file, cwd), the turn loop, cancelling
+    and compaction. Its parts: the ledger (cost), the link (the server) and the runner (tools)."""
+
+    def __init__(self, cfg, ui=None, contract=MINIMAL, session=None, resume=False, cwd=None,
+                 mcp=None, key=None):
+        self.cfg, self.ui, self.contract, self.home = cfg, ui or UI(), contract, cwd or cfg.cwd
+        self.ui_lock, self.cancel, self.said = threading.RLock(), threading.Event(), set()
+        self.ledger = Ledger(cfg, self.once, lambda entry: self.session.append(entry))
+        self.link = Link(cfg, contract, self.cancel, self.notice, self.ledger, key)
+        self.runner = ToolRunner(cfg, self.ui, self.ui_lock, self.notice, self.link, self.stop, mcp)
+        self.request = None             # the running turn's request: compaction keeps it verbatim
+        self.prompt_skills = find_skills(cfg.skills_dir)
+        self.skills_seen = (None, self.prompt_skills)       # (stamp, skills) the model knows of
+        self.open_session(session or Session(cfg.data_dir, warn=self.notice), resume)
+
+    def open_session(self, session, resume=False):
+        """Go on in `session`: a new one, or a saved one resumed with its history, cost and cwd."""
+        if resume and os.path.isfile(session.path):
+            session.append()    # the lock first: one process per session, nothing interleaves
+        loaded = session.load() if resume else (None, [], 0.0, None)
+        system, messages, self.ledger.cost_usd, cwd = loaded
+        self.cwd = cwd if cwd and os.path.isdir(cwd) else self.home
+        self.runner.start_mcp(self.cwd)       # the session is ours
+        system = system or build_system_prompt(self.cfg, self.contract, self.cwd,
+                                               self.runner.tools())
+        self.messages = [{"role": "system", "content": system}] + messages
+        self.context_tokens = estimate_tokens(self.messages) if resume else 0
+        replies = [m["content"] for m in messages if m["role"] == "assistant"]
+        self.runner.tool_count, self.runner.session_always = sum(map(tool_calls_in, replies)), set()
+        self.step_no, self.last_usage = 0, {}
+        if not resume or session.legacy:    # a new session file, its header first
+            if session.legacy:      # a bash grok's session is only read: it goes on in a new file
+                session = Session(self.cfg.data_dir, warn=self.notice)
+                self.notice("a session of the bash grok, continued as session %s" % session.id)
+            session.header = {"type": "session", "version": 1, "id": session.id,
+                              "created": now_iso(), "cwd": self.cwd, "model": self.link.model,
+                              "contract": self.contract.name, "system": self.messages[0]["content"]}
+            if len(self.messages) > 1:
+                session.append({"type": "reset", "messages": self.messages[1:]})
+        self.session, self.link.client.conv_id = session, session.id
+        if resume:      # killed mid-turn (SIGKILL, a crash): close that turn as a cancel would have
+            self.close_turn(INTERRUPTED[1])
+
+    # -- bookkeeping ---------------------------------------------------------
+    def notice(self, text):
+        with self.ui_lock:         # tools running in threads may report retries
+            self.ui.notice(scrub(text))
+
+    def once(self, key, text, remember=False):
+        """A notice given once a session; remember: once ever (the keys kept in the data dir)."""
+        key, path = scrub(key), os.path.join(self.cfg.data_dir, "told")
+        told = remember and (read_regular(path, 65536) or [b""])[0].decode("utf-8", "replace")
+        if key not in self.said and key not in (told or "").split("\n"):
+            self.said.add(key)
+            self.notice(text)
+            if remember and not data_dir_problem(self.cfg.data_dir):
+                with suppress(OSError):
+                    append_private(path, key + "\n")
+
+    def add(self, message):
+        """A message; one grok writes itself has a "kind" ("note", "summary"): stored, not sent."""
+        self.messages.append(message)
+        self.session.append({"type": "message", "message": message})
+
+    def reset(self, messages):
+        self.messages = self.messages[:1] + messages
+        self.skills_seen = (None, self.prompt_skills)       # a skills note may be gone: look again
+        self.session.append({"type": "reset", "messages": messages})
+
+    def note_skills(self):
+        """A changed skills dir (names, mtimes) is told in a note: the system prompt is cached."""
+        stamp = None
+        with suppress(OSError):
+            stamp = sorted((e.name, e.stat().st_mtime_ns) for e in os.scandir(self.cfg.skills_dir))
+        if stamp == self.skills_seen[0]:
+            return
+        skills = find_skills(self.cfg.skills_dir)
+        if skills != self.skills_seen[1]:
+            listed = "\n".join("- %s: %s (%s)" % s for s in skills) or "(none)"
+            text = "[skills] The skills directory changed; the skills now are:\n" + listed
+            self.add({"role": "user", "kind": "note", "content": text})
+        self.skills_seen = (stamp, skills)
+
+    def set_cwd(self, path):
+        self.cwd = path
+        self.session.append({"type": "cwd", "cwd": path})
+
+    def context_pct(self):
+        return 100.0 * self.context_tokens / max(1, self.link.window)
+
+    # -- one user turn -------------------------------------------------------
+    def query(self):
+        """The model's next reply (a ChatResult); its usage is counted here, and only here."""
+        self.ledger.reserve()
+        self.step_no += 1
+        self.ui.step_start(self.step_no)
+        started = time.time()
+        try:
+            result = self.link.chat(self.messages, self.runner.tools(), ui=self.ui)
+        except ContextOverflow as e:
+            result = self.after_overflow(e)
+        self.ledger.count(result, self.link.model)
+        self.last_usage = result.usage
+        tokens = result.tokens["input"] + result.tokens["output"]
+        self.context_tokens = tokens or estimate_tokens(self.messages)
+        result.duration = time.time() - started
+        return result
+
+    def after_overflow(self, e):
+        """The server said the context is full: take its window size, compact, and ask once more."""
+        if e.window and not self.cfg.window_set:
+            self.link.remember_window(e.window, "overflow error")
+        self.notice("%s; compacting and asking once more" % e)
+        try:
+            if self.compact(to_request=True):
+                return self.link.chat(self.messages, self.runner.tools(), ui=self.ui)
+        except ContextOverflow as again:
+            e = again
+        asked = ("%d tokens (the server's count)" % e.asked if e.asked
+                 else "about %d tokens" % estimate_tokens(self.messages))
+        raise ContextOverflow("%s do not fit the server's context window (%d tokens), even "
+                              "compacted as far as it goes: shorten the request, or give the "
+                              "server a larger window" % (asked, e.window or self.link.window))
+
+    def finish_step(self, result):
+        info = {"finish_reason": result.finish_reason or "stop", "id": result.id,
+                "tokens": result.tokens, "cost": result.cost, "duration": result.duration}
+        self.ui.step_finish(self.step_no, info)
+
+    def run_turn(self, text):
+        """Send one user message and loop until the model is done; returns the answer."""
+        self.ledger.turn, self.rounds, self.strikes = dict.fromkeys(TURN_KEYS, 0), 0, 0
+        self.streak = (None, 0)     # the last round's calls and results, and rounds in a row
+        self.note_skills()
+        self.request = {"role": "user", "content": clean_text(text)}
+        self.add(self.request)
+        try:
+            answer = None
+            while answer is None:
+                self.maybe_compact()
+                answer = self.take(self.query())
+            self.ui.answer(answer)
+            return answer
+        except (KeyboardInterrupt, Cancelled, Terminated) as e:     # Terminated: the process ends
+            self.settle_cancelled()
+            raise e if isinstance(e, Terminated) else Cancelled("cancelled")
+        finally:
+            self.request = None     # the turn is over: /compact has no request to keep verbatim
+
+    def take(self, result):
+        """Act on a reply: the turn's answer, or None when the model is to be asked again."""
+        try:
+            if result.problem:
+                raise ContractError(result.problem)
+            names = list(self.runner.tools()) + list(self.runner.withdrawn)
+            reply = parse_reply(result.content, names, result.finish_reason)
+        except ContractError as e:
+            return self.strike(result, e)
+        self.strikes, content = 0, kept_reply(result.content, reply)
+        calls, answer = reply["tool_calls"], reply.get("response") or ""
+        limit = self.cfg.max_iterations
+        if calls and 0 < limit <= self.rounds and reply["done"] and answer.strip():
+            self.notice("tool round limit reached: the answer ends the turn, its calls did not run")
+            calls = reply["tool_calls"] = []
+            content = json.dumps(reply)
+        self.add({"role": "assistant", "content": content})
+        self.ui.reply(reply, self.step_no)
+        if not calls:
+            self.finish_step(result)
+            return answer
+        self.rounds += 1
+        try:        # the model call is complete even when a tool is denied or cancelled
+            if 0 < limit < self.rounds:
+                raise LimitReached("tool round limit reached: the model still wanted tools after "
+                                   "%d round%s; its last calls were not run (GROK_MAX_ITERATIONS "
+                                   "or --max-tool-rounds raise it, 0 = no limit)"
+                                   % (limit, "" if limit == 1 else "s"), "rounds")
+            results = self.runner.execute(calls, self.step_no, self.cwd)
+        finally:
+            self.finish_step(result)
+        note = LAST_ROUND % limit if self.rounds == limit else None
+        same = self.seen(results)       # rounds in a row with these calls and results
+        self.add({"role": "user", "content": tool_results_message(results, NUDGE.get(same, note))})
+        if reply["done"] and answer.strip():     # done with calls: they ran; the answer ends it
+            self.add(final_reply(answer))
+            return answer
+        return self.stop_loop(answer, same) if same >= LOOP_STOP else None
+
+    def seen(self, results):
+        """How many rounds in a row had these calls and results, in any order or number (0: off)."""
+        key = sorted({json.dumps([i.name, i.args, r.output], sort_keys=True) for i, r in results})
+        count = self.streak[1] + 1 if key == self.streak[0] else 1
+        self.streak = (key, count * self.cfg.loop_detection)
+        return self.streak[1]
+
+    def stop_loop(self, answer, seen):
+        """End a turn that goes round in circles: its response is the answer, else an error."""
+        loop = "the model repeated the same tool calls and results %d rounds in a row" % seen
+        if not answer.strip():
+            raise AgentError(loop + ", without an answer (GROK_LOOP_DETECTION=0 lets it go on)")
+        self.notice("loop stopped: %s; its response is the answer" % loop)
+        self.add(final_reply(answer))
+        return answer
+
+    def strike(self, result, e):
+        self.strikes += 1
+        content = result.content or ""
+        cut = content[:4000] + ("...[truncated]" if len(content) > 4000 else "")
+        self.add({"role": "assistant", "content": cut})
+        self.finish_step(result)
+        self.ui.invalid(content)
+        if self.strikes >= MAX_STRIKES:
+            raise AgentError("the model broke the JSON contract %d times in a row (last: %s)"
+                             % (self.strikes, e))
+        self.notice("invalid reply from the model (%s); asking again" % e)
+        self.add({"role": "user", "content": corrective_message(str(e))})
+
+    def stop(self):
+        """Cancel the running turn, from any thread: every front end stops a turn here."""
+        self.cancel.set()
+        self.link.client.abort()
+        self.runner.kill()
+
+    def settle_cancelled(self, *notes):
+        """After a cancelled or failed turn: stop all, close the turn (idempotent). A stop lasts
+        until then: no tool starts."""
+        self.stop()
+        self.close_turn(*notes)
+        self.cancel.clear()
+
+    def close_turn(self, note=INTERRUPTED[0], unrun=UNRUN):
+        """End an unfinished turn in the history: `unrun` for tool calls that got no results, and a
+        reply `note` with the answer text shown so far. Nothing when the turn had ended (or the last
+        is a note)."""
+        last = self.messages[-1]
+        answered = last["role"] == "assistant" and not tool_calls_in(last["content"])
+        ended = last.get("kind") == "note" or answered
+        if len(self.messages) < 2 or ended:
+            return
+        if last["role"] == "assistant":
+            self.add({"role": "user", "content": unrun})
+        elif self.link.partial.strip():
+            note = self.link.partial.rstrip() + "\n\n" + note
+        self.add(final_reply(note))
+
+    # -- compaction ----------------------------------------------------------
+    def maybe_compact(self):
+        """Compact when the last call's tokens and what came after its reply pass the threshold."""
+        since = max([i for i, m in enumerate(self.messages) if m["role"] == "assistant"] + [0]) + 1
+        tokens = self.context_tokens + estimate_tokens(self.messages[since:])
+        if 0 < self.cfg.compact_threshold <= 100.0 * tokens / SMALL_WINDOW:     # the window matters
+            self.link.learn_window()
+        if 0 < self.cfg.compact_threshold <= 100.0 * tokens / max(1, self.link.window):
+            self.compact()
+
+    def compact(self, keep=6, to_request=False):
+        """Summarise older history, keeping the recent tail and, mid-turn, the request verbatim;
+        False: too little. to_request (after an overflow): all of it if need be (request quoted)."""
+        self.link.learn_window()
+        pct = self.cfg.compact_threshold if self.cfg.compact_threshold > 0 else 75.0
+        history = self.messages[1:]
+        cut = compact_cut(history, keep, self.link.window * pct / 200.0)
+        cut = len(history) if cut is None and to_request and len(history) > 1 else cut
+        if cut is None:
+            return False
+        old, tail = history[:cut], history[cut:]
+        summary, how = self.summarise(old)
+        if self.request and not any(m is self.request for m in tail):
+            request = self.request["content"]
+            rest = "\n[... the rest of the request is in the summary]" * (len(request) > 4000)
+            summary["content"] += "\n\n[The request being worked on, verbatim]\n" + request[:4000]
+            summary["content"] += rest
+        before = estimate_tokens(self.messages)
+        self.reset([summary] + tail)
+        self.context_tokens = estimate_tokens(self.messages)
+        self.notice("%s (about %d -> %d tokens)" % (how, before, self.context_tokens))
+        if self.context_pct() >= pct:
+            self.notice("the recent messages alone still fill %.0f%% of the context window"
+                        % self.context_pct())
+        return True
+
+    def summarise(self, old):
+        """(the message standing for `old`, what was done): its summary, unless that was cut off
+        or not smaller."""
+        model, window = self.cfg.summary_model, self.link.window
+        window = window if model == self.link.model else model_entry(WINDOWS, model, DEFAULT_WINDOW)
+        text = "Conversation to summarise:\n\n" + transcript(old, window)
+        request = [{"role": "system", "content": SUMMARY_PROMPT}, {"role": "user", "content": text}]
+        old_tokens = estimate_tokens(old)
+        limit = max(32, min(2000, old_tokens // 2, self.link.window // 4))
+        try:
+            result = self.link.chat(request, model=model, max_tokens=limit)
+        except (UserError, TransientError) as e:
+            raise type(e)("compacting the history failed (summary model %s, GROK_SUMMARY_MODEL): %s"
+                          % (model, e))
+        self.ledger.add_cost(result.usage, model, kind="compaction")
+        text, cut_off = (result.content or "").strip(), result.finish_reason == "length"
+        how = "compacted %d older messages into a summary" % len(old)
+        summary = "[Summary of the earlier conversation, compacted]\n" + text
+        if cut_off or not text or len(text) // 4 >= old_tokens:
+            why = "cut off at %d tokens" % limit if cut_off else "not smaller"
+            how = "dropped the %d oldest messages: the summary was %s" % (len(old), why)
+            summary = "[%d older messages were dropped to fit the context window]" % len(old)
+        return {"role": "user", "kind": "summary", "content": summary}, how
+
+    def close(self):
+        self.link.client.close()
+        self.session.close()
+        self.runner.close()
+
+
 def compact_cut(history, keep, room):
-    """Where the kept tail starts, or None: about `keep` messages from the end, fewer while they pass `room`
-    tokens, at an assistant reply: tool results stay with their calls, and the summary keeps roles alternating."""
+    """Where the kept tail starts, or None: about `keep` messages from the end, fewer while they
+    pass `room` tokens, at an assistant reply: tool results stay with their calls, and the summary
+    keeps roles alternating."""
     cut = None
     for i, m in enumerate(history[2:], 2):
-        if m.get("role") == "assistant" and (i <= len(history) - keep or estimate_tokens(history[cut or 0:]) > room):
+        over = i <= len(history) - keep or estimate_tokens(history[cut or 0:]) > room
+        if m.get("role") == "assistant" and over:
             cut = i
     return cut
 
 
 def transcript(messages, window):
     """Messages as text for the summariser: each capped, the whole within its `window`."""
-    text = "\n\n".join("[%s] %s" % (m.get("role"), str(m.get("content", ""))[:3000]) for m in messages)
-    limit = max(1000, window - 3000)    # characters: fits even at a token a character, beside the summary
+    text = "\n\n".join("[%s] %s" % (m.get("role"), str(m.get("content", ""))[:3000])
+                       for m in messages)
+    limit = max(1000, window - 3000)    # characters: fits even at a token each, beside the summary
     head, extra = limit // 3, len(text) - limit
-    return text if extra <= 0 else "%s\n[... %d characters omitted ...]\n%s" % (text[:head], extra, text[head + extra:])
+    if extra <= 0:
+        return text
+    return "%s\n[... %d characters omitted ...]\n%s" % (text[:head], extra, text[head + extra:])
 
 
 def final_reply(text):
     """An assistant message that ends the turn with `text` as its answer."""
-    return {"role": "assistant", "content": json.dumps({"tool_calls": [], "response": text, "done": True})}
+    reply = {"tool_calls": [], "response": text, "done": True}
+    return {"role": "assistant", "content": json.dumps(reply)}
 
 
 def tool_calls_in(content):
@@ -2590,33 +2729,40 @@ def tool_calls_in(content):
 
 def tool_results_message(results, note=None):
     """The one user message that carries a round's results, in call order."""
-    text = "Tool results:\n\n" + "\n\n".join("[%d] %s %s\n%s" % (item.index + 1, item.name, item.shown,
-                                                                 result.output) for item, result in results)
+    text = "Tool results:\n\n" + "\n\n".join("[%d] %s %s\n%s" % (i.index + 1, i.name, i.shown, r.output)
+                                             for i, r in results)
     failed = ["[%d] %s (%s)" % (item.index + 1, item.name, failure_reason(result.output))
               for item, result in results if not result.ok]
     if failed:
-        text += ("\n\n[Self-correction] These tool calls failed: %s. Before you go on, work out what went wrong "
-                 "and adjust: wrong arguments, a missing prerequisite, or another tool." % "; ".join(failed))
+        text += ("\n\n[Self-correction] These tool calls failed: %s. Before you go on, work out "
+                 "what went wrong and adjust: wrong arguments, a missing prerequisite, or another tool."
+                 % "; ".join(failed))
     return text + "\n\n" + note if note else text
 
 
 def failure_reason(output):
     """One short line saying why a tool call failed: bash's closing note, else the first line."""
     lines = [line.strip() for line in output.strip().splitlines() if line.strip()] or ["no output"]
-    reason = lines[-1].strip("[]") if lines[-1].startswith("[") and lines[-1].endswith("]") else lines[0]
+    noted = lines[-1].startswith("[") and lines[-1].endswith("]")
+    reason = lines[-1].strip("[]") if noted else lines[0]
     return reason if len(reason) <= 100 else reason[:97] + "..."
 
 
 def find_window(obj, depth=0):
-    """The context window in a server's self-description: the first positive integer under a known
-    key (Ollama's "llama.context_length" too, and num_ctx in its parameters text), a few levels deep."""
-    keys = ("num_ctx", "n_ctx", "max_model_len", "context_length", "context_window", "max_context_length")
+    """The context window in a server's self-description: the first positive integer under a
+    known key (Ollama's "llama.context_length" too, and num_ctx in its parameters text), a few
+    levels deep."""
+    keys = ("num_ctx", "n_ctx", "max_model_len", "context_length", "context_window",
+            "max_context_length")
     for key, value in obj.items() if isinstance(obj, dict) else ():
-        found = re.search(r"\bnum_ctx\s+(\d+)", value) if key == "parameters" and isinstance(value, str) else None
+        text = value if key == "parameters" and isinstance(value, str) else ""
+        found = re.search(r"\bnum_ctx\s+(\d+)", text)
         if found or (str(key).split(".")[-1] in keys and type(value) is int and value > 0):
             return int(found.group(1)) if found else value
+    if depth >= 3:
+        return None
     children = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, list) else ()
-    return next(filter(None, (find_window(c, depth + 1) for c in children)), None) if depth < 3 else None
+    return next(filter(None, (find_window(c, depth + 1) for c in children)), None)
 
 
 def estimate_tokens(messages):
@@ -2625,20 +2771,6 @@ def estimate_tokens(messages):
 
 def now_iso():
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
-
-
-def api_error(e, cfg):
-    """The exception to show for a non-retryable HTTP status: it says what to fix."""
-    msg = scrub(e.server_message())
-    if e.status in RETRY_STATUSES:
-        return TransientError("the server failed (HTTP %d): %s" % (e.status, msg))
-    what = {401: "the API key was rejected (HTTP 401, key from %s; set a valid GROK_API_KEY)" % cfg.key_source,
-            403: "access denied (HTTP 403): the key lacks permission or credits",
-            404: "not found (HTTP 404) at %s: check GROK_BASE_URL and the model %r" % (cfg.base_url, cfg.model)}
-    if e.status in what:
-        return UserError("%s: %s" % (what[e.status], msg))
-    hint = " (check the model name: -m/GROK_MODEL)" if "model" in msg.lower() else ""
-    return UserError("the request was rejected (HTTP %d): %s%s" % (e.status, msg, hint))
 
 
 # --- Front end: the interactive REPL (minimal mode) ---
@@ -2930,13 +3062,12 @@ def read_line(keys, prompt="> "):
 def switch_model(agent, ui, name):
     known = None
     with suppress(Exception):       # a server that cannot list its models: unchecked
-        known = server_models(agent.client)
+        known = server_models(agent.link.client)
     if name and known and name not in known:
         ui.notice("%s is not among the server's models; using it anyway" % name)
-    agent.model = agent.cfg.model = name or agent.model
-    agent.recall_window()       # the new model's: set, the table's, remembered, asked
+    agent.link.use_model(name or agent.link.model)     # and its window
     known = ", ".join(known or sorted(PRICES))
-    ui.write(ui.fitted("model: %s (known: %s)" % (agent.model, known)) + "\n")
+    ui.write(ui.fitted("model: %s (known: %s)" % (agent.link.model, known)) + "\n")
 
 
 def run_line(agent, ui, line, keys, commands, help_text):
@@ -2957,9 +3088,9 @@ def run_line(agent, ui, line, keys, commands, help_text):
             elif name == "/model":
                 switch_model(agent, ui, arg.strip())
             elif name == "/mcp":        # each server's state and tools
-                ui.write(visible("".join("%s: %s\n" % (s.name, s.state) + "".join(
-                    "  %s: %s\n" % (n, t.doc) for n, t in s.tools.items()) for s in agent.mcp)
-                                 or "no MCP servers (see the README: MCP servers)\n"))
+                text = "".join("%s: %s\n" % (s.name, s.state) + "".join("  %s: %s\n" % (n, t.doc)
+                               for n, t in s.tools.items()) for s in agent.runner.mcp)
+                ui.write(visible(text or "no MCP servers (see the README: MCP servers)\n"))
             elif name in commands:
                 commands[name](arg.strip())
             else:
@@ -2981,8 +3112,8 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="gro
     interactive, rl, keys = sys.stdin.isatty(), None, EscKey(None)
     if interactive:
         rl, keys = setup_readline(agent.cfg.data_dir), EscKey(sys.stdin.fileno())
-        head = "%s %s · %s · /help for commands, Ctrl-D to quit" % (prog, __version__, agent.model)
-        ui.write(ui.fitted(head, "") + "\n")
+        head = "%s %s · %s · /help for commands, Ctrl-D to quit"
+        ui.write(ui.fitted(head % (prog, __version__, agent.link.model), "") + "\n")
     status, line = 0, first
     try:
         while line.partition(" ")[0] not in ("/exit", "/quit", "/q"):
@@ -3090,12 +3221,12 @@ class HeadlessUI(UI):
         fields = dict({"text": answer} if self.result else {}, stopReason=reason,
                       sessionId=self.session_id, requestId=self.last.get("id"))
         fields.update({"thought": self.thoughts} if self.thoughts else {})
-        usage, cost = self.spend(agent.turn), agent.turn["cost"]
+        usage, cost = self.spend(agent.ledger.turn), agent.ledger.turn["cost"]
         model = {"inputTokens": usage["input_tokens"], "outputTokens": usage["output_tokens"],
                  "cacheReadInputTokens": usage["cache_read_input_tokens"],
                  "cacheCreationInputTokens": 0, "modelCalls": self.step}
-        fields.update(usage=usage, num_turns=self.step, modelUsage={agent.model: model})
-        if usage_cost(agent.model, agent.last_usage or {}, agent.cfg.prices)[1]:     # a known cost
+        fields.update(usage=usage, num_turns=self.step, modelUsage={agent.link.model: model})
+        if usage_cost(agent.link.model, agent.last_usage or {}, agent.cfg.prices)[1]:  # priced
             model["costUSD"] = cost
             fields.update(total_cost_usd=cost, total_cost_usd_ticks=int(round(cost * 1e10)))
         if self.events:
@@ -3259,8 +3390,6 @@ def headless(args, cfg):
         raise UserError(data_dir_problem(cfg.data_dir))
     ui = HeadlessUI(args.fmt, args.allow)
     prompt = read_prompt(args, ui.notice)
-    if args.max_tool_rounds is not None:
-        cfg.max_iterations = args.max_tool_rounds
     agent = open_agent(cfg, ui, MINIMAL, args)
     ui.session_id = agent.session.id
     try:
@@ -3293,7 +3422,7 @@ def open_agent(cfg, ui, contract, args, new_if_busy=False):
         raise UserError("session %s is already in use (--resume continues it)" % new_id)
     ask = None if isinstance(ui, HeadlessUI) else (
         lambda text: (ask_tty(text) or "").lower() in ("y", "yes"))
-    cfg.mcp = mcp_config(cfg, args.mcp_config, ask, ui.notice)
+    mcp = mcp_config(cfg, args.mcp_config, ask, ui.notice)
     session_id = args.resume and find_session(cfg.data_dir, args.resume)
     if args.cont:       # the newest session typed into
         session_id = next((s[0] for s in list_sessions(cfg.data_dir) if s[2]), None)
@@ -3302,12 +3431,12 @@ def open_agent(cfg, ui, contract, args, new_if_busy=False):
         ui.notice("continuing session %s" % session_id)
     try:
         session = Session(cfg.data_dir, session_id or new_id, warn=ui.notice)
-        agent = Agent(cfg, ui, contract, session=session, resume=bool(session_id))
+        agent = Agent(cfg, ui, contract, session=session, resume=bool(session_id), mcp=mcp)
     except SessionBusy as e:
         if not new_if_busy:
             raise
         ui.notice("%s: starting a new session" % e)
-        return Agent(cfg, ui, contract)
+        return Agent(cfg, ui, contract, mcp=mcp)
     if session_id and args.cwd:
         agent.set_cwd(cfg.cwd)
     return agent
@@ -3319,36 +3448,45 @@ def open_agent(cfg, ui, contract, args, new_if_busy=False):
 
 ACP_VERSION = 1
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
-INTERNAL_ERROR, AUTH_REQUIRED, RESOURCE_NOT_FOUND = -32603, -32000, -32002      # the last two: ACP's own codes
+INTERNAL_ERROR, AUTH_REQUIRED, RESOURCE_NOT_FOUND = -32603, -32000, -32002  # the last two: ACP's
 TOOL_KINDS = {"bash": "execute", "read_file": "read", "write_file": "edit", "list_files": "search",
               "web_search": "fetch", "ask_user": "other"}
-PERMISSIONS = {"allow_once": ("Allow once", "yes"), "allow_always": ("Always allow", "always"),
-               "reject_once": ("Reject", "no")}      # optionId: its name, what approve() answers
+PERMISSION_OPTIONS = [{"optionId": k, "name": name, "kind": k} for k, name in (
+    ("allow_once", "Allow once"), ("allow_always", "Always allow"), ("reject_once", "Reject"))]
+APPROVALS = {"allow_once": "yes", "allow_always": "always"}     # what approve() answers; else "no"
 DEFERRED = object()             # a request answered later, from a worker thread
-AUTH_METHODS = {"cached_token": "API key from a .env file", "xai.api_key": "API key from the environment"}
+AUTH_METHODS = {"cached_token": "API key from a .env file",
+                "xai.api_key": "API key from the environment"}
+AGENT_CAPABILITIES = {"loadSession": True, "mcpCapabilities": {"http": False, "sse": False},
+                      "promptCapabilities": dict(image=False, audio=False, embeddedContext=True)}
+AGENT_INFO = {"name": "grok", "title": "grok.py", "version": __version__}
+
+
+def bad_params(problem):
+    return RpcError(INVALID_PARAMS, "Invalid params: " + problem)
 
 
 def text_content(text):
-    """ACP tool call content: one block of text."""
     return [{"type": "content", "content": {"type": "text", "text": text}}]
 
 
 def acp_tool_fields(name, args, cwd, diff=True):
     """title, kind, rawInput, locations and a diff for write_file (AcpServer.send scrubs them)."""
     shown = key_arg(name, args)
-    fields = {"title": ("%s: %s" % (name, shown) if shown else name)[:200], "kind": TOOL_KINDS.get(name, "other"),
-              "rawInput": args}
-    if name in ("read_file", "write_file") and not arg_problem(name, args):
-        path = canonical(cwd, args["path"])
-        fields["locations"] = [{"path": path}]
-        content = args.get("content")
-        if name == "write_file" and diff and isinstance(content, str):
-            fields["content"] = [{"type": "diff", "path": path, "oldText": old_text(path), "newText": content}]
+    title = "%s: %s" % (name, shown) if shown else name
+    fields = {"title": title[:200], "kind": TOOL_KINDS.get(name, "other"), "rawInput": args}
+    if name not in ("read_file", "write_file") or arg_problem(name, args):
+        return fields
+    path = canonical(cwd, args["path"])
+    fields["locations"] = [{"path": path}]
+    new = args.get("content")
+    if name == "write_file" and diff and isinstance(new, str):
+        fields["content"] = [dict(type="diff", path=path, oldText=old_text(path), newText=new)]
     return fields
 
 
 def old_text(path):
-    """A file's text before write_file replaces it; None if new, binary, not a regular file or too big."""
+    """The text write_file replaces; None if the file is new, binary, not regular or too big."""
     data = (read_regular(path, READ_CAP) or (b"\x00",))[0]
     return None if len(data) > READ_CAP or b"\x00" in data else data.decode("utf-8", "replace")
 
@@ -3356,15 +3494,15 @@ def old_text(path):
 def acp_prompt_text(blocks):
     """One user message from ACP content blocks: text as is, files as text."""
     if not isinstance(blocks, list) or not blocks:
-        raise RpcError(INVALID_PARAMS, "Invalid params: prompt must be a non-empty array of content blocks")
+        raise bad_params("prompt must be a non-empty array of content blocks")
     parts = []
     for block in blocks:
         if not isinstance(block, dict) or not isinstance(block.get("type"), str):
-            raise RpcError(INVALID_PARAMS, "each prompt item must be a content block with a \"type\"")
+            raise bad_params("each prompt item must be a content block with a \"type\"")
         kind = block["type"]
         if kind == "text":
             if not isinstance(block.get("text"), str):
-                raise RpcError(INVALID_PARAMS, "a text content block needs a \"text\" string")
+                raise bad_params("a text content block needs a \"text\" string")
             parts.append(block["text"])
         elif kind == "resource_link":
             parts.append("[file: %s]" % uri_path(block.get("uri") or block.get("name")))
@@ -3376,10 +3514,10 @@ def acp_prompt_text(blocks):
             else:
                 parts.append("[file: %s (binary, not included)]" % where)
         else:
-            raise RpcError(INVALID_PARAMS, "Invalid params: %s content blocks are not supported" % json.dumps(kind))
+            raise bad_params("%s content blocks are not supported" % json.dumps(kind))
     text = "\n\n".join(p for p in parts if p.strip())
     if not text.strip():
-        raise RpcError(INVALID_PARAMS, "Invalid params: the prompt has no text")
+        raise bad_params("the prompt has no text")
     return text
 
 
@@ -3390,25 +3528,25 @@ def uri_path(uri):
 
 
 def split_tool_results(text, calls):
-    """[(output or None, ok)] per call, read back from a stored tool-results message, last call first."""
+    """[(output or None, ok)] per call, read back from the tool-results message after a reply."""
     text = text if isinstance(text, str) and text.startswith("Tool results:") else ""
     rest, cut, failed = text.rpartition("\n\n[Self-correction] ")
     rest, results = rest if cut else text, []
-    for i in reversed(range(len(calls))):
-        name = calls[i]["tool"]
-        shown = scrub(key_arg(name, calls[i]["args"]))
-        before, head, output = rest.rpartition("\n\n[%d] %s %s\n" % (i + 1, name, shown))
-        results.append((output, "[%d] %s (" % (i + 1, name) not in failed) if head else (None, False))
-        rest = before if head else rest
-    return results[::-1]
+    for i, call in reversed(list(enumerate(calls, 1))):
+        head = "\n\n[%d] %s %s\n" % (i, call["tool"], scrub(key_arg(call["tool"], call["args"])))
+        before, found, output = rest.rpartition(head)
+        ok = "[%d] %s (" % (i, call["tool"]) not in failed
+        results.insert(0, (output, ok) if found else (None, False))
+        rest = before if found else rest
+    return results
 
 
 class AcpSession(UI):
-    """One ACP session: its Agent, and UI hooks that send its turns as session/update notifications."""
+    """One ACP session: its Agent, and UI hooks that send its turns as session/update messages."""
 
     def __init__(self, server):
         self.server, self.id, self.agent, self.busy = server, None, None, False
-        self.calls = itertools.count(1)     # numbers toolCallIds; a turn and session/load never run at once
+        self.calls = itertools.count(1)     # numbers toolCallIds (a turn and a load never overlap)
         self.ids = []           # the toolCallIds of the last reply's calls, in call order
         self.fields = {}        # toolCallId -> what tool_call announced, for open calls
         self.streamed, self.said, self.finish_reason, self.request_id = False, False, None, None
@@ -3421,9 +3559,8 @@ class AcpSession(UI):
         self.update(kind, content={"type": "text", "text": text})
 
     def say(self, reply, streamed=False):
-        """A reply's thinking and, unless it was streamed, its answer."""
         if isinstance(reply.get("thinking"), str) and reply["thinking"].strip():
-            self.chunk("agent_thought_chunk", reply["thinking"])
+            self.thought(reply["thinking"])
         if reply.get("response") and not streamed:
             self.message(reply["response"])
 
@@ -3445,27 +3582,24 @@ class AcpSession(UI):
 
     def reply(self, reply, step):
         self.say(reply, self.streamed)
-        self.ids = []
-        for call in reply["tool_calls"]:
-            call_id = "call_%d" % next(self.calls)
+        self.ids = ["call_%d" % next(self.calls) for _ in reply["tool_calls"]]
+        for call_id, call in zip(self.ids, reply["tool_calls"]):
             self.fields[call_id] = acp_tool_fields(call["tool"], call["args"], self.agent.cwd)
             self.update("tool_call", toolCallId=call_id, status="pending", **self.fields[call_id])
-            self.ids.append(call_id)
 
     def approve(self, call):
         call_id = self.ids[call.index]
         if self.agent.cancel.is_set():
             return "no"
         tool_call = dict(toolCallId=call_id, status="pending", **self.fields[call_id])
-        options = [{"optionId": k, "name": name, "kind": k} for k, (name, _) in PERMISSIONS.items()]
-        asked = {"sessionId": self.id, "toolCall": tool_call, "options": options}
+        asked = {"sessionId": self.id, "toolCall": tool_call, "options": PERMISSION_OPTIONS}
         answer = self.server.request("session/request_permission", asked, cancel=self.agent.cancel)
         if "error" in (answer or {}):
-            self.notice("the client failed the permission request: %s" % json.dumps(answer["error"])[:200])
+            self.notice("the permission request failed: %s" % json.dumps(answer["error"])[:200])
         with suppress(TypeError, KeyError):     # no answer (a cancel, no client), or no outcome
             outcome = answer["result"]["outcome"]
             if outcome["outcome"] == "selected":
-                return PERMISSIONS.get(outcome["optionId"], ("", "no"))[1]
+                return APPROVALS.get(outcome["optionId"], "no")
         return "no"
 
     def tool_start(self, call):
@@ -3473,10 +3607,10 @@ class AcpSession(UI):
 
     def tool_end(self, call, result):
         call_id = self.ids[call.index]
-        fields = self.fields.pop(call_id, {})
-        diff = fields.get("content", []) if result.ok else []
-        self.update("tool_call_update", toolCallId=call_id, status="completed" if result.ok else "failed",
-                    content=diff + text_content(result.output))
+        diff = self.fields.pop(call_id, {}).get("content", [])
+        status, content = ("completed", diff) if result.ok else ("failed", [])
+        self.update("tool_call_update", toolCallId=call_id, status=status,
+                    content=content + text_content(result.output))
 
     def step_finish(self, step, info):
         self.finish_reason = info.get("finish_reason")
@@ -3488,21 +3622,22 @@ class AcpSession(UI):
     # -- session/load: the history as the updates a live turn would have sent
     def replay(self):
         messages = self.agent.messages[1:]
-        corrective = corrective_message("").split(":")[0]
+        not_typed = ("Tool results:", corrective_message("").split(":")[0], "[the user cancelled")
         for i, message in enumerate(messages):
-            role, content = message.get("role"), message.get("content")
-            if role == "user" and message.get("kind") != "note" and isinstance(content, str) and not content.startswith(
-                    ("Tool results:", corrective, "[the user cancelled")):     # what the person typed, or a summary
-                summary, self.said = message.get("kind") == "summary", False
-                self.chunk("agent_thought_chunk" if summary else "user_message_chunk", content)
-            if role != "assistant" or not isinstance(content, str):
+            role, text, kind = message.get("role"), message.get("content"), message.get("kind")
+            typed = isinstance(text, str) and not text.startswith(not_typed)
+            if role == "user" and kind != "note" and typed:     # what a person typed, or a summary
+                update = "agent_thought_chunk" if kind == "summary" else "user_message_chunk"
+                self.chunk(update, text)
+                self.said = False
+            if role != "assistant" or not isinstance(text, str):
                 continue
             try:
-                reply = parse_reply(content, list(TOOLS) + list(self.agent.tools()))
+                reply = parse_reply(text, list(TOOLS) + list(self.agent.runner.tools()))
             except ContractError:
                 continue            # an invalid reply the model was asked to redo
             self.say(reply)
-            following = messages[i + 1].get("content") if i + 1 < len(messages) else None
+            following = (messages[i + 1:] or [{}])[0].get("content")
             results = split_tool_results(following, reply["tool_calls"])
             for call, (output, ok) in zip(reply["tool_calls"], results):
                 fields = acp_tool_fields(call["tool"], call["args"], self.agent.cwd, diff=False)
@@ -3517,6 +3652,7 @@ class AcpServer:
 
     def __init__(self, cfg, out):
         self.cfg, self.out, self.sessions, self.workers = cfg, out, {}, []
+        self.key, self.mcp = (cfg.api_key, cfg.key_source), {}     # the key may come later (.env)
         self.request_ids = itertools.count(1)   # next() and the dict's get/pop are atomic: no lock
         self.pending = {}               # id of a request we sent -> [Event, answer]
         self.write_lock = threading.Lock()
@@ -3539,8 +3675,10 @@ class AcpServer:
                 self.log("stdout is closed: cancelling running turns")
                 self.stop_all()
 
-    def respond(self, request_id, result=None, error=None):
-        key, value = ("result", result) if error is None else ("error", error)
+    def respond(self, request_id, result):
+        """Answer a request with result, or with the error an exception result stands for."""
+        key = "error" if isinstance(result, Exception) else "result"
+        value = self.rpc_error(result).payload if key == "error" else result
         self.send({"jsonrpc": "2.0", "id": request_id, key: value})
 
     def request(self, method, params, cancel):
@@ -3557,27 +3695,26 @@ class AcpServer:
         return slot[1]
 
     def log(self, text):
-        sys.stderr.write(visible(scrub(text)) + "\n")     # QuietStderr: a closed stderr fails nothing
+        sys.stderr.write(visible(scrub(text)) + "\n")     # QuietStderr: never raises
         sys.stderr.flush()
 
     def serve(self, stream):
         for line in iter(stream.readline, b""):
             if line.strip():
                 self.handle(line)
-        self.stop_all()                     # the client is gone: cancel what runs, start nothing more
-        for worker in list(self.workers):   # in-flight prompts still get their answers
+        self.stop_all()     # the client is gone: cancel what runs, start nothing more
+        for worker in list(self.workers):       # in-flight prompts still get their answers
             worker.join()
 
     def handle(self, line):
-        """A request (always answered), a notification (never, not even an unknown one) or the client's
-        answer to a request of ours, which wakes the thread waiting for it."""
+        """A request (always answered), a notification (never, not even an unknown one) or the
+        client's answer to a request of ours, which wakes the thread waiting for it."""
         try:
             message = json.loads(line.decode("utf-8"))
         except (ValueError, UnicodeDecodeError, RecursionError) as e:      # (nested too deep)
-            return self.respond(None, error={"code": PARSE_ERROR, "message": "Parse error: %s" % e})
+            return self.respond(None, RpcError(PARSE_ERROR, "Parse error: %s" % e))
         if not isinstance(message, dict) or message.get("jsonrpc", "2.0") != "2.0":
-            return self.respond(None, error={
-                "code": INVALID_REQUEST, "message": "Invalid Request: expected a JSON-RPC 2.0 object"})
+            message = {"id": None}      # answered as an invalid request
         method, request_id = message.get("method"), message.get("id")
         if method is None and "id" in message and ("result" in message or "error" in message):
             slot = self.pending.get(request_id) if isinstance(request_id, (str, int)) else None
@@ -3590,18 +3727,18 @@ class AcpServer:
             self.cancel(message["params"])
 
     def call(self, method, request_id, params):
-        bad_id = not isinstance(request_id, (str, type(None))) and type(request_id) is not int
+        if type(request_id) not in (str, int, type(None)):
+            request_id, method = None, None     # answered with no id, as an invalid request
         try:
-            if not isinstance(method, str) or bad_id:
-                request_id = None if bad_id else request_id
-                raise RpcError(INVALID_REQUEST, "Invalid Request: no method, or a bad id")
+            if not isinstance(method, str):
+                raise RpcError(INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 request")
             if method not in self.methods:
                 raise RpcError(METHOD_NOT_FOUND, "Method not found: %s" % method)
             if not isinstance(params, (dict, type(None))):
-                raise RpcError(INVALID_PARAMS, "Invalid params: params must be an object")
+                raise bad_params("params must be an object")
             result = self.methods[method](params or {}, request_id)
         except Exception as e:
-            return self.respond(request_id, error=self.rpc_error(e).payload)
+            result = e
         if result is not DEFERRED:
             self.respond(request_id, result)
 
@@ -3618,59 +3755,56 @@ class AcpServer:
 
     # -- helpers for the methods
     def need_key(self):
-        if not self.cfg.api_key:        # a key put in a .env file after the start: scrubbed as the configured one
-            self.cfg.api_key, self.cfg.key_source = find_api_key()
-            SECRETS.update(filter(None, [self.cfg.api_key]))
-        if not self.cfg.api_key:
-            raise RpcError(AUTH_REQUIRED, "no API key: set GROK_API_KEY or XAI_API_KEY in the environment the "
-                           "client starts grok with, or put GROK_API_KEY=... in " + ", ".join(ENV_FILES))
+        if not self.key[0]:     # one put in a .env file since the start: scrubbed as configured
+            self.key = find_api_key()
+            SECRETS.update(filter(None, [self.key[0]]))
+        if not self.key[0]:
+            raise RpcError(AUTH_REQUIRED, "no API key: set GROK_API_KEY or XAI_API_KEY where the "
+                           "client starts grok, or put GROK_API_KEY=... in " + ", ".join(ENV_FILES))
 
     def session_setup(self, params, optional=False):
         """The cwd (None: load got none) and the stdio MCP servers of session/new or /load."""
         cwd, servers = params.get("cwd"), params.get("mcpServers", [])
-        if not (optional and cwd is None or isinstance(cwd, str) and os.path.isabs(cwd) and os.path.isdir(cwd)):
-            raise RpcError(INVALID_PARAMS, "Invalid params: cwd must be the absolute path of a directory, not %s"
-                           % json.dumps(cwd))
+        directory = isinstance(cwd, str) and os.path.isabs(cwd) and os.path.isdir(cwd)
+        if not (directory or optional and cwd is None):
+            raise bad_params("cwd must be an absolute directory path, not %s" % json.dumps(cwd))
         if not isinstance(servers, list):
-            raise RpcError(INVALID_PARAMS, "Invalid params: mcpServers must be an array")
+            raise bad_params("mcpServers must be an array")
         try:
             table = {s["name"]: dict(s, env={e["name"]: e["value"] for e in s.get("env") or ()})
                      for s in servers}
         except (TypeError, KeyError, AttributeError):
-            raise RpcError(INVALID_PARAMS, "Invalid params: an mcpServer with no name or a bad env")
+            raise bad_params("an mcpServer with no name or a bad env")
         return cwd and os.path.normpath(cwd), mcp_specs(table, "mcpServers", self.log)
 
     def start(self, cwd, mcp, **resume):
         """A new AcpSession whose Agent works in cwd with these MCP servers; resume: its session."""
-        cfg = Config.__new__(Config)
-        cfg.__dict__.update(self.cfg.__dict__, cwd=cwd, mcp=dict(self.cfg.mcp, **mcp))
         session = AcpSession(self)
-        session.agent = Agent(cfg, session, **resume)
+        session.agent = Agent(self.cfg, session, cwd=cwd, mcp=dict(self.mcp, **mcp), key=self.key,
+                              **resume)
         session.id = session.agent.session.id
         self.sessions[session.id] = session
         return session
 
     # -- methods
     def initialize(self, params, request_id):
-        version = params.get("protocolVersion")
-        if not isinstance(version, int) or isinstance(version, bool):
-            raise RpcError(INVALID_PARAMS, "Invalid params: protocolVersion must be an integer")
-        try:        # the methods clients of xAI's CLI look for; the key is already there, authenticate checks it
+        if type(params.get("protocolVersion")) is not int:
+            raise bad_params("protocolVersion must be an integer")
+        try:        # the methods clients of xAI's CLI look for; authenticate checks the key again
             self.need_key()
-            method = "xai.api_key" if self.cfg.key_source.startswith("$") else "cached_token"
-            auth = [{"id": method, "name": AUTH_METHODS[method], "description": "the key in " + self.cfg.key_source}]
+            source = self.key[1]
+            method = "xai.api_key" if source.startswith("$") else "cached_token"
+            auth = [dict(id=method, name=AUTH_METHODS[method], description="the key in " + source)]
         except RpcError:
             auth = []
-        return {"protocolVersion": ACP_VERSION,
-                "agentCapabilities": {"loadSession": True,
-                                      "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
-                                      "mcpCapabilities": {"http": False, "sse": False}},
-                "agentInfo": {"name": "grok", "title": "grok.py", "version": __version__}, "authMethods": auth}
+        return {"protocolVersion": ACP_VERSION, "agentCapabilities": AGENT_CAPABILITIES,
+                "agentInfo": AGENT_INFO, "authMethods": auth}
 
     def authenticate(self, params, request_id):
-        if not isinstance(params.get("methodId"), str) or params["methodId"] not in AUTH_METHODS:
-            raise RpcError(INVALID_PARAMS, "Invalid params: unknown methodId %s (known: %s)"
-                           % (json.dumps(params.get("methodId")), ", ".join(AUTH_METHODS)))
+        method = params.get("methodId")
+        if not isinstance(method, str) or method not in AUTH_METHODS:
+            known = ", ".join(AUTH_METHODS)
+            raise bad_params("unknown methodId %s (known: %s)" % (json.dumps(method), known))
         self.need_key()
         return {}
 
@@ -3682,7 +3816,7 @@ class AcpServer:
     def load_session(self, params, request_id):
         session_id = params.get("sessionId")
         if not isinstance(session_id, str) or not session_id:
-            raise RpcError(INVALID_PARAMS, "Invalid params: sessionId must be a string")
+            raise bad_params("sessionId must be a string")
         cwd, mcp = self.session_setup(params, optional=True)
         session = self.sessions.get(session_id)
         if session is None:         # not held by this process yet: open its file
@@ -3690,7 +3824,8 @@ class AcpServer:
             store = Session(self.cfg.data_dir, session_id, warn=self.log)
             bad = os.sep in session_id or "\x00" in session_id or session_id.startswith(".")
             if bad or not os.path.isfile(store.path):
-                raise RpcError(RESOURCE_NOT_FOUND, "no session %s in %s" % (json.dumps(session_id), store.dir))
+                where = "%s in %s" % (json.dumps(session_id), store.dir)
+                raise RpcError(RESOURCE_NOT_FOUND, "no session " + where)
             try:
                 session = self.start(cwd or self.cfg.cwd, mcp, session=store, resume=True)
             except UserError as e:
@@ -3705,17 +3840,18 @@ class AcpServer:
     def prompt(self, params, request_id):
         session_id = params.get("sessionId")
         if not isinstance(session_id, str):
-            raise RpcError(INVALID_PARAMS, "Invalid params: sessionId must be a string")
+            raise bad_params("sessionId must be a string")
         session = self.sessions.get(session_id)
         if session is None:
-            raise RpcError(RESOURCE_NOT_FOUND, "unknown session %s (create it with session/new or session/load)"
-                           % json.dumps(session_id))
+            raise RpcError(RESOURCE_NOT_FOUND, "unknown session %s (start it with session/new or "
+                           "session/load)" % json.dumps(session_id))
         text = acp_prompt_text(params.get("prompt"))
-        if session.busy:        # set here, on the main thread, and cleared only by the turn's worker
-            raise RpcError(INVALID_REQUEST, "session %s is already running a prompt" % session.id)
+        if session.busy:        # set here, on the main thread; cleared only by the turn's worker
+            raise RpcError(INVALID_REQUEST, "session %s is running a prompt" % session.id)
         session.busy = True
         session.agent.cancel.clear()    # a stop from now on cancels this prompt
-        worker = threading.Thread(target=self.run_prompt, args=(session, request_id, text), daemon=True)
+        worker = threading.Thread(target=self.run_prompt, args=(session, request_id, text))
+        worker.daemon = True
         self.workers = [w for w in self.workers if w.is_alive()] + [worker]
         worker.start()
         return DEFERRED
@@ -3729,28 +3865,26 @@ class AcpServer:
         except Exception as e:
             reason = "cancelled" if agent.cancel.is_set() else turn_end(e)[2]
             note = str(e) if reason == "max_turn_requests" else None
-            if reason is None:
-                error = self.rpc_error(e).payload
-            if reason is None and isinstance(e, LimitReached):      # the cost limit
-                error["data"] = {"reason": "cost_limit", "costUsd": agent.cost_usd}
+            error = None if reason else self.rpc_error(e)
+            if error and isinstance(e, LimitReached):      # the cost limit
+                error.payload["data"] = {"reason": "cost_limit", "costUsd": agent.ledger.cost_usd}
+        ended = text_content("not run: the turn ended (%s)" % (reason or "error"))
         for call_id in session.fields:      # announced, never run
-            session.update("tool_call_update", toolCallId=call_id, status="failed",
-                           content=text_content("not run: the turn ended (%s)" % (reason or "error")))
+            session.update("tool_call_update", toolCallId=call_id, status="failed", content=ended)
         session.fields.clear()
-        t = agent.turn      # read before the session takes the next prompt, which starts a new count
-        usage = {"inputTokens": t["input"], "outputTokens": t["output"], "thoughtTokens": t["reasoning"],
-                 "cachedReadTokens": t["cached"], "totalTokens": t["total"]}
-        meta = dict(usage, usage=dict(usage), costUsd=round(t["cost"], 8), model=agent.model,
-                    sessionCostUsd=round(agent.cost_usd, 8), requestId=session.request_id)
+        t = agent.ledger.turn      # read before the next prompt starts a new count
+        usage = {"inputTokens": t["input"], "outputTokens": t["output"],
+                 "thoughtTokens": t["reasoning"], "cachedReadTokens": t["cached"],
+                 "totalTokens": t["total"]}
+        meta = dict(usage, usage=dict(usage), costUsd=round(t["cost"], 8), model=agent.link.model,
+                    sessionCostUsd=round(agent.ledger.cost_usd, 8), requestId=session.request_id)
         if note:
             meta["message"] = note
         session.busy = False
-        if error is not None:
-            return self.respond(request_id, error=error)
-        return self.respond(request_id, {"stopReason": reason, "_meta": meta})
+        self.respond(request_id, error or {"stopReason": reason, "_meta": meta})
 
     def cancel(self, params, request_id=None):
-        session = self.sessions.get(str(params.get("sessionId")))      # str: an unhashable id finds none
+        session = self.sessions.get(str(params.get("sessionId")))      # str: never unhashable
         if session is not None:
             session.agent.stop()
 
@@ -3768,7 +3902,7 @@ def acp_main(cfg, mcp_files):
     os.dup2(2, 1)       # from here a stray print or child writes to stderr; stdout is protocol only
     sys.stdout = sys.stderr
     server = AcpServer(cfg, out)
-    cfg.mcp = mcp_config(cfg, mcp_files, False, server.log)
+    server.mcp = mcp_config(cfg, mcp_files, False, server.log)
     try:
         server.serve(sys.stdin.buffer)
     finally:
@@ -3780,21 +3914,20 @@ def acp_main(cfg, mcp_files):
 
 # --- main ---
 
-def arg_parser(prog="grok", description=None):
-    """argparse (imported when needed) with both scripts' flags; a bad flag is a UserError (exit 1, not 2)."""
+def arg_parser(prog="grok", description="A minimal agent harness for xAI's Grok models."):
+    """argparse (imported when needed) with both scripts' flags; a bad flag: UserError, exit 1."""
 
     class Parser(argparse.ArgumentParser):
         def error(self, message):
             self.print_usage(sys.stderr)
             flag = re.search(r"(?:unrecognized arguments|ambiguous option): (--?[^\s=]+)", message)
-            near = flag and difflib.get_close_matches(flag.group(1), self._option_string_actions, 1,
-                                                      0.7)
+            near = flag and difflib.get_close_matches(flag[1], self._option_string_actions, 1, 0.7)
             raise UserError(message + ("; did you mean %s?" % near[0] if near else ""))
 
     # An explicit width, or argparse imports shutil (with bz2, lzma, zlib: 2.5 ms) on every start;
     # asked once, not by each of the ~50 formatters argparse makes (a failing ioctl each, off a terminal).
     width = terminal_width() - 2
-    p = Parser(prog=prog, description=description or "A minimal agent harness for xAI's Grok models.", epilog=ENV_HELP,
+    p = Parser(prog=prog, description=description, epilog=ENV_HELP,
                formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(prog, width=width))
     p.add_argument("--version", action="version", version="%(prog)s " + __version__)
     p.add_argument("-m", "--model", help="model id (default $GROK_MODEL or %s)" % DEFAULT_MODEL)
@@ -3807,10 +3940,11 @@ def arg_parser(prog="grok", description=None):
     p.add_argument("--sandbox-network", choices=("on", "off"), help="off: commands get no network")
     p.add_argument("--mcp-config", action="append", default=[], metavar="FILE",
                    help="start the MCP servers of this .mcp.json-style file (repeatable)")
-    session = p.add_mutually_exclusive_group()
-    session.add_argument("-r", "--resume", metavar="ID", help="continue a saved session")
-    session.add_argument("-c", "--continue", dest="cont", action="store_true", help="continue the latest session")
-    session.add_argument("-s", "--session-id", metavar="UUID", help="a new session with this id")
+    which = p.add_mutually_exclusive_group()      # which session
+    which.add_argument("-r", "--resume", metavar="ID", help="continue a saved session")
+    which.add_argument("-c", "--continue", dest="cont", action="store_true",
+                       help="continue the latest session")
+    which.add_argument("-s", "--session-id", metavar="UUID", help="a new session with this id")
     p.add_argument("message", nargs="*", help="start the chat with this message")
     return p
 
@@ -3874,10 +4008,10 @@ def parse_args(argv):
     p.add_argument("--format", choices=("text", "json", "streaming-json"), default="text",
                    help="headless output (default text)")
     p.add_argument("--output-format", dest="output", choices=OUTPUT_FORMATS, help="as xAI's CLI")
-    p.add_argument("--max-tool-rounds", "--max-turns", type=int, metavar="N",
-                   help="headless: stop after N tool rounds, exit 3 (0 = no limit; default $GROK_MAX_ITERATIONS)")
+    p.add_argument("--max-tool-rounds", "--max-turns", type=int, metavar="N", help=(
+        "headless: stop after N tool rounds, exit 3 (0 = no limit; default $GROK_MAX_ITERATIONS)"))
     p.add_argument("--allow", "--allowedTools", action="append", metavar="PATTERN", default=[],
-                   help="headless: allow bash commands / write_file paths matching this glob (repeatable)")
+                   help="headless: allow bash commands / write_file paths it matches (repeatable)")
     p.add_argument("--deny", "--disallowedTools", action="append", metavar="RULE", default=[])
     p.add_argument("--tools", help="only these tools (comma-separated)")
     p.add_argument("--disallowed-tools", metavar="TOOLS", help="not these tools (comma-separated)")
@@ -3906,42 +4040,39 @@ def parse_args(argv):
     return args
 
 
-def xai_settings(args, cfg):
-    """The flags of xAI's CLI grok honours, onto cfg; one notice names those it only accepts."""
+def xai_settings(args):
+    """The settings of the xAI CLI flags grok honours; one notice names those it only accepts."""
     def names(text):
         return [XAI_TOOLS.get(n.strip(), n.strip()) for n in (text or "").split(",") if n.strip()]
     only = names(args.tools)
     without = names(args.disallowed_tools) + ["web_search"] * args.disable_web_search
-    cfg.tools = [t for t in TOOLS if (args.tools is None or t in only) and t not in without]
-    cfg.deny, cfg.rules, cfg.system_prompt = args.deny, args.rules, args.system_prompt_override
-    cfg.always_approve = cfg.always_approve or args.permission_mode == "bypassPermissions"
     mode = args.permission_mode
     ignored = args.ignored + ["--permission-mode %s" % mode] * (mode not in MODES_HERE) + [
         "tool " + n for n in only + without if n not in TOOLS]
     if ignored:
         sys.stderr.write("grok: accepted, but not supported here: %s\n" % ", ".join(ignored))
-
-
-def catch_signals(handler):
-    """handler(signum, frame) for SIGTERM and SIGHUP."""
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, handler)
+    return dict(tools=[t for t in TOOLS if (args.tools is None or t in only) and t not in without],
+                deny=args.deny, rules=args.rules, system_prompt=args.system_prompt_override,
+                always_approve=args.always_approve or args.permission_mode == "bypassPermissions",
+                max_iterations=args.max_tool_rounds if args.headless else None)
 
 
 def on_signal(signum, frame):
-    catch_signals(lambda signum, frame: os._exit(128 + signum))    # a second signal ends the clean-up at once
+    for other in (signal.SIGTERM, signal.SIGHUP):       # a second signal ends the clean-up at once
+        signal.signal(other, lambda signum, frame: os._exit(128 + signum))
     raise Terminated(signum)
 
 
 def guarded(prog, body, on_error=None):
-    """body(), every failure a message on stderr and an exit code; on_error(message) reports it elsewhere too."""
+    """body(), each failure a message on stderr and an exit code (also to on_error(message))."""
     for fd, name in enumerate(("stdin", "stdout", "stderr")):
         if getattr(sys, name) is None:      # its fd was closed from the start (`grok -p hi >&-`)
             silence(fd)
             setattr(sys, name, open(fd, "w" if fd else "r", closefd=False))
     sys.stderr = QuietStderr(sys.stderr)
     try:
-        catch_signals(on_signal)
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, on_signal)
         return body()
     except BrokenPipeError:
         silence()
@@ -3961,11 +4092,11 @@ def guarded(prog, body, on_error=None):
 
 def json_requested(argv):
     """The JSON output argv asks for (json, streaming-json, result) or None, read before (and even
-    if) the flags parse."""
+    if) the flags parse; what follows `--` is no flag."""
     fmt = None
-    for i, arg in enumerate(argv[:argv.index("--")] if "--" in argv else argv):     # no flag after `--`
+    for i, arg in enumerate(argv[:argv.index("--")] if "--" in argv else argv):
         name, eq, value = arg.partition("=")
-        value = value if eq else (argv[i + 1] if i + 1 < len(argv) else None)
+        value = value if eq else (argv[i + 1:] or [None])[0]
         if len(name) >= 3 and ("--format".startswith(name) or "--output-format".startswith(name)):
             fmt = OUTPUT_FORMATS.get(value) if name.startswith("--o") else value    # --form too
     return fmt if fmt in FORMATS else None
@@ -3982,20 +4113,22 @@ def list_models(argv):
     if set(argv) - {"--json"}:
         raise UserError("usage: grok models [--json]")
     cfg = Config(require_key=False)
-    client = Client(cfg.base_url, cfg.api_key, min(cfg.timeout or 15, 15))     # (a redirect is refused, not followed)
+    client = Client(cfg.base_url, cfg.api_key, min(cfg.timeout or 15, 15))     # (redirects refused)
+    ids = []
     try:
-        ids = server_models(client) or list(WINDOWS)
+        ids = server_models(client)
     except Exception as e:          # unreachable, refused, not a model list: the built-in table
-        why = e.problem if isinstance(e, RetryableFault) else str(e) or type(e).__name__
-        sys.stderr.write(visible(scrub("grok: cannot list the models of %s (%s); the built-in list follows"
-                                       % (cfg.base_url, why[:200]))) + "\n")
-        ids = list(WINDOWS)
-    rows = [{"id": i, "default": i == cfg.model} for i in (ids if cfg.model in ids else [cfg.model] + ids)]
-    if "grok-build" not in [r["id"] for r in rows]:    # xAI's CLI's clients ask for it: the default
+        why = (e.problem if isinstance(e, RetryableFault) else str(e) or type(e).__name__)[:200]
+        note = "cannot list the models of %s (%s); the built-in list follows" % (cfg.base_url, why)
+        sys.stderr.write(visible(scrub("grok: " + note)) + "\n")
+    ids = list(ids or WINDOWS)
+    ids = ids if cfg.model in ids else [cfg.model] + ids
+    rows = [{"id": i, "default": i == cfg.model} for i in ids]
+    lines = ["* %s (default)" % i if i == cfg.model else "- " + i for i in ids]
+    if "grok-build" not in ids:    # xAI's CLI's clients ask for it: the default
         rows.append({"id": "grok-build", "default": False, "aliasOf": cfg.model})
-    print(json.dumps({"models": rows}) if "--json" in argv else "\n".join(
-        "* %s (default)" % r["id"] if r["default"] else "- " + r["id"] + (
-            " (alias of %s)" % r["aliasOf"] if "aliasOf" in r else "") for r in rows))
+        lines.append("- grok-build (alias of %s)" % cfg.model)
+    print(json.dumps({"models": rows}) if "--json" in argv else "\n".join(lines))
     return 0
 
 
@@ -4006,7 +4139,7 @@ def main(argv=None):
         return 0
     if argv[:1] == ["models"]:      # before the flags: the prompt words may be positional
         return guarded("grok", lambda: list_models(argv[1:]))
-    json_errors = [json_requested(argv)]        # errors outside the run (a bad flag, no key) are events too
+    json_errors = [json_requested(argv)]    # errors outside the run (bad flag, no key) too
 
     def on_error(message):
         if json_errors[0]:
@@ -4016,9 +4149,8 @@ def main(argv=None):
     def body():
         args = parse_args(argv)
         json_errors[0] = args.headless and not args.acp and json_requested(["--format", args.fmt])
-        cfg = Config(model=args.model, cwd=args.cwd, always_approve=args.always_approve, effort=args.effort,
-                     require_key=not args.acp, sandbox=args.sandbox, net=args.sandbox_network)
-        xai_settings(args, cfg)
+        cfg = Config(model=args.model, cwd=args.cwd, effort=args.effort, require_key=not args.acp,
+                     sandbox=args.sandbox, net=args.sandbox_network, **xai_settings(args))
         if args.acp:        # a missing key is reported at session/new
             return acp_main(cfg, args.mcp_config)
         if args.headless:

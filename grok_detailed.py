@@ -54,30 +54,31 @@ DETAILED = g.Contract(
         "confidence": {"type": "integer"},
     },
     extra_prompt=(
-        "Also fill in, in every reply: thinking (brief strategic reasoning), task (current action, 5 words max), "
-        "goal and exit_conditions (set both in your first reply, then keep them), progress over the exit "
-        "conditions {completed: [], current: \"\", remaining: []}, blockers (string or null), confidence "
-        "(95+ = verified with a tool, 80-94 = high certainty, below 80 = uncertain: use a tool first). "
-        "done true only when every exit condition is met."),
+        "Also fill in, in every reply: thinking (brief strategic reasoning), task (current action, "
+        "5 words max), goal and exit_conditions (set both in your first reply, then keep them), "
+        "progress over the exit conditions {completed: [], current: \"\", remaining: []}, "
+        "blockers (string or null), confidence (95+ = verified with a tool, 80-94 = high "
+        "certainty, below 80 = uncertain: use a tool first). done true only when every exit "
+        "condition is met."),
     max_tokens=8000)
 
 
 # --- The detailed display and its REPL commands ---
 
-GLYPHS = {"rule": "─", "top": "╭", "side": "│", "bottom": "╰", "open": "┌", "close": "└", "then": "↳",
-          "done": "✓", "now": "▸", "todo": "○", "fail": "✗", "more": "…", "dot": "·", "bullet": "•"}
-ASCII_GLYPHS = {"rule": "-", "top": "+", "side": "|", "bottom": "+", "open": "+", "close": "+", "then": "->",
-                "done": "+", "now": ">", "todo": "o", "fail": "x", "more": "...", "dot": "|", "bullet": "*"}
+GLYPH_NAMES = ("rule", "top", "side", "bottom", "open", "close", "then",
+               "done", "now", "todo", "fail", "more", "dot", "bullet")
+GLYPHS = dict(zip(GLYPH_NAMES, "─ ╭ │ ╰ ┌ └ ↳ ✓ ▸ ○ ✗ … · •".split()))
+ASCII_GLYPHS = dict(zip(GLYPH_NAMES, "- + | + + + -> + > o x ... | *".split()))
 NO_BLOCKERS = ("", "none", "null", "no", "n/a", "nothing")
 
 
 def cells(text):
-    """Terminal columns a string takes: wide East Asian characters count twice, combining marks not."""
+    """Terminal columns of a string: wide East Asian characters take two, combining marks none."""
     if text.isascii():
         return len(text)
     import unicodedata
-    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
-               for c in text)
+    combining, width = unicodedata.combining, unicodedata.east_asian_width
+    return sum(0 if combining(c) else 2 if width(c) in "WF" else 1 for c in text)
 
 
 def fit(text, width):
@@ -90,12 +91,8 @@ def fit(text, width):
     return len(text)
 
 
-def clip(text, width, more="…"):
-    return text if cells(text) <= width else text[:fit(text, width - cells(more))] + more
-
-
 def wrap(text, width):
-    """Lines of at most `width` columns, broken at spaces; indentation is kept, long words are cut."""
+    """Lines of at most `width` columns broken at spaces; indentation is kept, long words cut."""
     out = []
     for para in text.splitlines() or [""]:
         if cells(para) <= width:
@@ -119,7 +116,7 @@ def wrap(text, width):
 
 
 def as_text(value):
-    """A reply field as one clean string, whatever type the model sent; terminal escapes made visible."""
+    """A reply field as one clean string, whatever type the model sent; escapes made visible."""
     if value is None:
         return ""
     if not isinstance(value, str):
@@ -131,19 +128,20 @@ def as_list(value):
     return [t for t in map(as_text, value if isinstance(value, list) else [value]) if t]
 
 
-def confidence_of(reply):
-    """0-100, or None; accepts 85, 85.0, "85%", and 0.85."""
+def confidence_part(reply):
+    """[(confidence N%, green from 80 / yellow from 50 / red)] or []; takes 85, "85%", 0.85."""
     c = reply.get("confidence")
     if isinstance(c, str):
         try:
             c = float(c.strip().rstrip("%"))
         except ValueError:
-            return None
+            return []
     if isinstance(c, bool) or not isinstance(c, (int, float)) or c != c:
-        return None
+        return []
     if isinstance(c, float) and 0 < c < 1:
         c *= 100
-    return int(round(max(0.0, min(100.0, c))))
+    c = int(round(max(0.0, min(100.0, c))))
+    return [("confidence %d%%" % c, "32" if c >= 80 else "33" if c >= 50 else "31")]
 
 
 def progress_of(reply):
@@ -152,11 +150,6 @@ def progress_of(reply):
     if not isinstance(p, dict):
         return [], as_text(p) if isinstance(p, str) else "", []
     return as_list(p.get("completed")), as_text(p.get("current")), as_list(p.get("remaining"))
-
-
-def band(confidence):
-    """The colour of a confidence: green from 80, yellow from 50, red below."""
-    return "32" if confidence >= 80 else "33" if confidence >= 50 else "31"
 
 
 def num(n):
@@ -168,7 +161,9 @@ def num(n):
 
 def home_short(path):
     home = os.path.expanduser("~")
-    return "~" + path[len(home):] if home not in ("", "/") and (path + "/").startswith(home + "/") else path
+    if home in ("", "/") or not (path + "/").startswith(home + "/"):
+        return path
+    return "~" + path[len(home):]
 
 
 class DetailedUI(g.TerminalUI):
@@ -179,8 +174,9 @@ class DetailedUI(g.TerminalUI):
 
     def __init__(self, out=None):
         g.TerminalUI.__init__(self, out)
+        encoding = getattr(self.out, "encoding", None) or "ascii"
         try:
-            "".join(GLYPHS.values()).encode(getattr(self.out, "encoding", None) or "ascii")
+            "".join(GLYPHS.values()).encode(encoding)
             self.glyph = GLYPHS
         except (UnicodeEncodeError, LookupError):
             self.glyph = ASCII_GLYPHS
@@ -188,7 +184,7 @@ class DetailedUI(g.TerminalUI):
         self.iteration, self.last_reply = 0, {}
         self.reasoning = ""                 # the model's reasoning_content for this reply
         self.turn_started = time.time()
-        self.last_open = None               # the tool call whose opening line was the last one written
+        self.last_open = None               # the tool call whose opening line was written last
         # The live area (waiting line, answer text as it streams) is erased before anything else
         # is printed; it moves the cursor, so only on a colour terminal, and only what fits on it.
         self.live_on = self.color
@@ -198,6 +194,10 @@ class DetailedUI(g.TerminalUI):
     # -- layout --------------------------------------------------------------
     def paint(self, code, text):
         return g.TerminalUI.paint(self, code, text) if code else text
+
+    def clipped(self, text, width):
+        more = self.glyph["more"]
+        return text if cells(text) <= width else text[:fit(text, width - cells(more))] + more
 
     def write(self, text):
         """Write whole lines, after erasing the live area."""
@@ -214,15 +214,16 @@ class DetailedUI(g.TerminalUI):
         return cells(plain), self.paint("2", sep).join(self.paint(c, t) for t, c in parts)
 
     def rule(self, title, right=(), corner=None, code="36"):
-        """'── title ──── right ──' across the width; the title and each right part: (text, colour)."""
-        r = self.glyph["rule"]
+        """'── title ──── right ──' across the width; title and right parts: (text, colour)."""
+        r, width = self.glyph["rule"], self.width()
         head = (corner or r) + r + " "
-        right = [p for p in right if p[1] != "2"] if self.width() < 60 else right     # narrow: no clock times
+        if width < 60:
+            right = [p for p in right if p[1] != "2"]       # narrow: no clock times
         rw, rtext = self.painted(list(right)) if right else (0, "")
         tail = 2 + (rw + 2 if right else 0)
         text, tcode = title
-        text = clip(text, self.width() - cells(head) - tail - 3, self.glyph["more"])
-        fill = self.width() - cells(head) - cells(text) - 1 - tail
+        text = self.clipped(text, width - cells(head) - tail - 3)
+        fill = width - cells(head) - cells(text) - 1 - tail
         line = self.paint(code, head) + self.paint(tcode, text) + " " + self.paint(code, r * fill)
         if right:
             line += " " + rtext + " "
@@ -230,9 +231,9 @@ class DetailedUI(g.TerminalUI):
 
     def field_lines(self, label, text, code=None):
         lines = wrap(text, self.width() - self.LABEL - 3)
+        first = "  %s %s\n" % (self.paint("2", label.ljust(self.LABEL)), self.paint(code, lines[0]))
         pad = " " * (self.LABEL + 3)
-        out = "  " + self.paint("2", label.ljust(self.LABEL)) + " " + self.paint(code, lines[0]) + "\n"
-        return out + "".join(pad + self.paint(code, line) + "\n" for line in lines[1:])
+        return first + "".join(pad + self.paint(code, line) + "\n" for line in lines[1:])
 
     def box(self, title, text, right=(), code="32"):
         """An open-right box: ╭─ title ── right ─ / │ text / ╰────."""
@@ -240,41 +241,47 @@ class DetailedUI(g.TerminalUI):
         out = [self.rule((title, "1;" + code), right, corner=self.glyph["top"], code=code)]
         for line in wrap(as_text(text) or "(no response)", self.width() - 2):
             out.append(side + (" " + line if line else "") + "\n")
-        out.append(self.paint(code, self.glyph["bottom"] + self.glyph["rule"] * (self.width() - 1)) + "\n")
-        self.write("".join(out))
+        bottom = self.glyph["bottom"] + self.glyph["rule"] * (self.width() - 1)
+        self.write("".join(out) + self.paint(code, bottom) + "\n")
+
+    def status_forms(self, a):
+        """The forms of the status line, widest first: (the width it needs, [(text, colour)])."""
+        limit, spent, pct = a.ledger.limit, a.ledger.cost_usd, a.context_pct()
+        sid, short = (a.session.id, "1"), (a.session.id.rsplit("-", 1)[-1], "1")
+        known = a.link.window_known      # else a default window: a percentage would mislead
+        used = num(a.context_tokens)
+        warn = "31" if 0 < limit <= spent else "33" if 0 < limit * 0.8 <= spent else None
+        cost = ("$%.4f/%s" % (spent, "$%.2f" % limit if limit > 0 else "no limit"), warn)
+        full = "33" if 0 < a.cfg.compact_threshold * 0.8 <= pct else None
+        ctx = ("context %.1f%%" % pct if known else "window unknown", full)
+        detail = ("%s tokens, window unknown: set GROK_CONTEXT_WINDOW" % used, full)
+        if known:
+            detail = (ctx[0] + " (%s/%s)" % (used, num(a.link.window)), full)
+        tiny = [("$%.4f" % spent, warn), ("ctx %.0f%%" % pct if known else "ctx ?", full)]
+        model, tools = (a.link.model, None), ("tools %d" % a.runner.tool_count, None)
+        cached = ("cached %s" % num(g.usage_numbers(a.last_usage)["cached"]), None)
+        return ((110, [sid, model, cost, detail, tools, cached]),
+                (96, [sid, model, cost, ctx, tools, cached]),
+                (80, [short, model, cost, ctx, tools, cached]),
+                (60, [short, model] + tiny + [tools, cached]),
+                (0, [short] + tiny + [tools]))
 
     def status_line(self):
         """session · model · cost / limit · context % · tool calls · cached tokens · cwd. The width
         alone picks the form (unless the numbers grow past it); the cwd gets what is left."""
-        a = self.agent
+        a, width = self.agent, self.width()
         if a is None:
             return
-        limit, spent, pct, short = a.cfg.cost_limit, a.cost_usd, a.context_pct(), a.session.id.rsplit("-", 1)[-1]
-        cost = "$%.4f/%s" % (spent, "$%.2f" % limit if limit > 0 else "no limit")
-        known = a.window_known      # else a default window: a percentage would mislead
-        ctx = "context %.1f%%" % pct if known else "window unknown"
-        used = num(a.context_tokens)
-        detail = ctx + " (%s/%s)" % (used, num(a.cfg.context_window)) if known else \
-            "%s tokens, window unknown: set GROK_CONTEXT_WINDOW" % used
-        cached = "cached %s" % num(g.usage_numbers(a.last_usage)["cached"])
-        tiny = ("$%.4f" % spent, "ctx %.0f%%" % pct if known else "ctx ?")
-        tools = "tools %d" % a.tool_count
-        codes = {a.session.id: "1", short: "1", cost: "31" if 0 < limit <= spent else "33" if 0 < limit * 0.8 <= spent
-                 else None, ctx: "33" if 0 < a.cfg.compact_threshold * 0.8 <= pct else None}
-        codes.update({detail: codes[ctx], tiny[0]: codes[cost], tiny[1]: codes[ctx]})
-        for least, texts in ((110, (a.session.id, a.model, cost, detail, tools, cached)),
-                             (96, (a.session.id, a.model, cost, ctx, tools, cached)),
-                             (80, (short, a.model, cost, ctx, tools, cached)),
-                             (60, (short, a.model) + tiny + (tools, cached)), (0, (short,) + tiny + (tools,))):
-            parts = [(t, codes.get(t)) for t in texts]
-            if least <= self.width() and self.painted(parts)[0] <= self.width():
+        for least, parts in self.status_forms(a):
+            if least <= width and self.painted(parts)[0] <= width:
                 break
         sandbox = a.cfg.sandbox and "sandbox: " + a.cfg.sandbox.label
-        if sandbox and self.painted(parts + [(sandbox, "")])[0] <= self.width():
+        if sandbox and self.painted(parts + [(sandbox, "")])[0] <= width:
             parts.append((sandbox, "33"))       # what bash commands run under: shown while it fits
-        room = self.width() - self.painted(parts)[0] - 3
+        room = width - self.painted(parts)[0] - 3
         if room >= 8:
-            parts.append((clip(as_text(home_short(a.cwd))[::-1], room, self.glyph["more"])[::-1], "2"))
+            cwd = as_text(home_short(a.cwd))
+            parts.append((self.clipped(cwd[::-1], room)[::-1], "2"))
         self.write(self.painted(parts)[1] + "\n")
 
     # -- the live area -------------------------------------------------------
@@ -347,30 +354,36 @@ class DetailedUI(g.TerminalUI):
         return ["%s %s" % (self.glyph[glyph], t) for t in items if t]
 
     def reply(self, reply, step):
-        """A rule (step, task, progress count, confidence, clock), then each field that says something."""
+        """A rule (step, task, progress count, confidence, clock), then each field with text."""
         self.last_reply = reply
         done, current, remaining = progress_of(reply)
-        progress = self.marked("done", done) + self.marked("now", [current]) + self.marked("todo", remaining)
+        progress = self.marked("done", done) + self.marked("now", [current])
+        progress += self.marked("todo", remaining)
         title = "[%d] %s" % (self.iteration, as_text(reply.get("task")) or "(no task)")
-        title += " %s %d/%d" % (self.glyph["dot"], len(done), len(progress)) if progress else ""
-        conf = confidence_of(reply) if reply["tool_calls"] else None
-        right = [("confidence %d%%" % conf, band(conf))] if conf is not None else []
+        if progress:
+            title += " %s %d/%d" % (self.glyph["dot"], len(done), len(progress))
+        right = confidence_part(reply) if reply["tool_calls"] else []
         out = [self.rule((title, "1"), right + [(time.strftime("%H:%M:%S"), "2")])]
         goal = as_text(reply.get("goal"))
         if goal and goal != self.goal:
             self.goal = goal
             out.append(self.field_lines("goal", goal, "1"))
+        fields = self.fields(reply, progress)
+        out += [self.field_lines(label, text, code) for label, text, code in fields if text]
+        self.write("".join(out))
+
+    def fields(self, reply, progress):
+        """(label, text, colour) of the reply's fields under its rule, in order; "" says nothing."""
         blockers = as_list(reply.get("blockers"))
         if blockers and blockers[0].lower() in NO_BLOCKERS:
             blockers = []                       # "none", "n/a": nothing blocks
         thinking = (as_text(self.reasoning), as_text(reply.get("thinking")))
-        fields = (("exit", "  ".join(self.marked("bullet", as_list(reply.get("exit_conditions")))), None),
-                  ("progress", "  ".join(progress), None),
-                  ("thinking", " ".join(t for t in thinking if t), "2;3"),
-                  ("blockers", "; ".join(blockers), "31"),
-                  ("says", as_text(reply.get("response")) if reply["tool_calls"] else "", None))
-        out += [self.field_lines(label, text, code) for label, text, code in fields if text]
-        self.write("".join(out))
+        exits = self.marked("bullet", as_list(reply.get("exit_conditions")))
+        return (("exit", "  ".join(exits), None),
+                ("progress", "  ".join(progress), None),
+                ("thinking", " ".join(t for t in thinking if t), "2;3"),
+                ("blockers", "; ".join(blockers), "31"),
+                ("says", as_text(reply.get("response")) if reply["tool_calls"] else "", None))
 
     def invalid(self, content):
         """A reply that broke the contract: what the model said (capped), before the why."""
@@ -379,40 +392,50 @@ class DetailedUI(g.TerminalUI):
         self.write(self.field_lines("invalid", text[:600] + more, "31"))
 
     def tool_line(self, call):
+        """The opening line of a tool call's block."""
         detail = as_text(call.shown)
         if call.name == "write_file":
             detail += " (%d bytes)" % len(str(call.args.get("content", "")).encode("utf-8"))
         name = "[%d] %s " % (call.index + 1, call.name)
-        return self.paint("36", name) + clip(detail, self.width() - cells(name) - 5, self.glyph["more"])
+        detail = self.clipped(detail, self.width() - cells(name) - 5)
+        return "  %s %s%s\n" % (self.glyph["open"], self.paint("36", name), detail)
 
     def tool_start(self, call):
         with self.lock:
-            path = call.name == "read_file" and self.agent and g.canonical(self.agent.cwd, call.args.get("path"))
-            for name, _, skill_path in self.agent.skills_seen[1] if path else ():
-                if os.path.realpath(skill_path) == path:
-                    self.write("  %s %s\n" % (self.paint("35", "Skill:"), self.paint("1", as_text(name))))
-            self.write("  %s %s\n" % (self.glyph["open"], self.tool_line(call)))
+            skill = self.paint("35", "Skill:")
+            for name in self.skills_read(call):
+                self.write("  %s %s\n" % (skill, self.paint("1", as_text(name))))
+            self.write(self.tool_line(call))
             self.last_open = call.id
 
+    def skills_read(self, call):
+        """The names of the skills whose instructions the call reads."""
+        a = self.agent
+        if not a or call.name != "read_file":
+            return []
+        path = g.canonical(a.cwd, call.args.get("path"))
+        return [name for name, _, skill in a.skills_seen[1] if os.path.realpath(skill) == path]
+
     def tool_end(self, call, result):
+        """The first lines of the output, then └ [n] name ✓/✗ and the time the call took."""
         with self.lock:
-            out = []
-            if call.id != self.last_open:       # denied, or other lines came after its opening line
-                out.append("  %s %s\n" % (self.glyph["open"], self.tool_line(call)))
+            # denied, or other lines came after its opening line: open it again
+            out = [self.tool_line(call)] if call.id != self.last_open else []
             lines = as_text(result.output).splitlines()
-            side = "  %s " % self.glyph["side"]
-            for line in lines[:3]:
-                out.append(side + self.paint("2", clip(line, self.width() - 5, self.glyph["more"])) + "\n")
+            shown = [self.clipped(line, self.width() - 5) for line in lines[:3]]
             if len(lines) > 3:
-                out.append(side + self.paint("2", "%s %d more lines" % (self.glyph["more"], len(lines) - 3)) + "\n")
+                shown.append("%s %d more lines" % (self.glyph["more"], len(lines) - 3))
+            out += ["  %s %s\n" % (self.glyph["side"], self.paint("2", line)) for line in shown]
             took = max(0.0, result.finished - result.started)
             took = "%.2fs" % took if took < 10 else "%.1fs" % took
-            mark = self.paint("32", self.glyph["done"]) if result.ok else self.paint("31", self.glyph["fail"])
-            name = self.paint("36", "[%d] %s" % (call.index + 1, call.name))
-            out.append("  %s %s %s %s\n" % (self.glyph["close"], name, mark, took))
+            code, mark = ("32", "done") if result.ok else ("31", "fail")
+            name = "[%d] %s" % (call.index + 1, call.name)
+            out.append("  %s %s %s %s\n" % (self.glyph["close"], self.paint("36", name),
+                                            self.paint(code, self.glyph[mark]), took))
             self.write("".join(out))
 
     def step_finish(self, step, info):
+        """Under the step, dim: tokens in and out, reasoning, cost, time, an unusual finish."""
         n, a = info["tokens"], self.agent
         guess = "~" if a and not n["total"] and not n["input"] else ""    # no usage: estimated here
         if guess:
@@ -425,30 +448,29 @@ class DetailedUI(g.TerminalUI):
         parts += ["$%.4f" % info.get("cost", 0.0), "%.1fs" % info.get("duration", 0.0)]
         if info.get("finish_reason") not in (None, "stop"):
             parts.append("finish %s" % info["finish_reason"])
-        lines = wrap("%s %s" % (self.glyph["then"], (" %s " % self.glyph["dot"]).join(parts)), self.width() - 4)
+        text = "%s %s" % (self.glyph["then"], (" %s " % self.glyph["dot"]).join(parts))
+        lines = wrap(text, self.width() - 4)
         self.write("".join("  " + self.paint("2", line) + "\n" for line in lines))
 
     def answer(self, text):
-        right = [(time.strftime("%H:%M:%S"), "2"), ("%.1fs" % (time.time() - self.turn_started), "2")]
-        conf = confidence_of(self.last_reply)
-        if conf is not None:
-            right.append(("confidence %d%%" % conf, band(conf)))
+        took = "%.1fs" % (time.time() - self.turn_started)
+        right = [(time.strftime("%H:%M:%S"), "2"), (took, "2")] + confidence_part(self.last_reply)
         self.box("answer", text, right)
         self.last_reply = {}
         self.iteration = 0
 
     def resumed(self, agent):
         """What a resumed session holds: size, cost, working dir, the last answer."""
-        said = [m.get("content") for m in agent.messages[1:] if m.get("role") == "assistant"][-1:]
+        self.write("resumed session %s: %d messages, $%.4f spent, working dir %s\n" % (
+            agent.session.id, len(agent.messages) - 1, agent.ledger.cost_usd, as_text(agent.cwd)))
+        said = [m.get("content") for m in agent.messages[1:] if m.get("role") == "assistant"]
         try:
-            last = as_text(g.extract_json_object(str(said[0])).get("response")) if said else ""
-        except g.ContractError:
-            last = as_text(said[0])
-        self.write("resumed session %s: %d messages, $%.4f spent, working dir %s\n"
-                  % (agent.session.id, len(agent.messages) - 1, agent.cost_usd, as_text(agent.cwd)))
+            last = g.extract_json_object(str(said[-1])).get("response") if said else ""
+        except (g.ContractError, AttributeError):       # not a reply object: shown as it is
+            last = said[-1]
+        last = " ".join(as_text(last).split())
         if last:
-            last = clip("last answer: " + " ".join(last.split()), self.width(), self.glyph["more"])
-            self.write(self.paint("2", last) + "\n")
+            self.write(self.paint("2", self.clipped("last answer: " + last, self.width())) + "\n")
 
 
 HELP = """commands:
@@ -486,8 +508,8 @@ class Commands:
             raise g.UserError("/cd: no such directory: %s" % path)
         a.set_cwd(path)
         # The system prompt stays as it is (the provider caches it); the model learns from a note.
-        note = ("[/cd] The user changed the working directory to %s. Tools run there now and relative "
-                "paths resolve against it." % path)
+        note = ("[/cd] The user changed the working directory to %s. Tools run there now and "
+                "relative paths resolve against it." % path)
         for rules_path, text in g.find_project_rules(path):
             marker = "PROJECT RULES from %s:" % rules_path
             if not any(marker in str(m.get("content")) for m in a.messages):
@@ -498,20 +520,21 @@ class Commands:
     def resume(self, arg):
         if not arg:
             raise g.UserError("usage: /resume ID (see /sessions)")
-        sid = g.find_session(self.agent.cfg.data_dir, arg)
-        if sid == self.agent.session.id:
+        a = self.agent
+        sid = g.find_session(a.cfg.data_dir, arg)
+        if sid == a.session.id:
             return self.ui.write("already in session %s\n" % sid)
-        self.agent.session.close()
-        self.agent.open_session(g.Session(self.agent.cfg.data_dir, sid, warn=self.ui.notice), resume=True)
+        a.session.close()
+        a.open_session(g.Session(a.cfg.data_dir, sid, warn=self.ui.notice), resume=True)
         self.ui.goal = None
-        self.ui.resumed(self.agent)
+        self.ui.resumed(a)
 
     def compact(self, arg):
         if not self.agent.compact(keep=2):      # asked for: keep only the last exchange verbatim
             self.ui.write("nothing to compact: the history is already short\n")
 
     def cost(self, arg):
-        cfg = self.agent.cfg
+        ledger = self.agent.ledger
         if arg:
             try:
                 limit = float(arg.lstrip("$"))
@@ -519,16 +542,17 @@ class Commands:
                 limit = -1
             if not limit >= 0:
                 raise g.UserError("usage: /cost N (a limit in USD; 0 = no limit)")
-            cfg.cost_limit = limit
+            ledger.limit = limit
         self.ui.write("cost: $%.4f spent, limit %s\n" % (
-            self.agent.cost_usd, "$%.2f" % cfg.cost_limit if cfg.cost_limit > 0 else "none"))
+            ledger.cost_usd, "$%.2f" % ledger.limit if ledger.limit > 0 else "none"))
 
     def tools(self, arg):
-        for name, tool in self.agent.tools().items():
+        for name, tool in self.agent.runner.tools().items():
             ask = name in g.NEEDS_APPROVAL or name not in g.TOOLS     # an MCP tool asks too
             ask = ask and not self.agent.cfg.always_approve
             doc = g.tool_line(name, self.agent.cfg.bash_timeout, tool).partition(" ")[2]
-            self.ui.write(self.ui.field_lines(name, as_text(doc + (" [asks first]" if ask else ""))))
+            doc += " [asks first]" if ask else ""
+            self.ui.write(self.ui.field_lines(name, as_text(doc)))
 
 
 def interactive(args, cfg):
@@ -537,15 +561,18 @@ def interactive(args, cfg):
     ui.agent = agent
     if args.resume or args.cont:
         ui.resumed(agent)
+    commands = Commands(agent, ui).table()
     try:
-        return g.repl(agent, ui, commands=Commands(agent, ui).table(), help_text=HELP, before_prompt=ui.between_turns,
+        return g.repl(agent, ui, commands=commands, help_text=HELP, before_prompt=ui.between_turns,
                       prog="grok-detailed", first=" ".join(args.message))
     finally:
-        s, dot = agent.session, ui.glyph["dot"]
-        lines = ["Session saved: " + home_short(s.path)] if len(agent.messages) > 1 and not s.disabled else []
-        lines.append("Session %s %s $%.4f %s %d tool%s" % (s.id, dot, agent.cost_usd, dot, agent.tool_count,
-                                                          "s" * (agent.tool_count != 1)))
-        ui.write("".join(ui.paint("2", part) + "\n" for line in lines for part in wrap(line, ui.width())))
+        s, n, dot = agent.session, agent.runner.tool_count, ui.glyph["dot"]
+        saved = len(agent.messages) > 1 and not s.disabled
+        lines = ["Session saved: " + home_short(s.path)] * saved
+        tools = "%d tool%s" % (n, "s" * (n != 1))
+        lines.append("Session %s %s $%.4f %s %s" % (s.id, dot, agent.ledger.cost_usd, dot, tools))
+        lines = [part for line in lines for part in wrap(line, ui.width())]
+        ui.write("".join(ui.paint("2", line) + "\n" for line in lines))
         agent.close()
 
 
@@ -664,8 +691,8 @@ Turn the user's request into goal.md: a clear, safe goal the planner can work fr
 
 STATIC_PROMPTS = (("Agents.md", AGENTS_MD), ("interview.md", INTERVIEW_MD))
 # step -> the role named in the prompts and the display; a step writes the file STEP.md
-STEP_ROLES = {"goal": "interviewer", "planner": "planner", "executor": "executor", "result": "execution",
-              "reviewer": "reviewer", "final_report": "reporter"}
+STEP_ROLES = {"goal": "interviewer", "planner": "planner", "executor": "executor",
+              "result": "execution", "reviewer": "reviewer", "final_report": "reporter"}
 STEPS = tuple(STEP_ROLES)
 LOOP_STEPS = ("planner", "executor", "result", "reviewer")
 GENERATED = [step + ".md" for step in STEPS] + ["meta.json"]
@@ -673,20 +700,29 @@ INCLUDE_CAP = 40000         # characters of one workspace file quoted in a step 
 
 
 def capped(text):
-    """A workspace file as quoted in a prompt: at most INCLUDE_CAP characters, saying what was left out."""
+    """A workspace file as quoted in a prompt: at most INCLUDE_CAP characters, saying so."""
     if len(text) <= INCLUDE_CAP:
         return text
     return text[:INCLUDE_CAP] + "\n[... %d more characters not shown]" % (len(text) - INCLUDE_CAP)
 
 
-PARTIAL_MARK = "<!-- grok-agent: partial report: the maximum of %d loop(s) was reached before the goal was complete -->"
+PARTIAL_MARK = ("<!-- grok-agent: partial report: the maximum of %d loop(s) was reached "
+                "before the goal was complete -->")
 
 LANGUAGE_RULE = (
-    "LANGUAGE: write the file and every message in the language of the user's own words quoted below "
-    "(the user's latest input), never in English unless the user wrote English; keep the user's terms. "
-    "Only the VERDICT keywords stay in English.")
-REPLY_RULE = ("OUTPUT: reply with tool_calls [], done true, and `response` = the complete markdown of %s "
-              "(no code fence around it, nothing else).")
+    "LANGUAGE: write the file and every message in the language of the user's own words quoted "
+    "below (the user's latest input), never in English unless the user wrote English; keep the "
+    "user's terms. Only the VERDICT keywords stay in English.")
+REPLY_RULE = ("OUTPUT: reply with tool_calls [], done true, and `response` = the complete markdown "
+              "of %s (no code fence around it, nothing else).")
+EXECUTE = ("Do the work that executor.md below describes, with your tools, now. When you are done "
+           "or blocked, reply with tool_calls [], done true, and `response` = what you did, what "
+           "you found, what changed and what is left.")
+QUESTIONS = {
+    True: "QUESTIONS: the user is at the terminal. Ask with ask_user only what you must know "
+          "(see interview.md); none if the request is clear.",
+    False: "QUESTIONS: nobody can answer now (no terminal). Do not call ask_user: assume, and "
+           "list the assumptions in goal.md."}
 
 
 class AgentStopped(g.AgentError):
@@ -737,6 +773,17 @@ def fenced(text):
     return "%s\n%s\n%s" % (fence, text.rstrip("\n"), fence)
 
 
+def result_text(answer, calls, error):
+    """result.md: the answer, each tool call with its output, why the execution ended early."""
+    parts = [answer.strip()]
+    for i, (name, shown, output, ok) in enumerate(calls, 1):
+        mark = "✓" if ok else "✗"
+        parts.append("### [%d] %s %s %s\n\n%s" % (i, mark, name, shown[:300], fenced(output)))
+    if error:
+        parts.append("⚠ %s" % error)
+    return "\n\n---\n\n".join(p for p in parts if p) + "\n"
+
+
 class Workspace:
     """GROK_AGENT_DIR: the static prompts, the generated files and meta.json."""
 
@@ -754,7 +801,8 @@ class Workspace:
                 os.makedirs(self.dir, mode=0o700)
                 os.chmod(self.dir, 0o700)
         except OSError as e:
-            raise g.UserError("cannot create the agent workspace %s: %s" % (self.dir, e.strerror or e))
+            why = e.strerror or e
+            raise g.UserError("cannot create the agent workspace %s: %s" % (self.dir, why))
         for name, text in STATIC_PROMPTS:
             if self.read(name) is None:
                 self.write(name, text)
@@ -823,20 +871,22 @@ def meta_ok(meta):
     """meta.json has every field, of the type the harness writes, and the hash of its goal."""
     if not isinstance(meta, dict) or meta.get("version") != 1:
         return False
-    goal, loop, steps, cost = meta.get("goal"), meta.get("loop"), meta.get("steps"), meta.get("cost_usd", 0)
-    if not (isinstance(goal, str) and goal.strip() and meta.get("goal_hash") == goal_hash(goal)):
-        return False
+    goal, loop, cost = meta.get("goal"), meta.get("loop"), meta.get("cost_usd", 0)
+    steps = meta.get("steps")
     records = list(steps.values()) if isinstance(steps, dict) else None
-    return (isinstance(loop, int) and loop >= 1 and isinstance(cost, (int, float)) and 0 <= cost < 1e6
-            and list_of(records, dict) and all(isinstance(r.get("verdict", ""), str) for r in records)
-            and list_of(meta.get("loops"), dict) and list_of(meta.get("sessions"), str))
+    return all((isinstance(goal, str) and goal.strip() and meta.get("goal_hash") == goal_hash(goal),
+                isinstance(loop, int) and loop >= 1,
+                isinstance(cost, (int, float)) and 0 <= cost < 1e6,
+                list_of(records, dict) and list_of([r.get("verdict", "") for r in records], str),
+                list_of(meta.get("loops"), dict),
+                list_of(meta.get("sessions"), str)))
 
 
 def new_meta(goal):
     now = g.now_iso()
-    return {"version": 1, "goal_hash": goal_hash(goal), "goal": goal.strip(), "loop": 1, "max_loops": 0,
-            "step": "goal", "status": "running", "created": now, "updated": now, "cost_usd": 0.0,
-            "steps": {}, "loops": [], "sessions": []}
+    return {"version": 1, "goal_hash": goal_hash(goal), "goal": goal.strip(), "loop": 1,
+            "max_loops": 0, "step": "goal", "status": "running", "created": now, "updated": now,
+            "cost_usd": 0.0, "steps": {}, "loops": [], "sessions": []}
 
 
 class AgentModeUI(DetailedUI):
@@ -855,9 +905,10 @@ class AgentModeUI(DetailedUI):
     def approve(self, call):
         answer = DetailedUI.approve(self, call)
         if answer not in ("yes", "always"):
-            raise AgentStopped("unsafe: the %s call %s was refused, so the workflow stops. Run "
-                               "`grok-detailed --agent` again to retry the step (-y allows the tools), "
-                               "or give a new goal." % (call.name, json.dumps(call.shown[:200])))
+            raise AgentStopped(
+                "unsafe: the %s call %s was refused, so the workflow stops. Run `grok-detailed "
+                "--agent` again to retry the step (-y allows the tools), or give a new goal."
+                % (call.name, json.dumps(call.shown[:200])))
         return answer
 
     def ask_user(self, question, options):
@@ -877,29 +928,28 @@ class AgentRun:
 
     # -- the goal and the state ------------------------------------------------
     def open(self):
+        """meta.json as it is, rebuilt from the files, or new: a new goal starts over."""
         self.ws.prepare(self.ui.notice)
         given = (self.args.agent or "").strip()
         meta, problem = self.ws.load_meta()
         if problem:
-            self.ui.notice("warning: %s is invalid (%s): recreating it" % (self.ws.path("meta.json"), problem))
+            where = self.ws.path("meta.json")
+            self.ui.notice("warning: %s is invalid (%s): recreating it" % (where, problem))
         if meta is None and self.ws.has_generated():
             meta = self.recover()
-            if meta is None:
-                self.ui.notice("no usable goal.md to recover from: starting over")
-                self.ws.reset()
         if given and meta is not None and meta["goal_hash"] != goal_hash(given):
-            self.ui.notice("a new goal: deleting the generated files of the previous one in %s" % self.ws.dir)
+            self.ui.notice("a new goal: deleting the generated files of the previous one in %s"
+                           % self.ws.dir)
             self.ws.reset()
             meta = None
-        if meta is None:
-            meta = new_meta(given or self.ask_goal())
-        meta["max_loops"] = self.max_loops
-        self.meta = meta
+        self.meta = meta or new_meta(given or self.ask_goal())
+        self.meta["max_loops"] = self.max_loops
         self.save()
 
     def ask_goal(self):
         if sys.stdin.isatty():
-            self.ui.write(self.ui.paint("1", "What should the agent do?") + " (describe the goal; Ctrl-D cancels)\n")
+            ask = self.ui.paint("1", "What should the agent do?")
+            self.ui.write(ask + " (describe the goal; Ctrl-D cancels)\n")
             try:
                 text = input("goal> ")
             except EOFError:
@@ -907,14 +957,17 @@ class AgentRun:
         else:
             text = sys.stdin.read()
         if not text.strip():
-            raise g.UserError('no goal: run grok-detailed --agent "GOAL" (or pipe the goal on stdin)')
+            raise g.UserError('no goal: run grok-detailed --agent "GOAL" '
+                              '(or pipe the goal on stdin)')
         return text.strip()
 
     def recover(self):
         """meta.json rebuilt from the files present: goal.md's quoted words, archived loops,
-        then the loop files up to the first missing one."""
+        then the loop files up to the first missing one; None (and the files go) without them."""
         words = unquote_block(self.ws.read("goal.md"))
         if not words:
+            self.ui.notice("no usable goal.md to recover from: starting over")
+            self.ws.reset()
             return None
         meta = new_meta(words)
         loop = 1
@@ -926,7 +979,7 @@ class AgentRun:
                 break
             mtime = os.path.getmtime(self.ws.path(step + ".md"))
             stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(mtime))
-            meta["steps"][step] = {"loop": loop, "started": stamp, "finished": stamp, "recovered": True}
+            meta["steps"][step] = dict(loop=loop, started=stamp, finished=stamp, recovered=True)
         if "reviewer" in meta["steps"]:
             meta["steps"]["reviewer"]["verdict"] = parse_verdict(self.ws.read("reviewer.md"))
         todo = [s for s in STEPS if s not in meta["steps"]]
@@ -936,28 +989,29 @@ class AgentRun:
 
     def save(self):
         if self.agent is not None:
-            self.meta["cost_usd"] = round(self.agent.cost_usd, 8)
+            self.meta["cost_usd"] = round(self.agent.ledger.cost_usd, 8)
         self.ws.save_meta(self.meta)
 
     # -- the run -----------------------------------------------------------------
     def run(self):
         self.open()
-        contract = g.Contract(DETAILED.name, DETAILED.extra_properties,
-                              DETAILED.extra_prompt + "\n\nAGENT MODE: you work under this controller "
-                              "(Agents.md from the workspace):\n\n" + capped(self.ws.read("Agents.md")),
-                              DETAILED.max_tokens)
+        controller = ("\n\nAGENT MODE: you work under this controller (Agents.md from the "
+                      "workspace):\n\n" + capped(self.ws.read("Agents.md")))
+        contract = DETAILED._replace(extra_prompt=DETAILED.extra_prompt + controller)
         self.agent = self.ui.agent = g.Agent(self.cfg, self.ui, contract)   # the ui reads it too
-        self.agent.cost_usd = float(self.meta.get("cost_usd") or 0.0)     # COST_LIMIT covers the whole goal
+        # COST_LIMIT covers the whole goal
+        self.agent.ledger.cost_usd = float(self.meta.get("cost_usd") or 0.0)
         self.meta["sessions"].append(self.agent.session.id)
         try:
             return self.drive()
         except (KeyboardInterrupt, g.Cancelled, g.Terminated) as e:
             self.meta["status"] = "interrupted"
             self.save()
+            by_signal = isinstance(e, g.Terminated)
             self.ui.notice("%s at %s (loop %d): run `grok-detailed --agent` to resume there" % (
-                "terminated by signal %d" % e.args[0] if isinstance(e, g.Terminated) else "interrupted",
+                "terminated by signal %d" % e.args[0] if by_signal else "interrupted",
                 self.meta["step"], self.meta["loop"]))
-            if isinstance(e, g.Terminated):
+            if by_signal:
                 raise
             return 130
         except g.GrokError as e:
@@ -965,8 +1019,8 @@ class AgentRun:
             self.meta["error"] = g.scrub(str(e))
             self.save()
             if not isinstance(e, AgentStopped):
-                self.ui.notice("agent mode failed at %s (loop %d); run `grok-detailed --agent` again to resume "
-                               "there" % (self.meta["step"], self.meta["loop"]))
+                self.ui.notice("agent mode failed at %s (loop %d); run `grok-detailed --agent` "
+                               "again to resume there" % (self.meta["step"], self.meta["loop"]))
             raise
         finally:
             self.agent.close()
@@ -974,7 +1028,7 @@ class AgentRun:
     def drive(self):
         m = self.meta
         self.ui.write(self.ui.paint("1", "agent mode") + " · %s · up to %d loops · %s\n"
-                      % (self.ws.dir, self.max_loops, self.agent.model))
+                      % (self.ws.dir, self.max_loops, self.agent.link.model))
         self.ui.write("goal: %s\n" % as_text(" ".join(m["goal"].split())[:160]))
         todo = [s for s in STEPS if not self.done(s)]
         if m["steps"] and todo:
@@ -985,22 +1039,19 @@ class AgentRun:
                 self.ensure(step)
             verdict = self.verdict()
             if verdict == "unsafe":
-                raise AgentStopped("unsafe: the reviewer judged the work unsafe in loop %d, so the workflow stops "
-                                   "and nothing more is run. Read %s; give a new goal to start over."
-                                   % (m["loop"], self.ws.path("reviewer.md")))
+                raise AgentStopped(
+                    "unsafe: the reviewer judged the work unsafe in loop %d, so the workflow stops "
+                    "and nothing more is run. Read %s; give a new goal to start over."
+                    % (m["loop"], self.ws.path("reviewer.md")))
             if verdict == "complete" or m["loop"] >= self.max_loops:
-                partial = verdict != "complete"
-                self.ensure("final_report", partial=partial)
-                m["status"] = "max_loops" if partial else "complete"
-                m.pop("error", None)
-                self.save()
-                return self.show_report(partial)
+                return self.finish(partial=verdict != "complete")
             self.next_loop(verdict)
 
     def recorded(self, step):
         """meta.json says the step finished (in this loop, for a loop step)."""
-        rec = self.meta["steps"].get(step)
-        return bool(rec and rec.get("finished") and (step == "goal" or rec.get("loop") == self.meta["loop"]))
+        rec = self.meta["steps"].get(step) or {}
+        this_loop = step == "goal" or rec.get("loop") == self.meta["loop"]
+        return bool(rec.get("finished") and this_loop)
 
     def done(self, step):
         return self.recorded(step) and self.ws.exists(step + ".md")
@@ -1021,16 +1072,15 @@ class AgentRun:
         self.ws.write(name, text)
         rec["finished"] = g.now_iso()
         self.save()
-        size = len(text.encode("utf-8"))
-        self.ui.write(self.ui.paint("32", "✓ %s" % name) + self.ui.paint("90", " · %d bytes · $%.4f\n"
-                                                                        % (size, self.agent.cost_usd)))
+        size = " · %d bytes · $%.4f\n" % (len(text.encode("utf-8")), self.agent.ledger.cost_usd)
+        self.ui.write(self.ui.paint("32", "✓ %s" % name) + self.ui.paint("90", size))
 
     def header(self, step):
         where = "loop %d/%d · " % (self.meta["loop"], self.max_loops) if step in LOOP_STEPS else ""
         a = self.agent
-        ctx = "context %.1f%%" % a.context_pct() if a.window_known else "window unknown"
+        ctx = "context %.1f%%" % a.context_pct() if a.link.window_known else "window unknown"
         line = "── agent · %s%s → %s · $%.4f · %s ──" % (where, STEP_ROLES[step], step + ".md",
-                                                        a.cost_usd, ctx)
+                                                        a.ledger.cost_usd, ctx)
         self.ui.write("\n" + self.ui.paint("1;36", line) + "\n")
 
     def verdict(self):
@@ -1042,7 +1092,7 @@ class AgentRun:
         return verdict
 
     def next_loop(self, verdict):
-        """Archive this loop's files in loops/N/, start loop N+1; crash-safe: copy, record, delete."""
+        """Archive this loop in loops/N/ and start loop N+1; crash-safe: copy, record, delete."""
         m = self.meta
         n = m["loop"]
         for step in LOOP_STEPS:
@@ -1057,72 +1107,75 @@ class AgentRun:
         for step in STEPS[1:]:
             self.ws.remove(step + ".md")
 
-    def show_report(self, partial):
+    def finish(self, partial):
+        """The final report, written and shown; the exit code: 3 if it is partial."""
+        self.ensure("final_report", partial=partial)
+        self.meta["status"] = "max_loops" if partial else "complete"
+        self.meta.pop("error", None)
+        self.save()
         path = self.ws.path("final_report.md")
-        text = self.ws.read("final_report.md") or ""
+        text = g.visible((self.ws.read("final_report.md") or "").rstrip())
         note = " (partial: the maximum of %d loops was reached)" % self.max_loops if partial else ""
-        self.ui.write("\n%s%s\n\n%s\n" % (self.ui.paint("1", "final report: " + path), note, g.visible(text.rstrip())))
+        self.ui.write("\n%s%s\n\n%s\n" % (self.ui.paint("1", "final report: " + path), note, text))
         return 3 if partial else 0
 
     # -- the step prompts ----------------------------------------------------------
     def prompt(self, step, body):
         """A step message: what runs, the language rule, the user's words verbatim, the inputs."""
-        where = " · loop %d of %d" % (self.meta["loop"], self.max_loops) if step in LOOP_STEPS else ""
+        m = self.meta
+        where = " · loop %d of %d" % (m["loop"], self.max_loops) if step in LOOP_STEPS else ""
         parts = ["[agent mode] step: %s%s · writes %s" % (STEP_ROLES[step], where, step + ".md"),
                  "Play the %s role of Agents.md." % STEP_ROLES[step], LANGUAGE_RULE,
-                 "THE USER'S WORDS (verbatim):\n<<<\n%s\n>>>" % self.meta["goal"]]
+                 "THE USER'S WORDS (verbatim):\n<<<\n%s\n>>>" % m["goal"]]
         return "\n\n".join(parts + body)
 
-    def include(self, label, *names):
+    def include(self, *names, label=None):
+        """A workspace file quoted in a step prompt, under its label (its name by default)."""
+        label = label or names[-1]
         text = self.ws.read(*names)
         if text is None:
             return "===== %s: missing =====" % label
-        return "===== %s =====\n%s\n===== end of %s =====" % (label, capped(text).strip("\n"), label)
+        text = capped(text).strip("\n")
+        return "===== %s =====\n%s\n===== end of %s =====" % (label, text, label)
 
-    def generate(self, step, body):
+    def converse(self, step, body):
         """One fresh conversation per step, built from the files only: a resumed step sees
         what it would have seen without the interruption."""
         self.agent.reset([])
         self.ui.calls = []
-        return strip_fence(self.agent.run_turn(self.prompt(step, body)))
+        return self.agent.run_turn(self.prompt(step, body))
+
+    def generate(self, step, body):
+        """A step whose reply is its file."""
+        return strip_fence(self.converse(step, body + [REPLY_RULE % (step + ".md")]))
 
     def make_goal(self, rec):
-        questions = ("QUESTIONS: the user is at the terminal. Ask with ask_user only what you must know "
-                     "(see interview.md); none if the request is clear." if self.ui.can_ask else
-                     "QUESTIONS: nobody can answer now (no terminal). Do not call ask_user: assume, and "
-                     "list the assumptions in goal.md.")
-        self.agent.tool_names = ["ask_user"]        # the interview runs no tools
+        self.agent.runner.tool_names = ["ask_user"]        # the interview runs no tools
         try:
-            text = self.generate("goal", [self.include("interview.md", "interview.md"), questions,
-                                          REPLY_RULE % "goal.md"])
+            text = self.generate("goal", [self.include("interview.md"), QUESTIONS[self.ui.can_ask]])
         finally:
-            self.agent.tool_names = list(g.TOOLS)
+            self.agent.runner.tool_names = list(g.TOOLS)
         # The user's words lead goal.md, so a lost meta.json can be rebuilt from the files.
         return "%s\n\n%s\n" % (quote_block(self.meta["goal"]), text)
 
     def make_planner(self, rec):
-        body = [self.include("goal.md", "goal.md")]
+        body = [self.include("goal.md")]
         prev = str(self.meta["loop"] - 1)
         if self.meta["loop"] > 1:
-            body += [self.include("the plan of loop %s" % prev, "loops", prev, "planner.md"),
-                     self.include("the review of loop %s" % prev, "loops", prev, "reviewer.md"),
+            body += [self.include("loops", prev, "planner.md", label="the plan of loop " + prev),
+                     self.include("loops", prev, "reviewer.md", label="the review of loop " + prev),
                      "Update the tasks for this loop from that review."]
-        return self.generate("planner", body + [REPLY_RULE % "planner.md"]) + "\n"
+        return self.generate("planner", body) + "\n"
 
     def make_executor(self, rec):
-        return self.generate("executor", [self.include("goal.md", "goal.md"), self.include("planner.md", "planner.md"),
-                                          REPLY_RULE % "executor.md"]) + "\n"
+        body = [self.include("goal.md"), self.include("planner.md")]
+        return self.generate("executor", body) + "\n"
 
     def make_result(self, rec):
-        """The execution: a normal engine turn with tools and approvals; result.md is its raw output."""
-        body = ["Do the work that executor.md below describes, with your tools, now. When you are done or "
-                "blocked, reply with tool_calls [], done true, and `response` = what you did, what you found, "
-                "what changed and what is left.", self.include("executor.md", "executor.md")]
-        self.agent.reset([])
-        self.ui.calls = []
+        """The execution: an engine turn with tools and approvals; result.md is its raw output."""
         error = None
         try:
-            answer = self.agent.run_turn(self.prompt("result", body))
+            answer = self.converse("result", [EXECUTE, self.include("executor.md")])
         except AgentStopped:
             raise
         except g.AgentError as e:
@@ -1132,38 +1185,33 @@ class AgentRun:
             answer, error = "", g.scrub(str(e))
             self.ui.notice("the execution ended early: %s" % error)
         rec["empty"] = not answer.strip() and not self.ui.calls
-        parts = [answer.strip()]
-        for i, (name, shown, output, ok) in enumerate(self.ui.calls):
-            parts.append("### [%d] %s %s %s\n\n%s" % (i + 1, "✓" if ok else "✗", name, shown[:300], fenced(output)))
-        if error:
-            parts.append("⚠ %s" % error)
-        return "\n\n---\n\n".join(p for p in parts if p) + "\n"
+        return result_text(answer, self.ui.calls, error)
 
     def make_reviewer(self, rec):
-        body = [self.include("goal.md", "goal.md"), self.include("planner.md", "planner.md"),
-                self.include("result.md", "result.md")]
+        body = [self.include("goal.md"), self.include("planner.md"), self.include("result.md")]
         result = self.ws.read("result.md") or ""
         if self.meta["steps"]["result"].get("empty") or not result.strip():
-            body.append("NOTE: the result is EMPTY: the execution produced no answer and no tool output. "
-                        "Say so in the review.")
-        body.append("End with the verdict line: `VERDICT: complete`, `VERDICT: continue` or `VERDICT: unsafe` "
-                    "(this is loop %d of %d)." % (self.meta["loop"], self.max_loops))
-        text = self.generate("reviewer", body + [REPLY_RULE % "reviewer.md"])
+            body.append("NOTE: the result is EMPTY: the execution produced no answer and no tool "
+                        "output. Say so in the review.")
+        body.append("End with the verdict line: `VERDICT: complete`, `VERDICT: continue` or "
+                    "`VERDICT: unsafe` (this is loop %d of %d)."
+                    % (self.meta["loop"], self.max_loops))
+        text = self.generate("reviewer", body)
         rec["verdict"] = parse_verdict(text)
         return text + "\n"
 
     def make_final_report(self, rec, partial=False):
-        body = [self.include("goal.md", "goal.md")]
-        body += [self.include("the review of loop %s" % old["loop"], "loops", str(old["loop"]), "reviewer.md")
-                 for old in self.meta["loops"]]
-        body += [self.include("planner.md (the last loop)", "planner.md"),
-                 self.include("result.md (the last loop)", "result.md"),
-                 self.include("reviewer.md (the last loop)", "reviewer.md")]
+        body = [self.include("goal.md")]
+        for n in (str(old["loop"]) for old in self.meta["loops"]):
+            body.append(self.include("loops", n, "reviewer.md", label="the review of loop " + n))
+        body += [self.include(name, label=name + " (the last loop)")
+                 for name in ("planner.md", "result.md", "reviewer.md")]
         if partial:
-            body.append("PARTIAL: the maximum of %d loop(s) was reached before the goal was complete. Say so at "
-                        "the top of the report (in the user's language) and say what is missing." % self.max_loops)
+            body.append("PARTIAL: the maximum of %d loop(s) was reached before the goal was "
+                        "complete. Say so at the top of the report (in the user's language) and "
+                        "say what is missing." % self.max_loops)
         rec["partial"] = partial
-        text = self.generate("final_report", body + [REPLY_RULE % "final_report.md"])
+        text = self.generate("final_report", body)
         return (PARTIAL_MARK % self.max_loops + "\n\n" if partial else "") + text + "\n"
 
 
@@ -1171,8 +1219,10 @@ def run_agent_mode(args, cfg):
     if args.max_loops < 1:
         raise g.UserError("--max-loops must be 1 or more")
     if args.resume or args.cont:
-        raise g.UserError("--resume/--continue do not apply to --agent: it resumes from its workspace")
-    ws = Workspace(os.path.abspath(os.path.expanduser(os.environ.get("GROK_AGENT_DIR") or "~/.grok_agent")))
+        raise g.UserError("--resume/--continue do not apply to --agent: "
+                          "it resumes from its workspace")
+    where = os.environ.get("GROK_AGENT_DIR") or "~/.grok_agent"
+    ws = Workspace(os.path.abspath(os.path.expanduser(where)))
     cfg.read_dirs.append(ws.dir)        # read_file/list_files there run without asking
     return AgentRun(args, cfg, ws).run()
 
@@ -1191,10 +1241,11 @@ def main(argv=None):
         p.add_argument("--agent", nargs="?", const="", metavar="GOAL",
                        help="agent mode: plan, execute and review GOAL through markdown files "
                             "in $GROK_AGENT_DIR (default ~/.grok_agent)")
-        p.add_argument("--max-loops", type=int, default=5, metavar="N", help="agent mode: at most N loops (default 5)")
+        p.add_argument("--max-loops", type=int, default=5, metavar="N",
+                       help="agent mode: at most N loops (default 5)")
         args = p.parse_args(argv)
-        cfg = g.Config(model=args.model, cwd=args.cwd, always_approve=args.always_approve, effort=args.effort,
-                       sandbox=args.sandbox, net=args.sandbox_network)
+        cfg = g.Config(model=args.model, cwd=args.cwd, always_approve=args.always_approve,
+                       effort=args.effort, sandbox=args.sandbox, net=args.sandbox_network)
         if args.agent is not None:
             return run_agent_mode(args, cfg)
         return interactive(args, cfg)
