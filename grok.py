@@ -208,7 +208,7 @@ class Config:
         share = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
         data = os.environ.get("GROK_DATA_DIR") or os.path.join(share, "grok-agent")
         self.data_dir = os.path.expanduser(data)
-        self.read_dirs = [self.skills_dir]      # read_file/list_files run there unasked, as in cwd
+        self.read_dirs = (self.skills_dir,)     # read_file/list_files run there unasked, as in cwd
 
     @staticmethod
     def number(name, default, most=1e6):
@@ -1258,7 +1258,11 @@ def alive(pid, send=os.kill):
         return not isinstance(e, ProcessLookupError)
 
 
-ToolContext = namedtuple("ToolContext", "cwd sandbox bash_timeout procs env cancel ask search withdraw")
+# What a tool gets to run a call, never the agent: the call's cwd and sandbox, bash's timeout, the
+# set of commands running (a stop kills them), the environment for tools (no API key), the turn's
+# cancel Event, ask(question, options), search(query) paid by the session, withdraw(name, reason).
+ToolContext = namedtuple("ToolContext", "cwd sandbox bash_timeout procs env cancel ask search "
+                                        "withdraw")
 
 
 def tool_bash(args, ctx):
@@ -1384,7 +1388,8 @@ def tool_list_files(args, ctx):
         name = entry.name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
         try:
             line = ("link %s -> %s" % (name, os.readlink(entry.path)) if entry.is_symlink()
-                    else "dir  %s/" % name if entry.is_dir() else "file %s %d" % (name, entry.stat().st_size))
+                    else "dir  %s/" % name if entry.is_dir()
+                    else "file %s %d" % (name, entry.stat().st_size))
         except OSError:
             line = "?    %s" % name
         lines.append(line)
@@ -1398,7 +1403,8 @@ def tool_ask_user(args, ctx):
     options = [str(o) for o in (options if isinstance(options, list) else [options])]
     answer = ctx.ask(args["question"], options)
     if answer is None:
-        return ToolResult("no user available in this mode: decide yourself and say what you assumed", ok=False)
+        return ToolResult("no user available in this mode: decide yourself and say what you "
+                          "assumed", ok=False)
     return ToolResult("the user answered: %s" % answer)
 
 
@@ -1409,14 +1415,17 @@ def tool_web_search(args, ctx):
         return ToolResult("not run: %s; answer with what you have" % e, ok=False)
     except HTTPStatusError as e:
         if e.status in (404, 405, 410, 501):
-            return ctx.withdraw("web_search", "the server has no Responses API (HTTP %d)" % e.status)
-        return ToolResult("web search failed: HTTP %d: %s" % (e.status, e.server_message()), ok=False)
-    except (TransientError, UserError, ContractError) as e:        # ContractError: the reply was too large
+            why = "the server has no Responses API (HTTP %d)" % e.status
+            return ctx.withdraw("web_search", why)
+        failed = "HTTP %d: %s" % (e.status, e.server_message())
+        return ToolResult("web search failed: " + failed, ok=False)
+    except (TransientError, UserError, ContractError) as e:        # ContractError: too long a reply
         return ToolResult("web search failed: %s" % e, ok=False)
     text, urls = responses_answer(obj if isinstance(obj, dict) else {})
     if not text:
         return ToolResult("web search returned no answer", ok=False)
-    return ToolResult(text + ("\n\nSources:\n" + "\n".join("- " + u for u in urls[:20]) if urls else ""))
+    sources = "\n\nSources:\n" + "\n".join("- " + u for u in urls[:20]) if urls else ""
+    return ToolResult(text + sources)
 
 
 def responses_answer(obj):
@@ -1444,14 +1453,16 @@ class Tool(namedtuple("Tool", "run doc args input", defaults=(None,))):
 
 
 TOOLS = {
-    "bash": Tool(tool_bash, "run a shell command in the working directory; stdout+stderr, exit code if non-zero "
-                 "(timeout %ds)", {"command": "string"}),
-    "web_search": Tool(tool_web_search, "search the web; an answer with source URLs", {"query": "string"}),
-    "read_file": Tool(tool_read_file, "read a text file (relative to the working directory)", {"path": "string"}),
+    "bash": Tool(tool_bash, "run a shell command in the working directory; stdout+stderr, exit "
+                 "code if non-zero (timeout %ds)", {"command": "string"}),
+    "web_search": Tool(tool_web_search, "search the web; an answer with source URLs",
+                       {"query": "string"}),
+    "read_file": Tool(tool_read_file, "read a text file (relative to the working directory)",
+                      {"path": "string"}),
     "write_file": Tool(tool_write_file, "create or overwrite a file (parent dirs are created)",
                        {"path": "string", "content": "string"}),
-    "list_files": Tool(tool_list_files, "list a directory (default: the working directory): type, name, size",
-                       {"path": "string?"}),
+    "list_files": Tool(tool_list_files, "list a directory (default: the working directory): type, "
+                       "name, size", {"path": "string?"}),
     "ask_user": Tool(tool_ask_user, "ask the user when only they can decide",
                      {"question": "string", "options": "array?"}),
 }
@@ -2045,13 +2056,11 @@ class Ledger:
             self.turn[key] += result.cost if key == "cost" else result.tokens[key]
 
     def reserve(self, estimate=0.0):
-        """Before every paid request: LimitReached if the limit is reached or `estimate` USD more
-        would pass it."""
+        """Before each paid request: LimitReached at the limit or if `estimate` USD more passes it."""
         with self.lock:
             spent, limit = self.cost_usd + self.reserved, self.limit
             if 0 < limit <= spent:
-                raise LimitReached("cost limit reached: $%.4f of $%.2f (COST_LIMIT)"
-                                   % (spent, limit))
+                raise LimitReached("cost limit reached: $%.4f of $%.2f (COST_LIMIT)" % (spent, limit))
             if 0 < limit < spent + estimate:
                 raise LimitReached("it would pass the cost limit: $%.4f spent or reserved, about "
                                    "$%.2f more, of $%.2f (COST_LIMIT)" % (spent, estimate, limit))
@@ -2110,8 +2119,7 @@ class Link:
                 if not self.fall_back(e, contract):
                     raise e.overflow() or self.api_error(e)
             else:
-                done = isinstance(obj, ChatResult)
-                return obj if done else parse_chat_reply(obj, ui and ui.thought)
+                return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, ui and ui.thought)
 
     def payload(self, messages, tools, model, max_tokens, stream):
         """A chat request's body; the kind of a stored message is not sent."""
@@ -2155,8 +2163,7 @@ class Link:
         rejected = [k for k in self.optional if bad and e.mentions(k, k.replace("_", ""))]
         if rejected:
             self.optional = {k: v for k, v in self.optional.items() if k not in rejected}
-            self.notice("the server rejected %s: not sent for the rest of the session"
-                        % ", ".join(rejected))
+            self.notice("the server rejected %s: not sent for the rest of the session" % ", ".join(rejected))
             return True
         if self.stream and bad and e.mentions("stream") and not e.overflow():
             self.stream = False
@@ -2187,8 +2194,8 @@ class Link:
         """A web search (the Responses API's tool), paid through the ledger: the server's reply."""
         payload = {"model": self.model, "input": [{"role": "user", "content": query}],
                    "tools": [{"type": "web_search"}]}
-        post = (lambda: self.client.post("/responses", payload, cancel=self.cancel))
-        return self.ledger.paid(post, self.model)
+        return self.ledger.paid(lambda: self.client.post("/responses", payload, cancel=self.cancel),
+                                self.model)
 
     def use_model(self, model):
         """Talk to `model` from now on, in its window: set, xAI's, the server's, else a guess."""
@@ -2235,6 +2242,7 @@ class ToolRunner:
         self.cancel, self.search, self.specs, self.mcp = link.cancel, link.search, mcp or {}, []
         self.tool_names, self.withdrawn = list(cfg.tools), {}   # withdrawn: name -> result
         self.procs, self.session_always, self.tool_count = set(), set(), 0     # procs: bash running
+        self.read_dirs = list(cfg.read_dirs)    # agent mode adds its workspace
         self.lock = threading.Lock()
 
     def start_mcp(self, cwd):
@@ -2310,7 +2318,7 @@ class ToolRunner:
         if self.cfg.deny and denied_by(item, self.cfg.deny):
             return False
         ok = self.cfg.always_approve or item.name in self.session_always
-        if ok or arg_problem(item.name, item.args) or not needs_approval(item, self.cfg.read_dirs):
+        if ok or arg_problem(item.name, item.args) or not needs_approval(item, self.read_dirs):
             return True     # (bad arguments: call_tool refuses them and runs nothing)
         answer = self.ui.approve(item)
         if answer == "always":
@@ -2319,8 +2327,7 @@ class ToolRunner:
 
     def withdraw(self, name, reason):
         """A tool the server lacks: not offered again; later calls get this result, unsent."""
-        text = "%s is unavailable: %s; it is withdrawn for the rest of this session"
-        text %= (name, reason)
+        text = "%s is unavailable: %s; it is withdrawn for the rest of this session" % (name, reason)
         with self.lock:
             if name in self.tool_names:
                 self.tool_names.remove(name)
@@ -2342,8 +2349,7 @@ class ToolRunner:
         except (KeyboardInterrupt, Cancelled):
             raise
         except Exception as e:      # a tool never raises into the loop
-            failed = "error: %s failed: %s: %s" % (item.name, type(e).__name__, e)
-            result = ToolResult(failed, ok=False)
+            result = ToolResult("error: %s failed: %s: %s" % (item.name, type(e).__name__, e), ok=False)
         result.started, result.finished = started, time.time()
         return result
 
@@ -2361,10 +2367,6 @@ class ToolRunner:
         with self.ui_lock:
             self.ui.tool_end(item, result)
         return result
-
-    def kill(self):
-        for proc in list(self.procs):
-            kill_group(proc)
 
     def close(self):
         for server in self.mcp:     # all told to end (stdin closed), then given the same second
@@ -2395,12 +2397,10 @@ class Agent:
         """Go on in `session`: a new one, or a saved one resumed with its history, cost and cwd."""
         if resume and os.path.isfile(session.path):
             session.append()    # the lock first: one process per session, nothing interleaves
-        loaded = session.load() if resume else (None, [], 0.0, None)
-        system, messages, self.ledger.cost_usd, cwd = loaded
+        system, messages, self.ledger.cost_usd, cwd = session.load() if resume else (None, [], 0.0, None)
         self.cwd = cwd if cwd and os.path.isdir(cwd) else self.home
         self.runner.start_mcp(self.cwd)       # the session is ours
-        system = system or build_system_prompt(self.cfg, self.contract, self.cwd,
-                                               self.runner.tools())
+        system = system or build_system_prompt(self.cfg, self.contract, self.cwd, self.runner.tools())
         self.messages = [{"role": "system", "content": system}] + messages
         self.context_tokens = estimate_tokens(self.messages) if resume else 0
         replies = [m["content"] for m in messages if m["role"] == "assistant"]
@@ -2535,8 +2535,7 @@ class Agent:
         except ContractError as e:
             return self.strike(result, e)
         self.strikes, content = 0, kept_reply(result.content, reply)
-        calls, answer = reply["tool_calls"], reply.get("response") or ""
-        limit = self.cfg.max_iterations
+        calls, answer, limit = reply["tool_calls"], reply.get("response") or "", self.cfg.max_iterations
         if calls and 0 < limit <= self.rounds and reply["done"] and answer.strip():
             self.notice("tool round limit reached: the answer ends the turn, its calls did not run")
             calls = reply["tool_calls"] = []
@@ -2597,19 +2596,18 @@ class Agent:
         """Cancel the running turn, from any thread: every front end stops a turn here."""
         self.cancel.set()
         self.link.client.abort()
-        self.runner.kill()
+        for proc in list(self.runner.procs):
+            kill_group(proc)
 
     def settle_cancelled(self, *notes):
-        """After a cancelled or failed turn: stop all, close the turn (idempotent). A stop lasts
-        until then: no tool starts."""
+        """After a cancelled or failed turn: stop all, close the turn (idempotent); stopped till then."""
         self.stop()
         self.close_turn(*notes)
         self.cancel.clear()
 
     def close_turn(self, note=INTERRUPTED[0], unrun=UNRUN):
-        """End an unfinished turn in the history: `unrun` for tool calls that got no results, and a
-        reply `note` with the answer text shown so far. Nothing when the turn had ended (or the last
-        is a note)."""
+        """End an unfinished turn in the history: `unrun` for tool calls that got no results, and a reply
+        `note` with the answer text shown so far. Nothing when the turn had ended (or the last is a note)."""
         last = self.messages[-1]
         answered = last["role"] == "assistant" and not tool_calls_in(last["content"])
         ended = last.get("kind") == "note" or answered
@@ -2712,8 +2710,7 @@ def transcript(messages, window):
 
 def final_reply(text):
     """An assistant message that ends the turn with `text` as its answer."""
-    reply = {"tool_calls": [], "response": text, "done": True}
-    return {"role": "assistant", "content": json.dumps(reply)}
+    return {"role": "assistant", "content": json.dumps({"tool_calls": [], "response": text, "done": True})}
 
 
 def tool_calls_in(content):
@@ -2740,26 +2737,21 @@ def tool_results_message(results, note=None):
 def failure_reason(output):
     """One short line saying why a tool call failed: bash's closing note, else the first line."""
     lines = [line.strip() for line in output.strip().splitlines() if line.strip()] or ["no output"]
-    noted = lines[-1].startswith("[") and lines[-1].endswith("]")
-    reason = lines[-1].strip("[]") if noted else lines[0]
+    reason = lines[-1].strip("[]") if lines[-1].startswith("[") and lines[-1].endswith("]") else lines[0]
     return reason if len(reason) <= 100 else reason[:97] + "..."
 
 
 def find_window(obj, depth=0):
-    """The context window in a server's self-description: the first positive integer under a
-    known key (Ollama's "llama.context_length" too, and num_ctx in its parameters text), a few
-    levels deep."""
-    keys = ("num_ctx", "n_ctx", "max_model_len", "context_length", "context_window",
-            "max_context_length")
+    """The context window in a server's self-description: the first positive integer under a known
+    key (Ollama's "llama.context_length" too, and num_ctx in its parameters text), a few levels deep."""
+    keys = ("num_ctx", "n_ctx", "max_model_len", "context_length", "context_window", "max_context_length")
     for key, value in obj.items() if isinstance(obj, dict) else ():
         text = value if key == "parameters" and isinstance(value, str) else ""
         found = re.search(r"\bnum_ctx\s+(\d+)", text)
         if found or (str(key).split(".")[-1] in keys and type(value) is int and value > 0):
             return int(found.group(1)) if found else value
-    if depth >= 3:
-        return None
     children = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, list) else ()
-    return next(filter(None, (find_window(c, depth + 1) for c in children)), None)
+    return next(filter(None, (find_window(c, depth + 1) for c in children)), None) if depth < 3 else None
 
 
 def estimate_tokens(messages):
@@ -2773,31 +2765,28 @@ def now_iso():
 # --- Front end: the interactive REPL (minimal mode) ---
 
 def tolerate_unencodable(stream):
-    """Print "?" for what the stream cannot encode (a lone surrogate, non-ASCII text on an ASCII terminal)."""
+    """Print "?" for what stream cannot encode: a lone surrogate, non-ASCII on an ASCII terminal."""
     with suppress(AttributeError, ValueError, OSError):
         stream.reconfigure(errors="replace")
 
 
 def ask_tty(prompt):
     """Read one answer from the controlling terminal; None when there is none, "" on Ctrl-D."""
-    try:        # unbuffered: open("/dev/tty", "r+") fails on every terminal (a tty is not seekable)
-        tty = open(os.open("/dev/tty", os.O_RDWR | getattr(os, "O_NOCTTY", 0)), "r+b", buffering=0)
-    except OSError:
-        return None
     keys = EscKey.active
     if keys:
         keys.lock.acquire()         # the Esc watcher stops reading; the terminal edits lines again
         keys.mode(watching=False)
     try:
-        tty.write(prompt.encode("utf-8", "replace"))
-        line = tty.readline()
+        with open("/dev/tty", "r+b", buffering=0) as tty:      # unbuffered: a tty cannot seek
+            try:
+                tty.write(prompt.encode("utf-8", "replace"))
+                line = tty.readline()
+            except KeyboardInterrupt:
+                tty.write(b"\n")        # the cancel notice then starts on its own line
+                raise
     except OSError:
         return None
-    except KeyboardInterrupt:
-        tty.write(b"\n")        # the cancel notice then starts on its own line
-        raise
     finally:
-        tty.close()
         if keys:
             keys.lock.release()
             keys.mode(watching=True)
@@ -2805,14 +2794,14 @@ def ask_tty(prompt):
 
 
 class EscKey:
-    """`with keys:` around a turn on a terminal: a lone Esc cancels it as Ctrl-C does (SIGINT to the main thread).
-    Meanwhile the terminal is non-canonical without echo; what is typed is kept for the next prompts (take())."""
+    """`with keys:` around a turn: a lone Esc cancels it as Ctrl-C does; typing is kept (take())."""
     active = None
 
     def __init__(self, fd):
-        self.fd, self.typed, self.lock, self.saved = fd, b"", threading.Lock(), None    # lock: held while watch() reads
+        self.fd, self.typed, self.saved = fd, b"", None     # saved: the terminal as it is restored
+        self.lock = threading.Lock()        # held while watch() reads
         with suppress(termios.error):
-            self.saved = fd is not None and termios.tcgetattr(fd)      # the terminal as it is restored
+            self.saved = fd is not None and termios.tcgetattr(fd)
 
     def __enter__(self):
         if self.saved:
@@ -2843,7 +2832,7 @@ class EscKey:
                         continue
                     data = os.read(self.fd, 1024)
                     if data.endswith(b"\x1b") and not select.select([self.fd], [], [], 0.05)[0]:
-                        data = data[:-1]        # a lone Esc, not the start of an arrow key's sequence
+                        data = data[:-1]        # a lone Esc, not the start of an arrow key
                         signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
                 except OSError:
                     return
@@ -2867,9 +2856,10 @@ class TerminalUI(UI):
         self.out = out or sys.stdout
         for stream in (self.out, sys.stderr):
             tolerate_unencodable(stream)
-        self.color = not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb" and self.out.isatty()
+        plain = os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb"
+        self.color = not plain and self.out.isatty()
         self.streamed = self.open_line = False
-        self.lock, self.waiter = threading.RLock(), None      # the waiting line is redrawn from its own thread
+        self.lock, self.waiter = threading.RLock(), None      # waiting(): a thread redraws its line
 
     def paint(self, code, text):
         return "\033[%sm%s\033[0m" % (code, text) if self.color else text
@@ -2886,7 +2876,6 @@ class TerminalUI(UI):
             for line in text.split("\n"))
 
     def line(self, code, text):
-        """A line of grok's own in colour `code`: escapes made visible, fitted to the terminal."""
         return self.paint(code, self.fitted(visible(text, newlines=False))) + "\n"
 
     def write(self, text):
@@ -2903,9 +2892,10 @@ class TerminalUI(UI):
         self.wait_stop()
         if self.out.isatty() and os.environ.get("TERM") != "dumb":     # it moves the cursor
             self.waiter = threading.Event()
-            threading.Thread(target=self.tick, args=(self.waiter, text_of, time.time()), daemon=True).start()
+            threading.Thread(target=self.tick, args=(self.waiter, text_of), daemon=True).start()
 
-    def tick(self, stop, text_of, started):
+    def tick(self, stop, text_of):
+        started = time.time()
         while not stop.is_set():
             with self.lock:
                 if not stop.is_set():
@@ -2953,7 +2943,8 @@ class TerminalUI(UI):
             self.write(self.line("31", "✗ [%s] %s: %s" % (call.name, call.shown[:60], why)))
 
     def answer(self, text):
-        self.write(("\n\n" if self.open_line else "\n") if self.streamed else "\n%s\n\n" % visible(text))
+        ending = "\n\n" if self.open_line else "\n"     # after the streamed text: one blank line
+        self.write(ending if self.streamed else "\n%s\n\n" % visible(text))
         self.streamed = self.open_line = False
 
     def notice(self, text):
@@ -2961,18 +2952,20 @@ class TerminalUI(UI):
         print(self.paint("33", self.fitted(visible(text))), file=sys.stderr, flush=True)
 
     def approve(self, call):
-        """Shows exactly what would run; asks again until the answer is y, n (the default), a or s."""
+        """Shows exactly what would run; asks until the answer is y, n (the default), a or s."""
         self.pause()
         full = False
         while True:
             text, hidden = approval_text(call, full)
             more = " / [s]how all" if hidden else ""
             ask = self.fitted("  run it? [y]es / [N]o / [a]lways%s:" % more)
-            answer = ask_tty("%s\n%s " % (self.paint("1", self.fitted(text)), ask))
-            if answer is None:
-                self.notice("no terminal to ask for approval: %s denied (use --always-approve / -y)" % call.name)
+            said = ask_tty("%s\n%s " % (self.paint("1", self.fitted(text)), ask))
+            if said is None:
+                self.notice("no terminal to ask for approval: %s denied" % call.name
+                            + " (use --always-approve / -y)")
                 return "no"
-            answer = {"y": "yes", "a": "always", "n": "no", "": "no", "s": "show"}.get(answer.lower(), answer.lower())
+            said = said.lower()
+            answer = {"y": "yes", "a": "always", "n": "no", "": "no", "s": "show"}.get(said, said)
             if answer in ("yes", "no", "always"):
                 return answer
             full = full or answer == "show"
@@ -2983,7 +2976,8 @@ class TerminalUI(UI):
         lines += [self.fitted("  %d) %s" % (i, visible(o, False)), "   ")
                   for i, o in enumerate(options, 1)]
         answer = ask_tty("\n".join(lines) + "\n  answer (number or text): ")
-        return options[int(answer) - 1] if answer and answer.isdigit() and 1 <= int(answer) <= len(options) else answer
+        number = int(answer) if answer and answer.isdecimal() else 0
+        return options[number - 1] if 0 < number <= len(options) else answer
 
 
 HELP = """commands:
@@ -3013,7 +3007,7 @@ def setup_readline(data_dir):
 
 
 def save_history(readline, data_dir):
-    """Via a new 0600 temp file and a rename: a symlink planted as `history` is replaced, not followed."""
+    """Via a 0600 temp file and a rename: a symlink planted as history is replaced, not followed."""
     if readline is None or data_dir_problem(data_dir):
         return
     with suppress(OSError):
@@ -3027,17 +3021,15 @@ def save_history(readline, data_dir):
                 os.unlink(tmp)
 
 
-def read_line(interactive, keys, prompt="> "):
-    """One message, stripped. Piped: one line. On a terminal, a line typed during the last turn, else several
-    when a line ends in \\ (typed on after "... ") or when more lines are already waiting (a paste)."""
-    if not interactive:
-        return input().strip()      # EOFError at the end
+def read_line(keys, prompt="> "):
+    """One message, stripped. On a terminal: a line typed during the last turn, else lines
+    joined while one ends in \\ (typed on after "... ") or more are waiting (a paste)."""
     line, rest = keys.take()
     if line is not None:
         sys.stdout.write(prompt + line + "\n")
         return line.strip()
-    # A no-op SIGALRM 4 times a second: CPython's readline waits in select() and handles signals only when that
-    # returns, so a Ctrl-C or SIGTERM arriving just before it starts waiting would be seen at the next key press.
+    # A no-op SIGALRM 4 times a second: CPython's readline handles signals only when its select()
+    # returns, so a Ctrl-C or SIGTERM just before it starts waiting would wait for a key press.
     previous = signal.signal(signal.SIGALRM, lambda signum, frame: None)
     signal.setitimer(signal.ITIMER_REAL, 0.25, 0.25)
     try:
@@ -3056,16 +3048,26 @@ def read_line(interactive, keys, prompt="> "):
     return text.rstrip().lstrip("\n") if "\n" in text else text.strip()
 
 
+def switch_model(agent, ui, name):
+    known = None
+    with suppress(Exception):       # a server that cannot list its models: unchecked
+        known = server_models(agent.link.client)
+    if name and known and name not in known:
+        ui.notice("%s is not among the server's models; using it anyway" % name)
+    agent.link.use_model(name or agent.link.model)     # and its window
+    known = ", ".join(known or sorted(PRICES))
+    ui.write(ui.fitted("model: %s (known: %s)" % (agent.link.model, known)) + "\n")
+
+
 def run_line(agent, ui, line, keys, commands, help_text):
-    """Run one message or command; its exit code (0: fine). Ctrl-C must not end the REPL wherever it lands: in a
-    command (/compact), or a second one while a turn is being cancelled (run_turn turns the first into Cancelled)."""
+    """Run one message or command; its exit code (0: fine). No Ctrl-C in it may end the REPL."""
     name, _, arg = line.partition(" ") if line.startswith("/") else ("", "", "")
     try:
         with keys:
             if not name:
                 agent.run_turn(line)
             elif name in ("/help", "/?"):
-                ui.write(ui.fitted(help_text, "                ") + "\n")
+                ui.write(ui.fitted(help_text, " " * 16) + "\n")
             elif name == "/sessions":
                 ui.write(sessions_text(agent, ui.width()))
             elif name == "/clear":
@@ -3073,25 +3075,18 @@ def run_line(agent, ui, line, keys, commands, help_text):
                 agent.context_tokens = 0
                 ui.write("conversation cleared\n")
             elif name == "/model":
-                known = None
-                with suppress(Exception):       # a server that cannot list its models: unchecked
-                    known = server_models(agent.link.client)
-                if arg.strip() and known and arg.strip() not in known:
-                    ui.notice("%s is not among the server's models; using it anyway" % arg.strip())
-                agent.link.use_model(arg.strip() or agent.link.model)     # and its window
-                known = ", ".join(known or sorted(PRICES))
-                ui.write(ui.fitted("model: %s (known: %s)" % (agent.link.model, known)) + "\n")
+                switch_model(agent, ui, arg.strip())
             elif name == "/mcp":        # each server's state and tools
-                ui.write(visible("".join("%s: %s\n" % (s.name, s.state) + "".join(
-                    "  %s: %s\n" % (n, t.doc) for n, t in s.tools.items()) for s in agent.runner.mcp)
-                                 or "no MCP servers (see the README: MCP servers)\n"))
+                text = "".join("%s: %s\n" % (s.name, s.state) + "".join("  %s: %s\n" % (n, t.doc)
+                               for n, t in s.tools.items()) for s in agent.runner.mcp)
+                ui.write(visible(text or "no MCP servers (see the README: MCP servers)\n"))
             elif name in commands:
                 commands[name](arg.strip())
             else:
                 ui.notice("unknown command %s (try /help)" % name)
     except (KeyboardInterrupt, Cancelled):
         if not name:
-            agent.settle_cancelled()        # run_turn settles a cancel too; settling twice is harmless
+            agent.settle_cancelled()        # run_turn settles a cancel too; again is harmless
         ui.notice("(cancelled)")
         return 130
     except GrokError as e:
@@ -3102,24 +3097,21 @@ def run_line(agent, ui, line, keys, commands, help_text):
 
 
 def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="grok", first=""):
-    """The read-eval-print loop shared by grok and grok-detailed; `first` is sent before the first
-    prompt. Piped, the exit code is the last failed turn's (0 if none failed)."""
-    interactive = sys.stdin.isatty()
-    rl = setup_readline(agent.cfg.data_dir) if interactive else None
-    keys = EscKey(sys.stdin.fileno() if interactive else None)
+    """grok's and grok-detailed's REPL; `first` goes first. Piped: the last failed turn's code."""
+    interactive, rl, keys = sys.stdin.isatty(), None, EscKey(None)
     if interactive:
-        head = "%s %s · %s · /help for commands, Ctrl-D to quit" % (prog, __version__, agent.link.model)
-        ui.write(ui.fitted(head, "") + "\n")
+        rl, keys = setup_readline(agent.cfg.data_dir), EscKey(sys.stdin.fileno())
+        head = "%s %s · %s · /help for commands, Ctrl-D to quit"
+        ui.write(ui.fitted(head % (prog, __version__, agent.link.model), "") + "\n")
     status, line = 0, first
     try:
         while line.partition(" ")[0] not in ("/exit", "/quit", "/q"):
-            turn = line.strip() and not line.startswith("/")      # piped: no prompt, so before_prompt after each turn
             if line.strip():
                 status = run_line(agent, ui, line, keys, commands or {}, help_text) or status
-            try:
-                if before_prompt and (interactive or turn):
+            try:        # piped there is no prompt: before_prompt follows each turn
+                if before_prompt and (interactive or line.strip() and not line.startswith("/")):
                     before_prompt()
-                line = read_line(interactive, keys)
+                line = read_line(keys) if interactive else input().strip()     # EOFError at the end
             except EOFError:
                 if interactive:
                     ui.write("\n")
@@ -3135,7 +3127,7 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="gro
 # --- Front end: headless ---
 
 def silence(fd=1):
-    """fd 1 or 2 lost its reader or was never open: /dev/null takes its number, for later writes and the exit flush."""
+    """fd has lost its reader or never had one: later writes and the exit flush go to /dev/null."""
     with suppress(OSError):
         devnull = os.open(os.devnull, os.O_RDWR)
         if devnull != fd:
@@ -3144,7 +3136,7 @@ def silence(fd=1):
 
 
 class QuietStderr:
-    """sys.stderr, silenced when its reader goes away instead of failing the turn that writes a notice."""
+    """sys.stderr, silenced when its reader goes away: a notice never fails the turn writing it."""
 
     def __init__(self, stream):
         self.stream = stream
@@ -3153,46 +3145,51 @@ class QuietStderr:
         return getattr(self.stream, name)
 
     def write(self, text):
-        return self.quiet(self.stream.write, text)
+        try:
+            return self.stream.write(text)
+        except OSError:
+            silence(2)
 
     def flush(self):
-        self.quiet(self.stream.flush)
-
-    @staticmethod
-    def quiet(method, *args):
         try:
-            return method(*args)
+            self.stream.flush()
         except OSError:
             silence(2)
 
 
 class HeadlessUI(UI):
-    """`grok -p`: the answer alone with progress on stderr (text, xAI's plain), JSONL events (json),
-    or as xAI's CLI prints: its events (streaming-json), one object at the end (result, its json).
-    Every hook runs on the main thread: events never interleave."""
+    """`grok -p`: the answer with progress on stderr (text, xAI's plain), or the EVENTS of a JSON
+    format (xAI's json: one object at the end). Hooks run on the main thread: none interleave."""
+    EVENTS = {"json": "step_start text tool_use step_finish error",         # grok's own
+              "streaming-json": "text thought tool_call tool_call_update usage end error",
+              "result": "error"}
 
     def __init__(self, fmt, allow=()):
         self.json, self.events, self.result = (fmt == f for f in FORMATS)
+        self.printing = self.EVENTS.get(fmt, "").split()
         self.allow, self.session_id, self.step, self.last = allow, None, 0, {}
         self.thoughts, self.announced = "", set()   # the reasoning (result); tool calls told of
         self.partial = False                    # a write was cut off mid-line (an interrupt)
-        self.printed = self.attempt = ""        # text mode: the answer text on stdout; that of the stream going on
+        self.printed = self.attempt = ""        # the answer text shown; that of the stream going on
         self.held = []                          # notices that came while the answer's line was open
         tolerate_unencodable(sys.stdout)
-        self.shown = visible if not self.json and sys.stdout.isatty() else str     # the answer on a terminal
+        self.shown = visible if sys.stdout.isatty() else str     # the answer on a terminal
 
     def write(self, text):
         text, self.partial = "\n" + text if self.partial else text, True
         try:
             sys.stdout.write(text)
             sys.stdout.flush()
-        except OSError as e:        # the reader went away (a quiet end), or a full disk: no retry either way
+        except OSError as e:        # the reader went away (a quiet end), or a full disk: no retry
             silence()
-            raise OutputClosed("stdout was closed") if isinstance(e, BrokenPipeError) else UserError(
-                "cannot write to stdout: %s" % (e.strerror or e))
+            if isinstance(e, BrokenPipeError):
+                raise OutputClosed("stdout was closed")
+            raise UserError("cannot write to stdout: %s" % (e.strerror or e))
         self.partial = False
 
     def emit(self, event_type, **fields):
+        if event_type not in self.printing:
+            return
         event = {"type": event_type}
         if self.json:
             event["timestamp"] = int(time.time() * 1000)
@@ -3201,11 +3198,10 @@ class HeadlessUI(UI):
             if event_type != "error":
                 event["stepNumber"] = self.step
         event.update(fields)
-        # ASCII-only JSON: any stdout encoding works, and lone surrogates from the model cannot crash a write.
+        # ASCII-only JSON: any stdout encoding works; lone surrogates from the model cannot fail it.
         self.write(strict_json(scrub_all(event), ensure_ascii=True, separators=(",", ":")) + "\n")
 
     def out(self, text):
-        """Answer text: on stdout (escapes made visible on a terminal), or as a `text` event."""
         self.emit("text", data=text) if self.events else self.write(self.shown(text))
 
     def end(self, agent, answer):
@@ -3219,7 +3215,7 @@ class HeadlessUI(UI):
                  "cacheReadInputTokens": usage["cache_read_input_tokens"],
                  "cacheCreationInputTokens": 0, "modelCalls": self.step}
         fields.update(usage=usage, num_turns=self.step, modelUsage={agent.link.model: model})
-        if usage_cost(agent.link.model, agent.last_usage or {}, agent.cfg.prices)[1]:     # a known cost
+        if usage_cost(agent.link.model, agent.last_usage or {}, agent.cfg.prices)[1]:  # priced
             model["costUSD"] = cost
             fields.update(total_cost_usd=cost, total_cost_usd_ticks=int(round(cost * 1e10)))
         if self.events:
@@ -3235,30 +3231,27 @@ class HeadlessUI(UI):
                 "reasoning_tokens": int(n["reasoning"]), "total_tokens": int(n["total"])}
 
     def thought(self, text):
-        if self.events:
-            self.emit("thought", data=text)
+        self.emit("thought", data=text)
         self.thoughts += text if self.result else ""
 
     def fail(self, message, code):
-        """The run's last word: an `error` event (json) and a line on stderr; returns the exit code."""
-        if self.json or self.events or self.result:
-            with suppress(OutputClosed):
-                self.emit("error", message=message)
+        """The run's last word: an `error` event (JSON formats), a line on stderr; returns code."""
+        with suppress(OutputClosed):
+            self.emit("error", message=message)
         self.printed = ""
         self.notice("grok: %s" % message)
         return code
 
     def step_start(self, step):
         self.step = step
-        if self.json:
-            self.emit("step_start")
+        self.emit("step_start")
 
     def stream_reset(self):
         self.attempt = ""
 
     def stream_text(self, text, final_hint):
-        # Text mode: the answer goes to stdout as it arrives, once the reply is known to call no tools.
-        # A retried or repeated stream prints only what goes beyond what is already there.
+        # The answer is shown as it arrives (text, xAI's events) once the reply is known to call no
+        # tools. A retried or repeated stream prints only what goes beyond what is already there.
         if self.json or self.result or final_hint != "empty":
             return
         self.attempt += text
@@ -3275,45 +3268,41 @@ class HeadlessUI(UI):
 
     def tool_start(self, call, status="in_progress"):
         self.announced.add(call.id)
-        if self.events:     # as xAI's CLI (and ACP) tell it
-            fields = acp_tool_fields(call.name, call.args, call.cwd, False)
-            self.emit("tool_call", toolCallId=call.id, status=status, toolName=call.name,
-                      content=[], **dict({"locations": []}, **fields))
+        fields = dict({"locations": []}, **acp_tool_fields(call.name, call.args, call.cwd, False))
+        self.emit("tool_call", toolCallId=call.id, status=status, toolName=call.name, content=[],
+                  **fields)     # as xAI's CLI (and ACP) tell it
         if not self.json:
             self.notice("[%s] %s" % (call.name, call.shown))
 
     def tool_end(self, call, result):
-        if self.events:
-            if call.id not in self.announced:       # refused before it started
-                self.tool_start(call, "pending")
-            self.emit("tool_call_update", toolCallId=call.id,
-                      status="completed" if result.ok else "failed",
-                      content=text_content(result.output), rawOutput=None, locations=[])
+        if self.events and call.id not in self.announced:       # refused before it started
+            self.tool_start(call, "pending")
+        self.emit("tool_call_update", toolCallId=call.id,
+                  status="completed" if result.ok else "failed",
+                  content=text_content(result.output), rawOutput=None, locations=[])
         if not self.json and result.output.startswith("error: "):  # why a bad call did not run
             self.notice("✗ [%s] %s" % (call.name, failure_reason(result.output)))
-        if self.json:
-            started, finished = int(result.started * 1000), int(result.finished * 1000)
-            server = {"server": call.name.split("__")[1]} if call.name not in TOOLS else {}
-            self.emit("tool_use", toolCall=dict(server, id=call.id, name=call.name, args=call.args),
-                      toolResult={"id": call.id, "success": bool(result.ok), "output": result.output},
-                      timing={"startedAt": started, "finishedAt": finished, "durationMs": finished - started})
+        started, finished = int(result.started * 1000), int(result.finished * 1000)
+        timing = {"startedAt": started, "finishedAt": finished, "durationMs": finished - started}
+        outcome = {"id": call.id, "success": bool(result.ok), "output": result.output}
+        server = {"server": call.name.split("__")[1]} if call.name not in TOOLS else {}
+        self.emit("tool_use", toolCall=dict(server, id=call.id, name=call.name, args=call.args),
+                  toolResult=outcome, timing=timing)
 
     def step_finish(self, step, info):
-        self.last = info
-        if self.events:
-            self.emit("usage", usage=self.spend(info["tokens"]))
-        n = info["tokens"]      # reasoning is billed as output; costUsdTicks are 1e-6 USD
+        self.last, n = info, info["tokens"]
+        self.emit("usage", usage=self.spend(n))
+        # Reasoning is billed as output; costUsdTicks are 1e-6 USD.
         usage = {"inputTokens": int(n["input"]), "outputTokens": int(n["output"] + n["reasoning"]),
                  "totalTokens": int(n["total"]), "costUsdTicks": int(round(info["cost"] * 1e6))}
-        if self.json:
-            self.emit("step_finish", finishReason=info["finish_reason"], usage=usage)
+        self.emit("step_finish", finishReason=info["finish_reason"], usage=usage)
 
     def answer(self, text):
         if self.json or self.result:
             return
         end = "" if self.events else "\n"
-        if not text.startswith(self.printed):       # a reply that broke the contract streamed other text
-            self.notice("warning: text streamed to stdout was not the final answer; the answer follows it")
+        if not text.startswith(self.printed):       # a reply off contract streamed other text
+            self.notice("warning: text streamed to stdout was not the final answer, which follows")
             self.out(end + text + end)
         elif text[len(self.printed):] + end:
             self.out(text[len(self.printed):] + end)
@@ -3323,7 +3312,7 @@ class HeadlessUI(UI):
     def notice(self, text=None):
         """A line on stderr (None: those held); held while the answer's line is open (2>&1)."""
         self.held += [] if text is None else [text]
-        if not self.printed or self.json:
+        if not self.printed:        # (json mode streams no answer text)
             sys.stderr.write("".join(visible(scrub(t)) + "\n" for t in self.held))
             sys.stderr.flush()
             self.held = []
@@ -3332,9 +3321,9 @@ class HeadlessUI(UI):
         if allow_matches(call, rule_globs(call, self.allow)):     # (with -y the agent does not ask)
             return "yes"
         what = "command" if call.name == "bash" else "path" if call.name in TOOLS else "MCP tool"
-        raise AgentError("Tool `%s` denied: %s not in allowlist: %s%s (allow it with --allow PATTERN or "
-                         "--always-approve)" % (call.name, what,
-                                                call.shown[:200], "..." if len(call.shown) > 200 else ""))
+        shown = call.shown[:200] + ("..." if len(call.shown) > 200 else "")
+        raise AgentError("Tool `%s` denied: %s not in allowlist: %s (allow it with --allow PATTERN"
+                         " or --always-approve)" % (call.name, what, shown))
 
 
 def read_prompt(args, notice):
@@ -3380,14 +3369,13 @@ def parent_writes(fd):
         for name in os.listdir(parent + "fd"):
             if os.readlink(parent + "fd/" + name) == pipe:
                 with open(parent + "fdinfo/" + name) as f:
-                    flags = int(f.read().split("flags:")[1].split()[0], 8)
-                if flags & (os.O_WRONLY | os.O_RDWR):
-                    return True
+                    if int(f.read().split("flags:")[1].split()[0], 8) & (os.O_WRONLY | os.O_RDWR):
+                        return True
     return False
 
 
 def headless(args, cfg):
-    if os.path.isdir(cfg.data_dir) and data_dir_problem(cfg.data_dir):     # others could plant a session
+    if os.path.isdir(cfg.data_dir) and data_dir_problem(cfg.data_dir):  # open to planted sessions
         raise UserError(data_dir_problem(cfg.data_dir))
     ui = HeadlessUI(args.fmt, args.allow)
     prompt = read_prompt(args, ui.notice)
@@ -3425,8 +3413,8 @@ def open_agent(cfg, ui, contract, args, new_if_busy=False):
         lambda text: (ask_tty(text) or "").lower() in ("y", "yes"))
     mcp = mcp_config(cfg, args.mcp_config, ask, ui.notice)
     session_id = args.resume and find_session(cfg.data_dir, args.resume)
-    if args.cont:
-        session_id = next((s[0] for s in list_sessions(cfg.data_dir) if s[2]), None)     # the newest typed into
+    if args.cont:       # the newest session typed into
+        session_id = next((s[0] for s in list_sessions(cfg.data_dir) if s[2]), None)
         if not session_id:
             raise UserError("no session to continue in %s" % os.path.join(cfg.data_dir, "sessions"))
         ui.notice("continuing session %s" % session_id)
