@@ -2791,7 +2791,7 @@ def ask_tty(prompt):
         with open("/dev/tty", "r+b", buffering=0) as tty:      # unbuffered: a tty cannot seek
             try:
                 tty.write(prompt.encode("utf-8", "replace"))
-                line = tty.readline()
+                return tty.readline().decode("utf-8", "replace").strip()
             except KeyboardInterrupt:
                 tty.write(b"\n")        # the cancel notice then starts on its own line
                 raise
@@ -2801,7 +2801,6 @@ def ask_tty(prompt):
         if keys:
             keys.lock.release()
             keys.mode(watching=True)
-    return line.decode("utf-8", "replace").strip()
 
 
 class EscKey:
@@ -2984,8 +2983,7 @@ class TerminalUI(UI):
     def ask_user(self, question, options):
         self.pause()
         lines = ["", self.paint("1", self.fitted(visible(question)))]
-        lines += [self.fitted("  %d) %s" % (i, visible(o, False)), "   ")
-                  for i, o in enumerate(options, 1)]
+        lines += [self.fitted("  %d) %s" % (i, visible(o, False)), "   ") for i, o in enumerate(options, 1)]
         answer = ask_tty("\n".join(lines) + "\n  answer (number or text): ")
         number = int(answer) if answer and answer.isdecimal() else 0
         return options[number - 1] if 0 < number <= len(options) else answer
@@ -3153,19 +3151,14 @@ class QuietStderr:
         self.stream = stream
 
     def __getattr__(self, name):
-        return getattr(self.stream, name)
+        method = getattr(self.stream, name)
 
-    def write(self, text):
-        try:
-            return self.stream.write(text)
-        except OSError:
-            silence(2)
-
-    def flush(self):
-        try:
-            self.stream.flush()
-        except OSError:
-            silence(2)
+        def quiet(*args):
+            try:
+                return method(*args)
+            except OSError:
+                silence(2)
+        return quiet if name in ("write", "flush") else method
 
 
 class HeadlessUI(UI):
@@ -3413,15 +3406,13 @@ def headless(args, cfg):
 
 
 def open_agent(cfg, ui, contract, args, new_if_busy=False):
-    """A new agent (-s UUID: with that id), or one resuming --resume ID / -c (latest); if that one
-    is busy and new_if_busy, a new one."""
+    """A new agent (-s UUID: with that id) or one resuming -r ID / -c; busy and new_if_busy: new."""
     new_id = args.session_id
     if new_id and not re.fullmatch(r"[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}", new_id):
         raise UserError("--session-id must be a UUID (got %r)" % new_id)
     if new_id and os.path.exists(os.path.join(cfg.data_dir, "sessions", new_id + ".jsonl")):
         raise UserError("session %s is already in use (--resume continues it)" % new_id)
-    ask = None if isinstance(ui, HeadlessUI) else (
-        lambda text: (ask_tty(text) or "").lower() in ("y", "yes"))
+    ask = None if isinstance(ui, HeadlessUI) else lambda text: (ask_tty(text) or "").lower() in ("y", "yes")
     mcp = mcp_config(cfg, args.mcp_config, ask, ui.notice)
     session_id = args.resume and find_session(cfg.data_dir, args.resume)
     if args.cont:       # the newest session typed into
@@ -3455,8 +3446,7 @@ PERMISSION_OPTIONS = [{"optionId": k, "name": name, "kind": k} for k, name in (
     ("allow_once", "Allow once"), ("allow_always", "Always allow"), ("reject_once", "Reject"))]
 APPROVALS = {"allow_once": "yes", "allow_always": "always"}     # what approve() answers; else "no"
 DEFERRED = object()             # a request answered later, from a worker thread
-AUTH_METHODS = {"cached_token": "API key from a .env file",
-                "xai.api_key": "API key from the environment"}
+AUTH_METHODS = {"cached_token": "API key from a .env file", "xai.api_key": "API key from the environment"}
 AGENT_CAPABILITIES = {"loadSession": True, "mcpCapabilities": {"http": False, "sse": False},
                       "promptCapabilities": dict(image=False, audio=False, embeddedContext=True)}
 AGENT_INFO = {"name": "grok", "title": "grok.py", "version": __version__}
@@ -3780,8 +3770,7 @@ class AcpServer:
     def start(self, cwd, mcp, **resume):
         """A new AcpSession whose Agent works in cwd with these MCP servers; resume: its session."""
         session = AcpSession(self)
-        session.agent = Agent(self.cfg, session, cwd=cwd, mcp=dict(self.mcp, **mcp), key=self.key,
-                              **resume)
+        session.agent = Agent(self.cfg, session, cwd=cwd, mcp=dict(self.mcp, **mcp), key=self.key, **resume)
         session.id = session.agent.session.id
         self.sessions[session.id] = session
         return session
@@ -3850,8 +3839,7 @@ class AcpServer:
             raise RpcError(INVALID_REQUEST, "session %s is running a prompt" % session.id)
         session.busy = True
         session.agent.cancel.clear()    # a stop from now on cancels this prompt
-        worker = threading.Thread(target=self.run_prompt, args=(session, request_id, text))
-        worker.daemon = True
+        worker = threading.Thread(target=self.run_prompt, args=(session, request_id, text), daemon=True)
         self.workers = [w for w in self.workers if w.is_alive()] + [worker]
         worker.start()
         return DEFERRED
