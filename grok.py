@@ -3273,8 +3273,7 @@ class HeadlessUI(UI):
     def tool_start(self, call, status="in_progress"):
         self.announced.add(call.id)
         fields = dict({"locations": []}, **acp_tool_fields(call.name, call.args, call.cwd, False))
-        self.emit("tool_call", toolCallId=call.id, status=status, toolName=call.name, content=[],
-                  **fields)     # as xAI's CLI (and ACP) tell it
+        self.emit("tool_call", toolCallId=call.id, status=status, toolName=call.name, content=[], **fields)
         if not self.json:
             self.notice("[%s] %s" % (call.name, call.shown))
 
@@ -3781,9 +3780,8 @@ class AcpServer:
             raise bad_params("protocolVersion must be an integer")
         try:        # the methods clients of xAI's CLI look for; authenticate checks the key again
             self.need_key()
-            source = self.key[1]
-            method = "xai.api_key" if source.startswith("$") else "cached_token"
-            auth = [dict(id=method, name=AUTH_METHODS[method], description="the key in " + source)]
+            method = "xai.api_key" if self.key[1].startswith("$") else "cached_token"
+            auth = [dict(id=method, name=AUTH_METHODS[method], description="the key in " + self.key[1])]
         except RpcError:
             auth = []
         return {"protocolVersion": ACP_VERSION, "agentCapabilities": AGENT_CAPABILITIES,
