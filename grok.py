@@ -269,9 +269,8 @@ USAGE_FIELDS = (("input", "prompt_tokens"), ("output", "completion_tokens"),
 
 
 def usage_numbers(usage):
-    """The one reader of a server's usage object: {input, output, reasoning, cached, total, ticks},
-    each a number >= 0 (0, or None for ticks, when absent), and "odd": a value that was not (NaN,
-    negative, a string), ignored."""
+    """The one reader of a usage object: {input, output, reasoning, cached, total, ticks} >= 0 (0,
+    or None for ticks, if absent), and "odd": whether a value was ignored (NaN, negative, text)."""
     n = {"odd": False}
     for name, chat in USAGE_FIELDS:
         for path in (chat, chat.replace("prompt", "input").replace("completion", "output")):
@@ -751,23 +750,21 @@ class Client:
         if on_stream:
             headers["Accept"] = "text/event-stream"
         request = ("POST", self.prefix + path, json_bytes(payload), headers)
-        cancel = cancel or threading.Event()
+        cancel, most = cancel or threading.Event(), self.max_retries
         attempt = breaks = delay = 0
         while not cancel.wait(delay):       # (wait() returns whether cancel is set)
             try:
                 return self._attempt(request, cancel, on_stream, no_retry, cap)
             except RetryableFault as fault:
-                why, retry_after = fault.problem, fault.wait
-                breaks += fault.broke
-                if breaks == 2 and on_stream and attempt < self.max_retries:    # (then unstreamed)
+                why, attempt, breaks = fault.problem, attempt + 1, breaks + fault.broke
+                if breaks == 2 and on_stream and attempt <= most:    # the caller asks unstreamed
                     raise StreamBroken(why)
-            if cancel.is_set():
-                break
-            attempt += 1
-            if attempt > self.max_retries:
-                raise TransientError("%s (gave up after %d retries)" % (why, self.max_retries))
-            delay = retry_delay(attempt, self.backoff, retry_after)
-            self.notice("%s; retrying in %.1fs (%d/%d)" % (why, delay, attempt, self.max_retries))
+                if cancel.is_set():
+                    break
+                if attempt > most:
+                    raise TransientError("%s (gave up after %d retries)" % (why, most))
+                delay = retry_delay(attempt, self.backoff, fault.wait)
+                self.notice("%s; retrying in %.1fs (%d/%d)" % (why, delay, attempt, most))
         raise Cancelled("cancelled")
 
     def _attempt(self, request, cancel, on_stream=None, no_retry=None, cap=REPLY_CAP):
