@@ -101,8 +101,7 @@ def find_api_key():
         raise UserError("the API key in %s contains whitespace or control characters (not shown):"
                         " fix it" % source)
     if source == "./.env":
-        sys.stderr.write("grok: using the API key from ./.env in the working directory"
-                         " (no key of your own is set)\n")
+        sys.stderr.write("grok: using the API key in ./.env (no key of your own is set)\n")
     return key or None, source
 
 
@@ -247,8 +246,7 @@ def env_prices(xai):
     with suppress(ValueError):
         prices = tuple(float(p) for p in value.split(",")) if value else (None if xai else ())
     if value and (len(prices) != 3 or not all(0 <= p <= 10000 for p in prices)):      # (not NaN)
-        raise UserError("GROK_PRICES must be IN,CACHED,OUT in USD per million tokens, not %r"
-                        % value)
+        raise UserError("GROK_PRICES must be IN,CACHED,OUT in USD per 1M tokens, not %r" % value)
     return prices
 
 
@@ -817,9 +815,8 @@ class Client:
         wait = parse_retry_after(resp.getheader("Retry-After"))
         if wait is None:        # OpenAI's header
             wait = parse_retry_after(resp.getheader("retry-after-ms"), per_second=1000)
-        why = "%s (HTTP %d): %s" % ("rate limited" if status == 429 else "server error", status,
-                                   err.server_message())
-        return RetryableFault(scrub(why), wait)
+        what = ("rate limited" if status == 429 else "server error", status, err.server_message())
+        return RetryableFault(scrub("%s (HTTP %d): %s" % what), wait)
 
     def _json(self, request, resp, data):
         """The reply's JSON; if it is HTML or no JSON, a UserError naming the URL and the reply."""
