@@ -196,6 +196,7 @@ class DetailedUI(g.TerminalUI):
         return g.TerminalUI.paint(self, code, text) if code else text
 
     def clipped(self, text, width):
+        """The text, or as much of it as fits in width columns and then "…"."""
         more = self.glyph["more"]
         return text if cells(text) <= width else text[:fit(text, width - cells(more))] + more
 
