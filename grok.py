@@ -3323,36 +3323,45 @@ def open_agent(cfg, ui, contract, args, new_if_busy=False):
 
 ACP_VERSION = 1
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
-INTERNAL_ERROR, AUTH_REQUIRED, RESOURCE_NOT_FOUND = -32603, -32000, -32002      # the last two: ACP's own codes
+INTERNAL_ERROR, AUTH_REQUIRED, RESOURCE_NOT_FOUND = -32603, -32000, -32002  # the last two: ACP's
 TOOL_KINDS = {"bash": "execute", "read_file": "read", "write_file": "edit", "list_files": "search",
               "web_search": "fetch", "ask_user": "other"}
-PERMISSIONS = {"allow_once": ("Allow once", "yes"), "allow_always": ("Always allow", "always"),
-               "reject_once": ("Reject", "no")}      # optionId: its name, what approve() answers
+PERMISSION_OPTIONS = [{"optionId": k, "name": name, "kind": k} for k, name in (
+    ("allow_once", "Allow once"), ("allow_always", "Always allow"), ("reject_once", "Reject"))]
+APPROVALS = {"allow_once": "yes", "allow_always": "always"}     # what approve() answers; else "no"
 DEFERRED = object()             # a request answered later, from a worker thread
-AUTH_METHODS = {"cached_token": "API key from a .env file", "xai.api_key": "API key from the environment"}
+AUTH_METHODS = {"cached_token": "API key from a .env file",
+                "xai.api_key": "API key from the environment"}
+AGENT_CAPABILITIES = {"loadSession": True, "mcpCapabilities": {"http": False, "sse": False},
+                      "promptCapabilities": dict(image=False, audio=False, embeddedContext=True)}
+AGENT_INFO = {"name": "grok", "title": "grok.py", "version": __version__}
+
+
+def bad_params(problem):
+    return RpcError(INVALID_PARAMS, "Invalid params: " + problem)
 
 
 def text_content(text):
-    """ACP tool call content: one block of text."""
     return [{"type": "content", "content": {"type": "text", "text": text}}]
 
 
 def acp_tool_fields(name, args, cwd, diff=True):
     """title, kind, rawInput, locations and a diff for write_file (AcpServer.send scrubs them)."""
     shown = key_arg(name, args)
-    fields = {"title": ("%s: %s" % (name, shown) if shown else name)[:200], "kind": TOOL_KINDS.get(name, "other"),
-              "rawInput": args}
-    if name in ("read_file", "write_file") and not arg_problem(name, args):
-        path = canonical(cwd, args["path"])
-        fields["locations"] = [{"path": path}]
-        content = args.get("content")
-        if name == "write_file" and diff and isinstance(content, str):
-            fields["content"] = [{"type": "diff", "path": path, "oldText": old_text(path), "newText": content}]
+    title = "%s: %s" % (name, shown) if shown else name
+    fields = {"title": title[:200], "kind": TOOL_KINDS.get(name, "other"), "rawInput": args}
+    if name not in ("read_file", "write_file") or arg_problem(name, args):
+        return fields
+    path = canonical(cwd, args["path"])
+    fields["locations"] = [{"path": path}]
+    new = args.get("content")
+    if name == "write_file" and diff and isinstance(new, str):
+        fields["content"] = [dict(type="diff", path=path, oldText=old_text(path), newText=new)]
     return fields
 
 
 def old_text(path):
-    """A file's text before write_file replaces it; None if new, binary, not a regular file or too big."""
+    """The text write_file replaces; None if the file is new, binary, not regular or too big."""
     data = (read_regular(path, READ_CAP) or (b"\x00",))[0]
     return None if len(data) > READ_CAP or b"\x00" in data else data.decode("utf-8", "replace")
 
@@ -3360,15 +3369,15 @@ def old_text(path):
 def acp_prompt_text(blocks):
     """One user message from ACP content blocks: text as is, files as text."""
     if not isinstance(blocks, list) or not blocks:
-        raise RpcError(INVALID_PARAMS, "Invalid params: prompt must be a non-empty array of content blocks")
+        raise bad_params("prompt must be a non-empty array of content blocks")
     parts = []
     for block in blocks:
         if not isinstance(block, dict) or not isinstance(block.get("type"), str):
-            raise RpcError(INVALID_PARAMS, "each prompt item must be a content block with a \"type\"")
+            raise bad_params("each prompt item must be a content block with a \"type\"")
         kind = block["type"]
         if kind == "text":
             if not isinstance(block.get("text"), str):
-                raise RpcError(INVALID_PARAMS, "a text content block needs a \"text\" string")
+                raise bad_params("a text content block needs a \"text\" string")
             parts.append(block["text"])
         elif kind == "resource_link":
             parts.append("[file: %s]" % uri_path(block.get("uri") or block.get("name")))
@@ -3380,10 +3389,10 @@ def acp_prompt_text(blocks):
             else:
                 parts.append("[file: %s (binary, not included)]" % where)
         else:
-            raise RpcError(INVALID_PARAMS, "Invalid params: %s content blocks are not supported" % json.dumps(kind))
+            raise bad_params("%s content blocks are not supported" % json.dumps(kind))
     text = "\n\n".join(p for p in parts if p.strip())
     if not text.strip():
-        raise RpcError(INVALID_PARAMS, "Invalid params: the prompt has no text")
+        raise bad_params("the prompt has no text")
     return text
 
 
@@ -3394,25 +3403,25 @@ def uri_path(uri):
 
 
 def split_tool_results(text, calls):
-    """[(output or None, ok)] per call, read back from a stored tool-results message, last call first."""
+    """[(output or None, ok)] per call, read back from the tool-results message after a reply."""
     text = text if isinstance(text, str) and text.startswith("Tool results:") else ""
     rest, cut, failed = text.rpartition("\n\n[Self-correction] ")
     rest, results = rest if cut else text, []
-    for i in reversed(range(len(calls))):
-        name = calls[i]["tool"]
-        shown = scrub(key_arg(name, calls[i]["args"]))
-        before, head, output = rest.rpartition("\n\n[%d] %s %s\n" % (i + 1, name, shown))
-        results.append((output, "[%d] %s (" % (i + 1, name) not in failed) if head else (None, False))
-        rest = before if head else rest
-    return results[::-1]
+    for i, call in reversed(list(enumerate(calls, 1))):
+        head = "\n\n[%d] %s %s\n" % (i, call["tool"], scrub(key_arg(call["tool"], call["args"])))
+        before, found, output = rest.rpartition(head)
+        ok = "[%d] %s (" % (i, call["tool"]) not in failed
+        results.insert(0, (output, ok) if found else (None, False))
+        rest = before if found else rest
+    return results
 
 
 class AcpSession(UI):
-    """One ACP session: its Agent, and UI hooks that send its turns as session/update notifications."""
+    """One ACP session: its Agent, and UI hooks that send its turns as session/update messages."""
 
     def __init__(self, server):
         self.server, self.id, self.agent, self.busy = server, None, None, False
-        self.calls = itertools.count(1)     # numbers toolCallIds; a turn and session/load never run at once
+        self.calls = itertools.count(1)     # numbers toolCallIds (a turn and a load never overlap)
         self.ids = []           # the toolCallIds of the last reply's calls, in call order
         self.fields = {}        # toolCallId -> what tool_call announced, for open calls
         self.streamed, self.said, self.finish_reason, self.request_id = False, False, None, None
@@ -3425,9 +3434,8 @@ class AcpSession(UI):
         self.update(kind, content={"type": "text", "text": text})
 
     def say(self, reply, streamed=False):
-        """A reply's thinking and, unless it was streamed, its answer."""
         if isinstance(reply.get("thinking"), str) and reply["thinking"].strip():
-            self.chunk("agent_thought_chunk", reply["thinking"])
+            self.thought(reply["thinking"])
         if reply.get("response") and not streamed:
             self.message(reply["response"])
 
@@ -3449,27 +3457,24 @@ class AcpSession(UI):
 
     def reply(self, reply, step):
         self.say(reply, self.streamed)
-        self.ids = []
-        for call in reply["tool_calls"]:
-            call_id = "call_%d" % next(self.calls)
+        self.ids = ["call_%d" % next(self.calls) for _ in reply["tool_calls"]]
+        for call_id, call in zip(self.ids, reply["tool_calls"]):
             self.fields[call_id] = acp_tool_fields(call["tool"], call["args"], self.agent.cwd)
             self.update("tool_call", toolCallId=call_id, status="pending", **self.fields[call_id])
-            self.ids.append(call_id)
 
     def approve(self, call):
         call_id = self.ids[call.index]
         if self.agent.cancel.is_set():
             return "no"
         tool_call = dict(toolCallId=call_id, status="pending", **self.fields[call_id])
-        options = [{"optionId": k, "name": name, "kind": k} for k, (name, _) in PERMISSIONS.items()]
-        asked = {"sessionId": self.id, "toolCall": tool_call, "options": options}
+        asked = {"sessionId": self.id, "toolCall": tool_call, "options": PERMISSION_OPTIONS}
         answer = self.server.request("session/request_permission", asked, cancel=self.agent.cancel)
         if "error" in (answer or {}):
-            self.notice("the client failed the permission request: %s" % json.dumps(answer["error"])[:200])
+            self.notice("the permission request failed: %s" % json.dumps(answer["error"])[:200])
         with suppress(TypeError, KeyError):     # no answer (a cancel, no client), or no outcome
             outcome = answer["result"]["outcome"]
             if outcome["outcome"] == "selected":
-                return PERMISSIONS.get(outcome["optionId"], ("", "no"))[1]
+                return APPROVALS.get(outcome["optionId"], "no")
         return "no"
 
     def tool_start(self, call):
@@ -3477,10 +3482,10 @@ class AcpSession(UI):
 
     def tool_end(self, call, result):
         call_id = self.ids[call.index]
-        fields = self.fields.pop(call_id, {})
-        diff = fields.get("content", []) if result.ok else []
-        self.update("tool_call_update", toolCallId=call_id, status="completed" if result.ok else "failed",
-                    content=diff + text_content(result.output))
+        diff = self.fields.pop(call_id, {}).get("content", [])
+        status, content = ("completed", diff) if result.ok else ("failed", [])
+        self.update("tool_call_update", toolCallId=call_id, status=status,
+                    content=content + text_content(result.output))
 
     def step_finish(self, step, info):
         self.finish_reason = info.get("finish_reason")
@@ -3492,21 +3497,22 @@ class AcpSession(UI):
     # -- session/load: the history as the updates a live turn would have sent
     def replay(self):
         messages = self.agent.messages[1:]
-        corrective = corrective_message("").split(":")[0]
+        not_typed = ("Tool results:", corrective_message("").split(":")[0], "[the user cancelled")
         for i, message in enumerate(messages):
-            role, content = message.get("role"), message.get("content")
-            if role == "user" and message.get("kind") != "note" and isinstance(content, str) and not content.startswith(
-                    ("Tool results:", corrective, "[the user cancelled")):     # what the person typed, or a summary
-                summary, self.said = message.get("kind") == "summary", False
-                self.chunk("agent_thought_chunk" if summary else "user_message_chunk", content)
-            if role != "assistant" or not isinstance(content, str):
+            role, text, kind = message.get("role"), message.get("content"), message.get("kind")
+            typed = isinstance(text, str) and not text.startswith(not_typed)
+            if role == "user" and kind != "note" and typed:     # what a person typed, or a summary
+                update = "agent_thought_chunk" if kind == "summary" else "user_message_chunk"
+                self.chunk(update, text)
+                self.said = False
+            if role != "assistant" or not isinstance(text, str):
                 continue
             try:
-                reply = parse_reply(content, list(TOOLS) + list(self.agent.tools()))
+                reply = parse_reply(text, list(TOOLS) + list(self.agent.tools()))
             except ContractError:
                 continue            # an invalid reply the model was asked to redo
             self.say(reply)
-            following = messages[i + 1].get("content") if i + 1 < len(messages) else None
+            following = (messages[i + 1:] or [{}])[0].get("content")
             results = split_tool_results(following, reply["tool_calls"])
             for call, (output, ok) in zip(reply["tool_calls"], results):
                 fields = acp_tool_fields(call["tool"], call["args"], self.agent.cwd, diff=False)
@@ -3543,8 +3549,10 @@ class AcpServer:
                 self.log("stdout is closed: cancelling running turns")
                 self.stop_all()
 
-    def respond(self, request_id, result=None, error=None):
-        key, value = ("result", result) if error is None else ("error", error)
+    def respond(self, request_id, result):
+        """Answer a request with result, or with the error an exception result stands for."""
+        key = "error" if isinstance(result, Exception) else "result"
+        value = self.rpc_error(result).payload if key == "error" else result
         self.send({"jsonrpc": "2.0", "id": request_id, key: value})
 
     def request(self, method, params, cancel):
@@ -3561,27 +3569,26 @@ class AcpServer:
         return slot[1]
 
     def log(self, text):
-        sys.stderr.write(visible(scrub(text)) + "\n")     # QuietStderr: a closed stderr fails nothing
+        sys.stderr.write(visible(scrub(text)) + "\n")     # QuietStderr: never raises
         sys.stderr.flush()
 
     def serve(self, stream):
         for line in iter(stream.readline, b""):
             if line.strip():
                 self.handle(line)
-        self.stop_all()                     # the client is gone: cancel what runs, start nothing more
-        for worker in list(self.workers):   # in-flight prompts still get their answers
+        self.stop_all()     # the client is gone: cancel what runs, start nothing more
+        for worker in list(self.workers):       # in-flight prompts still get their answers
             worker.join()
 
     def handle(self, line):
-        """A request (always answered), a notification (never, not even an unknown one) or the client's
-        answer to a request of ours, which wakes the thread waiting for it."""
+        """A request (always answered), a notification (never, not even an unknown one) or the
+        client's answer to a request of ours, which wakes the thread waiting for it."""
         try:
             message = json.loads(line.decode("utf-8"))
         except (ValueError, UnicodeDecodeError, RecursionError) as e:      # (nested too deep)
-            return self.respond(None, error={"code": PARSE_ERROR, "message": "Parse error: %s" % e})
+            return self.respond(None, RpcError(PARSE_ERROR, "Parse error: %s" % e))
         if not isinstance(message, dict) or message.get("jsonrpc", "2.0") != "2.0":
-            return self.respond(None, error={
-                "code": INVALID_REQUEST, "message": "Invalid Request: expected a JSON-RPC 2.0 object"})
+            message = {"id": None}      # answered as an invalid request
         method, request_id = message.get("method"), message.get("id")
         if method is None and "id" in message and ("result" in message or "error" in message):
             slot = self.pending.get(request_id) if isinstance(request_id, (str, int)) else None
@@ -3594,18 +3601,18 @@ class AcpServer:
             self.cancel(message["params"])
 
     def call(self, method, request_id, params):
-        bad_id = not isinstance(request_id, (str, type(None))) and type(request_id) is not int
+        if type(request_id) not in (str, int, type(None)):
+            request_id, method = None, None     # answered with no id, as an invalid request
         try:
-            if not isinstance(method, str) or bad_id:
-                request_id = None if bad_id else request_id
-                raise RpcError(INVALID_REQUEST, "Invalid Request: no method, or a bad id")
+            if not isinstance(method, str):
+                raise RpcError(INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 request")
             if method not in self.methods:
                 raise RpcError(METHOD_NOT_FOUND, "Method not found: %s" % method)
             if not isinstance(params, (dict, type(None))):
-                raise RpcError(INVALID_PARAMS, "Invalid params: params must be an object")
+                raise bad_params("params must be an object")
             result = self.methods[method](params or {}, request_id)
         except Exception as e:
-            return self.respond(request_id, error=self.rpc_error(e).payload)
+            result = e
         if result is not DEFERRED:
             self.respond(request_id, result)
 
@@ -3632,16 +3639,16 @@ class AcpServer:
     def session_setup(self, params, optional=False):
         """The cwd (None: load got none) and the stdio MCP servers of session/new or /load."""
         cwd, servers = params.get("cwd"), params.get("mcpServers", [])
-        if not (optional and cwd is None or isinstance(cwd, str) and os.path.isabs(cwd) and os.path.isdir(cwd)):
-            raise RpcError(INVALID_PARAMS, "Invalid params: cwd must be the absolute path of a directory, not %s"
-                           % json.dumps(cwd))
+        directory = isinstance(cwd, str) and os.path.isabs(cwd) and os.path.isdir(cwd)
+        if not (directory or optional and cwd is None):
+            raise bad_params("cwd must be an absolute directory path, not %s" % json.dumps(cwd))
         if not isinstance(servers, list):
-            raise RpcError(INVALID_PARAMS, "Invalid params: mcpServers must be an array")
+            raise bad_params("mcpServers must be an array")
         try:
             table = {s["name"]: dict(s, env={e["name"]: e["value"] for e in s.get("env") or ()})
                      for s in servers}
         except (TypeError, KeyError, AttributeError):
-            raise RpcError(INVALID_PARAMS, "Invalid params: an mcpServer with no name or a bad env")
+            raise bad_params("an mcpServer with no name or a bad env")
         return cwd and os.path.normpath(cwd), mcp_specs(table, "mcpServers", self.log)
 
     def start(self, cwd, mcp, **resume):
@@ -3656,25 +3663,23 @@ class AcpServer:
 
     # -- methods
     def initialize(self, params, request_id):
-        version = params.get("protocolVersion")
-        if not isinstance(version, int) or isinstance(version, bool):
-            raise RpcError(INVALID_PARAMS, "Invalid params: protocolVersion must be an integer")
-        try:        # the methods clients of xAI's CLI look for; the key is already there, authenticate checks it
+        if type(params.get("protocolVersion")) is not int:
+            raise bad_params("protocolVersion must be an integer")
+        try:        # the methods clients of xAI's CLI look for; authenticate checks the key again
             self.need_key()
-            method = "xai.api_key" if self.cfg.key_source.startswith("$") else "cached_token"
-            auth = [{"id": method, "name": AUTH_METHODS[method], "description": "the key in " + self.cfg.key_source}]
+            source = self.cfg.key_source
+            method = "xai.api_key" if source.startswith("$") else "cached_token"
+            auth = [dict(id=method, name=AUTH_METHODS[method], description="the key in " + source)]
         except RpcError:
             auth = []
-        return {"protocolVersion": ACP_VERSION,
-                "agentCapabilities": {"loadSession": True,
-                                      "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
-                                      "mcpCapabilities": {"http": False, "sse": False}},
-                "agentInfo": {"name": "grok", "title": "grok.py", "version": __version__}, "authMethods": auth}
+        return {"protocolVersion": ACP_VERSION, "agentCapabilities": AGENT_CAPABILITIES,
+                "agentInfo": AGENT_INFO, "authMethods": auth}
 
     def authenticate(self, params, request_id):
-        if not isinstance(params.get("methodId"), str) or params["methodId"] not in AUTH_METHODS:
-            raise RpcError(INVALID_PARAMS, "Invalid params: unknown methodId %s (known: %s)"
-                           % (json.dumps(params.get("methodId")), ", ".join(AUTH_METHODS)))
+        method = params.get("methodId")
+        if not isinstance(method, str) or method not in AUTH_METHODS:
+            known = ", ".join(AUTH_METHODS)
+            raise bad_params("unknown methodId %s (known: %s)" % (json.dumps(method), known))
         self.need_key()
         return {}
 
@@ -3686,7 +3691,7 @@ class AcpServer:
     def load_session(self, params, request_id):
         session_id = params.get("sessionId")
         if not isinstance(session_id, str) or not session_id:
-            raise RpcError(INVALID_PARAMS, "Invalid params: sessionId must be a string")
+            raise bad_params("sessionId must be a string")
         cwd, mcp = self.session_setup(params, optional=True)
         session = self.sessions.get(session_id)
         if session is None:         # not held by this process yet: open its file
@@ -3694,7 +3699,8 @@ class AcpServer:
             store = Session(self.cfg.data_dir, session_id, warn=self.log)
             bad = os.sep in session_id or "\x00" in session_id or session_id.startswith(".")
             if bad or not os.path.isfile(store.path):
-                raise RpcError(RESOURCE_NOT_FOUND, "no session %s in %s" % (json.dumps(session_id), store.dir))
+                where = "%s in %s" % (json.dumps(session_id), store.dir)
+                raise RpcError(RESOURCE_NOT_FOUND, "no session " + where)
             try:
                 session = self.start(cwd or self.cfg.cwd, mcp, session=store, resume=True)
             except UserError as e:
@@ -3709,17 +3715,18 @@ class AcpServer:
     def prompt(self, params, request_id):
         session_id = params.get("sessionId")
         if not isinstance(session_id, str):
-            raise RpcError(INVALID_PARAMS, "Invalid params: sessionId must be a string")
+            raise bad_params("sessionId must be a string")
         session = self.sessions.get(session_id)
         if session is None:
-            raise RpcError(RESOURCE_NOT_FOUND, "unknown session %s (create it with session/new or session/load)"
-                           % json.dumps(session_id))
+            raise RpcError(RESOURCE_NOT_FOUND, "unknown session %s (start it with session/new or "
+                           "session/load)" % json.dumps(session_id))
         text = acp_prompt_text(params.get("prompt"))
-        if session.busy:        # set here, on the main thread, and cleared only by the turn's worker
-            raise RpcError(INVALID_REQUEST, "session %s is already running a prompt" % session.id)
+        if session.busy:        # set here, on the main thread; cleared only by the turn's worker
+            raise RpcError(INVALID_REQUEST, "session %s is running a prompt" % session.id)
         session.busy = True
         session.agent.cancel.clear()    # a stop from now on cancels this prompt
-        worker = threading.Thread(target=self.run_prompt, args=(session, request_id, text), daemon=True)
+        worker = threading.Thread(target=self.run_prompt, args=(session, request_id, text))
+        worker.daemon = True
         self.workers = [w for w in self.workers if w.is_alive()] + [worker]
         worker.start()
         return DEFERRED
@@ -3733,28 +3740,26 @@ class AcpServer:
         except Exception as e:
             reason = "cancelled" if agent.cancel.is_set() else turn_end(e)[2]
             note = str(e) if reason == "max_turn_requests" else None
-            if reason is None:
-                error = self.rpc_error(e).payload
-            if reason is None and isinstance(e, LimitReached):      # the cost limit
-                error["data"] = {"reason": "cost_limit", "costUsd": agent.cost_usd}
+            error = None if reason else self.rpc_error(e)
+            if error and isinstance(e, LimitReached):      # the cost limit
+                error.payload["data"] = {"reason": "cost_limit", "costUsd": agent.cost_usd}
+        ended = text_content("not run: the turn ended (%s)" % (reason or "error"))
         for call_id in session.fields:      # announced, never run
-            session.update("tool_call_update", toolCallId=call_id, status="failed",
-                           content=text_content("not run: the turn ended (%s)" % (reason or "error")))
+            session.update("tool_call_update", toolCallId=call_id, status="failed", content=ended)
         session.fields.clear()
-        t = agent.turn      # read before the session takes the next prompt, which starts a new count
-        usage = {"inputTokens": t["input"], "outputTokens": t["output"], "thoughtTokens": t["reasoning"],
-                 "cachedReadTokens": t["cached"], "totalTokens": t["total"]}
+        t = agent.turn      # read before the next prompt starts a new count
+        usage = {"inputTokens": t["input"], "outputTokens": t["output"],
+                 "thoughtTokens": t["reasoning"], "cachedReadTokens": t["cached"],
+                 "totalTokens": t["total"]}
         meta = dict(usage, usage=dict(usage), costUsd=round(t["cost"], 8), model=agent.model,
                     sessionCostUsd=round(agent.cost_usd, 8), requestId=session.request_id)
         if note:
             meta["message"] = note
         session.busy = False
-        if error is not None:
-            return self.respond(request_id, error=error)
-        return self.respond(request_id, {"stopReason": reason, "_meta": meta})
+        self.respond(request_id, error or {"stopReason": reason, "_meta": meta})
 
     def cancel(self, params, request_id=None):
-        session = self.sessions.get(str(params.get("sessionId")))      # str: an unhashable id finds none
+        session = self.sessions.get(str(params.get("sessionId")))      # str: never unhashable
         if session is not None:
             session.agent.stop()
 
@@ -3784,21 +3789,20 @@ def acp_main(cfg, mcp_files):
 
 # --- main ---
 
-def arg_parser(prog="grok", description=None):
-    """argparse (imported when needed) with both scripts' flags; a bad flag is a UserError (exit 1, not 2)."""
+def arg_parser(prog="grok", description="A minimal agent harness for xAI's Grok models."):
+    """argparse (imported when needed) with both scripts' flags; a bad flag: UserError, exit 1."""
 
     class Parser(argparse.ArgumentParser):
         def error(self, message):
             self.print_usage(sys.stderr)
             flag = re.search(r"(?:unrecognized arguments|ambiguous option): (--?[^\s=]+)", message)
-            near = flag and difflib.get_close_matches(flag.group(1), self._option_string_actions, 1,
-                                                      0.7)
+            near = flag and difflib.get_close_matches(flag[1], self._option_string_actions, 1, 0.7)
             raise UserError(message + ("; did you mean %s?" % near[0] if near else ""))
 
     # An explicit width, or argparse imports shutil (with bz2, lzma, zlib: 2.5 ms) on every start;
     # asked once, not by each of the ~50 formatters argparse makes (a failing ioctl each, off a terminal).
     width = terminal_width() - 2
-    p = Parser(prog=prog, description=description or "A minimal agent harness for xAI's Grok models.", epilog=ENV_HELP,
+    p = Parser(prog=prog, description=description, epilog=ENV_HELP,
                formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(prog, width=width))
     p.add_argument("--version", action="version", version="%(prog)s " + __version__)
     p.add_argument("-m", "--model", help="model id (default $GROK_MODEL or %s)" % DEFAULT_MODEL)
@@ -3811,10 +3815,11 @@ def arg_parser(prog="grok", description=None):
     p.add_argument("--sandbox-network", choices=("on", "off"), help="off: commands get no network")
     p.add_argument("--mcp-config", action="append", default=[], metavar="FILE",
                    help="start the MCP servers of this .mcp.json-style file (repeatable)")
-    session = p.add_mutually_exclusive_group()
-    session.add_argument("-r", "--resume", metavar="ID", help="continue a saved session")
-    session.add_argument("-c", "--continue", dest="cont", action="store_true", help="continue the latest session")
-    session.add_argument("-s", "--session-id", metavar="UUID", help="a new session with this id")
+    which = p.add_mutually_exclusive_group()      # which session
+    which.add_argument("-r", "--resume", metavar="ID", help="continue a saved session")
+    which.add_argument("-c", "--continue", dest="cont", action="store_true",
+                       help="continue the latest session")
+    which.add_argument("-s", "--session-id", metavar="UUID", help="a new session with this id")
     p.add_argument("message", nargs="*", help="start the chat with this message")
     return p
 
@@ -3879,9 +3884,9 @@ def parse_args(argv):
                    help="headless output (default text)")
     p.add_argument("--output-format", dest="output", choices=OUTPUT_FORMATS, help="as xAI's CLI")
     p.add_argument("--max-tool-rounds", "--max-turns", type=int, metavar="N",
-                   help="headless: stop after N tool rounds, exit 3 (0 = no limit; default $GROK_MAX_ITERATIONS)")
+                   help="headless: exit 3 after N tool rounds (0: no limit; $GROK_MAX_ITERATIONS)")
     p.add_argument("--allow", "--allowedTools", action="append", metavar="PATTERN", default=[],
-                   help="headless: allow bash commands / write_file paths matching this glob (repeatable)")
+                   help="headless: allow matching bash commands / write_file paths (repeatable)")
     p.add_argument("--deny", "--disallowedTools", action="append", metavar="RULE", default=[])
     p.add_argument("--tools", help="only these tools (comma-separated)")
     p.add_argument("--disallowed-tools", metavar="TOOLS", help="not these tools (comma-separated)")
@@ -3926,26 +3931,22 @@ def xai_settings(args, cfg):
         sys.stderr.write("grok: accepted, but not supported here: %s\n" % ", ".join(ignored))
 
 
-def catch_signals(handler):
-    """handler(signum, frame) for SIGTERM and SIGHUP."""
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, handler)
-
-
 def on_signal(signum, frame):
-    catch_signals(lambda signum, frame: os._exit(128 + signum))    # a second signal ends the clean-up at once
+    for other in (signal.SIGTERM, signal.SIGHUP):       # a second signal ends the clean-up at once
+        signal.signal(other, lambda signum, frame: os._exit(128 + signum))
     raise Terminated(signum)
 
 
 def guarded(prog, body, on_error=None):
-    """body(), every failure a message on stderr and an exit code; on_error(message) reports it elsewhere too."""
+    """body(), each failure a message on stderr and an exit code (also to on_error(message))."""
     for fd, name in enumerate(("stdin", "stdout", "stderr")):
         if getattr(sys, name) is None:      # its fd was closed from the start (`grok -p hi >&-`)
             silence(fd)
             setattr(sys, name, open(fd, "w" if fd else "r", closefd=False))
     sys.stderr = QuietStderr(sys.stderr)
     try:
-        catch_signals(on_signal)
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, on_signal)
         return body()
     except BrokenPipeError:
         silence()
@@ -3967,9 +3968,10 @@ def json_requested(argv):
     """The JSON output argv asks for (json, streaming-json, result) or None, read before (and even
     if) the flags parse."""
     fmt = None
-    for i, arg in enumerate(argv[:argv.index("--")] if "--" in argv else argv):     # no flag after `--`
+    flags = argv[:argv.index("--")] if "--" in argv else argv     # no flag after `--`
+    for i, arg in enumerate(flags):
         name, eq, value = arg.partition("=")
-        value = value if eq else (argv[i + 1] if i + 1 < len(argv) else None)
+        value = value if eq else (argv[i + 1:] or [None])[0]
         if len(name) >= 3 and ("--format".startswith(name) or "--output-format".startswith(name)):
             fmt = OUTPUT_FORMATS.get(value) if name.startswith("--o") else value    # --form too
     return fmt if fmt in FORMATS else None
@@ -3986,20 +3988,22 @@ def list_models(argv):
     if set(argv) - {"--json"}:
         raise UserError("usage: grok models [--json]")
     cfg = Config(require_key=False)
-    client = Client(cfg.base_url, cfg.api_key, min(cfg.timeout or 15, 15))     # (a redirect is refused, not followed)
+    client = Client(cfg.base_url, cfg.api_key, min(cfg.timeout or 15, 15))     # (redirects refused)
+    ids = []
     try:
-        ids = server_models(client) or list(WINDOWS)
+        ids = server_models(client)
     except Exception as e:          # unreachable, refused, not a model list: the built-in table
-        why = e.problem if isinstance(e, RetryableFault) else str(e) or type(e).__name__
-        sys.stderr.write(visible(scrub("grok: cannot list the models of %s (%s); the built-in list follows"
-                                       % (cfg.base_url, why[:200]))) + "\n")
-        ids = list(WINDOWS)
-    rows = [{"id": i, "default": i == cfg.model} for i in (ids if cfg.model in ids else [cfg.model] + ids)]
-    if "grok-build" not in [r["id"] for r in rows]:    # xAI's CLI's clients ask for it: the default
+        why = (e.problem if isinstance(e, RetryableFault) else str(e) or type(e).__name__)[:200]
+        note = "cannot list the models of %s (%s); the built-in list follows" % (cfg.base_url, why)
+        sys.stderr.write(visible(scrub("grok: " + note)) + "\n")
+    ids = list(ids or WINDOWS)
+    ids = ids if cfg.model in ids else [cfg.model] + ids
+    rows = [{"id": i, "default": i == cfg.model} for i in ids]
+    lines = ["* %s (default)" % i if i == cfg.model else "- " + i for i in ids]
+    if "grok-build" not in ids:    # xAI's CLI's clients ask for it: the default
         rows.append({"id": "grok-build", "default": False, "aliasOf": cfg.model})
-    print(json.dumps({"models": rows}) if "--json" in argv else "\n".join(
-        "* %s (default)" % r["id"] if r["default"] else "- " + r["id"] + (
-            " (alias of %s)" % r["aliasOf"] if "aliasOf" in r else "") for r in rows))
+        lines.append("- grok-build (alias of %s)" % cfg.model)
+    print(json.dumps({"models": rows}) if "--json" in argv else "\n".join(lines))
     return 0
 
 
@@ -4010,7 +4014,7 @@ def main(argv=None):
         return 0
     if argv[:1] == ["models"]:      # before the flags: the prompt words may be positional
         return guarded("grok", lambda: list_models(argv[1:]))
-    json_errors = [json_requested(argv)]        # errors outside the run (a bad flag, no key) are events too
+    json_errors = [json_requested(argv)]    # errors outside the run (bad flag, no key) too
 
     def on_error(message):
         if json_errors[0]:
