@@ -134,16 +134,46 @@ def ask_api_key():
 
 
 class Config:
-    """Everything the engine needs, from flags with an environment fallback."""
+    """Settings: from flags, with an environment fallback; read once and never changed after (what a
+    session changes, such as its model, window, cost limit or cwd, lives on its Agent)."""
 
     def __init__(self, model=None, cwd=None, always_approve=False, require_key=True, effort=None,
-                 sandbox=None, net=None):
+                 sandbox=None, net=None, tools=None, deny=(), rules=None, system_prompt=None,
+                 max_iterations=None):
+        self.read_key(require_key)
+        self.read_server()
+        if model == "grok-build" != os.environ.get("GROK_MODEL"):
+            model = None        # xAI's CLI's model name, which its clients pass: the default here
+        self.model = model or own_setting(["GROK_MODEL"])[0] or DEFAULT_MODEL
+        self.reasoning_effort = effort
+        self.summary_model = os.environ.get("GROK_SUMMARY_MODEL") or self.model
+        self.read_limits(max_iterations)
+        self.read_paths()
+        self.tools = list(TOOLS) if tools is None else tools
+        self.deny, self.rules, self.system_prompt = deny, rules, system_prompt
+        self.always_approve = always_approve or env_flag("GROK_ALWAYS_APPROVE")
+        self.cwd = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
+        if not os.path.isdir(self.cwd):
+            raise UserError("--cwd: no such directory: %s" % self.cwd)
+        sandbox = sandbox or os.environ.get("GROK_SANDBOX") or "off"     # its backend: chosen once
+        self.sandbox = None if sandbox == "off" != net else Sandbox(sandbox, net == "off", self.cwd)
+        self.frozen = True
+
+    def __setattr__(self, name, value):
+        if getattr(self, "frozen", False):
+            raise AttributeError("Config is read once: %s belongs on the session's Agent" % name)
+        object.__setattr__(self, name, value)
+
+    def read_key(self, require_key):
         self.api_key, self.key_source = find_api_key()
         if require_key and not self.api_key:
             self.api_key, self.key_source = ask_api_key()
         if require_key and not self.api_key:
-            raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put GROK_API_KEY=... in "
-                            + ", ".join(ENV_FILES))
+            raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put "
+                            "GROK_API_KEY=... in " + ", ".join(ENV_FILES))
+
+    def read_server(self):
+        """The server: where, its prices, and how to talk to it."""
         self.base_url = (own_setting(["GROK_BASE_URL"])[0] or DEFAULT_BASE_URL).rstrip("/")
         url = check_base_url(self.base_url)
         self.xai = ("." + url.hostname).endswith(".x.ai")
@@ -154,34 +184,27 @@ class Config:
         self.max_retries = int(self.number("GROK_MAX_RETRIES", 4, 20))
         self.backoff = self.number("GROK_RETRY_BACKOFF", 1.0, 60)
         self.stream = env_flag("GROK_STREAM", True)
-        if model == "grok-build" != os.environ.get("GROK_MODEL"):
-            model = None        # the model name of xAI's CLI, which its clients pass: the default model here
-        self.model = model or own_setting(["GROK_MODEL"])[0] or DEFAULT_MODEL
-        self.reasoning_effort = effort
-        self.summary_model = os.environ.get("GROK_SUMMARY_MODEL") or self.model
+
+    def read_limits(self, max_iterations):
         self.cost_limit = self.number("COST_LIMIT", 10.0)
         self.compact_threshold = self.number("COMPACT_THRESHOLD", 75.0, 100)
         self.window_set = int(self.number("GROK_CONTEXT_WINDOW", 0, 1e9))
-        self.context_window = self.window_set or model_entry(WINDOWS, self.model, DEFAULT_WINDOW)
         self.max_tokens = int(self.number("GROK_MAX_TOKENS", 0, 1e8)) or None
-        self.max_iterations = int(self.number("GROK_MAX_ITERATIONS", 25))
+        rounds = int(self.number("GROK_MAX_ITERATIONS", 25))
+        self.max_iterations = rounds if max_iterations is None else max_iterations
         self.loop_detection = env_flag("GROK_LOOP_DETECTION", True)
         self.bash_timeout = self.number("GROK_BASH_TIMEOUT", BASH_TIMEOUT)
         temperature = os.environ.get("GROK_TEMPERATURE", "0.5").strip()      # empty: not sent
         self.temperature = self.number("GROK_TEMPERATURE", 0.5, 100) if temperature else None
-        self.skills_dir = os.path.expanduser(os.environ.get("GROK_SKILLS_DIR")
-                                             or os.path.join(os.path.dirname(os.path.realpath(__file__)), "skills"))
-        data_home = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-        self.data_dir = os.path.expanduser(os.environ.get("GROK_DATA_DIR") or os.path.join(data_home, "grok-agent"))
-        self.read_dirs = [self.skills_dir]      # read_file/list_files run there without asking, as in cwd
-        self.mcp = {}                           # MCP servers to start: {name: spec}
-        self.tools, self.deny, self.rules, self.system_prompt = list(TOOLS), (), None, None
-        self.always_approve = always_approve or env_flag("GROK_ALWAYS_APPROVE")
-        self.cwd = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
-        if not os.path.isdir(self.cwd):
-            raise UserError("--cwd: no such directory: %s" % self.cwd)
-        sandbox = sandbox or os.environ.get("GROK_SANDBOX") or "off"     # its backend: chosen once
-        self.sandbox = None if sandbox == "off" != net else Sandbox(sandbox, net == "off", self.cwd)
+
+    def read_paths(self):
+        here = os.path.dirname(os.path.realpath(__file__))
+        skills = os.environ.get("GROK_SKILLS_DIR") or os.path.join(here, "skills")
+        self.skills_dir = os.path.expanduser(skills)
+        share = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
+        data = os.environ.get("GROK_DATA_DIR") or os.path.join(share, "grok-agent")
+        self.data_dir = os.path.expanduser(data)
+        self.read_dirs = [self.skills_dir]      # read_file/list_files run there unasked, as in cwd
 
     @staticmethod
     def number(name, default, most=1e6):
@@ -1238,18 +1261,21 @@ def alive(pid, send=os.kill):
         return not isinstance(e, ProcessLookupError)
 
 
-def tool_bash(args, agent):
+ToolContext = namedtuple("ToolContext", "cwd sandbox bash_timeout procs env cancel ask search withdraw")
+
+
+def tool_bash(args, ctx):
     # The command starts when the watchdog knows it: Lifeline.update sends the line it waits for
     argv, preexec = [TOOL_SHELL, "-c", "read -r _ || exit; " + args["command"]], None
-    if agent.cfg.sandbox:
-        argv, preexec = agent.cfg.sandbox.wrap(argv, agent.cwd)
+    if ctx.sandbox:
+        argv, preexec = ctx.sandbox.wrap(argv, ctx.cwd)
     try:
-        proc = subprocess.Popen(argv, cwd=agent.cwd, env=agent.tool_env(), preexec_fn=preexec,
+        proc = subprocess.Popen(argv, cwd=ctx.cwd, env=ctx.env, preexec_fn=preexec,
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=True)
     except (OSError, subprocess.SubprocessError) as e:
         return ToolResult("error: cannot start %s: %s" % (TOOL_SHELL, e), ok=False)
-    agent.procs.add(proc)
+    ctx.procs.add(proc)
     Lifeline.update(proc)
     out, total = bytearray(), [0]
 
@@ -1260,20 +1286,20 @@ def tool_bash(args, agent):
                 out.extend(chunk)
                 del out[OUTPUT_HEAD:-OUTPUT_TAIL]       # the first and the last bytes are kept
     reader = threading.Thread(target=read, daemon=True)
-    code, waited, limit = None, 0.0, agent.cfg.bash_timeout       # limit 0: none
+    code, waited, limit = None, 0.0, ctx.bash_timeout       # limit 0: none
     try:
         reader.start()      # no thread to be had (a process limit): the command is killed
-        while code is None and not agent.cancel.is_set() and not 0 < limit <= waited:
+        while code is None and not ctx.cancel.is_set() and not 0 < limit <= waited:
             with suppress(subprocess.TimeoutExpired):
                 code = proc.wait(0.05)
             waited += 0.05
     finally:
-        note = "" if code is not None else "\n[cancelled by the user]" if agent.cancel.is_set() else (
+        note = "" if code is not None else "\n[cancelled by the user]" if ctx.cancel.is_set() else (
             "\n[timed out after %gs: process group killed]" % limit)
         if note:
             kill_group(proc)
             code = proc.wait()
-        agent.procs.discard(proc)
+        ctx.procs.discard(proc)
         Lifeline.update()
     reader.join(1 if note else 0.2)     # background children may keep the output open
     omitted = total[0] - len(out)
@@ -1289,8 +1315,8 @@ def tool_bash(args, agent):
     return ToolResult(text + note + background, ok=not note)
 
 
-def tool_read_file(args, agent):
-    path = canonical(agent.cwd, args["path"])
+def tool_read_file(args, ctx):
+    path = canonical(ctx.cwd, args["path"])
     got = read_regular(path, READ_CAP)
     if got is None:
         why = ("no such file: %s" if not os.path.exists(path)
@@ -1329,11 +1355,11 @@ def atomic_write(path, data, private=True):
         raise
 
 
-def tool_write_file(args, agent):
-    path = canonical(agent.cwd, args["path"])
+def tool_write_file(args, ctx):
+    path = canonical(ctx.cwd, args["path"])
     content = args.get("content", "")
     data = (content if isinstance(content, str) else json.dumps(content, indent=2)).encode("utf-8")
-    dirs = agent.cfg.sandbox.writable(agent.cwd) if agent.cfg.sandbox else [path]
+    dirs = ctx.sandbox.writable(ctx.cwd) if ctx.sandbox else [path]
     if not any(inside(path, d) for d in dirs):
         return ToolResult("error: the sandbox allows writes only in " + ", ".join(dirs), False)
     if os.path.isdir(path):
@@ -1346,8 +1372,8 @@ def tool_write_file(args, agent):
     return ToolResult("wrote %d bytes to %s" % (len(data), path))
 
 
-def tool_list_files(args, agent):
-    path = canonical(agent.cwd, args.get("path") or ".")
+def tool_list_files(args, ctx):
+    path = canonical(ctx.cwd, args.get("path") or ".")
     try:
         entries = sorted(os.scandir(path), key=lambda e: e.name)
     except FileNotFoundError:
@@ -1370,25 +1396,23 @@ def tool_list_files(args, agent):
     return ToolResult("\n".join(lines) if lines else "(empty directory)")
 
 
-def tool_ask_user(args, agent):
+def tool_ask_user(args, ctx):
     options = args.get("options") or []
     options = [str(o) for o in (options if isinstance(options, list) else [options])]
-    answer = agent.ui.ask_user(args["question"], options)
+    answer = ctx.ask(args["question"], options)
     if answer is None:
         return ToolResult("no user available in this mode: decide yourself and say what you assumed", ok=False)
     return ToolResult("the user answered: %s" % answer)
 
 
-def tool_web_search(args, agent):
-    payload = {"model": agent.model, "input": [{"role": "user", "content": args["query"]}],
-               "tools": [{"type": "web_search"}]}
+def tool_web_search(args, ctx):
     try:
-        obj = agent.paid(lambda: agent.client.post("/responses", payload, cancel=agent.cancel))
+        obj = ctx.search(args["query"])
     except LimitReached as e:
         return ToolResult("not run: %s; answer with what you have" % e, ok=False)
     except HTTPStatusError as e:
         if e.status in (404, 405, 410, 501):
-            return agent.withdraw("web_search", "the server has no Responses API (HTTP %d)" % e.status)
+            return ctx.withdraw("web_search", "the server has no Responses API (HTTP %d)" % e.status)
         return ToolResult("web search failed: HTTP %d: %s" % (e.status, e.server_message()), ok=False)
     except (TransientError, UserError, ContractError) as e:        # ContractError: the reply was too large
         return ToolResult("web search failed: %s" % e, ok=False)
@@ -1510,7 +1534,7 @@ class McpServer:
         props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
         doc = " ".join(str(tool.get("description") or "").split())[:999]
         small = len(json.dumps(schema)) < 4000
-        return Tool(lambda args, agent: self.call(str(tool["name"]), args, agent.cancel),
+        return Tool(lambda args, ctx: self.call(str(tool["name"]), args, ctx.cancel),
                     "(MCP server %s) %s" % (self.name, doc), dict.fromkeys(props, "string"),
                     dict(schema, type="object") if small else {"type": "object"})
 
@@ -1939,14 +1963,15 @@ def find_session(directory, key):
 # --- The loop: run_turn() -> query() + execute() ---
 
 class UI:
-    """What a front end sees of a turn; every hook is optional. stream_reset(): a reply starts (over), what
-    stream_text showed is void. approve(call): 'yes', 'no' or 'always' (None: no); ask_user(): the answer or None."""
+    """What a front end sees of a turn; every hook is optional. stream_reset(): a reply starts
+    (over), what stream_text showed is void. approve(call): 'yes', 'no' or 'always' (None: no);
+    ask_user(): the answer or None. thought: reasoning as it comes. invalid: a bad reply."""
 
     def _skip(self, *args):
         return None
 
-    step_start = stream_text = stream_reset = reply = tool_start = tool_end = step_finish = answer = notice = _skip
-    thought = ask_user = approve = invalid = _skip  # reasoning as it arrives; a reply off contract
+    step_start = stream_text = stream_reset = reply = tool_start = tool_end = step_finish = _skip
+    answer = notice = thought = ask_user = approve = invalid = _skip
 
 
 ToolCall = namedtuple("ToolCall", "index name args id cwd shown sandbox")     # shown: scrubbed
@@ -1970,135 +1995,63 @@ def turn_end(e):
 
 
 INTERRUPTED = ("[interrupted by the user]", "[interrupted: the session ended during this turn]")
+UNRUN = "[the user cancelled the tool calls before they finished]"
 NUDGE = {LOOP_NUDGE: "[Loop] You made these same tool calls and got these same results %d rounds "
                      "in a row: repeating them changes nothing. Answer now (\"done\": true), or "
                      "try something else." % LOOP_NUDGE}
+LAST_ROUND = ("[Limit] That was the last tool round allowed in this turn (%d). Answer now with "
+              "what you have and say what is left to do; further tool calls will not run.")
+SUMMARY_PROMPT = ("You summarise an AI agent's conversation and tool history so the agent can "
+                  "continue. Keep the user's goals and requests, decisions, facts learned, files "
+                  "and commands involved, and open tasks. Be concise; plain text.")
 TURN_KEYS = ("input", "output", "reasoning", "cached", "total", "cost")
 
 
-class Agent:
-    """One conversation with the model: messages, cost, tools, session file."""
+class Ledger:
+    """What a session spends: its cost, the USD paid requests in flight reserve, the running turn's
+    usage and cost, and its cost limit (COST_LIMIT; /cost changes it for the session)."""
 
-    def __init__(self, cfg, ui=None, contract=MINIMAL, session=None, resume=False):
-        self.cfg, self.ui, self.contract, self.model = cfg, ui or UI(), contract, cfg.model
-        self.ui_lock, self.lock = threading.RLock(), threading.Lock()  # lock: cost and session writes from threads
-        self.client = Client(cfg.base_url, cfg.api_key, cfg.timeout, cfg.max_retries, cfg.backoff, notice=self.notice)
-        self.tool_names = list(cfg.tools)       # offered in the schema
-        self.withdrawn = {}             # tools the server turned out not to offer: name -> the result calls get
-        self.recall_window()
-        self.format_level = 0           # 0 json_schema, 1 json_object + schema, 2 plain json_object
-        # Request fields a server may reject: each is dropped for the session, with one notice.
-        self.optional = {k: getattr(cfg, k) for k in ("temperature", "reasoning_effort") if getattr(cfg, k) is not None}
-        self.stream = cfg.stream
-        self.reserved, self.search_costs = 0.0, []      # USD reserved by requests in flight; web search costs
-        self.said = set()               # one-time notices given
-        self.cancel, self.procs = threading.Event(), set()      # procs: bash tools running
-        self.request = None             # the running turn's request: compaction keeps it verbatim
-        self.partial = ""               # the answer text shown so far in this model call
-        self.prompt_skills = find_skills(cfg.skills_dir)
-        self.skills_seen = (None, self.prompt_skills)       # (stamp, skills) the model knows of
-        self.mcp = []                   # MCP servers, started by open_session
-        self.open_session(session or Session(cfg.data_dir, warn=self.notice), resume)
+    def __init__(self, cfg, once, record):
+        self.cfg, self.once, self.record, self.limit = cfg, once, record, cfg.cost_limit
+        self.cost_usd, self.reserved, self.search_costs = 0.0, 0.0, []
+        self.turn, self.lock = dict.fromkeys(TURN_KEYS, 0), threading.Lock()   # searches pay too
 
-    def open_session(self, session, resume=False):
-        """Go on in `session`: a new one, or a saved one resumed with its history, cost and cwd."""
-        if resume and os.path.isfile(session.path):
-            session.append()    # the lock first: one process per session, nothing interleaves
-        system, messages, self.cost_usd, cwd = session.load() if resume else (None, [], 0.0, None)
-        self.cwd = cwd if cwd and os.path.isdir(cwd) else self.cfg.cwd
-        self.mcp = self.mcp or start_mcp(self.cfg.mcp, self.cwd, self.notice)   # session is ours
-        system = system or build_system_prompt(self.cfg, self.contract, self.cwd, self.tools())
-        self.messages = [{"role": "system", "content": system}] + messages
-        self.context_tokens = estimate_tokens(self.messages) if resume else 0
-        self.tool_count = sum(tool_calls_in(m["content"]) for m in messages if m["role"] == "assistant")
-        self.step_no, self.last_usage, self.session_always = 0, {}, set()     # session_always: [a]lways answers
-        if not resume or session.legacy:    # a new session file, its header first
-            if session.legacy:      # a session of the bash grok is only read: it goes on in a new file
-                session = Session(self.cfg.data_dir, warn=self.notice)
-                self.notice("a session of the bash grok, continued as session %s" % session.id)
-            session.header = {"type": "session", "version": 1, "id": session.id, "created": now_iso(),
-                              "cwd": self.cwd, "model": self.model, "contract": self.contract.name,
-                              "system": self.messages[0]["content"]}
-            if len(self.messages) > 1:
-                session.append({"type": "reset", "messages": self.messages[1:]})
-        self.session, self.client.conv_id = session, session.id
-        if resume:      # killed mid-turn (SIGKILL, a crash): close that turn as a cancel would have
-            self.close_turn(INTERRUPTED[1])
-
-    # -- bookkeeping ---------------------------------------------------------
-    def notice(self, text):
-        with self.ui_lock:         # tools running in threads may report retries
-            self.ui.notice(scrub(text))
-
-    def once(self, key, text, remember=False):
-        """A notice given once a session; remember: once ever (the keys kept in the data dir)."""
-        key, path = scrub(key), os.path.join(self.cfg.data_dir, "told")
-        told = remember and (read_regular(path, 65536) or [b""])[0].decode("utf-8", "replace")
-        if key not in self.said and key not in (told or "").split("\n"):
-            self.said.add(key)
-            self.notice(text)
-            if remember and not data_dir_problem(self.cfg.data_dir):
-                with suppress(OSError):
-                    append_private(path, key + "\n")
-
-    def add(self, message):
-        """A message; one the program writes itself has a "kind" ("note", "summary"): stored, not sent."""
-        self.messages.append(message)
-        self.session.append({"type": "message", "message": message})
-
-    def reset(self, messages):
-        self.messages = self.messages[:1] + messages
-        self.skills_seen = (None, self.prompt_skills)       # a note about skills may be gone: check again
-        self.session.append({"type": "reset", "messages": messages})
-
-    def note_skills(self):
-        """A changed skills dir (names or mtimes) is told in a note: the system prompt stays fixed (it is cached)."""
-        stamp = None
-        with suppress(OSError):
-            stamp = sorted((e.name, e.stat().st_mtime_ns) for e in os.scandir(self.cfg.skills_dir))
-        if stamp == self.skills_seen[0]:
-            return
-        skills = find_skills(self.cfg.skills_dir)
-        if skills != self.skills_seen[1]:
-            listed = "\n".join("- %s: %s (%s)" % s for s in skills) or "(none)"
-            self.add({"role": "user", "kind": "note",
-                      "content": "[skills] The skills directory changed; the skills now are:\n" + listed})
-        self.skills_seen = (stamp, skills)
-
-    def set_cwd(self, path):
-        self.cwd = path
-        self.session.append({"type": "cwd", "cwd": path})
-
-    def add_cost(self, usage, model=None, kind="chat"):
-        model = model or self.model
+    def add_cost(self, usage, model, kind="chat"):
         cost, known = usage_cost(model, usage, self.cfg.prices)
         if not known:
-            limit = ", so COST_LIMIT cannot apply" if self.cfg.cost_limit > 0 else ""
+            limit = ", so COST_LIMIT cannot apply" if self.limit > 0 else ""
             self.once("price " + self.cfg.base_url, "price unknown for model %s at %s: cost is not "
                       "tracked%s (GROK_PRICES=IN,CACHED,OUT sets prices in USD per million tokens; "
                       "shown once per server)" % (model, self.cfg.base_url, limit), remember=True)
         if usage_numbers(usage)["odd"]:
             self.once("odd", "the server's usage has numbers that are not counts (%s): ignored"
                       % json.dumps(usage, default=str)[:200])
-        with self.lock:     # web searches in threads add theirs too
+        with self.lock:
             self.cost_usd += cost
-            self.session.append({"type": "usage", "kind": kind, "model": model, "usage": usage or {}, "cost_usd": cost})
+            self.record({"type": "usage", "kind": kind, "model": model, "usage": usage or {},
+                         "cost_usd": cost})
         return cost
 
-    def context_pct(self):
-        return 100.0 * self.context_tokens / max(1, self.cfg.context_window)
+    def count(self, result, model):
+        """A model call's cost, set on the result and added with its tokens to the turn's."""
+        result.cost = self.add_cost(result.usage, model)
+        for key in self.turn:
+            self.turn[key] += result.cost if key == "cost" else result.tokens[key]
 
     def reserve(self, estimate=0.0):
-        """Before every paid request: LimitReached if COST_LIMIT is reached or `estimate` USD more would pass it."""
+        """Before every paid request: LimitReached if the limit is reached or `estimate` USD more
+        would pass it."""
         with self.lock:
-            spent, limit = self.cost_usd + self.reserved, self.cfg.cost_limit
-            if 0 < limit <= spent or 0 < limit < spent + estimate:
-                raise LimitReached("cost limit reached: $%.4f of $%.2f (COST_LIMIT)" % (spent, limit)
-                                   if limit <= spent else "it would pass the cost limit: $%.4f spent or reserved, "
-                                   "about $%.2f more, of $%.2f (COST_LIMIT)" % (spent, estimate, limit))
+            spent, limit = self.cost_usd + self.reserved, self.limit
+            if 0 < limit <= spent:
+                raise LimitReached("cost limit reached: $%.4f of $%.2f (COST_LIMIT)"
+                                   % (spent, limit))
+            if 0 < limit < spent + estimate:
+                raise LimitReached("it would pass the cost limit: $%.4f spent or reserved, about "
+                                   "$%.2f more, of $%.2f (COST_LIMIT)" % (spent, estimate, limit))
             self.reserved += estimate
 
-    def paid(self, post):
+    def paid(self, post, model):
         """post() for a web search, with the most a search cost so far reserved while it runs."""
         estimate = max([SEARCH_ESTIMATE] + self.search_costs)
         self.reserve(estimate)
@@ -2107,8 +2060,179 @@ class Agent:
         finally:
             with self.lock:
                 self.reserved -= estimate
-        self.search_costs.append(self.add_cost(obj.get("usage") if isinstance(obj, dict) else None, kind="web_search"))
+        usage = obj.get("usage") if isinstance(obj, dict) else None
+        self.search_costs.append(self.add_cost(usage, model, kind="web_search"))
         return obj
+
+
+class Link:
+    """The session's link to the server: the client, the model, what the server takes of a request
+    (response_format's form, optional fields, streaming) and the model's context window."""
+
+    def __init__(self, cfg, contract, cancel, notice, ledger, key=None):
+        self.cfg, self.contract, self.cancel, self.notice = cfg, contract, cancel, notice
+        self.ledger, self.key = ledger, key or (cfg.api_key, cfg.key_source)
+        self.client = Client(cfg.base_url, self.key[0], cfg.timeout, cfg.max_retries, cfg.backoff,
+                             notice=notice)
+        self.format_level = 0           # 0 json_schema, 1 json_object + schema, 2 plain json_object
+        # Request fields a server may reject: each is dropped for the session, with one notice.
+        wanted = {"temperature": cfg.temperature, "reasoning_effort": cfg.reasoning_effort}
+        self.optional = {k: v for k, v in wanted.items() if v is not None}
+        self.stream, self.partial = cfg.stream, ""      # partial: the answer text shown so far
+        self.use_model(cfg.model)
+
+    def chat(self, messages, tools=None, model=None, max_tokens=None, ui=None):
+        """One chat completion, under the contract offering `tools` (None: free text), its reply
+        shown on `ui` as it comes; falling back on response_format and streaming as needed."""
+        stream, self.partial, contract = True, "", tools is not None
+        while True:
+            self.ledger.reserve()
+            payload = self.payload(messages, tools, model, max_tokens, self.stream and stream)
+            read = payload.get("stream") and (lambda resp: self.read_stream(resp, ui))
+            cap = max(REPLY_CAP, 1024 * payload["max_tokens"])
+            try:
+                obj = self.client.post("/chat/completions", payload, cancel=self.cancel, cap=cap,
+                                       on_stream=read or None,
+                                       no_retry=lambda e: contract and self.format_rejected(e))
+            except ContractError as e:         # the reply passed the size cap: a strike
+                return ChatResult(None, "length", problem="%s; reply much shorter" % e)
+            except StreamBroken as e:
+                stream = False
+                self.notice("the reply stream from %s broke off again (%s): asking once without "
+                            "streaming, to see the server's answer" % (self.client.host, e))
+            except HTTPStatusError as e:
+                if not self.fall_back(e, contract):
+                    raise e.overflow() or self.api_error(e)
+            else:
+                done = isinstance(obj, ChatResult)
+                return obj if done else parse_chat_reply(obj, ui and ui.thought)
+
+    def payload(self, messages, tools, model, max_tokens, stream):
+        """A chat request's body; the kind of a stored message is not sent."""
+        sent = [{"role": m["role"], "content": m["content"]} for m in messages]
+        max_tokens = max_tokens or self.cfg.max_tokens or self.contract.max_tokens
+        payload = {"model": model or self.model, "messages": sent, "max_tokens": max_tokens}
+        payload.update(self.optional)
+        if tools is not None:       # under the contract
+            schema = self.contract.schema(tools)
+            named = {"name": self.contract.name, "schema": schema}
+            formats = ({"type": "json_schema", "json_schema": named},
+                       {"type": "json_object", "schema": schema}, {"type": "json_object"})
+            payload["response_format"] = formats[self.format_level]
+        if stream:
+            payload.update(stream=True, stream_options={"include_usage": True})
+        return payload
+
+    def read_stream(self, resp, ui):
+        """A streamed reply, its answer text shown as it comes; a retried stream starts it over."""
+        if not ui:
+            return read_chat_stream(resp, None, None)
+        streamer, self.partial = ResponseStreamer(), ""
+        ui.stream_reset()
+
+        def piece(data):
+            text = streamer.feed(data)
+            if text:
+                self.partial += text
+                ui.stream_text(text, streamer.tool_calls)
+        return read_chat_stream(resp, piece, ui.thought)
+
+    def fall_back(self, e, contract):
+        """Whether the request can go again without what the server rejected (for the session)."""
+        if contract and self.format_rejected(e) and self.format_level < 2:
+            self.format_level += 1
+            self.notice("the server rejected response_format; falling back to %s" % (
+                "json_object (the schema is still sent)" if self.format_level == 1 else
+                "plain json_object (the schema is only described in the prompt)"))
+            return True
+        bad = e.status in (400, 422)
+        rejected = [k for k in self.optional if bad and e.mentions(k, k.replace("_", ""))]
+        if rejected:
+            self.optional = {k: v for k, v in self.optional.items() if k not in rejected}
+            self.notice("the server rejected %s: not sent for the rest of the session"
+                        % ", ".join(rejected))
+            return True
+        if self.stream and bad and e.mentions("stream") and not e.overflow():
+            self.stream = False
+            return True
+        return False
+
+    @staticmethod
+    def format_rejected(e):
+        return e.status in (400, 422, 500, 501) and e.mentions(
+            "response_format", "json_schema", "json schema", "response format")
+
+    def api_error(self, e):
+        """The exception to show for a non-retryable HTTP status: it says what to fix."""
+        msg = scrub(e.server_message())
+        if e.status in RETRY_STATUSES:
+            return TransientError("the server failed (HTTP %d): %s" % (e.status, msg))
+        key = "key from %s; set a valid GROK_API_KEY" % self.key[1]
+        what = {401: "the API key was rejected (HTTP 401, %s)" % key,
+                403: "access denied (HTTP 403): the key lacks permission or credits",
+                404: "not found (HTTP 404) at %s: check GROK_BASE_URL and the model %r"
+                     % (self.cfg.base_url, self.model)}
+        if e.status in what:
+            return UserError("%s: %s" % (what[e.status], msg))
+        hint = " (check the model name: -m/GROK_MODEL)" if "model" in msg.lower() else ""
+        return UserError("the request was rejected (HTTP %d): %s%s" % (e.status, msg, hint))
+
+    def search(self, query):
+        """A web search (the Responses API's tool), paid through the ledger: the server's reply."""
+        payload = {"model": self.model, "input": [{"role": "user", "content": query}],
+                   "tools": [{"type": "web_search"}]}
+        post = (lambda: self.client.post("/responses", payload, cancel=self.cancel))
+        return self.ledger.paid(post, self.model)
+
+    def use_model(self, model):
+        """Talk to `model` from now on, in its window: set, xAI's, the server's, else a guess."""
+        cfg, self.model, self.windows = self.cfg, model, {}
+        self.window_key = "%s %s" % (cfg.base_url, model)
+        mine = not open_to_others(cfg.data_dir, (os.getuid(),))     # else a planted file is unread
+        got = mine and read_regular(os.path.join(cfg.data_dir, "windows.json"), 1 << 20)
+        with suppress(TypeError, ValueError, AttributeError):      # no file, no JSON object
+            said = json.loads(got[0]).items() if got else ()
+            self.windows = {k: n for k, n in said if type(n) is int and n >= 0}
+        told = cfg.window_set or self.windows.get(self.window_key)
+        self.window = told or model_entry(WINDOWS, model, DEFAULT_WINDOW)
+        self.window_known = bool(told or cfg.xai)       # else the window is a guess
+
+    def learn_window(self):
+        """Ask a server other than xAI's for the model's window, the three ways vLLM, llama.cpp and
+        Ollama answer, at once and briefly; what it says, or its silence, is remembered."""
+        if self.window_known or self.window_key in self.windows:       # (0: asked, not told)
+            return
+        from concurrent.futures import ThreadPoolExecutor
+        asker = Client(self.cfg.base_url, self.key[0], WINDOW_ASK_TIMEOUT)
+        asks = (("/v1/models", None), ("/props", None), ("/api/show", {"model": self.model}))
+        with ThreadPoolExecutor(len(asks)) as pool:
+            told = list(pool.map(lambda ask: (find_window(asker.probe(*ask)), ask[0]), asks))
+        self.remember_window(*max(told, key=lambda said: said[0] is not None))
+
+    def remember_window(self, window, source):
+        """Take the window the server said (None: it said none), now and, in the data dir, later."""
+        self.window, self.window_known = window or self.window, bool(window)
+        if window:
+            self.notice("context window: %d tokens (from the server's %s)" % (window, source))
+        self.windows[self.window_key] = window or 0
+        with suppress(OSError):
+            if not data_dir_problem(self.cfg.data_dir):
+                atomic_write(self.cfg.data_dir + "/windows.json", json_bytes(self.windows))
+
+
+class ToolRunner:
+    """A session's tools: those offered (built-in ones not withdrawn, the MCP servers'), approvals
+    (an [a]lways answer lasts the session), and running a reply's calls, at once where they can."""
+
+    def __init__(self, cfg, ui, ui_lock, notice, link, stop, mcp=None):
+        self.cfg, self.ui, self.ui_lock, self.notice, self.stop = cfg, ui, ui_lock, notice, stop
+        self.cancel, self.search, self.specs, self.mcp = link.cancel, link.search, mcp or {}, []
+        self.tool_names, self.withdrawn = list(cfg.tools), {}   # withdrawn: name -> result
+        self.procs, self.session_always, self.tool_count = set(), set(), 0     # procs: bash running
+        self.lock = threading.Lock()
+
+    def start_mcp(self, cwd):
+        self.mcp = self.mcp or start_mcp(self.specs, cwd, self.notice)
 
     def tools(self):
         """The tools offered now: built-in ones not withdrawn, the MCP servers' (may change)."""
@@ -2119,275 +2243,9 @@ class Agent:
             tools.update(server.tools)
         return tools
 
-    def tool_env(self):
-        return {k: v for k, v in os.environ.items() if k not in KEY_VARS}
-
-    # -- talking to the model ------------------------------------------------
-    def chat(self, messages, contract=True, model=None, max_tokens=None, on_text=None, on_thought=None):
-        """One chat completion, falling back on response_format and streaming as needed."""
-        stream = True
-        while True:
-            self.reserve()
-            payload = self.payload(messages, contract, model, max_tokens, self.stream and stream)
-            try:
-                obj = self.client.post("/chat/completions", payload, cancel=self.cancel,
-                                       on_stream=(lambda resp: self.read_stream(resp, on_text, on_thought))
-                                       if payload.get("stream") else None,
-                                       cap=max(REPLY_CAP, 1024 * payload["max_tokens"]),
-                                       no_retry=lambda e: contract and self._format_rejected(e))
-            except ContractError as e:         # the reply passed the size cap: a strike
-                return ChatResult(None, "length", problem="%s; reply much shorter" % e)
-            except StreamBroken as e:
-                stream = False
-                self.notice("the reply stream from %s broke off again (%s): asking once without streaming, to see "
-                            "the server's answer" % (self.client.host, e))
-            except HTTPStatusError as e:
-                if not self.fall_back(e, contract):
-                    raise e.overflow() or api_error(e, self.cfg)
-            else:
-                return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, on_thought)
-
-    def payload(self, messages, contract, model, max_tokens, stream):
-        """A chat request's body; the kind of a stored message is not sent."""
-        payload = {"model": model or self.model, "messages": [{"role": m["role"], "content": m["content"]}
-                                                              for m in messages],
-                   "max_tokens": max_tokens or self.cfg.max_tokens or self.contract.max_tokens}
-        payload.update(self.optional)
-        if contract:
-            schema = self.contract.schema(self.tools())
-            formats = ({"type": "json_schema", "json_schema": {"name": self.contract.name, "schema": schema}},
-                       {"type": "json_object", "schema": schema}, {"type": "json_object"})
-            payload["response_format"] = formats[self.format_level]
-        if stream:
-            payload.update(stream=True, stream_options={"include_usage": True})
-        return payload
-
-    def read_stream(self, resp, on_text, on_thought):
-        """A streamed reply, its answer text shown as it comes; a retried stream starts it over."""
-        if not on_text:
-            return read_chat_stream(resp, None, on_thought)
-        streamer, self.partial = ResponseStreamer(), ""
-        self.ui.stream_reset()
-
-        def piece(data):
-            text = streamer.feed(data)
-            if text:
-                self.partial += text
-                on_text(text, streamer.tool_calls)
-        return read_chat_stream(resp, piece, on_thought)
-
-    def fall_back(self, e, contract):
-        """Whether the request can go again without what the server rejected (for the session)."""
-        if contract and self._format_rejected(e) and self.format_level < 2:
-            self.format_level += 1
-            self.notice("the server rejected response_format; falling back to %s" % (
-                "json_object (the schema is still sent)" if self.format_level == 1 else
-                "plain json_object (the schema is only described in the prompt)"))
-            return True
-        rejected = [k for k in self.optional if e.status in (400, 422) and e.mentions(k, k.replace("_", ""))]
-        if rejected:
-            self.optional = {k: v for k, v in self.optional.items() if k not in rejected}
-            self.notice("the server rejected %s: not sent for the rest of the session" % ", ".join(rejected))
-            return True
-        if self.stream and e.status in (400, 422) and e.mentions("stream") and not e.overflow():
-            self.stream = False
-            return True
-        return False
-
-    def _format_rejected(self, e):
-        return e.status in (400, 422, 500, 501) and e.mentions("response_format", "json_schema", "json schema",
-                                                                "response format")
-
-    def query(self):
-        """The model's next reply (a ChatResult); its usage is counted here, and only here."""
-        self.reserve()
-        self.step_no += 1
-        self.ui.step_start(self.step_no)
-        started, self.partial = time.time(), ""
-        try:
-            result = self.chat(self.messages, on_text=self.ui.stream_text, on_thought=self.ui.thought)
-        except ContextOverflow as e:
-            result = self.after_overflow(e)
-        result.cost = self.add_cost(result.usage)
-        for key in self.turn:
-            self.turn[key] += result.cost if key == "cost" else result.tokens[key]
-        self.last_usage = result.usage
-        self.context_tokens = result.tokens["input"] + result.tokens["output"] or estimate_tokens(self.messages)
-        result.duration = time.time() - started
-        return result
-
-    def after_overflow(self, e):
-        """The server said the context is full: take its window size, compact, and ask once more."""
-        if e.window and not self.cfg.window_set:
-            self.remember_window(e.window, "overflow error")
-        self.notice("%s; compacting and asking once more" % e)
-        try:
-            if self.compact(to_request=True):
-                return self.chat(self.messages, on_text=self.ui.stream_text, on_thought=self.ui.thought)
-        except ContextOverflow as again:
-            e = again
-        asked = ("%d tokens (the server's count)" % e.asked if e.asked
-                 else "about %d tokens" % estimate_tokens(self.messages))
-        raise ContextOverflow("%s do not fit the server's context window (%d tokens), even "
-                              "compacted as far as it goes: shorten the request, or give the "
-                              "server a larger window"
-                              % (asked, e.window or self.cfg.context_window))
-
-    def recall_window(self):
-        """The model's window without asking: set, xAI's, what this server said, else a guess."""
-        cfg, self.window_key, self.windows = self.cfg, "%s %s" % (self.cfg.base_url, self.model), {}
-        mine = not open_to_others(cfg.data_dir, (os.getuid(),))     # else a planted file is unread
-        got = mine and read_regular(os.path.join(cfg.data_dir, "windows.json"), 1 << 20)
-        with suppress(TypeError, ValueError, AttributeError):      # no file, no JSON object
-            said = json.loads(got[0]).items() if got else ()
-            self.windows = {k: n for k, n in said if type(n) is int and n >= 0}
-        told = cfg.window_set or self.windows.get(self.window_key)
-        cfg.context_window = told or model_entry(WINDOWS, cfg.model, DEFAULT_WINDOW)
-        self.window_known = bool(told or cfg.xai)       # else the window is a guess
-
-    def learn_window(self):
-        """Ask a server other than xAI's for the model's window, the three ways vLLM, llama.cpp and
-        Ollama answer, at once and briefly; what it says, or its silence, is remembered."""
-        if self.window_known or self.window_key in self.windows:       # (0: asked, not told)
-            return
-        from concurrent.futures import ThreadPoolExecutor
-        asker = Client(self.cfg.base_url, self.cfg.api_key, WINDOW_ASK_TIMEOUT)
-        asks = (("/v1/models", None), ("/props", None), ("/api/show", {"model": self.model}))
-        with ThreadPoolExecutor(len(asks)) as pool:
-            told = list(pool.map(lambda ask: (find_window(asker.probe(*ask)), ask[0]), asks))
-        self.remember_window(*max(told, key=lambda said: said[0] is not None))
-
-    def remember_window(self, window, source):
-        """Take the window the server said (None: it said none), now and, in the data dir, later."""
-        self.cfg.context_window, self.window_known = window or self.cfg.context_window, bool(window)
-        if window:
-            self.notice("context window: %d tokens (from the server's %s)" % (window, source))
-        self.windows[self.window_key] = window or 0
-        with suppress(OSError):
-            if not data_dir_problem(self.cfg.data_dir):
-                atomic_write(self.cfg.data_dir + "/windows.json", json_bytes(self.windows))
-
-    def finish_step(self, result):
-        self.ui.step_finish(self.step_no, {"finish_reason": result.finish_reason or "stop", "id": result.id,
-                                           "tokens": result.tokens, "cost": result.cost, "duration": result.duration})
-
-    # -- one user turn -------------------------------------------------------
-    def run_turn(self, text):
-        """Send one user message and loop until the model is done; returns the answer."""
-        self.turn, self.rounds, self.strikes = dict.fromkeys(TURN_KEYS, 0), 0, 0    # turn: its usage and cost
-        self.streak = (None, 0)     # the last round's calls and results, and rounds in a row
-        self.note_skills()
-        self.request = {"role": "user", "content": clean_text(text)}
-        self.add(self.request)
-        try:
-            answer = None
-            while answer is None:
-                self.maybe_compact()
-                answer = self.take(self.query())
-            self.ui.answer(answer)
-            return answer
-        except (KeyboardInterrupt, Cancelled, Terminated) as e:     # Terminated (SIGTERM): the process ends
-            self.settle_cancelled()
-            raise e if isinstance(e, Terminated) else Cancelled("cancelled")
-        finally:
-            self.request = None     # the turn is over: /compact has no request to keep verbatim
-
-    def take(self, result):
-        """Act on a reply: the turn's answer, or None when the model is to be asked again."""
-        try:
-            if result.problem:
-                raise ContractError(result.problem)
-            names = list(self.tools()) + list(self.withdrawn)
-            reply = parse_reply(result.content, names, result.finish_reason)
-        except ContractError as e:
-            return self.strike(result, e)
-        self.strikes, content = 0, kept_reply(result.content, reply)
-        calls, answer, limit = reply["tool_calls"], reply.get("response") or "", self.cfg.max_iterations
-        if calls and 0 < limit <= self.rounds and reply["done"] and answer.strip():
-            self.notice("tool round limit reached: the answer ends the turn, its calls did not run")
-            calls = reply["tool_calls"] = []
-            content = json.dumps(reply)
-        self.add({"role": "assistant", "content": content})
-        self.ui.reply(reply, self.step_no)
-        if not calls:
-            self.finish_step(result)
-            return answer
-        self.rounds += 1
-        try:        # the model call is complete even when a tool is denied or cancelled
-            if 0 < limit < self.rounds:
-                raise LimitReached("tool round limit reached: the model still wanted tools after "
-                                   "%d round%s; its last calls were not run (GROK_MAX_ITERATIONS or "
-                                   "--max-tool-rounds raise it, 0 = no limit)"
-                                   % (limit, "" if limit == 1 else "s"), "rounds")
-            results = self.execute(calls)
-        finally:
-            self.finish_step(result)
-        note = ("[Limit] That was the last tool round allowed in this turn (%d). Answer now with what you have and "
-                "say what is left to do; further tool calls will not run." % limit if self.rounds == limit else None)
-        same = self.seen(results)       # rounds in a row with these calls and results
-        self.add({"role": "user", "content": tool_results_message(results, NUDGE.get(same, note))})
-        if reply["done"] and answer.strip():     # done with tool calls: they ran; the response ends the turn
-            self.add(final_reply(answer))
-            return answer
-        return self.stop_loop(answer, same) if same >= LOOP_STOP else None
-
-    def seen(self, results):
-        """How many rounds in a row had these calls and results, in any order or number (0: off)."""
-        key = sorted({json.dumps([i.name, i.args, r.output], sort_keys=True) for i, r in results})
-        count = self.streak[1] + 1 if key == self.streak[0] else 1
-        self.streak = (key, count * self.cfg.loop_detection)
-        return self.streak[1]
-
-    def stop_loop(self, answer, seen):
-        """End a turn that goes round in circles: its response is the answer, else an error."""
-        loop = "the model repeated the same tool calls and results %d rounds in a row" % seen
-        if not answer.strip():
-            raise AgentError(loop + ", without an answer (GROK_LOOP_DETECTION=0 lets it go on)")
-        self.notice("loop stopped: %s; its response is the answer" % loop)
-        self.add(final_reply(answer))
-        return answer
-
-    def strike(self, result, e):
-        self.strikes += 1
-        content = result.content or ""
-        self.add({"role": "assistant", "content": content[:4000] + ("...[truncated]" if len(content) > 4000 else "")})
-        self.finish_step(result)
-        self.ui.invalid(content)
-        if self.strikes >= MAX_STRIKES:
-            raise AgentError("the model broke the JSON contract %d times in a row (last: %s)" % (self.strikes, e))
-        self.notice("invalid reply from the model (%s); asking again" % e)
-        self.add({"role": "user", "content": corrective_message(str(e))})
-
-    def stop(self):
-        """Cancel the running turn from any thread (every front end stops a turn here); no further tool starts."""
-        self.cancel.set()
-        self.client.abort()
-        for proc in list(self.procs):
-            kill_group(proc)
-
-    def settle_cancelled(self, *notes):
-        """After a cancelled or failed turn: stop all, close the turn (idempotent). A stop lasts until then."""
-        self.stop()
-        self.close_turn(*notes)
-        self.cancel.clear()
-
-    def close_turn(self, note=INTERRUPTED[0], unrun="[the user cancelled the tool calls before they finished]"):
-        """End an unfinished turn in the history: `unrun` for tool calls that got no results, and a reply
-        `note` with the answer text shown so far. Nothing when the turn had ended (or the last is a note)."""
-        last = self.messages[-1]
-        ended = last.get("kind") == "note" or last["role"] == "assistant" and not tool_calls_in(last["content"])
-        if len(self.messages) < 2 or ended:
-            return
-        if last["role"] == "assistant":
-            self.add({"role": "user", "content": unrun})
-        elif self.partial.strip():
-            note = self.partial.rstrip() + "\n\n" + note
-        self.add(final_reply(note))
-
-    # -- tools ---------------------------------------------------------------
-    def execute(self, calls):
+    def execute(self, calls, step_no, cwd):
         """[(ToolCall, ToolResult)] in call order: approvals, ask_user, then the rest at once."""
-        items = [ToolCall(i, c["tool"], c["args"], "call_%d_%d" % (self.step_no, i + 1), self.cwd,
+        items = [ToolCall(i, c["tool"], c["args"], "call_%d_%d" % (step_no, i + 1), cwd,
                           scrub(key_arg(c["tool"], c["args"])), self.cfg.sandbox)
                  for i, c in enumerate(calls)]
         results, runnable = [None] * len(items), []
@@ -2454,8 +2312,9 @@ class Agent:
         return answer in ("yes", "always")
 
     def withdraw(self, name, reason):
-        """A tool the server lacks: not offered again; later calls get the same result, without a request."""
-        text = "%s is unavailable: %s; it is withdrawn for the rest of this session" % (name, reason)
+        """A tool the server lacks: not offered again; later calls get this result, unsent."""
+        text = "%s is unavailable: %s; it is withdrawn for the rest of this session"
+        text %= (name, reason)
         with self.lock:
             if name in self.tool_names:
                 self.tool_names.remove(name)
@@ -2470,13 +2329,23 @@ class Agent:
             if self.cancel.is_set():        # the turn was cancelled after this call was approved
                 raise Cancelled("cancelled")
             why = self.withdrawn.get(item.name) or arg_problem(item.name, item.args)     # not run
-            result = ToolResult(why, False) if why else self.tools()[item.name].run(item.args, self)
+            if why:
+                result = ToolResult(why, False)
+            else:
+                result = self.tools()[item.name].run(item.args, self.context(item))
         except (KeyboardInterrupt, Cancelled):
             raise
         except Exception as e:      # a tool never raises into the loop
-            result = ToolResult("error: %s failed: %s: %s" % (item.name, type(e).__name__, e), ok=False)
+            failed = "error: %s failed: %s: %s" % (item.name, type(e).__name__, e)
+            result = ToolResult(failed, ok=False)
         result.started, result.finished = started, time.time()
         return result
+
+    def context(self, item):
+        """What a tool gets to run the call `item`: these, never the agent."""
+        env = {k: v for k, v in os.environ.items() if k not in KEY_VARS}
+        return ToolContext(item.cwd, item.sandbox, self.cfg.bash_timeout, self.procs, env,
+                           self.cancel, self.ui.ask_user, self.search, self.withdraw)
 
     def finish_tool(self, item, result):
         if not result.finished:     # it did not run
@@ -2487,68 +2356,11 @@ class Agent:
             self.ui.tool_end(item, result)
         return result
 
-    # -- compaction ----------------------------------------------------------
-    def maybe_compact(self):
-        """Compact when the last call's tokens and what came after its reply pass COMPACT_THRESHOLD."""
-        since = max([i for i, m in enumerate(self.messages) if m["role"] == "assistant"] + [0]) + 1
-        tokens = self.context_tokens + estimate_tokens(self.messages[since:])
-        if 0 < self.cfg.compact_threshold <= 100.0 * tokens / SMALL_WINDOW:     # the window matters
-            self.learn_window()
-        if 0 < self.cfg.compact_threshold <= 100.0 * tokens / max(1, self.cfg.context_window):
-            self.compact()
-
-    def compact(self, keep=6, to_request=False):
-        """Summarise older history, keeping the recent tail and, mid-turn, the request verbatim;
-        False: too little. to_request (after an overflow): all of it if need be (request quoted)."""
-        self.learn_window()
-        pct = self.cfg.compact_threshold if self.cfg.compact_threshold > 0 else 75.0
-        history = self.messages[1:]
-        cut = compact_cut(history, keep, self.cfg.context_window * pct / 200.0)
-        cut = len(history) if cut is None and to_request and len(history) > 1 else cut
-        if cut is None:
-            return False
-        old, tail = history[:cut], history[cut:]
-        summary, how = self.summarise(old)
-        if self.request and not any(m is self.request for m in tail):
-            request = self.request["content"]
-            rest = "\n[... the rest of the request is in the summary]" if len(request) > 4000 else ""
-            summary["content"] += "\n\n[The request being worked on, verbatim]\n" + request[:4000] + rest
-        before = estimate_tokens(self.messages)
-        self.reset([summary] + tail)
-        self.context_tokens = estimate_tokens(self.messages)
-        self.notice("%s (about %d -> %d tokens)" % (how, before, self.context_tokens))
-        if self.context_pct() >= pct:
-            self.notice("the recent messages alone still fill %.0f%% of the context window" % self.context_pct())
-        return True
-
-    def summarise(self, old):
-        """(the message standing for `old`, what was done): its summary, unless that was cut off or not smaller."""
-        model = self.cfg.summary_model
-        window = self.cfg.context_window if model == self.model else model_entry(WINDOWS, model, DEFAULT_WINDOW)
-        request = [{"role": "system", "content":
-                    "You summarise an AI agent's conversation and tool history so the agent can continue. Keep "
-                    "the user's goals and requests, decisions, facts learned, files and commands involved, and "
-                    "open tasks. Be concise; plain text."},
-                   {"role": "user", "content": "Conversation to summarise:\n\n" + transcript(old, window)}]
-        old_tokens = estimate_tokens(old)
-        limit = max(32, min(2000, old_tokens // 2, self.cfg.context_window // 4))
-        try:
-            result = self.chat(request, contract=False, model=model, max_tokens=limit)
-        except (UserError, TransientError) as e:
-            raise type(e)("compacting the history failed (summary model %s, GROK_SUMMARY_MODEL): %s" % (model, e))
-        self.add_cost(result.usage, model, kind="compaction")
-        text, cut_off = (result.content or "").strip(), result.finish_reason == "length"
-        how = "compacted %d older messages into a summary" % len(old)
-        summary = "[Summary of the earlier conversation, compacted]\n" + text
-        if cut_off or not text or len(text) // 4 >= old_tokens:
-            how = "dropped the %d oldest messages: the summary was %s" % (len(old), "cut off at %d tokens" % limit
-                                                                          if cut_off else "not smaller")
-            summary = "[%d older messages were dropped to fit the context window]" % len(old)
-        return {"role": "user", "kind": "summary", "content": summary}, how
+    def kill(self):
+        for proc in list(self.procs):
+            kill_group(proc)
 
     def close(self):
-        self.client.close()
-        self.session.close()
         for server in self.mcp:     # all told to end (stdin closed), then given the same second
             with suppress(OSError, AttributeError):
                 server.proc.stdin.close()
@@ -2557,27 +2369,345 @@ class Agent:
             server.close(deadline)
 
 
+class Agent:
+    """One conversation with the model: the session (messages, file, cwd), the turn loop, cancelling
+    and compaction. Its parts: the ledger (cost), the link (the server) and the runner (tools)."""
+
+    def __init__(self, cfg, ui=None, contract=MINIMAL, session=None, resume=False, cwd=None,
+                 mcp=None, key=None):
+        self.cfg, self.ui, self.contract, self.home = cfg, ui or UI(), contract, cwd or cfg.cwd
+        self.ui_lock, self.cancel, self.said = threading.RLock(), threading.Event(), set()
+        self.ledger = Ledger(cfg, self.once, lambda entry: self.session.append(entry))
+        self.link = Link(cfg, contract, self.cancel, self.notice, self.ledger, key)
+        self.runner = ToolRunner(cfg, self.ui, self.ui_lock, self.notice, self.link, self.stop, mcp)
+        self.request = None             # the running turn's request: compaction keeps it verbatim
+        self.prompt_skills = find_skills(cfg.skills_dir)
+        self.skills_seen = (None, self.prompt_skills)       # (stamp, skills) the model knows of
+        self.open_session(session or Session(cfg.data_dir, warn=self.notice), resume)
+
+    def open_session(self, session, resume=False):
+        """Go on in `session`: a new one, or a saved one resumed with its history, cost and cwd."""
+        if resume and os.path.isfile(session.path):
+            session.append()    # the lock first: one process per session, nothing interleaves
+        loaded = session.load() if resume else (None, [], 0.0, None)
+        system, messages, self.ledger.cost_usd, cwd = loaded
+        self.cwd = cwd if cwd and os.path.isdir(cwd) else self.home
+        self.runner.start_mcp(self.cwd)       # the session is ours
+        system = system or build_system_prompt(self.cfg, self.contract, self.cwd,
+                                               self.runner.tools())
+        self.messages = [{"role": "system", "content": system}] + messages
+        self.context_tokens = estimate_tokens(self.messages) if resume else 0
+        replies = [m["content"] for m in messages if m["role"] == "assistant"]
+        self.runner.tool_count, self.runner.session_always = sum(map(tool_calls_in, replies)), set()
+        self.step_no, self.last_usage = 0, {}
+        if not resume or session.legacy:    # a new session file, its header first
+            if session.legacy:      # a bash grok's session is only read: it goes on in a new file
+                session = Session(self.cfg.data_dir, warn=self.notice)
+                self.notice("a session of the bash grok, continued as session %s" % session.id)
+            session.header = {"type": "session", "version": 1, "id": session.id,
+                              "created": now_iso(), "cwd": self.cwd, "model": self.link.model,
+                              "contract": self.contract.name, "system": self.messages[0]["content"]}
+            if len(self.messages) > 1:
+                session.append({"type": "reset", "messages": self.messages[1:]})
+        self.session, self.link.client.conv_id = session, session.id
+        if resume:      # killed mid-turn (SIGKILL, a crash): close that turn as a cancel would have
+            self.close_turn(INTERRUPTED[1])
+
+    # -- bookkeeping ---------------------------------------------------------
+    def notice(self, text):
+        with self.ui_lock:         # tools running in threads may report retries
+            self.ui.notice(scrub(text))
+
+    def once(self, key, text, remember=False):
+        """A notice given once a session; remember: once ever (the keys kept in the data dir)."""
+        key, path = scrub(key), os.path.join(self.cfg.data_dir, "told")
+        told = remember and (read_regular(path, 65536) or [b""])[0].decode("utf-8", "replace")
+        if key not in self.said and key not in (told or "").split("\n"):
+            self.said.add(key)
+            self.notice(text)
+            if remember and not data_dir_problem(self.cfg.data_dir):
+                with suppress(OSError):
+                    append_private(path, key + "\n")
+
+    def add(self, message):
+        """A message; one grok writes itself has a "kind" ("note", "summary"): stored, not sent."""
+        self.messages.append(message)
+        self.session.append({"type": "message", "message": message})
+
+    def reset(self, messages):
+        self.messages = self.messages[:1] + messages
+        self.skills_seen = (None, self.prompt_skills)       # a skills note may be gone: look again
+        self.session.append({"type": "reset", "messages": messages})
+
+    def note_skills(self):
+        """A changed skills dir (names, mtimes) is told in a note: the system prompt is cached."""
+        stamp = None
+        with suppress(OSError):
+            stamp = sorted((e.name, e.stat().st_mtime_ns) for e in os.scandir(self.cfg.skills_dir))
+        if stamp == self.skills_seen[0]:
+            return
+        skills = find_skills(self.cfg.skills_dir)
+        if skills != self.skills_seen[1]:
+            listed = "\n".join("- %s: %s (%s)" % s for s in skills) or "(none)"
+            text = "[skills] The skills directory changed; the skills now are:\n" + listed
+            self.add({"role": "user", "kind": "note", "content": text})
+        self.skills_seen = (stamp, skills)
+
+    def set_cwd(self, path):
+        self.cwd = path
+        self.session.append({"type": "cwd", "cwd": path})
+
+    def context_pct(self):
+        return 100.0 * self.context_tokens / max(1, self.link.window)
+
+    # -- one user turn -------------------------------------------------------
+    def query(self):
+        """The model's next reply (a ChatResult); its usage is counted here, and only here."""
+        self.ledger.reserve()
+        self.step_no += 1
+        self.ui.step_start(self.step_no)
+        started = time.time()
+        try:
+            result = self.link.chat(self.messages, self.runner.tools(), ui=self.ui)
+        except ContextOverflow as e:
+            result = self.after_overflow(e)
+        self.ledger.count(result, self.link.model)
+        self.last_usage = result.usage
+        tokens = result.tokens["input"] + result.tokens["output"]
+        self.context_tokens = tokens or estimate_tokens(self.messages)
+        result.duration = time.time() - started
+        return result
+
+    def after_overflow(self, e):
+        """The server said the context is full: take its window size, compact, and ask once more."""
+        if e.window and not self.cfg.window_set:
+            self.link.remember_window(e.window, "overflow error")
+        self.notice("%s; compacting and asking once more" % e)
+        try:
+            if self.compact(to_request=True):
+                return self.link.chat(self.messages, self.runner.tools(), ui=self.ui)
+        except ContextOverflow as again:
+            e = again
+        asked = ("%d tokens (the server's count)" % e.asked if e.asked
+                 else "about %d tokens" % estimate_tokens(self.messages))
+        raise ContextOverflow("%s do not fit the server's context window (%d tokens), even "
+                              "compacted as far as it goes: shorten the request, or give the "
+                              "server a larger window" % (asked, e.window or self.link.window))
+
+    def finish_step(self, result):
+        info = {"finish_reason": result.finish_reason or "stop", "id": result.id,
+                "tokens": result.tokens, "cost": result.cost, "duration": result.duration}
+        self.ui.step_finish(self.step_no, info)
+
+    def run_turn(self, text):
+        """Send one user message and loop until the model is done; returns the answer."""
+        self.ledger.turn, self.rounds, self.strikes = dict.fromkeys(TURN_KEYS, 0), 0, 0
+        self.streak = (None, 0)     # the last round's calls and results, and rounds in a row
+        self.note_skills()
+        self.request = {"role": "user", "content": clean_text(text)}
+        self.add(self.request)
+        try:
+            answer = None
+            while answer is None:
+                self.maybe_compact()
+                answer = self.take(self.query())
+            self.ui.answer(answer)
+            return answer
+        except (KeyboardInterrupt, Cancelled, Terminated) as e:     # Terminated: the process ends
+            self.settle_cancelled()
+            raise e if isinstance(e, Terminated) else Cancelled("cancelled")
+        finally:
+            self.request = None     # the turn is over: /compact has no request to keep verbatim
+
+    def take(self, result):
+        """Act on a reply: the turn's answer, or None when the model is to be asked again."""
+        try:
+            if result.problem:
+                raise ContractError(result.problem)
+            names = list(self.runner.tools()) + list(self.runner.withdrawn)
+            reply = parse_reply(result.content, names, result.finish_reason)
+        except ContractError as e:
+            return self.strike(result, e)
+        self.strikes, content = 0, kept_reply(result.content, reply)
+        calls, answer = reply["tool_calls"], reply.get("response") or ""
+        limit = self.cfg.max_iterations
+        if calls and 0 < limit <= self.rounds and reply["done"] and answer.strip():
+            self.notice("tool round limit reached: the answer ends the turn, its calls did not run")
+            calls = reply["tool_calls"] = []
+            content = json.dumps(reply)
+        self.add({"role": "assistant", "content": content})
+        self.ui.reply(reply, self.step_no)
+        if not calls:
+            self.finish_step(result)
+            return answer
+        self.rounds += 1
+        try:        # the model call is complete even when a tool is denied or cancelled
+            if 0 < limit < self.rounds:
+                raise LimitReached("tool round limit reached: the model still wanted tools after "
+                                   "%d round%s; its last calls were not run (GROK_MAX_ITERATIONS "
+                                   "or --max-tool-rounds raise it, 0 = no limit)"
+                                   % (limit, "" if limit == 1 else "s"), "rounds")
+            results = self.runner.execute(calls, self.step_no, self.cwd)
+        finally:
+            self.finish_step(result)
+        note = LAST_ROUND % limit if self.rounds == limit else None
+        same = self.seen(results)       # rounds in a row with these calls and results
+        self.add({"role": "user", "content": tool_results_message(results, NUDGE.get(same, note))})
+        if reply["done"] and answer.strip():     # done with calls: they ran; the answer ends it
+            self.add(final_reply(answer))
+            return answer
+        return self.stop_loop(answer, same) if same >= LOOP_STOP else None
+
+    def seen(self, results):
+        """How many rounds in a row had these calls and results, in any order or number (0: off)."""
+        key = sorted({json.dumps([i.name, i.args, r.output], sort_keys=True) for i, r in results})
+        count = self.streak[1] + 1 if key == self.streak[0] else 1
+        self.streak = (key, count * self.cfg.loop_detection)
+        return self.streak[1]
+
+    def stop_loop(self, answer, seen):
+        """End a turn that goes round in circles: its response is the answer, else an error."""
+        loop = "the model repeated the same tool calls and results %d rounds in a row" % seen
+        if not answer.strip():
+            raise AgentError(loop + ", without an answer (GROK_LOOP_DETECTION=0 lets it go on)")
+        self.notice("loop stopped: %s; its response is the answer" % loop)
+        self.add(final_reply(answer))
+        return answer
+
+    def strike(self, result, e):
+        self.strikes += 1
+        content = result.content or ""
+        cut = content[:4000] + ("...[truncated]" if len(content) > 4000 else "")
+        self.add({"role": "assistant", "content": cut})
+        self.finish_step(result)
+        self.ui.invalid(content)
+        if self.strikes >= MAX_STRIKES:
+            raise AgentError("the model broke the JSON contract %d times in a row (last: %s)"
+                             % (self.strikes, e))
+        self.notice("invalid reply from the model (%s); asking again" % e)
+        self.add({"role": "user", "content": corrective_message(str(e))})
+
+    def stop(self):
+        """Cancel the running turn, from any thread: every front end stops a turn here."""
+        self.cancel.set()
+        self.link.client.abort()
+        self.runner.kill()
+
+    def settle_cancelled(self, *notes):
+        """After a cancelled or failed turn: stop all, close the turn (idempotent). A stop lasts
+        until then: no tool starts."""
+        self.stop()
+        self.close_turn(*notes)
+        self.cancel.clear()
+
+    def close_turn(self, note=INTERRUPTED[0], unrun=UNRUN):
+        """End an unfinished turn in the history: `unrun` for tool calls that got no results, and a
+        reply `note` with the answer text shown so far. Nothing when the turn had ended (or the last
+        is a note)."""
+        last = self.messages[-1]
+        answered = last["role"] == "assistant" and not tool_calls_in(last["content"])
+        ended = last.get("kind") == "note" or answered
+        if len(self.messages) < 2 or ended:
+            return
+        if last["role"] == "assistant":
+            self.add({"role": "user", "content": unrun})
+        elif self.link.partial.strip():
+            note = self.link.partial.rstrip() + "\n\n" + note
+        self.add(final_reply(note))
+
+    # -- compaction ----------------------------------------------------------
+    def maybe_compact(self):
+        """Compact when the last call's tokens and what came after its reply pass the threshold."""
+        since = max([i for i, m in enumerate(self.messages) if m["role"] == "assistant"] + [0]) + 1
+        tokens = self.context_tokens + estimate_tokens(self.messages[since:])
+        if 0 < self.cfg.compact_threshold <= 100.0 * tokens / SMALL_WINDOW:     # the window matters
+            self.link.learn_window()
+        if 0 < self.cfg.compact_threshold <= 100.0 * tokens / max(1, self.link.window):
+            self.compact()
+
+    def compact(self, keep=6, to_request=False):
+        """Summarise older history, keeping the recent tail and, mid-turn, the request verbatim;
+        False: too little. to_request (after an overflow): all of it if need be (request quoted)."""
+        self.link.learn_window()
+        pct = self.cfg.compact_threshold if self.cfg.compact_threshold > 0 else 75.0
+        history = self.messages[1:]
+        cut = compact_cut(history, keep, self.link.window * pct / 200.0)
+        cut = len(history) if cut is None and to_request and len(history) > 1 else cut
+        if cut is None:
+            return False
+        old, tail = history[:cut], history[cut:]
+        summary, how = self.summarise(old)
+        if self.request and not any(m is self.request for m in tail):
+            request = self.request["content"]
+            rest = "\n[... the rest of the request is in the summary]" * (len(request) > 4000)
+            summary["content"] += "\n\n[The request being worked on, verbatim]\n" + request[:4000]
+            summary["content"] += rest
+        before = estimate_tokens(self.messages)
+        self.reset([summary] + tail)
+        self.context_tokens = estimate_tokens(self.messages)
+        self.notice("%s (about %d -> %d tokens)" % (how, before, self.context_tokens))
+        if self.context_pct() >= pct:
+            self.notice("the recent messages alone still fill %.0f%% of the context window"
+                        % self.context_pct())
+        return True
+
+    def summarise(self, old):
+        """(the message standing for `old`, what was done): its summary, unless that was cut off
+        or not smaller."""
+        model, window = self.cfg.summary_model, self.link.window
+        window = window if model == self.link.model else model_entry(WINDOWS, model, DEFAULT_WINDOW)
+        text = "Conversation to summarise:\n\n" + transcript(old, window)
+        request = [{"role": "system", "content": SUMMARY_PROMPT}, {"role": "user", "content": text}]
+        old_tokens = estimate_tokens(old)
+        limit = max(32, min(2000, old_tokens // 2, self.link.window // 4))
+        try:
+            result = self.link.chat(request, model=model, max_tokens=limit)
+        except (UserError, TransientError) as e:
+            raise type(e)("compacting the history failed (summary model %s, GROK_SUMMARY_MODEL): %s"
+                          % (model, e))
+        self.ledger.add_cost(result.usage, model, kind="compaction")
+        text, cut_off = (result.content or "").strip(), result.finish_reason == "length"
+        how = "compacted %d older messages into a summary" % len(old)
+        summary = "[Summary of the earlier conversation, compacted]\n" + text
+        if cut_off or not text or len(text) // 4 >= old_tokens:
+            why = "cut off at %d tokens" % limit if cut_off else "not smaller"
+            how = "dropped the %d oldest messages: the summary was %s" % (len(old), why)
+            summary = "[%d older messages were dropped to fit the context window]" % len(old)
+        return {"role": "user", "kind": "summary", "content": summary}, how
+
+    def close(self):
+        self.link.client.close()
+        self.session.close()
+        self.runner.close()
+
+
 def compact_cut(history, keep, room):
-    """Where the kept tail starts, or None: about `keep` messages from the end, fewer while they pass `room`
-    tokens, at an assistant reply: tool results stay with their calls, and the summary keeps roles alternating."""
+    """Where the kept tail starts, or None: about `keep` messages from the end, fewer while they
+    pass `room` tokens, at an assistant reply: tool results stay with their calls, and the summary
+    keeps roles alternating."""
     cut = None
     for i, m in enumerate(history[2:], 2):
-        if m.get("role") == "assistant" and (i <= len(history) - keep or estimate_tokens(history[cut or 0:]) > room):
+        over = i <= len(history) - keep or estimate_tokens(history[cut or 0:]) > room
+        if m.get("role") == "assistant" and over:
             cut = i
     return cut
 
 
 def transcript(messages, window):
     """Messages as text for the summariser: each capped, the whole within its `window`."""
-    text = "\n\n".join("[%s] %s" % (m.get("role"), str(m.get("content", ""))[:3000]) for m in messages)
-    limit = max(1000, window - 3000)    # characters: fits even at a token a character, beside the summary
+    text = "\n\n".join("[%s] %s" % (m.get("role"), str(m.get("content", ""))[:3000])
+                       for m in messages)
+    limit = max(1000, window - 3000)    # characters: fits even at a token each, beside the summary
     head, extra = limit // 3, len(text) - limit
-    return text if extra <= 0 else "%s\n[... %d characters omitted ...]\n%s" % (text[:head], extra, text[head + extra:])
+    if extra <= 0:
+        return text
+    return "%s\n[... %d characters omitted ...]\n%s" % (text[:head], extra, text[head + extra:])
 
 
 def final_reply(text):
     """An assistant message that ends the turn with `text` as its answer."""
-    return {"role": "assistant", "content": json.dumps({"tool_calls": [], "response": text, "done": True})}
+    reply = {"tool_calls": [], "response": text, "done": True}
+    return {"role": "assistant", "content": json.dumps(reply)}
 
 
 def tool_calls_in(content):
@@ -2590,33 +2720,40 @@ def tool_calls_in(content):
 
 def tool_results_message(results, note=None):
     """The one user message that carries a round's results, in call order."""
-    text = "Tool results:\n\n" + "\n\n".join("[%d] %s %s\n%s" % (item.index + 1, item.name, item.shown,
-                                                                 result.output) for item, result in results)
+    text = "Tool results:\n\n" + "\n\n".join("[%d] %s %s\n%s" % (i.index + 1, i.name, i.shown, r.output)
+                                             for i, r in results)
     failed = ["[%d] %s (%s)" % (item.index + 1, item.name, failure_reason(result.output))
               for item, result in results if not result.ok]
     if failed:
-        text += ("\n\n[Self-correction] These tool calls failed: %s. Before you go on, work out what went wrong "
-                 "and adjust: wrong arguments, a missing prerequisite, or another tool." % "; ".join(failed))
+        text += ("\n\n[Self-correction] These tool calls failed: %s. Before you go on, work out "
+                 "what went wrong and adjust: wrong arguments, a missing prerequisite, or another tool."
+                 % "; ".join(failed))
     return text + "\n\n" + note if note else text
 
 
 def failure_reason(output):
     """One short line saying why a tool call failed: bash's closing note, else the first line."""
     lines = [line.strip() for line in output.strip().splitlines() if line.strip()] or ["no output"]
-    reason = lines[-1].strip("[]") if lines[-1].startswith("[") and lines[-1].endswith("]") else lines[0]
+    noted = lines[-1].startswith("[") and lines[-1].endswith("]")
+    reason = lines[-1].strip("[]") if noted else lines[0]
     return reason if len(reason) <= 100 else reason[:97] + "..."
 
 
 def find_window(obj, depth=0):
-    """The context window in a server's self-description: the first positive integer under a known
-    key (Ollama's "llama.context_length" too, and num_ctx in its parameters text), a few levels deep."""
-    keys = ("num_ctx", "n_ctx", "max_model_len", "context_length", "context_window", "max_context_length")
+    """The context window in a server's self-description: the first positive integer under a
+    known key (Ollama's "llama.context_length" too, and num_ctx in its parameters text), a few
+    levels deep."""
+    keys = ("num_ctx", "n_ctx", "max_model_len", "context_length", "context_window",
+            "max_context_length")
     for key, value in obj.items() if isinstance(obj, dict) else ():
-        found = re.search(r"\bnum_ctx\s+(\d+)", value) if key == "parameters" and isinstance(value, str) else None
+        text = value if key == "parameters" and isinstance(value, str) else ""
+        found = re.search(r"\bnum_ctx\s+(\d+)", text)
         if found or (str(key).split(".")[-1] in keys and type(value) is int and value > 0):
             return int(found.group(1)) if found else value
+    if depth >= 3:
+        return None
     children = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, list) else ()
-    return next(filter(None, (find_window(c, depth + 1) for c in children)), None) if depth < 3 else None
+    return next(filter(None, (find_window(c, depth + 1) for c in children)), None)
 
 
 def estimate_tokens(messages):
@@ -2625,20 +2762,6 @@ def estimate_tokens(messages):
 
 def now_iso():
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
-
-
-def api_error(e, cfg):
-    """The exception to show for a non-retryable HTTP status: it says what to fix."""
-    msg = scrub(e.server_message())
-    if e.status in RETRY_STATUSES:
-        return TransientError("the server failed (HTTP %d): %s" % (e.status, msg))
-    what = {401: "the API key was rejected (HTTP 401, key from %s; set a valid GROK_API_KEY)" % cfg.key_source,
-            403: "access denied (HTTP 403): the key lacks permission or credits",
-            404: "not found (HTTP 404) at %s: check GROK_BASE_URL and the model %r" % (cfg.base_url, cfg.model)}
-    if e.status in what:
-        return UserError("%s: %s" % (what[e.status], msg))
-    hint = " (check the model name: -m/GROK_MODEL)" if "model" in msg.lower() else ""
-    return UserError("the request was rejected (HTTP %d): %s%s" % (e.status, msg, hint))
 
 
 # --- Front end: the interactive REPL (minimal mode) ---
@@ -2946,16 +3069,15 @@ def run_line(agent, ui, line, keys, commands, help_text):
             elif name == "/model":
                 known = None
                 with suppress(Exception):       # a server that cannot list its models: unchecked
-                    known = server_models(agent.client)
+                    known = server_models(agent.link.client)
                 if arg.strip() and known and arg.strip() not in known:
                     ui.notice("%s is not among the server's models; using it anyway" % arg.strip())
-                agent.model = agent.cfg.model = arg.strip() or agent.model
-                agent.recall_window()       # the new model's: set, the table's, remembered, asked
+                agent.link.use_model(arg.strip() or agent.link.model)     # and its window
                 known = ", ".join(known or sorted(PRICES))
-                ui.write(ui.fitted("model: %s (known: %s)" % (agent.model, known)) + "\n")
+                ui.write(ui.fitted("model: %s (known: %s)" % (agent.link.model, known)) + "\n")
             elif name == "/mcp":        # each server's state and tools
                 ui.write(visible("".join("%s: %s\n" % (s.name, s.state) + "".join(
-                    "  %s: %s\n" % (n, t.doc) for n, t in s.tools.items()) for s in agent.mcp)
+                    "  %s: %s\n" % (n, t.doc) for n, t in s.tools.items()) for s in agent.runner.mcp)
                                  or "no MCP servers (see the README: MCP servers)\n"))
             elif name in commands:
                 commands[name](arg.strip())
@@ -2980,7 +3102,7 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="gro
     rl = setup_readline(agent.cfg.data_dir) if interactive else None
     keys = EscKey(sys.stdin.fileno() if interactive else None)
     if interactive:
-        head = "%s %s · %s · /help for commands, Ctrl-D to quit" % (prog, __version__, agent.model)
+        head = "%s %s · %s · /help for commands, Ctrl-D to quit" % (prog, __version__, agent.link.model)
         ui.write(ui.fitted(head, "") + "\n")
     status, line = 0, first
     try:
@@ -3086,12 +3208,12 @@ class HeadlessUI(UI):
         fields = dict({"text": answer} if self.result else {}, stopReason=reason,
                       sessionId=self.session_id, requestId=self.last.get("id"))
         fields.update({"thought": self.thoughts} if self.thoughts else {})
-        usage, cost = self.spend(agent.turn), agent.turn["cost"]
+        usage, cost = self.spend(agent.ledger.turn), agent.ledger.turn["cost"]
         model = {"inputTokens": usage["input_tokens"], "outputTokens": usage["output_tokens"],
                  "cacheReadInputTokens": usage["cache_read_input_tokens"],
                  "cacheCreationInputTokens": 0, "modelCalls": self.step}
-        fields.update(usage=usage, num_turns=self.step, modelUsage={agent.model: model})
-        if usage_cost(agent.model, agent.last_usage or {}, agent.cfg.prices)[1]:     # a known cost
+        fields.update(usage=usage, num_turns=self.step, modelUsage={agent.link.model: model})
+        if usage_cost(agent.link.model, agent.last_usage or {}, agent.cfg.prices)[1]:     # a known cost
             model["costUSD"] = cost
             fields.update(total_cost_usd=cost, total_cost_usd_ticks=int(round(cost * 1e10)))
         if self.events:
@@ -3263,8 +3385,6 @@ def headless(args, cfg):
         raise UserError(data_dir_problem(cfg.data_dir))
     ui = HeadlessUI(args.fmt, args.allow)
     prompt = read_prompt(args, ui.notice)
-    if args.max_tool_rounds is not None:
-        cfg.max_iterations = args.max_tool_rounds
     agent = open_agent(cfg, ui, MINIMAL, args)
     ui.session_id = agent.session.id
     try:
@@ -3297,7 +3417,7 @@ def open_agent(cfg, ui, contract, args, new_if_busy=False):
         raise UserError("session %s is already in use (--resume continues it)" % new_id)
     ask = None if isinstance(ui, HeadlessUI) else (
         lambda text: (ask_tty(text) or "").lower() in ("y", "yes"))
-    cfg.mcp = mcp_config(cfg, args.mcp_config, ask, ui.notice)
+    mcp = mcp_config(cfg, args.mcp_config, ask, ui.notice)
     session_id = args.resume and find_session(cfg.data_dir, args.resume)
     if args.cont:
         session_id = next((s[0] for s in list_sessions(cfg.data_dir) if s[2]), None)     # the newest typed into
@@ -3306,12 +3426,12 @@ def open_agent(cfg, ui, contract, args, new_if_busy=False):
         ui.notice("continuing session %s" % session_id)
     try:
         session = Session(cfg.data_dir, session_id or new_id, warn=ui.notice)
-        agent = Agent(cfg, ui, contract, session=session, resume=bool(session_id))
+        agent = Agent(cfg, ui, contract, session=session, resume=bool(session_id), mcp=mcp)
     except SessionBusy as e:
         if not new_if_busy:
             raise
         ui.notice("%s: starting a new session" % e)
-        return Agent(cfg, ui, contract)
+        return Agent(cfg, ui, contract, mcp=mcp)
     if session_id and args.cwd:
         agent.set_cwd(cfg.cwd)
     return agent
@@ -3508,7 +3628,7 @@ class AcpSession(UI):
             if role != "assistant" or not isinstance(text, str):
                 continue
             try:
-                reply = parse_reply(text, list(TOOLS) + list(self.agent.tools()))
+                reply = parse_reply(text, list(TOOLS) + list(self.agent.runner.tools()))
             except ContractError:
                 continue            # an invalid reply the model was asked to redo
             self.say(reply)
@@ -3527,6 +3647,7 @@ class AcpServer:
 
     def __init__(self, cfg, out):
         self.cfg, self.out, self.sessions, self.workers = cfg, out, {}, []
+        self.key, self.mcp = (cfg.api_key, cfg.key_source), {}     # the key may come later (.env)
         self.request_ids = itertools.count(1)   # next() and the dict's get/pop are atomic: no lock
         self.pending = {}               # id of a request we sent -> [Event, answer]
         self.write_lock = threading.Lock()
@@ -3629,10 +3750,10 @@ class AcpServer:
 
     # -- helpers for the methods
     def need_key(self):
-        if not self.cfg.api_key:        # a key put in a .env file after the start: scrubbed as the configured one
-            self.cfg.api_key, self.cfg.key_source = find_api_key()
-            SECRETS.update(filter(None, [self.cfg.api_key]))
-        if not self.cfg.api_key:
+        if not self.key[0]:        # a key put in a .env file after the start: scrubbed as the configured one
+            self.key = find_api_key()
+            SECRETS.update(filter(None, [self.key[0]]))
+        if not self.key[0]:
             raise RpcError(AUTH_REQUIRED, "no API key: set GROK_API_KEY or XAI_API_KEY in the environment the "
                            "client starts grok with, or put GROK_API_KEY=... in " + ", ".join(ENV_FILES))
 
@@ -3653,10 +3774,9 @@ class AcpServer:
 
     def start(self, cwd, mcp, **resume):
         """A new AcpSession whose Agent works in cwd with these MCP servers; resume: its session."""
-        cfg = Config.__new__(Config)
-        cfg.__dict__.update(self.cfg.__dict__, cwd=cwd, mcp=dict(self.cfg.mcp, **mcp))
         session = AcpSession(self)
-        session.agent = Agent(cfg, session, **resume)
+        session.agent = Agent(self.cfg, session, cwd=cwd, mcp=dict(self.mcp, **mcp), key=self.key,
+                              **resume)
         session.id = session.agent.session.id
         self.sessions[session.id] = session
         return session
@@ -3667,7 +3787,7 @@ class AcpServer:
             raise bad_params("protocolVersion must be an integer")
         try:        # the methods clients of xAI's CLI look for; authenticate checks the key again
             self.need_key()
-            source = self.cfg.key_source
+            source = self.key[1]
             method = "xai.api_key" if source.startswith("$") else "cached_token"
             auth = [dict(id=method, name=AUTH_METHODS[method], description="the key in " + source)]
         except RpcError:
@@ -3742,17 +3862,17 @@ class AcpServer:
             note = str(e) if reason == "max_turn_requests" else None
             error = None if reason else self.rpc_error(e)
             if error and isinstance(e, LimitReached):      # the cost limit
-                error.payload["data"] = {"reason": "cost_limit", "costUsd": agent.cost_usd}
+                error.payload["data"] = {"reason": "cost_limit", "costUsd": agent.ledger.cost_usd}
         ended = text_content("not run: the turn ended (%s)" % (reason or "error"))
         for call_id in session.fields:      # announced, never run
             session.update("tool_call_update", toolCallId=call_id, status="failed", content=ended)
         session.fields.clear()
-        t = agent.turn      # read before the next prompt starts a new count
+        t = agent.ledger.turn      # read before the next prompt starts a new count
         usage = {"inputTokens": t["input"], "outputTokens": t["output"],
                  "thoughtTokens": t["reasoning"], "cachedReadTokens": t["cached"],
                  "totalTokens": t["total"]}
-        meta = dict(usage, usage=dict(usage), costUsd=round(t["cost"], 8), model=agent.model,
-                    sessionCostUsd=round(agent.cost_usd, 8), requestId=session.request_id)
+        meta = dict(usage, usage=dict(usage), costUsd=round(t["cost"], 8), model=agent.link.model,
+                    sessionCostUsd=round(agent.ledger.cost_usd, 8), requestId=session.request_id)
         if note:
             meta["message"] = note
         session.busy = False
@@ -3777,7 +3897,7 @@ def acp_main(cfg, mcp_files):
     os.dup2(2, 1)       # from here a stray print or child writes to stderr; stdout is protocol only
     sys.stdout = sys.stderr
     server = AcpServer(cfg, out)
-    cfg.mcp = mcp_config(cfg, mcp_files, False, server.log)
+    server.mcp = mcp_config(cfg, mcp_files, False, server.log)
     try:
         server.serve(sys.stdin.buffer)
     finally:
@@ -3915,20 +4035,21 @@ def parse_args(argv):
     return args
 
 
-def xai_settings(args, cfg):
-    """The flags of xAI's CLI grok honours, onto cfg; one notice names those it only accepts."""
+def xai_settings(args):
+    """The settings from the flags of xAI's CLI grok honours; one notice names those it only accepts."""
     def names(text):
         return [XAI_TOOLS.get(n.strip(), n.strip()) for n in (text or "").split(",") if n.strip()]
     only = names(args.tools)
     without = names(args.disallowed_tools) + ["web_search"] * args.disable_web_search
-    cfg.tools = [t for t in TOOLS if (args.tools is None or t in only) and t not in without]
-    cfg.deny, cfg.rules, cfg.system_prompt = args.deny, args.rules, args.system_prompt_override
-    cfg.always_approve = cfg.always_approve or args.permission_mode == "bypassPermissions"
     mode = args.permission_mode
     ignored = args.ignored + ["--permission-mode %s" % mode] * (mode not in MODES_HERE) + [
         "tool " + n for n in only + without if n not in TOOLS]
     if ignored:
         sys.stderr.write("grok: accepted, but not supported here: %s\n" % ", ".join(ignored))
+    return dict(tools=[t for t in TOOLS if (args.tools is None or t in only) and t not in without],
+                deny=args.deny, rules=args.rules, system_prompt=args.system_prompt_override,
+                always_approve=args.always_approve or args.permission_mode == "bypassPermissions",
+                max_iterations=args.max_tool_rounds if args.headless else None)
 
 
 def on_signal(signum, frame):
@@ -4024,9 +4145,8 @@ def main(argv=None):
     def body():
         args = parse_args(argv)
         json_errors[0] = args.headless and not args.acp and json_requested(["--format", args.fmt])
-        cfg = Config(model=args.model, cwd=args.cwd, always_approve=args.always_approve, effort=args.effort,
-                     require_key=not args.acp, sandbox=args.sandbox, net=args.sandbox_network)
-        xai_settings(args, cfg)
+        cfg = Config(model=args.model, cwd=args.cwd, effort=args.effort, require_key=not args.acp,
+                     sandbox=args.sandbox, net=args.sandbox_network, **xai_settings(args))
         if args.acp:        # a missing key is reported at session/new
             return acp_main(cfg, args.mcp_config)
         if args.headless:

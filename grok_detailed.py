@@ -247,9 +247,9 @@ class DetailedUI(g.TerminalUI):
 
     def status_forms(self, a):
         """The forms of the status line, widest first: (the width it needs, [(text, colour)])."""
-        limit, spent, pct = a.cfg.cost_limit, a.cost_usd, a.context_pct()
+        limit, spent, pct = a.ledger.limit, a.ledger.cost_usd, a.context_pct()
         sid, short = (a.session.id, "1"), (a.session.id.rsplit("-", 1)[-1], "1")
-        known = a.window_known      # else a default window: a percentage would mislead
+        known = a.link.window_known      # else a default window: a percentage would mislead
         used = num(a.context_tokens)
         warn = "31" if 0 < limit <= spent else "33" if 0 < limit * 0.8 <= spent else None
         cost = ("$%.4f/%s" % (spent, "$%.2f" % limit if limit > 0 else "no limit"), warn)
@@ -257,9 +257,9 @@ class DetailedUI(g.TerminalUI):
         ctx = ("context %.1f%%" % pct if known else "window unknown", full)
         detail = ("%s tokens, window unknown: set GROK_CONTEXT_WINDOW" % used, full)
         if known:
-            detail = (ctx[0] + " (%s/%s)" % (used, num(a.cfg.context_window)), full)
+            detail = (ctx[0] + " (%s/%s)" % (used, num(a.link.window)), full)
         tiny = [("$%.4f" % spent, warn), ("ctx %.0f%%" % pct if known else "ctx ?", full)]
-        model, tools = (a.model, None), ("tools %d" % a.tool_count, None)
+        model, tools = (a.link.model, None), ("tools %d" % a.runner.tool_count, None)
         cached = ("cached %s" % num(g.usage_numbers(a.last_usage)["cached"]), None)
         return ((110, [sid, model, cost, detail, tools, cached]),
                 (96, [sid, model, cost, ctx, tools, cached]),
@@ -463,7 +463,7 @@ class DetailedUI(g.TerminalUI):
     def resumed(self, agent):
         """What a resumed session holds: size, cost, working dir, the last answer."""
         self.write("resumed session %s: %d messages, $%.4f spent, working dir %s\n" % (
-            agent.session.id, len(agent.messages) - 1, agent.cost_usd, as_text(agent.cwd)))
+            agent.session.id, len(agent.messages) - 1, agent.ledger.cost_usd, as_text(agent.cwd)))
         said = [m.get("content") for m in agent.messages[1:] if m.get("role") == "assistant"]
         try:
             last = g.extract_json_object(str(said[-1])).get("response") if said else ""
@@ -535,7 +535,7 @@ class Commands:
             self.ui.write("nothing to compact: the history is already short\n")
 
     def cost(self, arg):
-        cfg = self.agent.cfg
+        ledger = self.agent.ledger
         if arg:
             try:
                 limit = float(arg.lstrip("$"))
@@ -543,12 +543,12 @@ class Commands:
                 limit = -1
             if not limit >= 0:
                 raise g.UserError("usage: /cost N (a limit in USD; 0 = no limit)")
-            cfg.cost_limit = limit
+            ledger.limit = limit
         self.ui.write("cost: $%.4f spent, limit %s\n" % (
-            self.agent.cost_usd, "$%.2f" % cfg.cost_limit if cfg.cost_limit > 0 else "none"))
+            ledger.cost_usd, "$%.2f" % ledger.limit if ledger.limit > 0 else "none"))
 
     def tools(self, arg):
-        for name, tool in self.agent.tools().items():
+        for name, tool in self.agent.runner.tools().items():
             ask = name in g.NEEDS_APPROVAL or name not in g.TOOLS     # an MCP tool asks too
             ask = ask and not self.agent.cfg.always_approve
             doc = g.tool_line(name, self.agent.cfg.bash_timeout, tool).partition(" ")[2]
@@ -567,11 +567,11 @@ def interactive(args, cfg):
         return g.repl(agent, ui, commands=commands, help_text=HELP, before_prompt=ui.between_turns,
                       prog="grok-detailed", first=" ".join(args.message))
     finally:
-        s, n, dot = agent.session, agent.tool_count, ui.glyph["dot"]
+        s, n, dot = agent.session, agent.runner.tool_count, ui.glyph["dot"]
         saved = len(agent.messages) > 1 and not s.disabled
         lines = ["Session saved: " + home_short(s.path)] * saved
         tools = "%d tool%s" % (n, "s" * (n != 1))
-        lines.append("Session %s %s $%.4f %s %s" % (s.id, dot, agent.cost_usd, dot, tools))
+        lines.append("Session %s %s $%.4f %s %s" % (s.id, dot, agent.ledger.cost_usd, dot, tools))
         lines = [part for line in lines for part in wrap(line, ui.width())]
         ui.write("".join(ui.paint("2", line) + "\n" for line in lines))
         agent.close()
@@ -990,7 +990,7 @@ class AgentRun:
 
     def save(self):
         if self.agent is not None:
-            self.meta["cost_usd"] = round(self.agent.cost_usd, 8)
+            self.meta["cost_usd"] = round(self.agent.ledger.cost_usd, 8)
         self.ws.save_meta(self.meta)
 
     # -- the run -----------------------------------------------------------------
@@ -1001,7 +1001,7 @@ class AgentRun:
         contract = DETAILED._replace(extra_prompt=DETAILED.extra_prompt + controller)
         self.agent = self.ui.agent = g.Agent(self.cfg, self.ui, contract)   # the ui reads it too
         # COST_LIMIT covers the whole goal
-        self.agent.cost_usd = float(self.meta.get("cost_usd") or 0.0)
+        self.agent.ledger.cost_usd = float(self.meta.get("cost_usd") or 0.0)
         self.meta["sessions"].append(self.agent.session.id)
         try:
             return self.drive()
@@ -1028,7 +1028,7 @@ class AgentRun:
     def drive(self):
         m = self.meta
         self.ui.write(self.ui.paint("1", "agent mode") + " · %s · up to %d loops · %s\n"
-                      % (self.ws.dir, self.max_loops, self.agent.model))
+                      % (self.ws.dir, self.max_loops, self.agent.link.model))
         self.ui.write("goal: %s\n" % as_text(" ".join(m["goal"].split())[:160]))
         todo = [s for s in STEPS if not self.done(s)]
         if m["steps"] and todo:
@@ -1072,15 +1072,15 @@ class AgentRun:
         self.ws.write(name, text)
         rec["finished"] = g.now_iso()
         self.save()
-        size = " · %d bytes · $%.4f\n" % (len(text.encode("utf-8")), self.agent.cost_usd)
+        size = " · %d bytes · $%.4f\n" % (len(text.encode("utf-8")), self.agent.ledger.cost_usd)
         self.ui.write(self.ui.paint("32", "✓ %s" % name) + self.ui.paint("90", size))
 
     def header(self, step):
         where = "loop %d/%d · " % (self.meta["loop"], self.max_loops) if step in LOOP_STEPS else ""
         a = self.agent
-        ctx = "context %.1f%%" % a.context_pct() if a.window_known else "window unknown"
+        ctx = "context %.1f%%" % a.context_pct() if a.link.window_known else "window unknown"
         line = "── agent · %s%s → %s · $%.4f · %s ──" % (where, STEP_ROLES[step], step + ".md",
-                                                        a.cost_usd, ctx)
+                                                        a.ledger.cost_usd, ctx)
         self.ui.write("\n" + self.ui.paint("1;36", line) + "\n")
 
     def verdict(self):
@@ -1150,11 +1150,11 @@ class AgentRun:
         return strip_fence(self.converse(step, body + [REPLY_RULE % (step + ".md")]))
 
     def make_goal(self, rec):
-        self.agent.tool_names = ["ask_user"]        # the interview runs no tools
+        self.agent.runner.tool_names = ["ask_user"]        # the interview runs no tools
         try:
             text = self.generate("goal", [self.include("interview.md"), QUESTIONS[self.ui.can_ask]])
         finally:
-            self.agent.tool_names = list(g.TOOLS)
+            self.agent.runner.tool_names = list(g.TOOLS)
         # The user's words lead goal.md, so a lost meta.json can be rebuilt from the files.
         return "%s\n\n%s\n" % (quote_block(self.meta["goal"]), text)
 

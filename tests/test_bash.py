@@ -26,12 +26,11 @@ def no_real_signals(monkeypatch):
 
 
 def ctx(timeout=30, cancel=False, cwd="."):
-    """What tool_bash reads of the Agent."""
+    """What tool_bash gets to run a call."""
     event = threading.Event()
     if cancel:
         event.set()
-    cfg = types.SimpleNamespace(bash_timeout=timeout, sandbox=None)
-    return types.SimpleNamespace(cwd=cwd, cancel=event, procs=set(), cfg=cfg, tool_env=lambda: dict(os.environ))
+    return g.ToolContext(cwd, None, timeout, set(), dict(os.environ), event, None, None, None)
 
 
 def bash(fp, command, timeout=30, cancel=False, **fake):

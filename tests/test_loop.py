@@ -576,3 +576,24 @@ def test_a_stop_after_the_turn_ended_leaves_its_history_alone(engine, fake):
         assert agent.messages == before
     finally:
         agent.close()
+
+
+def test_settings_are_read_once_and_what_a_session_changes_lives_on_its_agent(engine, fake, tmp_path):
+    cfg = engine.Config(always_approve=True)
+    with pytest.raises(AttributeError):
+        cfg.model = "grok-4.20"                 # a setting is never changed once read
+    before = dict(vars(cfg))
+    agent = engine.Agent(cfg)
+    other = engine.AcpServer(cfg, None).start(str(tmp_path), {}).agent     # as ACP's session/new
+    try:
+        agent.link.use_model("grok-4.20")       # as /model does
+        agent.ledger.limit = 5.0                # as grok-detailed's /cost does
+        fake.add(answer("done"))
+        assert agent.run_turn("hi") == "done"
+        assert fake.chat_requests()[-1].json["model"] == "grok-4.20"
+        assert other.link.model == "grok-4.3" and other.ledger.limit == 10.0
+        assert other.cwd == str(tmp_path) != agent.cwd
+        assert vars(cfg) == before
+    finally:
+        agent.close()
+        other.close()
