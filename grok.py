@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""grok: a minimal agent harness for xAI's Grok models (or any OpenAI-compatible server): the model answers in a
-JSON contract and runs local tools. Standard library only, Python 3.8+. `grok --help` lists the modes (chat, -p,
---acp) and settings; grok_detailed.py loads this file as its engine."""
+"""grok: a minimal agent harness for xAI's Grok models (or any OpenAI-compatible server): the model
+answers in a JSON contract and runs local tools. Standard library only, Python 3.8+. `grok --help`
+lists the modes (chat, -p, --acp) and settings; grok_detailed.py loads this file as its engine."""
 
 import os
 import stat
@@ -35,10 +35,11 @@ class Lazy:
 DEFAULT_BASE_URL = "https://api.x.ai/v1"
 DEFAULT_MODEL = "grok-4.3"
 KEY_VARS = ("GROK_API_KEY", "XAI_API_KEY")
-ENV_FILES = ("~/.grok/.env", "~/.claude/.env", "./.env")     # the person's own key before a project's
+ENV_FILES = ("~/.grok/.env", "~/.claude/.env", "./.env")     # your own key before a project's
 
 # USD per 1M tokens: input, cached input, output.
-PRICES = {"grok-4.3": (1.25, 0.20, 2.50), "grok-4.20": (1.25, 0.20, 2.50), "grok-3-mini": (0.30, 0.075, 0.50)}
+PRICES = {"grok-4.3": (1.25, 0.20, 2.50), "grok-4.20": (1.25, 0.20, 2.50),
+          "grok-3-mini": (0.30, 0.075, 0.50)}
 RETIRED_MODELS = ("grok-4-1-fast", "grok-4-fast", "grok-code-fast-1", "grok-3", "grok-4-0709")
 WINDOWS = {"grok-4.3": 1000000, "grok-4.20": 2000000, "grok-3-mini": 131072}
 DEFAULT_WINDOW = 131072
@@ -50,7 +51,7 @@ PIPED_CAP = 100000          # bytes of piped stdin added to a -p prompt
 STDIN_WAIT = 1.0            # seconds of silence that end a stdin pipe grok's parent holds open
 READ_CAP = 100000           # bytes read_file returns
 LIST_CAP = 500              # entries list_files returns
-ARG_CAP = 100000            # characters of a tool argument run, and kept in the history (write_file content: run)
+ARG_CAP = 100000            # characters of a command or path run, of any argument the history keeps
 APPROVAL_LINES = 40         # lines of a command or file shown at an approval before "s shows all"
 APPROVAL_CHARS = 4000       # ... and characters
 RULES_CAP = 8000            # bytes per AGENTS.md / GROK.md file
@@ -59,23 +60,24 @@ MAX_STRIKES = 3             # invalid replies in a row before a turn fails
 LOOP_NUDGE, LOOP_STOP = 2, 3    # rounds in a row, same calls and results: told, then stopped
 RETRY_STATUSES = (408, 429) + tuple(s for s in range(500, 600) if s not in (501, 505))
 RETRY_AFTER_CAP = 30.0      # seconds: a longer Retry-After is shortened to this
-NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)     # a symlink planted in place of a session file is an error, never followed
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)     # a symlink in place of a session file: an error
 SEARCH_ESTIMATE = 0.05      # USD reserved for a web_search before its first cost is known
 REPLY_CAP = 8 << 20         # bytes of one reply at most (or 1 KB per max_tokens, if more)
 DENIED = "denied: the user did not allow this %s call; do not retry it, ask or take another way"
-CONNECT_TIMEOUT = 15.0      # seconds to open a connection (a host that drops packets), at most GROK_TIMEOUT
+CONNECT_TIMEOUT = 15.0      # seconds to connect (a host may drop packets), at most GROK_TIMEOUT
 SMALL_WINDOW = 4096         # tokens: under COMPACT_THRESHOLD of this, no window needs compacting
 WINDOW_ASK_TIMEOUT = 3.0    # seconds to ask a server (not xAI's) its window, three ways at once
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts")    # writable in a sandbox
+ENV_LINE = r"""\s*(?:export\s+)?(\w+)\s*=\s*(?:"([^"]*)"|'([^']*)'|(.*?))\s*(?:\s#.*)?$"""
 
 
 def read_env_file(path, names):
-    """The first of `names` set in a .env file (regular, < 64 KB, UTF-8/16); the last one set wins."""
+    """The first of `names` set in a .env file (regular, < 64 KB, UTF-8/16); the last one wins."""
     got = read_regular(path, 65536)
     data = got[0] if got and len(got[0]) <= 65536 else b""
     found = {}
     for line in data.decode("utf-16" if b"\0" in data[:4] else "utf-8-sig", "replace").splitlines():
-        m = re.match(r"""\s*(?:export\s+)?(\w+)\s*=\s*(?:"([^"]*)"|'([^']*)'|(.*?))\s*(?:\s#.*)?$""", line)
+        m = re.match(ENV_LINE, line)
         if m and m.group(1) in names:
             found[m.group(1)] = next((v for v in m.groups()[1:] if v is not None), "")
     return next((found[n] for n in names if found.get(n)), None)
@@ -93,17 +95,19 @@ def own_setting(names, files=ENV_FILES[:2]):
 
 
 def find_api_key():
-    """(key, where it came from), or (None, None); a key with whitespace or control characters is a UserError."""
+    """(key, where it came from) or (None, None); a key with a space or a control: UserError."""
     key, source = own_setting(KEY_VARS, ENV_FILES)
     if any(ord(c) < 33 or 127 <= ord(c) < 160 for c in key):
-        raise UserError("the API key in %s contains whitespace or control characters (not shown): fix it" % source)
+        raise UserError("the API key in %s contains whitespace or control characters (not shown):"
+                        " fix it" % source)
     if source == "./.env":
-        sys.stderr.write("grok: using the API key from ./.env in the working directory (no key of your own is set)\n")
+        sys.stderr.write("grok: using the API key from ./.env in the working directory"
+                         " (no key of your own is set)\n")
     return key or None, source
 
 
 def env_flag(name, default=False):
-    """A yes/no setting: unset or empty is the default; "0", "false" and "no" are no, anything else yes."""
+    """A yes/no setting: unset or empty is the default; "0", "false" and "no" are no, else yes."""
     value = os.environ.get(name, "")
     return value not in ("0", "false", "no") if value else default
 
@@ -204,7 +208,7 @@ class Config:
         share = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
         data = os.environ.get("GROK_DATA_DIR") or os.path.join(share, "grok-agent")
         self.data_dir = os.path.expanduser(data)
-        self.read_dirs = [self.skills_dir]      # read_file/list_files run there unasked, as in cwd
+        self.read_dirs = (self.skills_dir,)     # read_file/list_files run there unasked, as in cwd
 
     @staticmethod
     def number(name, default, most=1e6):
@@ -237,60 +241,63 @@ def check_base_url(url):
 
 
 def env_prices(xai):
-    """GROK_PRICES as (input, cached input, output) in USD per 1M tokens; unset: None (xAI's table) on xAI, else ()."""
+    """GROK_PRICES (USD per 1M tokens in, cached, out); unset: on xAI None (its table), else ()."""
     value = os.environ.get("GROK_PRICES", "").strip()
     prices = ()
     with suppress(ValueError):
         prices = tuple(float(p) for p in value.split(",")) if value else (None if xai else ())
     if value and (len(prices) != 3 or not all(0 <= p <= 10000 for p in prices)):      # (not NaN)
-        raise UserError("GROK_PRICES must be IN,CACHED,OUT in USD per million tokens, not %r" % value)
+        raise UserError("GROK_PRICES must be IN,CACHED,OUT in USD per million tokens, not %r"
+                        % value)
     return prices
 
 
 def model_entry(table, model, default=None):
-    """A table's entry (PRICES, WINDOWS) for a model id, following dated variants, and retired ids to grok-4.3."""
+    """The entry of PRICES or WINDOWS for a model id or its dated variant; retired: grok-4.3's."""
     m = model.split("/")[-1]
-    for name in sorted(table, key=len, reverse=True):       # the longest name that fits
+    for name in sorted(table, key=len, reverse=True) + list(RETIRED_MODELS):    # the longest first
         if m == name or m.startswith(name + "-"):
-            return table[name]
-    return table["grok-4.3"] if any(m == old or m.startswith(old + "-") for old in RETIRED_MODELS) else default
+            return table.get(name, table["grok-4.3"])
+    return default
 
 
-USAGE_FIELDS = (("input", "prompt_tokens", "input_tokens"), ("output", "completion_tokens", "output_tokens"),
-                ("reasoning", "completion_tokens_details.reasoning_tokens", "output_tokens_details.reasoning_tokens"),
-                ("cached", "prompt_tokens_details.cached_tokens", "input_tokens_details.cached_tokens"),
-                ("total", "total_tokens"), ("ticks", "cost_in_usd_ticks"))
+# Where a usage says each number, in Chat Completions' words (the Responses API's: input, output)
+USAGE_FIELDS = (("input", "prompt_tokens"), ("output", "completion_tokens"),
+                ("reasoning", "completion_tokens_details.reasoning_tokens"),
+                ("cached", "prompt_tokens_details.cached_tokens"), ("total", "total_tokens"),
+                ("ticks", "cost_in_usd_ticks"))
 
 
 def usage_numbers(usage):
-    """The one reader of a server's usage object: {input, output, reasoning, cached, total, ticks}, each a number
-    >= 0 (0, or None for ticks, when absent), and "odd": a value that was not (NaN, negative, a string), ignored."""
-    numbers = {"odd": False}
-    for name, *paths in USAGE_FIELDS:
-        for path in paths:
+    """The one reader of a server's usage object: {input, output, reasoning, cached, total, ticks},
+    each a number >= 0 (0, or None for ticks, when absent), and "odd": a value that was not (NaN,
+    negative, a string), ignored."""
+    n = {"odd": False}
+    for name, chat in USAGE_FIELDS:
+        for path in (chat, chat.replace("prompt", "input").replace("completion", "output")):
             value = usage
             for key in path.split("."):
                 value = value.get(key) if isinstance(value, dict) else None
             if value is not None:
                 break
-        if value is not None and not (type(value) in (int, float) and 0 <= value < 1e15):     # a bool is odd too
-            numbers["odd"], value = True, None
-        numbers[name] = value if value is not None or name == "ticks" else 0
-    numbers["total"] = numbers["total"] or numbers["input"] + numbers["output"] + numbers["reasoning"]
-    return numbers
+        if type(value) not in (int, float) or not 0 <= value < 1e15:    # (a bool, NaN: odd)
+            n["odd"], value = n["odd"] or value is not None, None
+        n[name] = 0 if value is None and name != "ticks" else value
+    n["total"] = n["total"] or n["input"] + n["output"] + n["reasoning"]
+    return n
 
 
 def usage_cost(model, usage, prices=None):
-    """(USD, price known) for one API call's usage: the server's own figure, else by `prices` (None: xAI's table)."""
+    """(USD, price known) of a call's usage: the server's figure, else by `prices` (None: xAI's)."""
     n = usage_numbers(usage)
     if n["ticks"] is not None:
         return n["ticks"] / 1e10, True
     prices = model_entry(PRICES, model) if prices is None else prices
     if not prices:
         return 0.0, not isinstance(usage, dict)
-    p_in, p_cached, p_out = prices
     cached = min(n["cached"], n["input"])
-    return ((n["input"] - cached) * p_in + cached * p_cached + (n["output"] + n["reasoning"]) * p_out) / 1e6, True
+    tokens = (n["input"] - cached, cached, n["output"] + n["reasoning"])
+    return sum(count * price for count, price in zip(tokens, prices)) / 1e6, True
 
 
 # --- Errors: one root, a subclass per exit code ---
@@ -327,8 +334,7 @@ class Cancelled(GrokError):
 class HTTPStatusError(Exception):
     def __init__(self, status, body):
         Exception.__init__(self, "HTTP %d" % status)
-        self.status = status
-        self.text = body.decode("utf-8", "replace")
+        self.status, self.text = status, body.decode("utf-8", "replace")
 
     def server_message(self):
         try:
@@ -336,7 +342,7 @@ class HTTPStatusError(Exception):
         except (ValueError, RecursionError):        # an HTML page: its words, not its markup
             words = re.sub(r"(?s)<(script|style).*?</\1>|<[^>]*>", " ", self.text).split()
             return " ".join(words)[:300] or "(empty body)"
-        err = obj.get("error", obj.get("message", obj.get("detail"))) if isinstance(obj, dict) else None
+        err = isinstance(obj, dict) and obj.get("error", obj.get("message", obj.get("detail")))
         if isinstance(err, dict):
             err = err.get("message") or json.dumps(err)
         return str(err)[:500] if err else self.text[:300]
@@ -345,17 +351,17 @@ class HTTPStatusError(Exception):
         return any(w in self.text.lower() for w in words)
 
     def overflow(self):
-        """A ContextOverflow when the server says the request does not fit its context window, else None."""
-        if self.status not in (400, 413) or not self.mentions("n_ctx", "exceed_context_size", "context length",
-                                                             "context window", "context_length"):
+        """A ContextOverflow when the server says the request does not fit its window, else None."""
+        words = "n_ctx", "exceed_context_size", "context length", "context window", "context_length"
+        if self.status not in (400, 413) or not self.mentions(*words):
             return None
-        m = re.search(r'"n_ctx"\s*:\s*(\d+)|context (?:window|length) (?:of|is) (\d+)', self.text, re.I)
-        size = m and (m.group(1) or m.group(2))
-        asked = re.search(r'"n_prompt_tokens": ?(\d+)|requested (?:tokens \()?(\d+)', self.text, re.I)
+        text = self.text
+        m = re.search(r'(?i)(?:"n_ctx"\s*:\s*|context (?:window|length) (?:of|is) )(\d+)', text)
+        size = m and int(m[1])
+        m = re.search(r'(?i)(?:"n_prompt_tokens": ?|requested (?:tokens \()?)(\d+)', text)
         message = "the request does not fit the server's context window%s (HTTP %d): %s" % (
-            " of %s tokens" % size if size else "", self.status, self.server_message())
-        return ContextOverflow(message, int(size) if size else None,
-                               asked and int(asked.group(1) or asked.group(2)))
+            "" if size is None else " of %d tokens" % size, self.status, self.server_message())
+        return ContextOverflow(message, size, m and int(m[1]))
 
 
 class StreamBroken(Exception):
@@ -392,7 +398,7 @@ class Terminated(BaseException):
 
 
 class OutputClosed(GrokError):
-    """stdout was closed by its reader (`grok -p ... | head -1`): headless() stops quietly, with exit code 0."""
+    """stdout closed by its reader (`grok -p ... | head -1`): headless() stops quietly, exit 0."""
     exit_code = 0
 
 
@@ -408,8 +414,8 @@ class RpcError(Exception):
 
 SECRETS = set()         # the configured key and URL password: Config adds them
 SECRET_PATTERNS = (      # compiled on first use (re caches them)
-    (r"(?s)-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----.*?(-----END [A-Z ]*PRIVATE KEY( BLOCK)?-----|\Z)",
-     "[REDACTED_PRIVATE_KEY]"),
+    (r"(?s)-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----.*?"
+     r"(-----END [A-Z ]*PRIVATE KEY( BLOCK)?-----|\Z)", "[REDACTED_PRIVATE_KEY]"),
     (r"\bxai-[A-Za-z0-9]{20,}", "[REDACTED_API_KEY]"),
     (r"\bsk-[A-Za-z0-9_\-]{20,}", "[REDACTED_API_KEY]"),
     (r"\b(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})", "[REDACTED_GH_TOKEN]"),
@@ -422,12 +428,11 @@ SECRET_PATTERNS = (      # compiled on first use (re caches them)
 
 
 def scrub(text, extra=()):
-    """Redact credentials: API keys and tokens of common services, AWS keys, private key blocks, URL userinfo."""
+    """Credentials redacted: keys and tokens of common services, private keys, URL userinfo."""
     if not text:
         return text
-    for secret in tuple(extra) + tuple(SECRETS):
-        if secret and len(secret) >= 8:
-            text = text.replace(secret, "[REDACTED_API_KEY]")
+    for secret in [s for s in (*extra, *SECRETS) if len(s or "") >= 8]:
+        text = text.replace(secret, "[REDACTED_API_KEY]")
     for pattern, replacement in SECRET_PATTERNS:
         text = re.sub(pattern, replacement, text)
     return text
@@ -445,23 +450,20 @@ def scrub_all(obj):
 def visible(text, newlines=True):
     """Text safe for a terminal: what it would not print as itself (controls, escape sequences,
     bidi, zero-width, tag characters...) as escapes; tabs, newlines stay (or \\n). Display only."""
+    def escaped(match):     # \x0d, \u200b, \U000e0041; or the character, if it prints as itself
+        import unicodedata
+        char = match.group()
+        blank = re.match("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\uffa0"     # fillers,
+                         "\ufe00-\ufe0f\U000e0000-\U000e0fff]", char)         # variation selectors
+        if not blank and unicodedata.category(char) not in "Cc Cf Co Cs Cn Zl Zp".split():
+            return char
+        return "\\x%02x" % ord(char) if ord(char) < 256 else ascii(char)[1:-1]
     text = str(text) if newlines else str(text).replace("\n", "\\n")
     return re.sub("[^\t\n -~]", escaped, text)
 
 
-def escaped(match):
-    """visible()'s escape (\\x0d, \\u200b, \\U000e0041) of a character not printed as itself."""
-    import unicodedata
-    char = match.group()
-    blank = re.match("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\uffa0"     # fillers,
-                     "\ufe00-\ufe0f\U000e0000-\U000e0fff]", char)         # variation selectors
-    if not blank and unicodedata.category(char) not in ("Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp"):
-        return char
-    return "\\x%02x" % ord(char) if ord(char) < 256 else ascii(char)[1:-1]
-
-
 def open_to_others(path, owners):
-    """Why others could plant files in a directory (owned by someone not in owners, group/world-writable), or None."""
+    """Why others could plant files in a directory (not owners', group/world-writable), or None."""
     try:
         info = os.stat(path)
     except OSError as e:
@@ -472,11 +474,12 @@ def open_to_others(path, owners):
 
 
 def data_dir_problem(path):
-    """Why the data dir (made 0700 if missing) is unsafe, or None: others could plant a session or a history symlink."""
+    """Why the data dir (made 0700 if missing) is unsafe (others could plant files), or None."""
     with suppress(OSError):     # open_to_others says why it is unusable
         os.makedirs(path, mode=0o700, exist_ok=True)
     why = open_to_others(path, (os.getuid(),))
-    return why and "the data dir %s (GROK_DATA_DIR) is %s: not used (make it yours, 0700)" % (path, why)
+    if why:
+        return "the data dir %s (GROK_DATA_DIR) is %s: not used (make it yours, 0700)" % (path, why)
 
 
 def read_regular(path, cap):
@@ -491,7 +494,7 @@ def read_regular(path, cap):
 
 
 def clean_text(text):
-    """Undecodable input bytes (surrogate escapes from stdin or argv) as U+FFFD, so the text encodes as UTF-8."""
+    """Undecodable bytes (surrogate escapes of stdin, argv) as U+FFFD, so the text is UTF-8."""
     with suppress(UnicodeEncodeError):
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     return text.encode("utf-8", "replace").decode("utf-8")
@@ -531,11 +534,10 @@ def needs_approval(call, free_dirs=()):
 
 
 def approval_text(call, full=False):
-    """(text, hidden): what an approval shows: the whole command, every line; or the resolved path, whether it
-    exists and the content (or a diff). Control characters visible; unless full, capped: hidden says how much."""
-    head, body = "bash", str(call.args.get("command"))
-    if call.sandbox:
-        head = "bash (sandbox: %s)" % call.sandbox.label
+    """(text, hidden): what an approval shows: the command, or the resolved path, whether it
+    exists and the content (or a diff); controls visible; unless full, capped (hidden: how much)."""
+    head = "bash (sandbox: %s)" % call.sandbox.label if call.sandbox else "bash"
+    body = str(call.args.get("command"))
     if call.name.startswith("mcp__"):
         head = "MCP server %s, tool %s" % tuple(call.name.split("__", 2)[1:])
         body = json.dumps(call.args, indent=2)
@@ -546,7 +548,8 @@ def approval_text(call, full=False):
         body = call.args.get("content", "")
         body = body if isinstance(body, str) else json.dumps(body, indent=2)
         old = old_text(path)
-        state = "a new file" if not os.path.exists(path) else "replaces the file" + ("; the changes" if old else "")
+        state = "replaces the file" if os.path.exists(path) else "a new file"
+        state += "; the changes" if old else ""
         head = "write_file %s (%d bytes, %s)" % (path, len(body.encode("utf-8", "replace")), state)
         if old is not None:
             diff = difflib.unified_diff(old.splitlines(True), body.splitlines(True), "now", "new")
@@ -587,7 +590,8 @@ def allow_matches(call, patterns):
     resolved path (a relative one only inside cwd), on an MCP tool's name (mcp__SERVER__TOOL)."""
     if call.name not in TOOLS:      # an MCP tool
         return any(fnmatch.fnmatchcase(call.name, p) for p in patterns)
-    value = call.args.get("command" if call.name == "bash" else "path") or ("." if call.name == "list_files" else "")
+    value = call.args.get("command" if call.name == "bash" else "path")
+    value = value or ("." if call.name == "list_files" else "")
     if not isinstance(value, str) or not value:
         return False
     if call.name == "bash":
@@ -624,30 +628,27 @@ def denied_by(call, rules):
 # --- HTTP client: keep-alive, retries with backoff, SSE ---
 
 def json_bytes(obj):
-    """UTF-8 JSON; a lone surrogate (from a non-UTF-8 file name) becomes a valid \\u escape, not an encoding error."""
+    """UTF-8 JSON; a lone surrogate (from a non-UTF-8 file name) becomes a \\u escape."""
     return json.dumps(obj, ensure_ascii=False).encode("utf-8", "backslashreplace")
 
 
 def parse_retry_after(value, now=None, per_second=1):
-    """Seconds to wait from a Retry-After header (delta-seconds, or units of 1/per_second, or an HTTP date), or None."""
+    """Seconds to wait from a Retry-After (seconds, 1/per_second units, an HTTP date), or None."""
+    seconds = float("nan")
     try:
         seconds = float(value) / per_second
     except (TypeError, ValueError):
         import email.utils
-        try:
-            seconds = email.utils.mktime_tz(email.utils.parsedate_tz(value)) - (time.time() if now is None else now)
-        except (TypeError, ValueError, OverflowError):      # not a date (parsedate_tz gave None)
-            return None
-    return None if seconds != seconds else min(RETRY_AFTER_CAP, max(0.0, seconds))     # (NaN != NaN)
+        with suppress(TypeError, ValueError, OverflowError):    # (parsedate_tz: None if no date)
+            seconds = email.utils.mktime_tz(email.utils.parsedate_tz(value)) - (now or time.time())
+    return None if seconds != seconds else min(RETRY_AFTER_CAP, max(0.0, seconds))     # (not NaN)
 
 
 def retry_delay(attempt, backoff, retry_after=None):
     """Exponential backoff with up to 25% jitter; a server's Retry-After is a lower bound."""
     jitter = int.from_bytes(os.urandom(2), "big") / 65535.0
     delay = backoff * (2 ** (attempt - 1)) * (1 + 0.25 * jitter)
-    if retry_after is not None:
-        delay = max(retry_after, min(delay, RETRY_AFTER_CAP))
-    return delay
+    return delay if retry_after is None else max(retry_after, min(delay, RETRY_AFTER_CAP))
 
 
 class Client:
@@ -659,21 +660,21 @@ class Client:
         self.host = u.hostname or "localhost"
         self.port = u.port or (443 if self.https else 80)
         self.proxy = find_proxy(u.scheme, self.host)
-        # through a plain-http proxy the request line names the whole URL; https goes through a CONNECT tunnel
-        self.prefix = ("http://" + u.netloc if self.proxy and not self.https else "") + u.path.rstrip("/")
-        self.headers = {"Content-Type": "application/json", "Authorization": "Bearer " + (api_key or "")}
-        self.headers.update(self.proxy[2] if self.proxy and not self.https else {})
+        # through a plain-http proxy the request line names the whole URL (https: a CONNECT tunnel)
+        via = self.proxy if not self.https else None
+        self.prefix = ("http://" + u.netloc if via else "") + u.path.rstrip("/")
+        self.headers = {"Content-Type": "application/json",
+                        "Authorization": "Bearer " + (api_key or ""), **(via[2] if via else {})}
         self.timeout, self.max_retries, self.backoff = timeout, max_retries, backoff
         self.notice = notice or (lambda text: None)
         self.conv_id, self._idle, self._busy, self._lock = None, [], set(), threading.Lock()
 
     def _connect(self):
+        """(connection, reused): an idle one, else a new one."""
         with self._lock:
             if self._idle:
-                conn = self._idle.pop()
-                self._busy.add(conn)
-                return conn, True
-        hide_ssl = not self.https and "ssl" not in sys.modules     # plain http: spare ssl's 4 MB and 4 ms
+                return self._idle.pop(), True
+        hide_ssl = not self.https and "ssl" not in sys.modules     # plain http: spare ssl's 4 MB
         if hide_ssl:
             sys.modules["ssl"] = None       # http.client's optional `import ssl` then fails at once
         try:
@@ -682,12 +683,10 @@ class Client:
             if hide_ssl:
                 del sys.modules["ssl"]
         kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
-        timeout = min(self.timeout or CONNECT_TIMEOUT, CONNECT_TIMEOUT)      # to connect: _send then sets GROK_TIMEOUT
+        timeout = min(self.timeout or CONNECT_TIMEOUT, CONNECT_TIMEOUT)     # (then GROK_TIMEOUT)
         conn = kind(*(self.proxy[:2] if self.proxy else (self.host, self.port)), timeout=timeout)
         if self.proxy and self.https:
             conn.set_tunnel(self.host, self.port, self.proxy[2])
-        with self._lock:
-            self._busy.add(conn)
         return conn, False
 
     def _release(self, conn, reusable):
@@ -716,12 +715,12 @@ class Client:
         for conn in idle:
             conn.close()
 
-    def _send(self, conn, reused, method, path, body, headers, cancel):
+    def _send(self, conn, reused, request, cancel):
         ssl = sys.modules.get("ssl")
         closed = (ConnectionError,) + ((ssl.SSLEOFError, ssl.SSLZeroReturnError) if ssl else ())
         for again in (reused, False):
             try:
-                conn.request(method, path, body, headers)
+                conn.request(*request)
                 conn.reading = conn.sock    # http.client drops conn.sock for a reply that closes
                 conn.sock.settimeout(self.timeout)
                 if cancel.is_set():      # abort() may have come before the socket
@@ -734,9 +733,9 @@ class Client:
             conn.close()
 
     def get(self, path, payload=None):
-        """The JSON answer to a GET (a POST with a payload) of the full `path`: one try, its failure raised."""
-        return self._attempt("POST" if payload else "GET", path, payload and json_bytes(payload), self.headers, None,
-                             threading.Event(), None, REPLY_CAP)
+        """The JSON answer to GET `path` (POST, with a payload): one try, its failure raised."""
+        method, body = ("POST", json_bytes(payload)) if payload else ("GET", None)
+        return self._attempt((method, path, body, self.headers), threading.Event())
 
     def probe(self, path, payload=None):
         """get() of `path` on the server's root, or None."""
@@ -744,56 +743,57 @@ class Client:
             return self.get(re.sub("/v1$", "", self.prefix) + path, payload)
 
     def post(self, path, payload, on_stream=None, cancel=None, no_retry=None, cap=REPLY_CAP):
-        """The JSON reply, or on_stream(reader) for an event stream; retries dropped connections, timeouts, 429
-        and 5xx with backoff (TransientError when they run out); other statuses raise HTTPStatusError."""
-        body = json_bytes(payload)
+        """The JSON reply, or on_stream(reader) for an event stream; retries dropped connections,
+        timeouts, 429 and 5xx with backoff (then a TransientError); else HTTPStatusError."""
         headers = {**self.headers, "User-Agent": "grok.py/" + __version__}
         if self.conv_id:
             headers["x-grok-conv-id"] = self.conv_id
         if on_stream:
             headers["Accept"] = "text/event-stream"
+        request = ("POST", self.prefix + path, json_bytes(payload), headers)
         cancel = cancel or threading.Event()
         attempt = breaks = delay = 0
         while not cancel.wait(delay):       # (wait() returns whether cancel is set)
             try:
-                return self._attempt("POST", self.prefix + path, body, headers, on_stream, cancel, no_retry, cap)
+                return self._attempt(request, cancel, on_stream, no_retry, cap)
             except RetryableFault as fault:
-                problem, retry_after = fault.problem, fault.wait
+                why, retry_after = fault.problem, fault.wait
                 breaks += fault.broke
-                if breaks == 2 and on_stream and attempt < self.max_retries:  # the caller asks unstreamed
-                    raise StreamBroken(problem)
+                if breaks == 2 and on_stream and attempt < self.max_retries:    # (then unstreamed)
+                    raise StreamBroken(why)
             if cancel.is_set():
                 break
             attempt += 1
             if attempt > self.max_retries:
-                raise TransientError("%s (gave up after %d retries)" % (problem, self.max_retries))
+                raise TransientError("%s (gave up after %d retries)" % (why, self.max_retries))
             delay = retry_delay(attempt, self.backoff, retry_after)
-            self.notice("%s; retrying in %.1fs (%d/%d)" % (problem, delay, attempt, self.max_retries))
+            self.notice("%s; retrying in %.1fs (%d/%d)" % (why, delay, attempt, self.max_retries))
         raise Cancelled("cancelled")
 
-    def _attempt(self, method, path, body, headers, on_stream, cancel, no_retry, cap):
-        """One request and its whole reply, within GROK_TIMEOUT and `cap` bytes; RetryableFault if worth repeating."""
+    def _attempt(self, request, cancel, on_stream=None, no_retry=None, cap=REPLY_CAP):
+        """One request (method, URL, body, headers) and its whole reply, within GROK_TIMEOUT and
+        `cap` bytes; RetryableFault if worth repeating."""
         conn, reused = self._connect()      # (imports http.client, without ssl for plain http)
         import http.client
+        with self._lock:
+            self._busy.add(conn)
         reusable, started = False, time.monotonic()
         deadline = threading.Timer(self.timeout or threading.TIMEOUT_MAX, self._shut, (conn,))
         with suppress(RuntimeError):    # no thread to be had: the socket timeouts alone bound it
             deadline.start()        # it shuts the socket, cutting any read, however slow
         try:
-            resp = self._send(conn, reused, method, path, body, headers, cancel)
-            reader = ReplyReader(resp, cap)
-            html = "html" in (resp.getheader("Content-Type") or "")
-            if html and resp.status not in RETRY_STATUSES:
-                raise self.not_api(method, path, resp, reader.read())
-            if resp.status >= 300:
+            resp = self._send(conn, reused, request, cancel)
+            reader, ctype = ReplyReader(resp, cap), resp.getheader("Content-Type") or ""
+            page = "html" in ctype and resp.status not in RETRY_STATUSES     # no API's answer
+            if resp.status >= 300 and not page:
                 error = self._refusal(resp, reader, no_retry)
                 reusable = resp.status >= 400 and not resp.will_close
                 raise error
-            if on_stream and "text/event-stream" in (resp.getheader("Content-Type") or ""):
+            if on_stream and "text/event-stream" in ctype:
                 result = on_stream(reader)
                 reader.read()       # the end of the chunked body, so the connection can be reused
             else:
-                result = self._json(method, path, resp, reader.read())
+                result = self._json(request, resp, reader.read())
             reusable = not resp.will_close
             return result
         except Exception as e:      # a read cut at the deadline may end in any of these
@@ -801,41 +801,71 @@ class Client:
                 e = TimeoutError()
             elif not isinstance(e, (OSError, StreamBroken, http.client.HTTPException, ValueError)):
                 raise       # (ValueError: defensive: no parse error in http.client ends the REPL)
-            raise network_fault(e, self)
+            raise self._fault(e)
         finally:
             deadline.cancel()
             self._release(conn, reusable)       # (shut by a late deadline: _send reconnects)
 
     def _refusal(self, resp, reader, no_retry):
-        """The error a reply other than 2xx raises: 429/5xx a RetryableFault, unless no_retry(its HTTPStatusError)."""
-        if resp.status < 400:
-            return UserError("the server at %s answered HTTP %d, a redirect to %s: grok does not follow "
-                             "redirects (the API key goes to GROK_BASE_URL only); set GROK_BASE_URL to the "
-                             "address you mean" % (self.host, resp.status, resp.getheader("Location") or "?"))
-        err = HTTPStatusError(resp.status, reader.read())
-        if resp.status not in RETRY_STATUSES or (no_retry and no_retry(err)):
+        """The error of a non-2xx reply: for 429, 5xx a RetryableFault unless no_retry(it)."""
+        status = resp.status
+        if status < 400:
+            where = resp.getheader("Location") or "?"
+            return UserError("the server at %s answered HTTP %d, a redirect to %s: grok does not"
+                             " follow redirects (the API key goes to GROK_BASE_URL only); set"
+                             " GROK_BASE_URL to the address you mean" % (self.host, status, where))
+        err = HTTPStatusError(status, reader.read())
+        if status not in RETRY_STATUSES or (no_retry and no_retry(err)):
             return err
         wait = parse_retry_after(resp.getheader("Retry-After"))
-        if wait is None:
-            wait = parse_retry_after(resp.getheader("retry-after-ms"), per_second=1000)     # OpenAI's
-        return RetryableFault(scrub("%s (HTTP %d): %s" % ("rate limited" if resp.status == 429 else "server error",
-                                                         resp.status, err.server_message())), wait, False)
+        if wait is None:        # OpenAI's header
+            wait = parse_retry_after(resp.getheader("retry-after-ms"), per_second=1000)
+        why = "%s (HTTP %d): %s" % ("rate limited" if status == 429 else "server error", status,
+                                   err.server_message())
+        return RetryableFault(scrub(why), wait)
 
-    def _json(self, method, path, resp, data):
-        try:
-            return json.loads(data.decode("utf-8", "replace"))
-        except (ValueError, RecursionError):
-            raise self.not_api(method, path, resp, data)
-
-    def not_api(self, method, path, resp, data):
-        """A reply that is no OpenAI-style API's: the URL asked, and what came back."""
-        said = HTTPStatusError(resp.status, data).server_message()[:120]
-        host = "http%s://%s:%d" % ("s" * self.https, self.host, self.port)
-        url = path if "://" in path else host + path
+    def _json(self, request, resp, data):
+        """The reply's JSON; if it is HTML or no JSON, a UserError naming the URL and the reply."""
         ctype = resp.getheader("Content-Type") or "-"
-        return UserError(scrub("%s %s did not answer with JSON (HTTP %d, %s): %r; is GROK_BASE_URL"
-                               " an OpenAI-compatible API (its base, as http://localhost:8080/v1)?"
-                               % (method, url, resp.status, ctype, said)))
+        with suppress(ValueError, RecursionError):
+            if "html" not in ctype:
+                return json.loads(data.decode("utf-8", "replace"))
+        method, url = request[:2]
+        if "://" not in url:
+            url = "http%s://%s:%d%s" % ("s" * self.https, self.host, self.port, url)
+        said = HTTPStatusError(resp.status, data).server_message()[:120]
+        raise UserError(scrub("%s %s did not answer with JSON (HTTP %d, %s): %r; is GROK_BASE_URL"
+                              " an OpenAI-compatible API (its base, as http://localhost:8080/v1)?"
+                              % (method, url, resp.status, ctype, said)))
+
+    def _fault(self, e):
+        """The RetryableFault saying what went wrong, or an error where retrying cannot help."""
+        import http.client
+        ssl = sys.modules.get("ssl")
+        if ssl and isinstance(e, ssl.CertificateError):
+            why = getattr(e, "verify_message", None) or e
+            return UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL,"
+                             " or point SSL_CERT_FILE at your CA bundle" % (self.host, why))
+        where = "%s:%d, the server in GROK_BASE_URL" % (self.host, self.port)
+        if self.proxy:
+            where = "%s:%d, the proxy in HTTP%s_PROXY" % (*self.proxy[:2], "S" * self.https)
+        problems = (        # the first whose exception types e is one of
+            (socket.gaierror, "cannot resolve host {where} (DNS)"),
+            (ConnectionRefusedError, "connection refused by {where}: is it running?"),
+            ((socket.timeout, TimeoutError), "no complete reply from {host} within the timeout"
+                                             " (GROK_TIMEOUT, for the whole reply)"),
+            (StreamBroken, "the reply stream from {host} broke off: {e}"),
+            ((http.client.RemoteDisconnected, http.client.IncompleteRead, ConnectionResetError,
+              BrokenPipeError), "connection to {host} dropped ({name})"),
+            ((ValueError, http.client.BadStatusLine, http.client.LineTooLong,
+              http.client.UnknownProtocol), "garbled reply from {host} ({name}: {short})"),
+            (Exception, "network error talking to {host}: {e}"))
+        problem = next(text for kinds, text in problems if isinstance(e, kinds))
+        problem = scrub(problem.format(host=self.host, where=where, e=e, name=type(e).__name__,
+                                       short=str(e)[:100]))
+        if isinstance(e, (socket.gaierror, ConnectionRefusedError)):      # nothing answers there
+            return TransientError(problem)
+        return RetryableFault(problem, broke=isinstance(e, StreamBroken))
 
 
 class ReplyReader:
@@ -861,8 +891,8 @@ class ReplyReader:
 
 
 def find_proxy(scheme, host):
-    """(host, port, headers) of the proxy from http_proxy / https_proxy (or upper case), unless no_proxy exempts
-    host; headers: Proxy-Authorization for a user:password in its URL."""
+    """(host, port, headers) of the proxy in http_proxy / https_proxy (or upper case), unless
+    no_proxy exempts host; headers: Proxy-Authorization for a user:password in its URL."""
     url = os.environ.get(scheme + "_proxy") or os.environ.get(scheme.upper() + "_PROXY")
     if not url:
         return None
@@ -883,40 +913,10 @@ def find_proxy(scheme, host):
     return u.hostname, port, {"Proxy-Authorization": "Basic " + base64.b64encode(user).decode()}
 
 
-def network_fault(e, client):
-    """The RetryableFault that says what went wrong talking to host; a UserError when retrying cannot help."""
-    import http.client
-    host = client.host
-    ssl = sys.modules.get("ssl")
-    if ssl and isinstance(e, ssl.CertificateError):
-        return UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL, or point "
-                         "SSL_CERT_FILE at your CA bundle" % (host, getattr(e, "verify_message", None) or e))
-    proxy = client.proxy and "%s_PROXY" % ("HTTPS" if client.https else "HTTP")
-    where = ("%s:%d, the proxy in %s" % (client.proxy[:2] + (proxy,)) if proxy
-             else "%s:%d, the server in GROK_BASE_URL" % (host, client.port))
-    problems = (        # the first whose exception types e is one of
-        (socket.gaierror, "cannot resolve host {where} (DNS)"),
-        (ConnectionRefusedError, "connection refused by {where}: is it running?"),
-        ((socket.timeout, TimeoutError),
-         "no complete reply from {host} within the timeout (GROK_TIMEOUT, for the whole reply)"),
-        (StreamBroken, "the reply stream from {host} broke off: {e}"),
-        ((http.client.RemoteDisconnected, http.client.IncompleteRead, ConnectionResetError, BrokenPipeError),
-         "connection to {host} dropped ({name})"),
-        ((ValueError, http.client.BadStatusLine, http.client.LineTooLong, http.client.UnknownProtocol),
-         "garbled reply from {host} ({name}: {short})"),
-        (Exception, "network error talking to {host}: {e}"))
-    problem = next(text for kinds, text in problems if isinstance(e, kinds))
-    problem = scrub(problem.format(host=host, where=where, e=e, name=type(e).__name__,
-                                   short=str(e)[:100]))
-    if isinstance(e, (socket.gaierror, ConnectionRefusedError)):      # nothing answers there
-        return TransientError(problem)
-    return RetryableFault(problem, broke=isinstance(e, StreamBroken))
-
-
 class ChatResult:
     def __init__(self, content, finish_reason=None, usage=None, response_id=None, problem=None):
-        # a server's list of parts becomes JSON text: the contract check says why it is not an answer
-        self.content = content if content is None or isinstance(content, str) else json.dumps(content)
+        # a server's list of parts becomes JSON text: the contract check says why it is no answer
+        self.content = content if isinstance(content, (str, type(None))) else json.dumps(content)
         self.finish_reason = finish_reason if isinstance(finish_reason, str) else None
         self.usage = usage if isinstance(usage, dict) else {}
         self.tokens = usage_numbers(usage)      # what the rest of the program reads of the usage
@@ -925,13 +925,25 @@ class ChatResult:
 
 
 def read_chat_stream(resp, on_delta, on_thought=None):
-    """Collect an OpenAI-style SSE chat stream; usage may come in any chunk, reasoning_content goes to on_thought."""
+    """A ChatResult of an SSE chat stream: usage may come in any chunk, reasoning_content goes to
+    on_thought. An error sent in the stream (as llama.cpp's error: lines) raises HTTPStatusError."""
     parts, finish, usage, response_id = [], None, None, None
-    for chunk in sse_chunks(resp):
-        if chunk is None:       # data: [DONE]
+    for line in iter(resp.readline, b""):
+        field, _, data = line.strip().partition(b":")
+        data, chunk = data.strip(), None
+        if field == b"data" and data == b"[DONE]":
             break
-        if isinstance(chunk.get("usage"), dict):
-            usage = chunk["usage"]
+        if field == b"data":
+            try:
+                chunk = json.loads(data.decode("utf-8", "replace"))
+            except (ValueError, RecursionError):
+                raise StreamBroken("a stream chunk was not JSON: %r" % data[:80])
+        if field == b"error" or isinstance(chunk, dict) and chunk.get("error"):
+            code = re.search(rb'"code"\s*:\s*([45]\d\d)\b', data)      # the status, else 500
+            raise HTTPStatusError(int(code.group(1)) if code else 500, data)
+        if not isinstance(chunk, dict):
+            continue
+        usage = chunk["usage"] if isinstance(chunk.get("usage"), dict) else usage
         response_id = chunk.get("id", response_id)
         choices = chunk.get("choices")
         for choice in choices if isinstance(choices, list) else ():
@@ -956,50 +968,32 @@ def deliver(piece, callback):
     return piece
 
 
-def sse_chunks(resp):
-    """The JSON objects in an event stream's data lines, then None at "data: [DONE]". An error sent in the
-    stream raises its HTTPStatusError, with the status it names (else 500)."""
-    for line in iter(resp.readline, b""):
-        field, _, data = line.strip().partition(b":")
-        data, chunk = data.strip(), None
-        if field == b"data" and data == b"[DONE]":
-            yield None
-        elif field == b"data":
-            try:
-                chunk = json.loads(data.decode("utf-8", "replace"))
-            except (ValueError, RecursionError):
-                raise StreamBroken("a stream chunk was not JSON: %r" % data[:80])
-        if field == b"error" or isinstance(chunk, dict) and chunk.get("error"):     # (llama.cpp sends error: lines)
-            code = re.search(rb'"code"\s*:\s*([45]\d\d)\b', data)
-            raise HTTPStatusError(int(code.group(1)) if code else 500, data)
-        if isinstance(chunk, dict):
-            yield chunk
-
-
 def parse_chat_reply(obj, on_thought=None):
     obj = obj if isinstance(obj, dict) else {}
     choices = obj.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    usage = obj.get("usage")
+    if not isinstance(choice, dict):
         if obj.get("error"):
             raise HTTPStatusError(500, json.dumps(obj).encode())
-        return ChatResult(None, None, obj.get("usage"))
-    message = choices[0].get("message") if isinstance(choices[0].get("message"), dict) else {}
-    deliver(message.get("reasoning_content"), on_thought)
-    return ChatResult(message.get("content"), choices[0].get("finish_reason"), obj.get("usage"), obj.get("id"))
+        return ChatResult(None, None, usage)
+    msg = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+    deliver(msg.get("reasoning_content"), on_thought)
+    return ChatResult(msg.get("content"), choice.get("finish_reason"), usage, obj.get("id"))
 
 
 class ResponseStreamer:
-    """Pulls the decoded text of the top-level "response" string out of a JSON object arriving in pieces (to show
-    it as it is generated). tool_calls: whether the tool_calls list is, so far, "unknown", "empty" or "nonempty"."""
+    """The decoded text of the top-level "response" string of a JSON object arriving in pieces, as
+    it comes; tool_calls: whether that list is, so far, "unknown", "empty" or "nonempty"."""
 
     # raw JSON string text up to the last whole character: an escape waits for its end, and a high
     # surrogate for what follows it (\uD83D\uDE00 is one character)
     WHOLE = r'(?s)(?:[^\\]|\\[^u]|\\u(?![dD][89abAB]).{4}|\\u.{4}(?=[^\\]|\\[^u]|\\u.{4}))*'
 
     def __init__(self):
-        self.depth, self.key, self.colon, self.calls, self.tool_calls = 0, None, False, False, "unknown"
-        self.raw = None         # the string being read: its raw characters, kept for a top-level key or the response
-        self.escaped, self.is_key, self.response, self.cut = False, False, False, 0     # cut: characters given out
+        self.depth, self.cut, self.key, self.tool_calls = 0, 0, None, "unknown"     # cut: given out
+        self.raw = None     # the string being read: its raw text, if a top-level key or response
+        self.colon = self.calls = self.escaped = self.is_key = self.response = False
 
     def feed(self, text):
         out = []
@@ -1035,13 +1029,13 @@ class ResponseStreamer:
             self.colon = self.depth == 1 and ch == ":"
 
     def _take(self, whole=False):
-        """The response text not returned yet: up to the last whole character, or all at the string's end."""
+        """The response text not given out yet: to the last whole character, or all at its end."""
         if not self.response:
             return ""
         raw = "".join(self.raw[self.cut:])
         raw = raw if whole else re.match(self.WHOLE, raw).group()
         self.cut += len(raw)
-        return re.sub("[\ud800-\udfff]", "\ufffd", self._decode(raw))     # a lone surrogate cannot be printed
+        return re.sub("[\ud800-\udfff]", "\ufffd", self._decode(raw))     # (unprintable)
 
     @staticmethod
     def _decode(raw):
@@ -1052,8 +1046,8 @@ class ResponseStreamer:
 
 # --- The JSON contract ---
 
-
-class Contract(namedtuple("Contract", "name extra_properties extra_prompt max_tokens", defaults=({}, "", 4000))):
+class Contract(namedtuple("Contract", "name extra_properties extra_prompt max_tokens",
+                          defaults=({}, "", 4000))):
     """What the model is asked to return: the schema, its description, defaults."""
 
     def schema(self, tools):
@@ -1070,7 +1064,8 @@ class Contract(namedtuple("Contract", "name extra_properties extra_prompt max_to
 
 
 MINIMAL = Contract("grok_reply")
-REPLY_SHAPE = '{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRING or null, "done": BOOL}'
+REPLY_SHAPE = ('{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRING or null,'
+               ' "done": BOOL}')
 
 
 def extract_json_object(text):
@@ -1097,8 +1092,8 @@ def parse_reply(content, tool_names, finish_reason=None):
         cut = finish_reason == "length"
         obj = json.loads(content, strict=False) if cut else extract_json_object(str(content))
     except (ValueError, RecursionError):
-        raise ContractError("the reply was cut off at max_tokens before its JSON ended: reply shorter, "
-                            "with fewer tool calls")
+        raise ContractError("the reply was cut off at max_tokens before its JSON ended:"
+                            " reply shorter, with fewer tool calls")
     if not isinstance(obj, dict):
         raise ContractError("the reply must be a JSON object")
     calls = obj.get("tool_calls") or []
@@ -1114,12 +1109,12 @@ def parse_reply(content, tool_names, finish_reason=None):
         raise ContractError("the reply has neither tool_calls nor a response")
     done = obj.get("done")
     done = done.strip().lower() == "true" if isinstance(done, str) else done
-    obj.update({"tool_calls": clean, "response": response, "done": not clean if done is None else bool(done)})
+    obj.update(tool_calls=clean, response=response, done=not clean if done is None else bool(done))
     return obj
 
 
 def clean_call(i, call, tool_names):
-    """{"tool", "args"} from one entry of tool_calls (also taking OpenAI's "name" and "arguments")."""
+    """{"tool", "args"} of one entry of tool_calls (OpenAI's "name" and "arguments" too)."""
     if not isinstance(call, dict):
         raise ContractError("tool_calls[%d] must be an object with \"tool\" and \"args\"" % i)
     name, args = call.get("tool", call.get("name")), call.get("args", call.get("arguments"))
@@ -1129,24 +1124,26 @@ def clean_call(i, call, tool_names):
     if not isinstance(name, str) or not name:
         raise ContractError("tool_calls[%d] has no \"tool\" name" % i)
     if name not in tool_names:
-        raise ContractError("unknown tool %r; the tools are: %s" % (name, ", ".join(tool_names) or "none"))
+        known = ", ".join(tool_names) or "none"
+        raise ContractError("unknown tool %r; the tools are: %s" % (name, known))
     if not isinstance(args or {}, dict):
         raise ContractError("tool_calls[%d].args must be an object" % i)
     return {"tool": name, "args": args or {}}
 
 
 def kept_reply(content, reply):
-    """The reply as the history keeps it: an argument over ARG_CAP becomes a note, not resent in every request."""
+    """The reply as the history keeps it: an argument over ARG_CAP becomes a note, not resent."""
     if len(content) <= ARG_CAP:
         return content
-    calls = [dict(c, args={k: "[%d characters, not kept]" % len(str(v)) if len(str(v)) > ARG_CAP else v
+    note = "[%d characters, not kept]"
+    calls = [dict(c, args={k: note % len(str(v)) if len(str(v)) > ARG_CAP else v
                            for k, v in c["args"].items()}) for c in reply["tool_calls"]]
     return json.dumps(dict(reply, tool_calls=calls))
 
 
 def corrective_message(problem):
-    return "Your last reply broke the JSON contract: %s. Reply again with exactly one JSON object: %s." % (
-        problem, REPLY_SHAPE)
+    return ("Your last reply broke the JSON contract: %s. Reply again with exactly one JSON"
+            " object: %s." % (problem, REPLY_SHAPE))
 
 
 # --- Tools: one function each, one dict to dispatch ---
@@ -1254,14 +1251,18 @@ class Lifeline:
 
 
 def alive(pid, send=os.kill):
-    """Whether a process (or with os.killpg a process group) lives; EPERM: it does, as another user."""
+    """Whether a process (or, with os.killpg, a group) lives; EPERM: it does, as another user."""
     try:
         return send(pid, 0) or True
     except OSError as e:
         return not isinstance(e, ProcessLookupError)
 
 
-ToolContext = namedtuple("ToolContext", "cwd sandbox bash_timeout procs env cancel ask search withdraw")
+# What a tool gets to run a call, never the agent: the call's cwd and sandbox, bash's timeout, the
+# set of commands running (a stop kills them), the environment for tools (no API key), the turn's
+# cancel Event, ask(question, options), search(query) paid by the session, withdraw(name, reason).
+ToolContext = namedtuple("ToolContext", "cwd sandbox bash_timeout procs env cancel ask search "
+                                        "withdraw")
 
 
 def tool_bash(args, ctx):
@@ -1334,7 +1335,7 @@ def tool_read_file(args, ctx):
 
 
 def atomic_write(path, data, private=True):
-    """Via a temp file and a rename: a crash leaves the old file or the new one. Mode 0600 if private, else open()'s."""
+    """Via a temp file and a rename: a crash leaves the old file or the new one. 0600 if private."""
     folder, prefix = os.path.dirname(path), ".grok-%s." % os.path.basename(path)[:100]
     for stale in glob.glob(os.path.join(glob.escape(folder), glob.escape(prefix) + "*.*.tmp")):
         with suppress(ValueError, OSError):     # left by a process killed while writing this path
@@ -1387,7 +1388,8 @@ def tool_list_files(args, ctx):
         name = entry.name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
         try:
             line = ("link %s -> %s" % (name, os.readlink(entry.path)) if entry.is_symlink()
-                    else "dir  %s/" % name if entry.is_dir() else "file %s %d" % (name, entry.stat().st_size))
+                    else "dir  %s/" % name if entry.is_dir()
+                    else "file %s %d" % (name, entry.stat().st_size))
         except OSError:
             line = "?    %s" % name
         lines.append(line)
@@ -1401,7 +1403,8 @@ def tool_ask_user(args, ctx):
     options = [str(o) for o in (options if isinstance(options, list) else [options])]
     answer = ctx.ask(args["question"], options)
     if answer is None:
-        return ToolResult("no user available in this mode: decide yourself and say what you assumed", ok=False)
+        return ToolResult("no user available in this mode: decide yourself and say what you "
+                          "assumed", ok=False)
     return ToolResult("the user answered: %s" % answer)
 
 
@@ -1412,57 +1415,64 @@ def tool_web_search(args, ctx):
         return ToolResult("not run: %s; answer with what you have" % e, ok=False)
     except HTTPStatusError as e:
         if e.status in (404, 405, 410, 501):
-            return ctx.withdraw("web_search", "the server has no Responses API (HTTP %d)" % e.status)
-        return ToolResult("web search failed: HTTP %d: %s" % (e.status, e.server_message()), ok=False)
-    except (TransientError, UserError, ContractError) as e:        # ContractError: the reply was too large
+            why = "the server has no Responses API (HTTP %d)" % e.status
+            return ctx.withdraw("web_search", why)
+        failed = "HTTP %d: %s" % (e.status, e.server_message())
+        return ToolResult("web search failed: " + failed, ok=False)
+    except (TransientError, UserError, ContractError) as e:        # ContractError: too long a reply
         return ToolResult("web search failed: %s" % e, ok=False)
     text, urls = responses_answer(obj if isinstance(obj, dict) else {})
     if not text:
         return ToolResult("web search returned no answer", ok=False)
-    return ToolResult(text + ("\n\nSources:\n" + "\n".join("- " + u for u in urls[:20]) if urls else ""))
+    sources = "\n\nSources:\n" + "\n".join("- " + u for u in urls[:20]) if urls else ""
+    return ToolResult(text + sources)
 
 
 def responses_answer(obj):
     """(text, source URLs) of a Responses API reply."""
     parts = [part for item in obj.get("output") or () if isinstance(item, dict)
              for part in item.get("content") or () if isinstance(part, dict)]
-    text = "\n".join(str(p.get("text") or "") for p in parts if p.get("type") in ("output_text", "text")).strip()
+    texts = [str(p.get("text") or "") for p in parts if p.get("type") in ("output_text", "text")]
     urls = [a.get("url") for p in parts for a in p.get("annotations") or () if isinstance(a, dict)]
-    return text, list(dict.fromkeys(u for u in urls + list(obj.get("citations") or ()) if u and isinstance(u, str)))
+    urls = [u for u in urls + list(obj.get("citations") or ()) if u and isinstance(u, str)]
+    return "\n".join(texts).strip(), list(dict.fromkeys(urls))
 
 
 class Tool(namedtuple("Tool", "run doc args input", defaults=(None,))):
-    """Its function, what it does, {argument: JSON type} ("?" ends an optional one; the first is the one displayed)."""
+    """Its function, what it does, {argument: JSON type} ("?": optional; the first is displayed)."""
 
     def schema(self):
         if self.input:      # an MCP tool's own JSON schema of its args
             return self.input
-        props = {k: {"type": "array", "items": {"type": "string"}} if t.startswith("array") else {"type": t.rstrip("?")}
-                 for k, t in self.args.items()}
+        props = {k: {"type": t.rstrip("?")} for k, t in self.args.items()}
+        for prop in props.values():
+            if prop["type"] == "array":
+                prop["items"] = {"type": "string"}
         return {"type": "object", "properties": props, "additionalProperties": False,
                 "required": [k for k, t in self.args.items() if not t.endswith("?")]}
 
 
 TOOLS = {
-    "bash": Tool(tool_bash, "run a shell command in the working directory; stdout+stderr, exit code if non-zero "
-                 "(timeout %ds)", {"command": "string"}),
-    "web_search": Tool(tool_web_search, "search the web; an answer with source URLs", {"query": "string"}),
-    "read_file": Tool(tool_read_file, "read a text file (relative to the working directory)", {"path": "string"}),
+    "bash": Tool(tool_bash, "run a shell command in the working directory; stdout+stderr, exit "
+                 "code if non-zero (timeout %ds)", {"command": "string"}),
+    "web_search": Tool(tool_web_search, "search the web; an answer with source URLs",
+                       {"query": "string"}),
+    "read_file": Tool(tool_read_file, "read a text file (relative to the working directory)",
+                      {"path": "string"}),
     "write_file": Tool(tool_write_file, "create or overwrite a file (parent dirs are created)",
                        {"path": "string", "content": "string"}),
-    "list_files": Tool(tool_list_files, "list a directory (default: the working directory): type, name, size",
-                       {"path": "string?"}),
+    "list_files": Tool(tool_list_files, "list a directory (default: the working directory): type, "
+                       "name, size", {"path": "string?"}),
     "ask_user": Tool(tool_ask_user, "ask the user when only they can decide",
                      {"question": "string", "options": "array?"}),
 }
 MAX_CALLS = 8               # tool calls run from one reply (the schema's bound), and at once
 NEEDS_APPROVAL = ("bash", "write_file")
-TOOL_SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"      # what the bash tool runs
+TOOL_SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"     # the bash tool's shell
 
 
-def tool_line(name, bash_timeout, tool=None):
+def tool_line(name, bash_timeout, tool):
     """`name {"arg": "...", ...}: what it does`, as the system prompt lists it."""
-    tool = tool or TOOLS[name]
     example = ", ".join('"%s": %s' % (k, '["...", "..."]' if t.startswith("array") else '"..."')
                         for k, t in tool.args.items())
     return "%s {%s}: %s" % (name, example, tool.doc.replace("%d", str(int(bash_timeout))))
@@ -1512,7 +1522,7 @@ class McpServer:
             hello = {"name": "grok", "version": __version__}    # any version it answers is taken
             self.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
                                         "clientInfo": hello}, timeout)
-            self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            self.send(method="notifications/initialized")
             self.list_tools(timeout)
         except (OSError, ValueError, RuntimeError) as e:    # RuntimeError: no thread to be had
             self.state = "failed: %s" % e
@@ -1557,7 +1567,7 @@ class McpServer:
         """Its result; ConnectionError if the server fails it, has failed, or does not answer."""
         request_id = next(self.ids)         # atomic, as the dict's get and pop: no lock
         slot = self.pending[str(request_id)] = [threading.Event(), None]
-        self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params or {}})
+        self.send(id=request_id, method=method, params=params or {})
         deadline = time.time() + timeout if timeout > 0 else float("inf")
         try:
             while not slot[0].wait(0.05):
@@ -1566,8 +1576,8 @@ class McpServer:
                 stop = cancel and cancel.is_set() and "cancelled by the user"
                 why = self.state[8:] if failed else stop or late
                 if why:
-                    self.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                               "params": {"requestId": request_id, "reason": why}})
+                    cancelled = {"requestId": request_id, "reason": why}
+                    self.send(method="notifications/cancelled", params=cancelled)
                     raise ConnectionError(why + ("" if failed else self.stderr_tail()))
         finally:
             self.pending.pop(str(request_id), None)
@@ -1576,9 +1586,9 @@ class McpServer:
             raise ConnectionError("%s failed: %s" % (method, json.dumps(answer.get("error"))[:500]))
         return answer["result"]
 
-    def send(self, message):
+    def send(self, **message):
         with self.lock, suppress(OSError, ValueError, AttributeError):    # dead: read() says so
-            self.proc.stdin.write((json.dumps(message) + "\n").encode())
+            self.proc.stdin.write((json.dumps(dict(jsonrpc="2.0", **message)) + "\n").encode())
             self.proc.stdin.flush()
 
     def read(self):
@@ -1593,10 +1603,10 @@ class McpServer:
             method, slot = message.get("method"), self.pending.get(str(message.get("id")))
             if method == "notifications/tools/list_changed":      # read before the next request
                 self.changed = True
-            elif method and "id" in message:
-                answer = {"result": {}} if method == "ping" else {
-                    "error": {"code": -32601, "message": method}}
-                self.send(dict(answer, jsonrpc="2.0", id=message["id"]))
+            elif method == "ping" and "id" in message:
+                self.send(id=message["id"], result={})
+            elif method and "id" in message:      # a request we do not serve
+                self.send(id=message["id"], error={"code": -32601, "message": method})
             elif slot and not method:
                 slot[1] = message
                 slot[0].set()
@@ -1678,12 +1688,12 @@ def mcp_config(cfg, files, ask, notice):
                 specs.update(mcp_specs(json.loads(f.read()).get("mcpServers"), path, notice))
         except (OSError, ValueError, AttributeError) as e:
             raise UserError("--mcp-config %s: %s" % (path, getattr(e, "strerror", None) or e))
-    path = os.path.join(cfg.cwd, ".mcp.json")
-    return dict(specs, **project_mcp(cfg, path, ask, notice)) if ask is not False else specs
+    return dict(specs, **project_mcp(cfg, ask, notice)) if ask is not False else specs
 
 
-def project_mcp(cfg, path, ask, notice):
+def project_mcp(cfg, ask, notice):
     """A project's .mcp.json runs what its authors chose: used once the person approves it."""
+    path = os.path.join(cfg.cwd, ".mcp.json")
     data = (read_regular(path, 1 << 20) or (b"",))[0]
     if not data:        # none (or not a regular file)
         return {}
@@ -1711,7 +1721,7 @@ def project_mcp(cfg, path, ask, notice):
 # --- System prompt: contract, tools, runtime info, skills, project rules ---
 
 def front_matter(text):
-    """name/description from a '---' header, else the first line that is not a heading (or the last heading)."""
+    """A '---' header's fields, else description: the first non-heading line or the last heading."""
     lines = [line.strip() for line in text.splitlines()]
     if lines[:1] == ["---"]:
         header = lines[1:30] + ["---"]
@@ -1723,9 +1733,9 @@ def front_matter(text):
 
 
 def find_skills(skills_dir):
-    """[(name, description, path)] for *.md in skills_dir and one level of sub-folders (NAME/SKILL.md is NAME)."""
+    """[(name, description, path)] of *.md in skills_dir and its folders (NAME/SKILL.md: NAME)."""
     skills, base = [], glob.escape(skills_dir)
-    for path in sorted(glob.glob(os.path.join(base, "*.md")) + glob.glob(os.path.join(base, "*", "*.md"))):
+    for path in sorted(glob.glob(base + "/*.md") + glob.glob(base + "/*/*.md")):
         rel = os.path.relpath(path, skills_dir)[:-3]
         folder, stem = os.path.split(rel)
         got = read_regular(path, 4000)
@@ -1733,39 +1743,42 @@ def find_skills(skills_dir):
             continue
         meta = front_matter(got[0].decode("utf-8", "replace"))
         desc = " ".join((meta.get("description") or meta.get("title") or "").split())[:160]
-        skills.append((meta.get("name") or (folder if stem.upper() == "SKILL" else rel), desc, path))
+        name = meta.get("name") or (folder if stem.upper() == "SKILL" else rel)
+        skills.append((name, desc, path))
     return skills
 
 
 def find_project_rules(cwd):
-    """[(path, text)]: ~/.grok/AGENTS.md, then AGENTS.md and GROK.md from the git root down to cwd (else cwd only),
-    in directories others cannot write; regular files, a symlink only into the tree; scrubbed, capped."""
-    dirs = [cwd]
-    while not os.path.exists(os.path.join(dirs[-1], ".git")) and os.path.dirname(dirs[-1]) != dirs[-1]:
-        dirs.append(os.path.dirname(dirs[-1]))
-    if not os.path.exists(os.path.join(dirs[-1], ".git")):
-        dirs = [cwd]        # not in a git repository: only the working directory itself
+    """[(path, text)]: ~/.grok/AGENTS.md, then AGENTS.md and GROK.md from the git root down to cwd
+    (else cwd's only) in directories others cannot write; a symlink only into the tree; capped."""
+    up = [cwd]
+    while os.path.dirname(up[-1]) != up[-1]:
+        up.append(os.path.dirname(up[-1]))
+    tops = [i for i, d in enumerate(up) if os.path.exists(os.path.join(d, ".git"))]
+    dirs = up[:tops[0] + 1] if tops else [cwd]      # not in a git repository: cwd only
     root = os.path.realpath(dirs[-1])
-    candidates = [os.path.join(os.path.expanduser("~"), ".grok", "AGENTS.md")] + [
+    paths = [os.path.join(os.path.expanduser("~"), ".grok", "AGENTS.md")] + [
         os.path.join(d, name) for d in reversed(dirs) if not open_to_others(d, (os.getuid(), 0))
         for name in ("AGENTS.md", "GROK.md")]
     found, seen, budget = [], set(), RULES_TOTAL_CAP
-    for path in candidates:
+    in_all = "project rules are capped at %d bytes in all" % RULES_TOTAL_CAP
+    for path in paths:
         real, cap = os.path.realpath(path), min(RULES_CAP, budget)
-        if real in seen or (os.path.islink(path) and path != candidates[0] and not inside(real, root)):
+        if real in seen or os.path.islink(path) and path != paths[0] and not inside(real, root):
             continue
         seen.add(real)
         data, size = read_regular(path, cap) or (None, 0)
         if data is None:
             continue
+        text = data[:cap].decode("utf-8", "replace")
         if not cap:
-            text = "[not included: project rules are capped at %d bytes in all]" % RULES_TOTAL_CAP
+            text = "[not included: %s]" % in_all
         elif len(data) > cap:     # cut at a character boundary, and say so
+            total = ", the " + in_all if cap < RULES_CAP else ""
             text = "%s\n[truncated: only the first %d of %d bytes of this file are included%s]" % (
-                data[:cap].decode("utf-8", "replace").rstrip("\ufffd").strip(), cap, size,
-                "" if cap == RULES_CAP else ", the project rules are capped at %d bytes in all" % RULES_TOTAL_CAP)
+                text.rstrip("\ufffd").strip(), cap, size, total)
         else:
-            text = data.decode("utf-8", "replace").strip()
+            text = text.strip()
         if text:
             budget -= min(len(data), cap)
             found.append((path, scrub(text)))
@@ -1773,17 +1786,19 @@ def find_project_rules(cwd):
 
 
 def build_system_prompt(cfg, contract, cwd, tools=None):
-    uname = os.uname()      # not `platform`: it takes 2 ms to import
     override = cfg.system_prompt        # --system-prompt-override: for the guidance and the context
-    parts = [override or "You are Grok, an agent working on the user's computer through tools.",
-             "Always reply with exactly one JSON object and nothing else:", REPLY_SHAPE,
-             "- To act: list the tool calls (independent calls run concurrently), response null, done false. "
-             "Their results come back in the next user message.",
-             "- To answer: tool_calls [], response = your answer for the user, done true. done true with tool calls "
-             "runs them and then ends the turn with your response: their results reach you only with the next message.",
-             "- Tools first: use web_search for facts, news and current events (put the year in the query) instead of "
-             "answering from memory; prefer acting over asking; check your work with tools before you say it is done.",
-             "- Answers are plain text for a terminal: concise, no markdown."][:override and 5]
+    parts = [
+        override or "You are Grok, an agent working on the user's computer through tools.",
+        "Always reply with exactly one JSON object and nothing else:", REPLY_SHAPE,
+        "- To act: list the tool calls (independent calls run concurrently), response null, done"
+        " false. Their results come back in the next user message.",
+        "- To answer: tool_calls [], response = your answer for the user, done true. done true"
+        " with tool calls runs them and then ends the turn with your response: their results"
+        " reach you only with the next message.",
+        "- Tools first: use web_search for facts, news and current events (put the year in the"
+        " query) instead of answering from memory; prefer acting over asking; check your work"
+        " with tools before you say it is done.",
+        "- Answers are plain text for a terminal: concise, no markdown."][:override and 5]
     if contract.extra_prompt:
         parts.append(contract.extra_prompt)
     tools = (tools or TOOLS).items()
@@ -1791,17 +1806,19 @@ def build_system_prompt(cfg, contract, cwd, tools=None):
     parts += ["", "RULES (follow them):", cfg.rules] if cfg.rules else []
     if override:
         return "\n".join(parts)
-    parts += ["", "RUNTIME (at the start of this session):", "- date: %s" % time.strftime("%A %Y-%m-%d %H:%M %Z"),
+    uname = os.uname()      # not `platform`: it takes 2 ms to import
+    parts += ["", "RUNTIME (at the start of this session):",
+              "- date: %s" % time.strftime("%A %Y-%m-%d %H:%M %Z"),
               "- system: %s %s, Python %s" % (uname[0], uname[2], sys.version.split()[0]),
               "- shell: the bash tool runs %s -c; the user's login shell is %s" % (
                   TOOL_SHELL, os.environ.get("SHELL") or "unknown"),
               "- working directory: %s" % cwd]
-    skills = ["- %s: %s (%s)" % skill for skill in find_skills(cfg.skills_dir)]
-    if skills:
-        parts += ["", "SKILLS (load one with read_file when it fits the task):"] + skills
-    rules = ["\nFrom %s:\n%s" % rule for rule in find_project_rules(cwd)]
-    if rules:
-        parts += ["", "PROJECT RULES (follow them; where they differ, the later, more specific file wins):"] + rules
+    found = {"SKILLS (load one with read_file when it fits the task):":
+             ["- %s: %s (%s)" % skill for skill in find_skills(cfg.skills_dir)],
+             "PROJECT RULES (follow them; where they differ, the later, more specific file wins):":
+             ["\nFrom %s:\n%s" % rule for rule in find_project_rules(cwd)]}
+    for heading, lines in found.items():
+        parts += ["", heading] + lines if lines else []
     return "\n".join(parts)
 
 
@@ -1838,8 +1855,8 @@ class Session:
             os.write(self.fd, b"\n")
 
     def append(self, record=None):
-        """A record written (none: the file only opened); a new session's header goes with its first,
-        so only then is the file made. Failing, it warns once and the chat goes on unsaved."""
+        """A record written (none: the file only opened); a new session's header goes with its
+        first, so only then is the file made. Failing, it warns once; the chat goes on unsaved."""
         if self.disabled:
             return
         try:
@@ -1860,7 +1877,7 @@ class Session:
             self.fd = None
 
     def read(self):
-        """The non-blank lines (JSONL); a session of the bash grok (ID.json: `legacy`) as the records it makes."""
+        """The non-blank lines (JSONL); the bash grok's session (ID.json, `legacy`) as records."""
         problem = data_dir_problem(os.path.dirname(self.dir))
         if problem:
             raise UserError(problem)
@@ -1868,20 +1885,21 @@ class Session:
         self.legacy = not os.path.exists(self.path) and os.path.isfile(legacy)
         self.source = legacy if self.legacy else self.path
         try:
-            with open(self.source, "rb", opener=lambda path, flags: os.open(path, flags | NOFOLLOW)) as f:
+            with open(os.open(self.source, os.O_RDONLY | NOFOLLOW), "rb") as f:
                 data = f.read()
             if not self.legacy:
                 return [line for line in data.splitlines() if line.strip()]
             obj = json.loads(data.decode("utf-8", "replace"))
             records = [{"type": "message", "message": m} for m in obj["messages"]]
-            return [json_bytes(r) for r in records + [{"type": "cwd", "cwd": obj.get("working_dir")}]]
+            records.append({"type": "cwd", "cwd": obj.get("working_dir")})
+            return [json_bytes(r) for r in records]
         except OSError as e:
             raise UserError("cannot read session %s: %s" % (self.source, e.strerror or e))
         except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
             raise UserError("%s is not a session file of the bash grok" % legacy)
 
     def load(self):
-        """(system prompt or None, the messages after it, cost_usd, cwd); skips torn lines with a warning."""
+        """(system prompt or None, the messages after it, cost_usd, cwd); warns of damaged lines."""
         system, messages, cost, cwd, bad = None, [], 0.0, None, 0
         for line in self.read():
             try:
@@ -1898,14 +1916,11 @@ class Session:
                     if kind == "reset":
                         messages = []
                     messages += new
-                elif kind == "usage":
-                    usd = float(rec.get("cost_usd") or 0)
-                    if not 0 <= usd < 1e6:
-                        raise ValueError("not a cost")
-                    cost += usd
+                elif kind == "usage" and 0 <= float(rec.get("cost_usd") or 0) < 1e6:
+                    cost += float(rec.get("cost_usd") or 0)
                 else:
-                    raise ValueError("unknown record")
-            except (ValueError, KeyError, TypeError, UnicodeDecodeError, IndexError, RecursionError):
+                    raise ValueError("an unknown record, or not a cost")
+            except (ValueError, KeyError, TypeError, IndexError, RecursionError):   # (UnicodeError)
                 bad += 1 - self.legacy      # the bash grok's system prompt is left out, not damaged
         if bad:
             self.warn("warning: session %s: skipped %d damaged line(s)" % (self.id, bad))
@@ -1924,17 +1939,19 @@ def session_ids(directory):
 
 
 def list_sessions(directory):
-    """(id, mtime, first request, cost) of each readable session, newest first, each read only when asked for."""
+    """(id, mtime, first request, cost) of each readable session, newest first, read when asked."""
     for session_id in session_ids(directory):
         s = Session(directory, session_id)
         try:
-            _, messages, cost, _ = s.load()     # the first request: not a note, a summary or tool results
-            first = next((m["content"] for m in messages if m["role"] == "user" and not m["content"].startswith(
-                ("[", "Tool results:"))), "").partition("[INTERNAL")[0]     # the bash grok's skills note cut off
+            _, messages, cost, _ = s.load()
             mtime = os.path.getmtime(s.source)
         except (UserError, OSError):
             continue
-        yield session_id, mtime, ("[bash grok] " if s.legacy else "") + " ".join(first.split()).rstrip(" -")[:80], cost
+        # the first request: not a note, a summary or tool results; the bash grok's note cut off
+        typed = (m["content"] for m in messages if m["role"] == "user")
+        first = next((t for t in typed if not t.startswith(("[", "Tool results:"))), "")
+        first = " ".join(first.partition("[INTERNAL")[0].split()).rstrip(" -")[:80]
+        yield session_id, mtime, ("[bash grok] " if s.legacy else "") + first, cost
 
 
 def sessions_text(agent, width):
@@ -2039,13 +2056,11 @@ class Ledger:
             self.turn[key] += result.cost if key == "cost" else result.tokens[key]
 
     def reserve(self, estimate=0.0):
-        """Before every paid request: LimitReached if the limit is reached or `estimate` USD more
-        would pass it."""
+        """Before each paid request: LimitReached at the limit or if `estimate` USD more passes it."""
         with self.lock:
             spent, limit = self.cost_usd + self.reserved, self.limit
             if 0 < limit <= spent:
-                raise LimitReached("cost limit reached: $%.4f of $%.2f (COST_LIMIT)"
-                                   % (spent, limit))
+                raise LimitReached("cost limit reached: $%.4f of $%.2f (COST_LIMIT)" % (spent, limit))
             if 0 < limit < spent + estimate:
                 raise LimitReached("it would pass the cost limit: $%.4f spent or reserved, about "
                                    "$%.2f more, of $%.2f (COST_LIMIT)" % (spent, estimate, limit))
@@ -2104,8 +2119,7 @@ class Link:
                 if not self.fall_back(e, contract):
                     raise e.overflow() or self.api_error(e)
             else:
-                done = isinstance(obj, ChatResult)
-                return obj if done else parse_chat_reply(obj, ui and ui.thought)
+                return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, ui and ui.thought)
 
     def payload(self, messages, tools, model, max_tokens, stream):
         """A chat request's body; the kind of a stored message is not sent."""
@@ -2149,8 +2163,7 @@ class Link:
         rejected = [k for k in self.optional if bad and e.mentions(k, k.replace("_", ""))]
         if rejected:
             self.optional = {k: v for k, v in self.optional.items() if k not in rejected}
-            self.notice("the server rejected %s: not sent for the rest of the session"
-                        % ", ".join(rejected))
+            self.notice("the server rejected %s: not sent for the rest of the session" % ", ".join(rejected))
             return True
         if self.stream and bad and e.mentions("stream") and not e.overflow():
             self.stream = False
@@ -2181,8 +2194,8 @@ class Link:
         """A web search (the Responses API's tool), paid through the ledger: the server's reply."""
         payload = {"model": self.model, "input": [{"role": "user", "content": query}],
                    "tools": [{"type": "web_search"}]}
-        post = (lambda: self.client.post("/responses", payload, cancel=self.cancel))
-        return self.ledger.paid(post, self.model)
+        return self.ledger.paid(lambda: self.client.post("/responses", payload, cancel=self.cancel),
+                                self.model)
 
     def use_model(self, model):
         """Talk to `model` from now on, in its window: set, xAI's, the server's, else a guess."""
@@ -2229,6 +2242,7 @@ class ToolRunner:
         self.cancel, self.search, self.specs, self.mcp = link.cancel, link.search, mcp or {}, []
         self.tool_names, self.withdrawn = list(cfg.tools), {}   # withdrawn: name -> result
         self.procs, self.session_always, self.tool_count = set(), set(), 0     # procs: bash running
+        self.read_dirs = list(cfg.read_dirs)    # agent mode adds its workspace
         self.lock = threading.Lock()
 
     def start_mcp(self, cwd):
@@ -2304,7 +2318,7 @@ class ToolRunner:
         if self.cfg.deny and denied_by(item, self.cfg.deny):
             return False
         ok = self.cfg.always_approve or item.name in self.session_always
-        if ok or arg_problem(item.name, item.args) or not needs_approval(item, self.cfg.read_dirs):
+        if ok or arg_problem(item.name, item.args) or not needs_approval(item, self.read_dirs):
             return True     # (bad arguments: call_tool refuses them and runs nothing)
         answer = self.ui.approve(item)
         if answer == "always":
@@ -2313,8 +2327,7 @@ class ToolRunner:
 
     def withdraw(self, name, reason):
         """A tool the server lacks: not offered again; later calls get this result, unsent."""
-        text = "%s is unavailable: %s; it is withdrawn for the rest of this session"
-        text %= (name, reason)
+        text = "%s is unavailable: %s; it is withdrawn for the rest of this session" % (name, reason)
         with self.lock:
             if name in self.tool_names:
                 self.tool_names.remove(name)
@@ -2336,8 +2349,7 @@ class ToolRunner:
         except (KeyboardInterrupt, Cancelled):
             raise
         except Exception as e:      # a tool never raises into the loop
-            failed = "error: %s failed: %s: %s" % (item.name, type(e).__name__, e)
-            result = ToolResult(failed, ok=False)
+            result = ToolResult("error: %s failed: %s: %s" % (item.name, type(e).__name__, e), ok=False)
         result.started, result.finished = started, time.time()
         return result
 
@@ -2355,10 +2367,6 @@ class ToolRunner:
         with self.ui_lock:
             self.ui.tool_end(item, result)
         return result
-
-    def kill(self):
-        for proc in list(self.procs):
-            kill_group(proc)
 
     def close(self):
         for server in self.mcp:     # all told to end (stdin closed), then given the same second
@@ -2389,12 +2397,10 @@ class Agent:
         """Go on in `session`: a new one, or a saved one resumed with its history, cost and cwd."""
         if resume and os.path.isfile(session.path):
             session.append()    # the lock first: one process per session, nothing interleaves
-        loaded = session.load() if resume else (None, [], 0.0, None)
-        system, messages, self.ledger.cost_usd, cwd = loaded
+        system, messages, self.ledger.cost_usd, cwd = session.load() if resume else (None, [], 0.0, None)
         self.cwd = cwd if cwd and os.path.isdir(cwd) else self.home
         self.runner.start_mcp(self.cwd)       # the session is ours
-        system = system or build_system_prompt(self.cfg, self.contract, self.cwd,
-                                               self.runner.tools())
+        system = system or build_system_prompt(self.cfg, self.contract, self.cwd, self.runner.tools())
         self.messages = [{"role": "system", "content": system}] + messages
         self.context_tokens = estimate_tokens(self.messages) if resume else 0
         replies = [m["content"] for m in messages if m["role"] == "assistant"]
@@ -2529,8 +2535,7 @@ class Agent:
         except ContractError as e:
             return self.strike(result, e)
         self.strikes, content = 0, kept_reply(result.content, reply)
-        calls, answer = reply["tool_calls"], reply.get("response") or ""
-        limit = self.cfg.max_iterations
+        calls, answer, limit = reply["tool_calls"], reply.get("response") or "", self.cfg.max_iterations
         if calls and 0 < limit <= self.rounds and reply["done"] and answer.strip():
             self.notice("tool round limit reached: the answer ends the turn, its calls did not run")
             calls = reply["tool_calls"] = []
@@ -2591,19 +2596,18 @@ class Agent:
         """Cancel the running turn, from any thread: every front end stops a turn here."""
         self.cancel.set()
         self.link.client.abort()
-        self.runner.kill()
+        for proc in list(self.runner.procs):
+            kill_group(proc)
 
     def settle_cancelled(self, *notes):
-        """After a cancelled or failed turn: stop all, close the turn (idempotent). A stop lasts
-        until then: no tool starts."""
+        """After a cancelled or failed turn: stop all, close the turn (idempotent); stopped till then."""
         self.stop()
         self.close_turn(*notes)
         self.cancel.clear()
 
     def close_turn(self, note=INTERRUPTED[0], unrun=UNRUN):
-        """End an unfinished turn in the history: `unrun` for tool calls that got no results, and a
-        reply `note` with the answer text shown so far. Nothing when the turn had ended (or the last
-        is a note)."""
+        """End an unfinished turn in the history: `unrun` for tool calls that got no results, and a reply
+        `note` with the answer text shown so far. Nothing when the turn had ended (or the last is a note)."""
         last = self.messages[-1]
         answered = last["role"] == "assistant" and not tool_calls_in(last["content"])
         ended = last.get("kind") == "note" or answered
@@ -2706,8 +2710,7 @@ def transcript(messages, window):
 
 def final_reply(text):
     """An assistant message that ends the turn with `text` as its answer."""
-    reply = {"tool_calls": [], "response": text, "done": True}
-    return {"role": "assistant", "content": json.dumps(reply)}
+    return {"role": "assistant", "content": json.dumps({"tool_calls": [], "response": text, "done": True})}
 
 
 def tool_calls_in(content):
@@ -2734,26 +2737,21 @@ def tool_results_message(results, note=None):
 def failure_reason(output):
     """One short line saying why a tool call failed: bash's closing note, else the first line."""
     lines = [line.strip() for line in output.strip().splitlines() if line.strip()] or ["no output"]
-    noted = lines[-1].startswith("[") and lines[-1].endswith("]")
-    reason = lines[-1].strip("[]") if noted else lines[0]
+    reason = lines[-1].strip("[]") if lines[-1].startswith("[") and lines[-1].endswith("]") else lines[0]
     return reason if len(reason) <= 100 else reason[:97] + "..."
 
 
 def find_window(obj, depth=0):
-    """The context window in a server's self-description: the first positive integer under a
-    known key (Ollama's "llama.context_length" too, and num_ctx in its parameters text), a few
-    levels deep."""
-    keys = ("num_ctx", "n_ctx", "max_model_len", "context_length", "context_window",
-            "max_context_length")
+    """The context window in a server's self-description: the first positive integer under a known
+    key (Ollama's "llama.context_length" too, and num_ctx in its parameters text), a few levels deep."""
+    keys = ("num_ctx", "n_ctx", "max_model_len", "context_length", "context_window", "max_context_length")
     for key, value in obj.items() if isinstance(obj, dict) else ():
         text = value if key == "parameters" and isinstance(value, str) else ""
         found = re.search(r"\bnum_ctx\s+(\d+)", text)
         if found or (str(key).split(".")[-1] in keys and type(value) is int and value > 0):
             return int(found.group(1)) if found else value
-    if depth >= 3:
-        return None
     children = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, list) else ()
-    return next(filter(None, (find_window(c, depth + 1) for c in children)), None)
+    return next(filter(None, (find_window(c, depth + 1) for c in children)), None) if depth < 3 else None
 
 
 def estimate_tokens(messages):
@@ -2767,31 +2765,28 @@ def now_iso():
 # --- Front end: the interactive REPL (minimal mode) ---
 
 def tolerate_unencodable(stream):
-    """Print "?" for what the stream cannot encode (a lone surrogate, non-ASCII text on an ASCII terminal)."""
+    """Print "?" for what stream cannot encode: a lone surrogate, non-ASCII on an ASCII terminal."""
     with suppress(AttributeError, ValueError, OSError):
         stream.reconfigure(errors="replace")
 
 
 def ask_tty(prompt):
     """Read one answer from the controlling terminal; None when there is none, "" on Ctrl-D."""
-    try:        # unbuffered: open("/dev/tty", "r+") fails on every terminal (a tty is not seekable)
-        tty = open(os.open("/dev/tty", os.O_RDWR | getattr(os, "O_NOCTTY", 0)), "r+b", buffering=0)
-    except OSError:
-        return None
     keys = EscKey.active
     if keys:
         keys.lock.acquire()         # the Esc watcher stops reading; the terminal edits lines again
         keys.mode(watching=False)
     try:
-        tty.write(prompt.encode("utf-8", "replace"))
-        line = tty.readline()
+        with open("/dev/tty", "r+b", buffering=0) as tty:      # unbuffered: a tty cannot seek
+            try:
+                tty.write(prompt.encode("utf-8", "replace"))
+                line = tty.readline()
+            except KeyboardInterrupt:
+                tty.write(b"\n")        # the cancel notice then starts on its own line
+                raise
     except OSError:
         return None
-    except KeyboardInterrupt:
-        tty.write(b"\n")        # the cancel notice then starts on its own line
-        raise
     finally:
-        tty.close()
         if keys:
             keys.lock.release()
             keys.mode(watching=True)
@@ -2799,14 +2794,14 @@ def ask_tty(prompt):
 
 
 class EscKey:
-    """`with keys:` around a turn on a terminal: a lone Esc cancels it as Ctrl-C does (SIGINT to the main thread).
-    Meanwhile the terminal is non-canonical without echo; what is typed is kept for the next prompts (take())."""
+    """`with keys:` around a turn: a lone Esc cancels it as Ctrl-C does; typing is kept (take())."""
     active = None
 
     def __init__(self, fd):
-        self.fd, self.typed, self.lock, self.saved = fd, b"", threading.Lock(), None    # lock: held while watch() reads
+        self.fd, self.typed, self.saved = fd, b"", None     # saved: the terminal as it is restored
+        self.lock = threading.Lock()        # held while watch() reads
         with suppress(termios.error):
-            self.saved = fd is not None and termios.tcgetattr(fd)      # the terminal as it is restored
+            self.saved = fd is not None and termios.tcgetattr(fd)
 
     def __enter__(self):
         if self.saved:
@@ -2837,7 +2832,7 @@ class EscKey:
                         continue
                     data = os.read(self.fd, 1024)
                     if data.endswith(b"\x1b") and not select.select([self.fd], [], [], 0.05)[0]:
-                        data = data[:-1]        # a lone Esc, not the start of an arrow key's sequence
+                        data = data[:-1]        # a lone Esc, not the start of an arrow key
                         signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
                 except OSError:
                     return
@@ -2861,9 +2856,10 @@ class TerminalUI(UI):
         self.out = out or sys.stdout
         for stream in (self.out, sys.stderr):
             tolerate_unencodable(stream)
-        self.color = not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb" and self.out.isatty()
+        plain = os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb"
+        self.color = not plain and self.out.isatty()
         self.streamed = self.open_line = False
-        self.lock, self.waiter = threading.RLock(), None      # the waiting line is redrawn from its own thread
+        self.lock, self.waiter = threading.RLock(), None      # waiting(): a thread redraws its line
 
     def paint(self, code, text):
         return "\033[%sm%s\033[0m" % (code, text) if self.color else text
@@ -2880,7 +2876,6 @@ class TerminalUI(UI):
             for line in text.split("\n"))
 
     def line(self, code, text):
-        """A line of grok's own in colour `code`: escapes made visible, fitted to the terminal."""
         return self.paint(code, self.fitted(visible(text, newlines=False))) + "\n"
 
     def write(self, text):
@@ -2897,9 +2892,10 @@ class TerminalUI(UI):
         self.wait_stop()
         if self.out.isatty() and os.environ.get("TERM") != "dumb":     # it moves the cursor
             self.waiter = threading.Event()
-            threading.Thread(target=self.tick, args=(self.waiter, text_of, time.time()), daemon=True).start()
+            threading.Thread(target=self.tick, args=(self.waiter, text_of), daemon=True).start()
 
-    def tick(self, stop, text_of, started):
+    def tick(self, stop, text_of):
+        started = time.time()
         while not stop.is_set():
             with self.lock:
                 if not stop.is_set():
@@ -2947,7 +2943,8 @@ class TerminalUI(UI):
             self.write(self.line("31", "✗ [%s] %s: %s" % (call.name, call.shown[:60], why)))
 
     def answer(self, text):
-        self.write(("\n\n" if self.open_line else "\n") if self.streamed else "\n%s\n\n" % visible(text))
+        ending = "\n\n" if self.open_line else "\n"     # after the streamed text: one blank line
+        self.write(ending if self.streamed else "\n%s\n\n" % visible(text))
         self.streamed = self.open_line = False
 
     def notice(self, text):
@@ -2955,18 +2952,20 @@ class TerminalUI(UI):
         print(self.paint("33", self.fitted(visible(text))), file=sys.stderr, flush=True)
 
     def approve(self, call):
-        """Shows exactly what would run; asks again until the answer is y, n (the default), a or s."""
+        """Shows exactly what would run; asks until the answer is y, n (the default), a or s."""
         self.pause()
         full = False
         while True:
             text, hidden = approval_text(call, full)
             more = " / [s]how all" if hidden else ""
             ask = self.fitted("  run it? [y]es / [N]o / [a]lways%s:" % more)
-            answer = ask_tty("%s\n%s " % (self.paint("1", self.fitted(text)), ask))
-            if answer is None:
-                self.notice("no terminal to ask for approval: %s denied (use --always-approve / -y)" % call.name)
+            said = ask_tty("%s\n%s " % (self.paint("1", self.fitted(text)), ask))
+            if said is None:
+                self.notice("no terminal to ask for approval: %s denied" % call.name
+                            + " (use --always-approve / -y)")
                 return "no"
-            answer = {"y": "yes", "a": "always", "n": "no", "": "no", "s": "show"}.get(answer.lower(), answer.lower())
+            said = said.lower()
+            answer = {"y": "yes", "a": "always", "n": "no", "": "no", "s": "show"}.get(said, said)
             if answer in ("yes", "no", "always"):
                 return answer
             full = full or answer == "show"
@@ -2977,7 +2976,8 @@ class TerminalUI(UI):
         lines += [self.fitted("  %d) %s" % (i, visible(o, False)), "   ")
                   for i, o in enumerate(options, 1)]
         answer = ask_tty("\n".join(lines) + "\n  answer (number or text): ")
-        return options[int(answer) - 1] if answer and answer.isdigit() and 1 <= int(answer) <= len(options) else answer
+        number = int(answer) if answer and answer.isdecimal() else 0
+        return options[number - 1] if 0 < number <= len(options) else answer
 
 
 HELP = """commands:
@@ -3007,7 +3007,7 @@ def setup_readline(data_dir):
 
 
 def save_history(readline, data_dir):
-    """Via a new 0600 temp file and a rename: a symlink planted as `history` is replaced, not followed."""
+    """Via a 0600 temp file and a rename: a symlink planted as history is replaced, not followed."""
     if readline is None or data_dir_problem(data_dir):
         return
     with suppress(OSError):
@@ -3021,17 +3021,15 @@ def save_history(readline, data_dir):
                 os.unlink(tmp)
 
 
-def read_line(interactive, keys, prompt="> "):
-    """One message, stripped. Piped: one line. On a terminal, a line typed during the last turn, else several
-    when a line ends in \\ (typed on after "... ") or when more lines are already waiting (a paste)."""
-    if not interactive:
-        return input().strip()      # EOFError at the end
+def read_line(keys, prompt="> "):
+    """One message, stripped. On a terminal: a line typed during the last turn, else lines
+    joined while one ends in \\ (typed on after "... ") or more are waiting (a paste)."""
     line, rest = keys.take()
     if line is not None:
         sys.stdout.write(prompt + line + "\n")
         return line.strip()
-    # A no-op SIGALRM 4 times a second: CPython's readline waits in select() and handles signals only when that
-    # returns, so a Ctrl-C or SIGTERM arriving just before it starts waiting would be seen at the next key press.
+    # A no-op SIGALRM 4 times a second: CPython's readline handles signals only when its select()
+    # returns, so a Ctrl-C or SIGTERM just before it starts waiting would wait for a key press.
     previous = signal.signal(signal.SIGALRM, lambda signum, frame: None)
     signal.setitimer(signal.ITIMER_REAL, 0.25, 0.25)
     try:
@@ -3050,16 +3048,26 @@ def read_line(interactive, keys, prompt="> "):
     return text.rstrip().lstrip("\n") if "\n" in text else text.strip()
 
 
+def switch_model(agent, ui, name):
+    known = None
+    with suppress(Exception):       # a server that cannot list its models: unchecked
+        known = server_models(agent.link.client)
+    if name and known and name not in known:
+        ui.notice("%s is not among the server's models; using it anyway" % name)
+    agent.link.use_model(name or agent.link.model)     # and its window
+    known = ", ".join(known or sorted(PRICES))
+    ui.write(ui.fitted("model: %s (known: %s)" % (agent.link.model, known)) + "\n")
+
+
 def run_line(agent, ui, line, keys, commands, help_text):
-    """Run one message or command; its exit code (0: fine). Ctrl-C must not end the REPL wherever it lands: in a
-    command (/compact), or a second one while a turn is being cancelled (run_turn turns the first into Cancelled)."""
+    """Run one message or command; its exit code (0: fine). No Ctrl-C in it may end the REPL."""
     name, _, arg = line.partition(" ") if line.startswith("/") else ("", "", "")
     try:
         with keys:
             if not name:
                 agent.run_turn(line)
             elif name in ("/help", "/?"):
-                ui.write(ui.fitted(help_text, "                ") + "\n")
+                ui.write(ui.fitted(help_text, " " * 16) + "\n")
             elif name == "/sessions":
                 ui.write(sessions_text(agent, ui.width()))
             elif name == "/clear":
@@ -3067,25 +3075,18 @@ def run_line(agent, ui, line, keys, commands, help_text):
                 agent.context_tokens = 0
                 ui.write("conversation cleared\n")
             elif name == "/model":
-                known = None
-                with suppress(Exception):       # a server that cannot list its models: unchecked
-                    known = server_models(agent.link.client)
-                if arg.strip() and known and arg.strip() not in known:
-                    ui.notice("%s is not among the server's models; using it anyway" % arg.strip())
-                agent.link.use_model(arg.strip() or agent.link.model)     # and its window
-                known = ", ".join(known or sorted(PRICES))
-                ui.write(ui.fitted("model: %s (known: %s)" % (agent.link.model, known)) + "\n")
+                switch_model(agent, ui, arg.strip())
             elif name == "/mcp":        # each server's state and tools
-                ui.write(visible("".join("%s: %s\n" % (s.name, s.state) + "".join(
-                    "  %s: %s\n" % (n, t.doc) for n, t in s.tools.items()) for s in agent.runner.mcp)
-                                 or "no MCP servers (see the README: MCP servers)\n"))
+                text = "".join("%s: %s\n" % (s.name, s.state) + "".join("  %s: %s\n" % (n, t.doc)
+                               for n, t in s.tools.items()) for s in agent.runner.mcp)
+                ui.write(visible(text or "no MCP servers (see the README: MCP servers)\n"))
             elif name in commands:
                 commands[name](arg.strip())
             else:
                 ui.notice("unknown command %s (try /help)" % name)
     except (KeyboardInterrupt, Cancelled):
         if not name:
-            agent.settle_cancelled()        # run_turn settles a cancel too; settling twice is harmless
+            agent.settle_cancelled()        # run_turn settles a cancel too; again is harmless
         ui.notice("(cancelled)")
         return 130
     except GrokError as e:
@@ -3096,24 +3097,21 @@ def run_line(agent, ui, line, keys, commands, help_text):
 
 
 def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="grok", first=""):
-    """The read-eval-print loop shared by grok and grok-detailed; `first` is sent before the first
-    prompt. Piped, the exit code is the last failed turn's (0 if none failed)."""
-    interactive = sys.stdin.isatty()
-    rl = setup_readline(agent.cfg.data_dir) if interactive else None
-    keys = EscKey(sys.stdin.fileno() if interactive else None)
+    """grok's and grok-detailed's REPL; `first` goes first. Piped: the last failed turn's code."""
+    interactive, rl, keys = sys.stdin.isatty(), None, EscKey(None)
     if interactive:
-        head = "%s %s · %s · /help for commands, Ctrl-D to quit" % (prog, __version__, agent.link.model)
-        ui.write(ui.fitted(head, "") + "\n")
+        rl, keys = setup_readline(agent.cfg.data_dir), EscKey(sys.stdin.fileno())
+        head = "%s %s · %s · /help for commands, Ctrl-D to quit"
+        ui.write(ui.fitted(head % (prog, __version__, agent.link.model), "") + "\n")
     status, line = 0, first
     try:
         while line.partition(" ")[0] not in ("/exit", "/quit", "/q"):
-            turn = line.strip() and not line.startswith("/")      # piped: no prompt, so before_prompt after each turn
             if line.strip():
                 status = run_line(agent, ui, line, keys, commands or {}, help_text) or status
-            try:
-                if before_prompt and (interactive or turn):
+            try:        # piped there is no prompt: before_prompt follows each turn
+                if before_prompt and (interactive or line.strip() and not line.startswith("/")):
                     before_prompt()
-                line = read_line(interactive, keys)
+                line = read_line(keys) if interactive else input().strip()     # EOFError at the end
             except EOFError:
                 if interactive:
                     ui.write("\n")
@@ -3129,7 +3127,7 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="gro
 # --- Front end: headless ---
 
 def silence(fd=1):
-    """fd 1 or 2 lost its reader or was never open: /dev/null takes its number, for later writes and the exit flush."""
+    """fd has lost its reader or never had one: later writes and the exit flush go to /dev/null."""
     with suppress(OSError):
         devnull = os.open(os.devnull, os.O_RDWR)
         if devnull != fd:
@@ -3138,7 +3136,7 @@ def silence(fd=1):
 
 
 class QuietStderr:
-    """sys.stderr, silenced when its reader goes away instead of failing the turn that writes a notice."""
+    """sys.stderr, silenced when its reader goes away: a notice never fails the turn writing it."""
 
     def __init__(self, stream):
         self.stream = stream
@@ -3147,46 +3145,51 @@ class QuietStderr:
         return getattr(self.stream, name)
 
     def write(self, text):
-        return self.quiet(self.stream.write, text)
+        try:
+            return self.stream.write(text)
+        except OSError:
+            silence(2)
 
     def flush(self):
-        self.quiet(self.stream.flush)
-
-    @staticmethod
-    def quiet(method, *args):
         try:
-            return method(*args)
+            self.stream.flush()
         except OSError:
             silence(2)
 
 
 class HeadlessUI(UI):
-    """`grok -p`: the answer alone with progress on stderr (text, xAI's plain), JSONL events (json),
-    or as xAI's CLI prints: its events (streaming-json), one object at the end (result, its json).
-    Every hook runs on the main thread: events never interleave."""
+    """`grok -p`: the answer with progress on stderr (text, xAI's plain), or the EVENTS of a JSON
+    format (xAI's json: one object at the end). Hooks run on the main thread: none interleave."""
+    EVENTS = {"json": "step_start text tool_use step_finish error",         # grok's own
+              "streaming-json": "text thought tool_call tool_call_update usage end error",
+              "result": "error"}
 
     def __init__(self, fmt, allow=()):
         self.json, self.events, self.result = (fmt == f for f in FORMATS)
+        self.printing = self.EVENTS.get(fmt, "").split()
         self.allow, self.session_id, self.step, self.last = allow, None, 0, {}
         self.thoughts, self.announced = "", set()   # the reasoning (result); tool calls told of
         self.partial = False                    # a write was cut off mid-line (an interrupt)
-        self.printed = self.attempt = ""        # text mode: the answer text on stdout; that of the stream going on
+        self.printed = self.attempt = ""        # the answer text shown; that of the stream going on
         self.held = []                          # notices that came while the answer's line was open
         tolerate_unencodable(sys.stdout)
-        self.shown = visible if not self.json and sys.stdout.isatty() else str     # the answer on a terminal
+        self.shown = visible if sys.stdout.isatty() else str     # the answer on a terminal
 
     def write(self, text):
         text, self.partial = "\n" + text if self.partial else text, True
         try:
             sys.stdout.write(text)
             sys.stdout.flush()
-        except OSError as e:        # the reader went away (a quiet end), or a full disk: no retry either way
+        except OSError as e:        # the reader went away (a quiet end), or a full disk: no retry
             silence()
-            raise OutputClosed("stdout was closed") if isinstance(e, BrokenPipeError) else UserError(
-                "cannot write to stdout: %s" % (e.strerror or e))
+            if isinstance(e, BrokenPipeError):
+                raise OutputClosed("stdout was closed")
+            raise UserError("cannot write to stdout: %s" % (e.strerror or e))
         self.partial = False
 
     def emit(self, event_type, **fields):
+        if event_type not in self.printing:
+            return
         event = {"type": event_type}
         if self.json:
             event["timestamp"] = int(time.time() * 1000)
@@ -3195,11 +3198,10 @@ class HeadlessUI(UI):
             if event_type != "error":
                 event["stepNumber"] = self.step
         event.update(fields)
-        # ASCII-only JSON: any stdout encoding works, and lone surrogates from the model cannot crash a write.
+        # ASCII-only JSON: any stdout encoding works; lone surrogates from the model cannot fail it.
         self.write(strict_json(scrub_all(event), ensure_ascii=True, separators=(",", ":")) + "\n")
 
     def out(self, text):
-        """Answer text: on stdout (escapes made visible on a terminal), or as a `text` event."""
         self.emit("text", data=text) if self.events else self.write(self.shown(text))
 
     def end(self, agent, answer):
@@ -3213,7 +3215,7 @@ class HeadlessUI(UI):
                  "cacheReadInputTokens": usage["cache_read_input_tokens"],
                  "cacheCreationInputTokens": 0, "modelCalls": self.step}
         fields.update(usage=usage, num_turns=self.step, modelUsage={agent.link.model: model})
-        if usage_cost(agent.link.model, agent.last_usage or {}, agent.cfg.prices)[1]:     # a known cost
+        if usage_cost(agent.link.model, agent.last_usage or {}, agent.cfg.prices)[1]:  # priced
             model["costUSD"] = cost
             fields.update(total_cost_usd=cost, total_cost_usd_ticks=int(round(cost * 1e10)))
         if self.events:
@@ -3229,30 +3231,27 @@ class HeadlessUI(UI):
                 "reasoning_tokens": int(n["reasoning"]), "total_tokens": int(n["total"])}
 
     def thought(self, text):
-        if self.events:
-            self.emit("thought", data=text)
+        self.emit("thought", data=text)
         self.thoughts += text if self.result else ""
 
     def fail(self, message, code):
-        """The run's last word: an `error` event (json) and a line on stderr; returns the exit code."""
-        if self.json or self.events or self.result:
-            with suppress(OutputClosed):
-                self.emit("error", message=message)
+        """The run's last word: an `error` event (JSON formats), a line on stderr; returns code."""
+        with suppress(OutputClosed):
+            self.emit("error", message=message)
         self.printed = ""
         self.notice("grok: %s" % message)
         return code
 
     def step_start(self, step):
         self.step = step
-        if self.json:
-            self.emit("step_start")
+        self.emit("step_start")
 
     def stream_reset(self):
         self.attempt = ""
 
     def stream_text(self, text, final_hint):
-        # Text mode: the answer goes to stdout as it arrives, once the reply is known to call no tools.
-        # A retried or repeated stream prints only what goes beyond what is already there.
+        # The answer is shown as it arrives (text, xAI's events) once the reply is known to call no
+        # tools. A retried or repeated stream prints only what goes beyond what is already there.
         if self.json or self.result or final_hint != "empty":
             return
         self.attempt += text
@@ -3269,45 +3268,41 @@ class HeadlessUI(UI):
 
     def tool_start(self, call, status="in_progress"):
         self.announced.add(call.id)
-        if self.events:     # as xAI's CLI (and ACP) tell it
-            fields = acp_tool_fields(call.name, call.args, call.cwd, False)
-            self.emit("tool_call", toolCallId=call.id, status=status, toolName=call.name,
-                      content=[], **dict({"locations": []}, **fields))
+        fields = dict({"locations": []}, **acp_tool_fields(call.name, call.args, call.cwd, False))
+        self.emit("tool_call", toolCallId=call.id, status=status, toolName=call.name, content=[],
+                  **fields)     # as xAI's CLI (and ACP) tell it
         if not self.json:
             self.notice("[%s] %s" % (call.name, call.shown))
 
     def tool_end(self, call, result):
-        if self.events:
-            if call.id not in self.announced:       # refused before it started
-                self.tool_start(call, "pending")
-            self.emit("tool_call_update", toolCallId=call.id,
-                      status="completed" if result.ok else "failed",
-                      content=text_content(result.output), rawOutput=None, locations=[])
+        if self.events and call.id not in self.announced:       # refused before it started
+            self.tool_start(call, "pending")
+        self.emit("tool_call_update", toolCallId=call.id,
+                  status="completed" if result.ok else "failed",
+                  content=text_content(result.output), rawOutput=None, locations=[])
         if not self.json and result.output.startswith("error: "):  # why a bad call did not run
             self.notice("✗ [%s] %s" % (call.name, failure_reason(result.output)))
-        if self.json:
-            started, finished = int(result.started * 1000), int(result.finished * 1000)
-            server = {"server": call.name.split("__")[1]} if call.name not in TOOLS else {}
-            self.emit("tool_use", toolCall=dict(server, id=call.id, name=call.name, args=call.args),
-                      toolResult={"id": call.id, "success": bool(result.ok), "output": result.output},
-                      timing={"startedAt": started, "finishedAt": finished, "durationMs": finished - started})
+        started, finished = int(result.started * 1000), int(result.finished * 1000)
+        timing = {"startedAt": started, "finishedAt": finished, "durationMs": finished - started}
+        outcome = {"id": call.id, "success": bool(result.ok), "output": result.output}
+        server = {"server": call.name.split("__")[1]} if call.name not in TOOLS else {}
+        self.emit("tool_use", toolCall=dict(server, id=call.id, name=call.name, args=call.args),
+                  toolResult=outcome, timing=timing)
 
     def step_finish(self, step, info):
-        self.last = info
-        if self.events:
-            self.emit("usage", usage=self.spend(info["tokens"]))
-        n = info["tokens"]      # reasoning is billed as output; costUsdTicks are 1e-6 USD
+        self.last, n = info, info["tokens"]
+        self.emit("usage", usage=self.spend(n))
+        # Reasoning is billed as output; costUsdTicks are 1e-6 USD.
         usage = {"inputTokens": int(n["input"]), "outputTokens": int(n["output"] + n["reasoning"]),
                  "totalTokens": int(n["total"]), "costUsdTicks": int(round(info["cost"] * 1e6))}
-        if self.json:
-            self.emit("step_finish", finishReason=info["finish_reason"], usage=usage)
+        self.emit("step_finish", finishReason=info["finish_reason"], usage=usage)
 
     def answer(self, text):
         if self.json or self.result:
             return
         end = "" if self.events else "\n"
-        if not text.startswith(self.printed):       # a reply that broke the contract streamed other text
-            self.notice("warning: text streamed to stdout was not the final answer; the answer follows it")
+        if not text.startswith(self.printed):       # a reply off contract streamed other text
+            self.notice("warning: text streamed to stdout was not the final answer, which follows")
             self.out(end + text + end)
         elif text[len(self.printed):] + end:
             self.out(text[len(self.printed):] + end)
@@ -3317,7 +3312,7 @@ class HeadlessUI(UI):
     def notice(self, text=None):
         """A line on stderr (None: those held); held while the answer's line is open (2>&1)."""
         self.held += [] if text is None else [text]
-        if not self.printed or self.json:
+        if not self.printed:        # (json mode streams no answer text)
             sys.stderr.write("".join(visible(scrub(t)) + "\n" for t in self.held))
             sys.stderr.flush()
             self.held = []
@@ -3326,9 +3321,9 @@ class HeadlessUI(UI):
         if allow_matches(call, rule_globs(call, self.allow)):     # (with -y the agent does not ask)
             return "yes"
         what = "command" if call.name == "bash" else "path" if call.name in TOOLS else "MCP tool"
-        raise AgentError("Tool `%s` denied: %s not in allowlist: %s%s (allow it with --allow PATTERN or "
-                         "--always-approve)" % (call.name, what,
-                                                call.shown[:200], "..." if len(call.shown) > 200 else ""))
+        shown = call.shown[:200] + ("..." if len(call.shown) > 200 else "")
+        raise AgentError("Tool `%s` denied: %s not in allowlist: %s (allow it with --allow PATTERN"
+                         " or --always-approve)" % (call.name, what, shown))
 
 
 def read_prompt(args, notice):
@@ -3374,14 +3369,13 @@ def parent_writes(fd):
         for name in os.listdir(parent + "fd"):
             if os.readlink(parent + "fd/" + name) == pipe:
                 with open(parent + "fdinfo/" + name) as f:
-                    flags = int(f.read().split("flags:")[1].split()[0], 8)
-                if flags & (os.O_WRONLY | os.O_RDWR):
-                    return True
+                    if int(f.read().split("flags:")[1].split()[0], 8) & (os.O_WRONLY | os.O_RDWR):
+                        return True
     return False
 
 
 def headless(args, cfg):
-    if os.path.isdir(cfg.data_dir) and data_dir_problem(cfg.data_dir):     # others could plant a session
+    if os.path.isdir(cfg.data_dir) and data_dir_problem(cfg.data_dir):  # open to planted sessions
         raise UserError(data_dir_problem(cfg.data_dir))
     ui = HeadlessUI(args.fmt, args.allow)
     prompt = read_prompt(args, ui.notice)
@@ -3419,8 +3413,8 @@ def open_agent(cfg, ui, contract, args, new_if_busy=False):
         lambda text: (ask_tty(text) or "").lower() in ("y", "yes"))
     mcp = mcp_config(cfg, args.mcp_config, ask, ui.notice)
     session_id = args.resume and find_session(cfg.data_dir, args.resume)
-    if args.cont:
-        session_id = next((s[0] for s in list_sessions(cfg.data_dir) if s[2]), None)     # the newest typed into
+    if args.cont:       # the newest session typed into
+        session_id = next((s[0] for s in list_sessions(cfg.data_dir) if s[2]), None)
         if not session_id:
             raise UserError("no session to continue in %s" % os.path.join(cfg.data_dir, "sessions"))
         ui.notice("continuing session %s" % session_id)
@@ -3750,12 +3744,12 @@ class AcpServer:
 
     # -- helpers for the methods
     def need_key(self):
-        if not self.key[0]:        # a key put in a .env file after the start: scrubbed as the configured one
+        if not self.key[0]:     # one put in a .env file since the start: scrubbed as configured
             self.key = find_api_key()
             SECRETS.update(filter(None, [self.key[0]]))
         if not self.key[0]:
-            raise RpcError(AUTH_REQUIRED, "no API key: set GROK_API_KEY or XAI_API_KEY in the environment the "
-                           "client starts grok with, or put GROK_API_KEY=... in " + ", ".join(ENV_FILES))
+            raise RpcError(AUTH_REQUIRED, "no API key: set GROK_API_KEY or XAI_API_KEY where the "
+                           "client starts grok, or put GROK_API_KEY=... in " + ", ".join(ENV_FILES))
 
     def session_setup(self, params, optional=False):
         """The cwd (None: load got none) and the stdio MCP servers of session/new or /load."""
@@ -4003,10 +3997,10 @@ def parse_args(argv):
     p.add_argument("--format", choices=("text", "json", "streaming-json"), default="text",
                    help="headless output (default text)")
     p.add_argument("--output-format", dest="output", choices=OUTPUT_FORMATS, help="as xAI's CLI")
-    p.add_argument("--max-tool-rounds", "--max-turns", type=int, metavar="N",
-                   help="headless: exit 3 after N tool rounds (0: no limit; $GROK_MAX_ITERATIONS)")
+    p.add_argument("--max-tool-rounds", "--max-turns", type=int, metavar="N", help=(
+        "headless: stop after N tool rounds, exit 3 (0 = no limit; default $GROK_MAX_ITERATIONS)"))
     p.add_argument("--allow", "--allowedTools", action="append", metavar="PATTERN", default=[],
-                   help="headless: allow matching bash commands / write_file paths (repeatable)")
+                   help="headless: allow bash commands / write_file paths it matches (repeatable)")
     p.add_argument("--deny", "--disallowedTools", action="append", metavar="RULE", default=[])
     p.add_argument("--tools", help="only these tools (comma-separated)")
     p.add_argument("--disallowed-tools", metavar="TOOLS", help="not these tools (comma-separated)")
@@ -4036,7 +4030,7 @@ def parse_args(argv):
 
 
 def xai_settings(args):
-    """The settings from the flags of xAI's CLI grok honours; one notice names those it only accepts."""
+    """The settings of the xAI CLI flags grok honours; one notice names those it only accepts."""
     def names(text):
         return [XAI_TOOLS.get(n.strip(), n.strip()) for n in (text or "").split(",") if n.strip()]
     only = names(args.tools)
@@ -4087,10 +4081,9 @@ def guarded(prog, body, on_error=None):
 
 def json_requested(argv):
     """The JSON output argv asks for (json, streaming-json, result) or None, read before (and even
-    if) the flags parse."""
+    if) the flags parse; what follows `--` is no flag."""
     fmt = None
-    flags = argv[:argv.index("--")] if "--" in argv else argv     # no flag after `--`
-    for i, arg in enumerate(flags):
+    for i, arg in enumerate(argv[:argv.index("--")] if "--" in argv else argv):
         name, eq, value = arg.partition("=")
         value = value if eq else (argv[i + 1:] or [None])[0]
         if len(name) >= 3 and ("--format".startswith(name) or "--output-format".startswith(name)):

@@ -1000,6 +1000,7 @@ class AgentRun:
                       "workspace):\n\n" + capped(self.ws.read("Agents.md")))
         contract = DETAILED._replace(extra_prompt=DETAILED.extra_prompt + controller)
         self.agent = self.ui.agent = g.Agent(self.cfg, self.ui, contract)   # the ui reads it too
+        self.agent.runner.read_dirs.append(self.ws.dir)     # read_file/list_files there: unasked
         # COST_LIMIT covers the whole goal
         self.agent.ledger.cost_usd = float(self.meta.get("cost_usd") or 0.0)
         self.meta["sessions"].append(self.agent.session.id)
@@ -1223,7 +1224,6 @@ def run_agent_mode(args, cfg):
                           "it resumes from its workspace")
     where = os.environ.get("GROK_AGENT_DIR") or "~/.grok_agent"
     ws = Workspace(os.path.abspath(os.path.expanduser(where)))
-    cfg.read_dirs.append(ws.dir)        # read_file/list_files there run without asking
     return AgentRun(args, cfg, ws).run()
 
 
