@@ -207,7 +207,7 @@ class Config:
         share = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
         data = os.environ.get("GROK_DATA_DIR") or os.path.join(share, "grok-agent")
         self.data_dir = os.path.expanduser(data)
-        self.read_dirs = [self.skills_dir]      # read_file/list_files run there unasked, as in cwd
+        self.read_dirs = (self.skills_dir,)     # read_file/list_files run there unasked, as in cwd
 
     @staticmethod
     def number(name, default, most=1e6):
@@ -1245,14 +1245,18 @@ class Lifeline:
 
 
 def alive(pid, send=os.kill):
-    """Whether a process (or with os.killpg a process group) lives; EPERM: it does, as another user."""
+    """Whether a process (or, with os.killpg, a group) lives; EPERM: it does, as another user."""
     try:
         return send(pid, 0) or True
     except OSError as e:
         return not isinstance(e, ProcessLookupError)
 
 
-ToolContext = namedtuple("ToolContext", "cwd sandbox bash_timeout procs env cancel ask search withdraw")
+# What a tool gets to run a call, never the agent: the call's cwd and sandbox, bash's timeout, the
+# set of commands running (a stop kills them), the environment for tools (no API key), the turn's
+# cancel Event, ask(question, options), search(query) paid by the session, withdraw(name, reason).
+ToolContext = namedtuple("ToolContext", "cwd sandbox bash_timeout procs env cancel ask search "
+                                        "withdraw")
 
 
 def tool_bash(args, ctx):
@@ -1325,7 +1329,7 @@ def tool_read_file(args, ctx):
 
 
 def atomic_write(path, data, private=True):
-    """Via a temp file and a rename: a crash leaves the old file or the new one. Mode 0600 if private, else open()'s."""
+    """Via a temp file and a rename: a crash leaves the old file or the new one. 0600 if private."""
     folder, prefix = os.path.dirname(path), ".grok-%s." % os.path.basename(path)[:100]
     for stale in glob.glob(os.path.join(glob.escape(folder), glob.escape(prefix) + "*.*.tmp")):
         with suppress(ValueError, OSError):     # left by a process killed while writing this path
@@ -1378,7 +1382,8 @@ def tool_list_files(args, ctx):
         name = entry.name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
         try:
             line = ("link %s -> %s" % (name, os.readlink(entry.path)) if entry.is_symlink()
-                    else "dir  %s/" % name if entry.is_dir() else "file %s %d" % (name, entry.stat().st_size))
+                    else "dir  %s/" % name if entry.is_dir()
+                    else "file %s %d" % (name, entry.stat().st_size))
         except OSError:
             line = "?    %s" % name
         lines.append(line)
@@ -1392,7 +1397,8 @@ def tool_ask_user(args, ctx):
     options = [str(o) for o in (options if isinstance(options, list) else [options])]
     answer = ctx.ask(args["question"], options)
     if answer is None:
-        return ToolResult("no user available in this mode: decide yourself and say what you assumed", ok=False)
+        return ToolResult("no user available in this mode: decide yourself and say what you "
+                          "assumed", ok=False)
     return ToolResult("the user answered: %s" % answer)
 
 
@@ -1403,57 +1409,64 @@ def tool_web_search(args, ctx):
         return ToolResult("not run: %s; answer with what you have" % e, ok=False)
     except HTTPStatusError as e:
         if e.status in (404, 405, 410, 501):
-            return ctx.withdraw("web_search", "the server has no Responses API (HTTP %d)" % e.status)
-        return ToolResult("web search failed: HTTP %d: %s" % (e.status, e.server_message()), ok=False)
-    except (TransientError, UserError, ContractError) as e:        # ContractError: the reply was too large
+            why = "the server has no Responses API (HTTP %d)" % e.status
+            return ctx.withdraw("web_search", why)
+        failed = "HTTP %d: %s" % (e.status, e.server_message())
+        return ToolResult("web search failed: " + failed, ok=False)
+    except (TransientError, UserError, ContractError) as e:        # ContractError: too long a reply
         return ToolResult("web search failed: %s" % e, ok=False)
     text, urls = responses_answer(obj if isinstance(obj, dict) else {})
     if not text:
         return ToolResult("web search returned no answer", ok=False)
-    return ToolResult(text + ("\n\nSources:\n" + "\n".join("- " + u for u in urls[:20]) if urls else ""))
+    sources = "\n\nSources:\n" + "\n".join("- " + u for u in urls[:20]) if urls else ""
+    return ToolResult(text + sources)
 
 
 def responses_answer(obj):
     """(text, source URLs) of a Responses API reply."""
     parts = [part for item in obj.get("output") or () if isinstance(item, dict)
              for part in item.get("content") or () if isinstance(part, dict)]
-    text = "\n".join(str(p.get("text") or "") for p in parts if p.get("type") in ("output_text", "text")).strip()
+    texts = [str(p.get("text") or "") for p in parts if p.get("type") in ("output_text", "text")]
     urls = [a.get("url") for p in parts for a in p.get("annotations") or () if isinstance(a, dict)]
-    return text, list(dict.fromkeys(u for u in urls + list(obj.get("citations") or ()) if u and isinstance(u, str)))
+    urls = [u for u in urls + list(obj.get("citations") or ()) if u and isinstance(u, str)]
+    return "\n".join(texts).strip(), list(dict.fromkeys(urls))
 
 
 class Tool(namedtuple("Tool", "run doc args input", defaults=(None,))):
-    """Its function, what it does, {argument: JSON type} ("?" ends an optional one; the first is the one displayed)."""
+    """Its function, what it does, {argument: JSON type} ("?": optional; the first is displayed)."""
 
     def schema(self):
         if self.input:      # an MCP tool's own JSON schema of its args
             return self.input
-        props = {k: {"type": "array", "items": {"type": "string"}} if t.startswith("array") else {"type": t.rstrip("?")}
-                 for k, t in self.args.items()}
+        props = {k: {"type": t.rstrip("?")} for k, t in self.args.items()}
+        for prop in props.values():
+            if prop["type"] == "array":
+                prop["items"] = {"type": "string"}
         return {"type": "object", "properties": props, "additionalProperties": False,
                 "required": [k for k, t in self.args.items() if not t.endswith("?")]}
 
 
 TOOLS = {
-    "bash": Tool(tool_bash, "run a shell command in the working directory; stdout+stderr, exit code if non-zero "
-                 "(timeout %ds)", {"command": "string"}),
-    "web_search": Tool(tool_web_search, "search the web; an answer with source URLs", {"query": "string"}),
-    "read_file": Tool(tool_read_file, "read a text file (relative to the working directory)", {"path": "string"}),
+    "bash": Tool(tool_bash, "run a shell command in the working directory; stdout+stderr, exit "
+                 "code if non-zero (timeout %ds)", {"command": "string"}),
+    "web_search": Tool(tool_web_search, "search the web; an answer with source URLs",
+                       {"query": "string"}),
+    "read_file": Tool(tool_read_file, "read a text file (relative to the working directory)",
+                      {"path": "string"}),
     "write_file": Tool(tool_write_file, "create or overwrite a file (parent dirs are created)",
                        {"path": "string", "content": "string"}),
-    "list_files": Tool(tool_list_files, "list a directory (default: the working directory): type, name, size",
-                       {"path": "string?"}),
+    "list_files": Tool(tool_list_files, "list a directory (default: the working directory): type, "
+                       "name, size", {"path": "string?"}),
     "ask_user": Tool(tool_ask_user, "ask the user when only they can decide",
                      {"question": "string", "options": "array?"}),
 }
 MAX_CALLS = 8               # tool calls run from one reply (the schema's bound), and at once
 NEEDS_APPROVAL = ("bash", "write_file")
-TOOL_SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"      # what the bash tool runs
+TOOL_SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"     # the bash tool's shell
 
 
-def tool_line(name, bash_timeout, tool=None):
+def tool_line(name, bash_timeout, tool):
     """`name {"arg": "...", ...}: what it does`, as the system prompt lists it."""
-    tool = tool or TOOLS[name]
     example = ", ".join('"%s": %s' % (k, '["...", "..."]' if t.startswith("array") else '"..."')
                         for k, t in tool.args.items())
     return "%s {%s}: %s" % (name, example, tool.doc.replace("%d", str(int(bash_timeout))))
@@ -1503,7 +1516,7 @@ class McpServer:
             hello = {"name": "grok", "version": __version__}    # any version it answers is taken
             self.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
                                         "clientInfo": hello}, timeout)
-            self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            self.send(method="notifications/initialized")
             self.list_tools(timeout)
         except (OSError, ValueError, RuntimeError) as e:    # RuntimeError: no thread to be had
             self.state = "failed: %s" % e
@@ -1548,7 +1561,7 @@ class McpServer:
         """Its result; ConnectionError if the server fails it, has failed, or does not answer."""
         request_id = next(self.ids)         # atomic, as the dict's get and pop: no lock
         slot = self.pending[str(request_id)] = [threading.Event(), None]
-        self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params or {}})
+        self.send(id=request_id, method=method, params=params or {})
         deadline = time.time() + timeout if timeout > 0 else float("inf")
         try:
             while not slot[0].wait(0.05):
@@ -1557,8 +1570,8 @@ class McpServer:
                 stop = cancel and cancel.is_set() and "cancelled by the user"
                 why = self.state[8:] if failed else stop or late
                 if why:
-                    self.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                               "params": {"requestId": request_id, "reason": why}})
+                    cancelled = {"requestId": request_id, "reason": why}
+                    self.send(method="notifications/cancelled", params=cancelled)
                     raise ConnectionError(why + ("" if failed else self.stderr_tail()))
         finally:
             self.pending.pop(str(request_id), None)
@@ -1567,9 +1580,9 @@ class McpServer:
             raise ConnectionError("%s failed: %s" % (method, json.dumps(answer.get("error"))[:500]))
         return answer["result"]
 
-    def send(self, message):
+    def send(self, **message):
         with self.lock, suppress(OSError, ValueError, AttributeError):    # dead: read() says so
-            self.proc.stdin.write((json.dumps(message) + "\n").encode())
+            self.proc.stdin.write((json.dumps(dict(jsonrpc="2.0", **message)) + "\n").encode())
             self.proc.stdin.flush()
 
     def read(self):
@@ -1584,10 +1597,10 @@ class McpServer:
             method, slot = message.get("method"), self.pending.get(str(message.get("id")))
             if method == "notifications/tools/list_changed":      # read before the next request
                 self.changed = True
-            elif method and "id" in message:
-                answer = {"result": {}} if method == "ping" else {
-                    "error": {"code": -32601, "message": method}}
-                self.send(dict(answer, jsonrpc="2.0", id=message["id"]))
+            elif method == "ping" and "id" in message:
+                self.send(id=message["id"], result={})
+            elif method and "id" in message:      # a request we do not serve
+                self.send(id=message["id"], error={"code": -32601, "message": method})
             elif slot and not method:
                 slot[1] = message
                 slot[0].set()
@@ -1669,12 +1682,12 @@ def mcp_config(cfg, files, ask, notice):
                 specs.update(mcp_specs(json.loads(f.read()).get("mcpServers"), path, notice))
         except (OSError, ValueError, AttributeError) as e:
             raise UserError("--mcp-config %s: %s" % (path, getattr(e, "strerror", None) or e))
-    path = os.path.join(cfg.cwd, ".mcp.json")
-    return dict(specs, **project_mcp(cfg, path, ask, notice)) if ask is not False else specs
+    return dict(specs, **project_mcp(cfg, ask, notice)) if ask is not False else specs
 
 
-def project_mcp(cfg, path, ask, notice):
+def project_mcp(cfg, ask, notice):
     """A project's .mcp.json runs what its authors chose: used once the person approves it."""
+    path = os.path.join(cfg.cwd, ".mcp.json")
     data = (read_regular(path, 1 << 20) or (b"",))[0]
     if not data:        # none (or not a regular file)
         return {}
@@ -1702,7 +1715,7 @@ def project_mcp(cfg, path, ask, notice):
 # --- System prompt: contract, tools, runtime info, skills, project rules ---
 
 def front_matter(text):
-    """name/description from a '---' header, else the first line that is not a heading (or the last heading)."""
+    """A '---' header's fields, else description: the first non-heading line or the last heading."""
     lines = [line.strip() for line in text.splitlines()]
     if lines[:1] == ["---"]:
         header = lines[1:30] + ["---"]
@@ -1714,9 +1727,9 @@ def front_matter(text):
 
 
 def find_skills(skills_dir):
-    """[(name, description, path)] for *.md in skills_dir and one level of sub-folders (NAME/SKILL.md is NAME)."""
+    """[(name, description, path)] of *.md in skills_dir and its folders (NAME/SKILL.md: NAME)."""
     skills, base = [], glob.escape(skills_dir)
-    for path in sorted(glob.glob(os.path.join(base, "*.md")) + glob.glob(os.path.join(base, "*", "*.md"))):
+    for path in sorted(glob.glob(base + "/*.md") + glob.glob(base + "/*/*.md")):
         rel = os.path.relpath(path, skills_dir)[:-3]
         folder, stem = os.path.split(rel)
         got = read_regular(path, 4000)
@@ -1724,39 +1737,42 @@ def find_skills(skills_dir):
             continue
         meta = front_matter(got[0].decode("utf-8", "replace"))
         desc = " ".join((meta.get("description") or meta.get("title") or "").split())[:160]
-        skills.append((meta.get("name") or (folder if stem.upper() == "SKILL" else rel), desc, path))
+        name = meta.get("name") or (folder if stem.upper() == "SKILL" else rel)
+        skills.append((name, desc, path))
     return skills
 
 
 def find_project_rules(cwd):
-    """[(path, text)]: ~/.grok/AGENTS.md, then AGENTS.md and GROK.md from the git root down to cwd (else cwd only),
-    in directories others cannot write; regular files, a symlink only into the tree; scrubbed, capped."""
-    dirs = [cwd]
-    while not os.path.exists(os.path.join(dirs[-1], ".git")) and os.path.dirname(dirs[-1]) != dirs[-1]:
-        dirs.append(os.path.dirname(dirs[-1]))
-    if not os.path.exists(os.path.join(dirs[-1], ".git")):
-        dirs = [cwd]        # not in a git repository: only the working directory itself
+    """[(path, text)]: ~/.grok/AGENTS.md, then AGENTS.md and GROK.md from the git root down to cwd
+    (else cwd's only) in directories others cannot write; a symlink only into the tree; capped."""
+    up = [cwd]
+    while os.path.dirname(up[-1]) != up[-1]:
+        up.append(os.path.dirname(up[-1]))
+    tops = [i for i, d in enumerate(up) if os.path.exists(os.path.join(d, ".git"))]
+    dirs = up[:tops[0] + 1] if tops else [cwd]      # not in a git repository: cwd only
     root = os.path.realpath(dirs[-1])
-    candidates = [os.path.join(os.path.expanduser("~"), ".grok", "AGENTS.md")] + [
+    paths = [os.path.join(os.path.expanduser("~"), ".grok", "AGENTS.md")] + [
         os.path.join(d, name) for d in reversed(dirs) if not open_to_others(d, (os.getuid(), 0))
         for name in ("AGENTS.md", "GROK.md")]
     found, seen, budget = [], set(), RULES_TOTAL_CAP
-    for path in candidates:
+    in_all = "project rules are capped at %d bytes in all" % RULES_TOTAL_CAP
+    for path in paths:
         real, cap = os.path.realpath(path), min(RULES_CAP, budget)
-        if real in seen or (os.path.islink(path) and path != candidates[0] and not inside(real, root)):
+        if real in seen or os.path.islink(path) and path != paths[0] and not inside(real, root):
             continue
         seen.add(real)
         data, size = read_regular(path, cap) or (None, 0)
         if data is None:
             continue
+        text = data[:cap].decode("utf-8", "replace")
         if not cap:
-            text = "[not included: project rules are capped at %d bytes in all]" % RULES_TOTAL_CAP
+            text = "[not included: %s]" % in_all
         elif len(data) > cap:     # cut at a character boundary, and say so
+            total = ", the " + in_all if cap < RULES_CAP else ""
             text = "%s\n[truncated: only the first %d of %d bytes of this file are included%s]" % (
-                data[:cap].decode("utf-8", "replace").rstrip("\ufffd").strip(), cap, size,
-                "" if cap == RULES_CAP else ", the project rules are capped at %d bytes in all" % RULES_TOTAL_CAP)
+                text.rstrip("\ufffd").strip(), cap, size, total)
         else:
-            text = data.decode("utf-8", "replace").strip()
+            text = text.strip()
         if text:
             budget -= min(len(data), cap)
             found.append((path, scrub(text)))
@@ -1764,17 +1780,19 @@ def find_project_rules(cwd):
 
 
 def build_system_prompt(cfg, contract, cwd, tools=None):
-    uname = os.uname()      # not `platform`: it takes 2 ms to import
     override = cfg.system_prompt        # --system-prompt-override: for the guidance and the context
-    parts = [override or "You are Grok, an agent working on the user's computer through tools.",
-             "Always reply with exactly one JSON object and nothing else:", REPLY_SHAPE,
-             "- To act: list the tool calls (independent calls run concurrently), response null, done false. "
-             "Their results come back in the next user message.",
-             "- To answer: tool_calls [], response = your answer for the user, done true. done true with tool calls "
-             "runs them and then ends the turn with your response: their results reach you only with the next message.",
-             "- Tools first: use web_search for facts, news and current events (put the year in the query) instead of "
-             "answering from memory; prefer acting over asking; check your work with tools before you say it is done.",
-             "- Answers are plain text for a terminal: concise, no markdown."][:override and 5]
+    parts = [
+        override or "You are Grok, an agent working on the user's computer through tools.",
+        "Always reply with exactly one JSON object and nothing else:", REPLY_SHAPE,
+        "- To act: list the tool calls (independent calls run concurrently), response null, done"
+        " false. Their results come back in the next user message.",
+        "- To answer: tool_calls [], response = your answer for the user, done true. done true"
+        " with tool calls runs them and then ends the turn with your response: their results"
+        " reach you only with the next message.",
+        "- Tools first: use web_search for facts, news and current events (put the year in the"
+        " query) instead of answering from memory; prefer acting over asking; check your work"
+        " with tools before you say it is done.",
+        "- Answers are plain text for a terminal: concise, no markdown."][:override and 5]
     if contract.extra_prompt:
         parts.append(contract.extra_prompt)
     tools = (tools or TOOLS).items()
@@ -1782,17 +1800,19 @@ def build_system_prompt(cfg, contract, cwd, tools=None):
     parts += ["", "RULES (follow them):", cfg.rules] if cfg.rules else []
     if override:
         return "\n".join(parts)
-    parts += ["", "RUNTIME (at the start of this session):", "- date: %s" % time.strftime("%A %Y-%m-%d %H:%M %Z"),
+    uname = os.uname()      # not `platform`: it takes 2 ms to import
+    parts += ["", "RUNTIME (at the start of this session):",
+              "- date: %s" % time.strftime("%A %Y-%m-%d %H:%M %Z"),
               "- system: %s %s, Python %s" % (uname[0], uname[2], sys.version.split()[0]),
               "- shell: the bash tool runs %s -c; the user's login shell is %s" % (
                   TOOL_SHELL, os.environ.get("SHELL") or "unknown"),
               "- working directory: %s" % cwd]
-    skills = ["- %s: %s (%s)" % skill for skill in find_skills(cfg.skills_dir)]
-    if skills:
-        parts += ["", "SKILLS (load one with read_file when it fits the task):"] + skills
-    rules = ["\nFrom %s:\n%s" % rule for rule in find_project_rules(cwd)]
-    if rules:
-        parts += ["", "PROJECT RULES (follow them; where they differ, the later, more specific file wins):"] + rules
+    found = {"SKILLS (load one with read_file when it fits the task):":
+             ["- %s: %s (%s)" % skill for skill in find_skills(cfg.skills_dir)],
+             "PROJECT RULES (follow them; where they differ, the later, more specific file wins):":
+             ["\nFrom %s:\n%s" % rule for rule in find_project_rules(cwd)]}
+    for heading, lines in found.items():
+        parts += ["", heading] + lines if lines else []
     return "\n".join(parts)
 
 
@@ -1829,8 +1849,8 @@ class Session:
             os.write(self.fd, b"\n")
 
     def append(self, record=None):
-        """A record written (none: the file only opened); a new session's header goes with its first,
-        so only then is the file made. Failing, it warns once and the chat goes on unsaved."""
+        """A record written (none: the file only opened); a new session's header goes with its
+        first, so only then is the file made. Failing, it warns once; the chat goes on unsaved."""
         if self.disabled:
             return
         try:
@@ -1851,7 +1871,7 @@ class Session:
             self.fd = None
 
     def read(self):
-        """The non-blank lines (JSONL); a session of the bash grok (ID.json: `legacy`) as the records it makes."""
+        """The non-blank lines (JSONL); the bash grok's session (ID.json, `legacy`) as records."""
         problem = data_dir_problem(os.path.dirname(self.dir))
         if problem:
             raise UserError(problem)
@@ -1859,20 +1879,21 @@ class Session:
         self.legacy = not os.path.exists(self.path) and os.path.isfile(legacy)
         self.source = legacy if self.legacy else self.path
         try:
-            with open(self.source, "rb", opener=lambda path, flags: os.open(path, flags | NOFOLLOW)) as f:
+            with open(os.open(self.source, os.O_RDONLY | NOFOLLOW), "rb") as f:
                 data = f.read()
             if not self.legacy:
                 return [line for line in data.splitlines() if line.strip()]
             obj = json.loads(data.decode("utf-8", "replace"))
             records = [{"type": "message", "message": m} for m in obj["messages"]]
-            return [json_bytes(r) for r in records + [{"type": "cwd", "cwd": obj.get("working_dir")}]]
+            records.append({"type": "cwd", "cwd": obj.get("working_dir")})
+            return [json_bytes(r) for r in records]
         except OSError as e:
             raise UserError("cannot read session %s: %s" % (self.source, e.strerror or e))
         except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
             raise UserError("%s is not a session file of the bash grok" % legacy)
 
     def load(self):
-        """(system prompt or None, the messages after it, cost_usd, cwd); skips torn lines with a warning."""
+        """(system prompt or None, the messages after it, cost_usd, cwd); warns of damaged lines."""
         system, messages, cost, cwd, bad = None, [], 0.0, None, 0
         for line in self.read():
             try:
@@ -1889,14 +1910,11 @@ class Session:
                     if kind == "reset":
                         messages = []
                     messages += new
-                elif kind == "usage":
-                    usd = float(rec.get("cost_usd") or 0)
-                    if not 0 <= usd < 1e6:
-                        raise ValueError("not a cost")
-                    cost += usd
+                elif kind == "usage" and 0 <= float(rec.get("cost_usd") or 0) < 1e6:
+                    cost += float(rec.get("cost_usd") or 0)
                 else:
-                    raise ValueError("unknown record")
-            except (ValueError, KeyError, TypeError, UnicodeDecodeError, IndexError, RecursionError):
+                    raise ValueError("an unknown record, or not a cost")
+            except (ValueError, KeyError, TypeError, IndexError, RecursionError):   # (UnicodeError)
                 bad += 1 - self.legacy      # the bash grok's system prompt is left out, not damaged
         if bad:
             self.warn("warning: session %s: skipped %d damaged line(s)" % (self.id, bad))
@@ -1915,17 +1933,19 @@ def session_ids(directory):
 
 
 def list_sessions(directory):
-    """(id, mtime, first request, cost) of each readable session, newest first, each read only when asked for."""
+    """(id, mtime, first request, cost) of each readable session, newest first, read when asked."""
     for session_id in session_ids(directory):
         s = Session(directory, session_id)
         try:
-            _, messages, cost, _ = s.load()     # the first request: not a note, a summary or tool results
-            first = next((m["content"] for m in messages if m["role"] == "user" and not m["content"].startswith(
-                ("[", "Tool results:"))), "").partition("[INTERNAL")[0]     # the bash grok's skills note cut off
+            _, messages, cost, _ = s.load()
             mtime = os.path.getmtime(s.source)
         except (UserError, OSError):
             continue
-        yield session_id, mtime, ("[bash grok] " if s.legacy else "") + " ".join(first.split()).rstrip(" -")[:80], cost
+        # the first request: not a note, a summary or tool results; the bash grok's note cut off
+        typed = (m["content"] for m in messages if m["role"] == "user")
+        first = next((t for t in typed if not t.startswith(("[", "Tool results:"))), "")
+        first = " ".join(first.partition("[INTERNAL")[0].split()).rstrip(" -")[:80]
+        yield session_id, mtime, ("[bash grok] " if s.legacy else "") + first, cost
 
 
 def sessions_text(agent, width):
@@ -2030,13 +2050,11 @@ class Ledger:
             self.turn[key] += result.cost if key == "cost" else result.tokens[key]
 
     def reserve(self, estimate=0.0):
-        """Before every paid request: LimitReached if the limit is reached or `estimate` USD more
-        would pass it."""
+        """Before each paid request: LimitReached at the limit or if `estimate` USD more passes it."""
         with self.lock:
             spent, limit = self.cost_usd + self.reserved, self.limit
             if 0 < limit <= spent:
-                raise LimitReached("cost limit reached: $%.4f of $%.2f (COST_LIMIT)"
-                                   % (spent, limit))
+                raise LimitReached("cost limit reached: $%.4f of $%.2f (COST_LIMIT)" % (spent, limit))
             if 0 < limit < spent + estimate:
                 raise LimitReached("it would pass the cost limit: $%.4f spent or reserved, about "
                                    "$%.2f more, of $%.2f (COST_LIMIT)" % (spent, estimate, limit))
@@ -2095,8 +2113,7 @@ class Link:
                 if not self.fall_back(e, contract):
                     raise e.overflow() or self.api_error(e)
             else:
-                done = isinstance(obj, ChatResult)
-                return obj if done else parse_chat_reply(obj, ui and ui.thought)
+                return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, ui and ui.thought)
 
     def payload(self, messages, tools, model, max_tokens, stream):
         """A chat request's body; the kind of a stored message is not sent."""
@@ -2140,8 +2157,7 @@ class Link:
         rejected = [k for k in self.optional if bad and e.mentions(k, k.replace("_", ""))]
         if rejected:
             self.optional = {k: v for k, v in self.optional.items() if k not in rejected}
-            self.notice("the server rejected %s: not sent for the rest of the session"
-                        % ", ".join(rejected))
+            self.notice("the server rejected %s: not sent for the rest of the session" % ", ".join(rejected))
             return True
         if self.stream and bad and e.mentions("stream") and not e.overflow():
             self.stream = False
@@ -2172,8 +2188,8 @@ class Link:
         """A web search (the Responses API's tool), paid through the ledger: the server's reply."""
         payload = {"model": self.model, "input": [{"role": "user", "content": query}],
                    "tools": [{"type": "web_search"}]}
-        post = (lambda: self.client.post("/responses", payload, cancel=self.cancel))
-        return self.ledger.paid(post, self.model)
+        return self.ledger.paid(lambda: self.client.post("/responses", payload, cancel=self.cancel),
+                                self.model)
 
     def use_model(self, model):
         """Talk to `model` from now on, in its window: set, xAI's, the server's, else a guess."""
@@ -2220,6 +2236,7 @@ class ToolRunner:
         self.cancel, self.search, self.specs, self.mcp = link.cancel, link.search, mcp or {}, []
         self.tool_names, self.withdrawn = list(cfg.tools), {}   # withdrawn: name -> result
         self.procs, self.session_always, self.tool_count = set(), set(), 0     # procs: bash running
+        self.read_dirs = list(cfg.read_dirs)    # agent mode adds its workspace
         self.lock = threading.Lock()
 
     def start_mcp(self, cwd):
@@ -2295,7 +2312,7 @@ class ToolRunner:
         if self.cfg.deny and denied_by(item, self.cfg.deny):
             return False
         ok = self.cfg.always_approve or item.name in self.session_always
-        if ok or arg_problem(item.name, item.args) or not needs_approval(item, self.cfg.read_dirs):
+        if ok or arg_problem(item.name, item.args) or not needs_approval(item, self.read_dirs):
             return True     # (bad arguments: call_tool refuses them and runs nothing)
         answer = self.ui.approve(item)
         if answer == "always":
@@ -2304,8 +2321,7 @@ class ToolRunner:
 
     def withdraw(self, name, reason):
         """A tool the server lacks: not offered again; later calls get this result, unsent."""
-        text = "%s is unavailable: %s; it is withdrawn for the rest of this session"
-        text %= (name, reason)
+        text = "%s is unavailable: %s; it is withdrawn for the rest of this session" % (name, reason)
         with self.lock:
             if name in self.tool_names:
                 self.tool_names.remove(name)
@@ -2327,8 +2343,7 @@ class ToolRunner:
         except (KeyboardInterrupt, Cancelled):
             raise
         except Exception as e:      # a tool never raises into the loop
-            failed = "error: %s failed: %s: %s" % (item.name, type(e).__name__, e)
-            result = ToolResult(failed, ok=False)
+            result = ToolResult("error: %s failed: %s: %s" % (item.name, type(e).__name__, e), ok=False)
         result.started, result.finished = started, time.time()
         return result
 
@@ -2346,10 +2361,6 @@ class ToolRunner:
         with self.ui_lock:
             self.ui.tool_end(item, result)
         return result
-
-    def kill(self):
-        for proc in list(self.procs):
-            kill_group(proc)
 
     def close(self):
         for server in self.mcp:     # all told to end (stdin closed), then given the same second
@@ -2380,12 +2391,10 @@ class Agent:
         """Go on in `session`: a new one, or a saved one resumed with its history, cost and cwd."""
         if resume and os.path.isfile(session.path):
             session.append()    # the lock first: one process per session, nothing interleaves
-        loaded = session.load() if resume else (None, [], 0.0, None)
-        system, messages, self.ledger.cost_usd, cwd = loaded
+        system, messages, self.ledger.cost_usd, cwd = session.load() if resume else (None, [], 0.0, None)
         self.cwd = cwd if cwd and os.path.isdir(cwd) else self.home
         self.runner.start_mcp(self.cwd)       # the session is ours
-        system = system or build_system_prompt(self.cfg, self.contract, self.cwd,
-                                               self.runner.tools())
+        system = system or build_system_prompt(self.cfg, self.contract, self.cwd, self.runner.tools())
         self.messages = [{"role": "system", "content": system}] + messages
         self.context_tokens = estimate_tokens(self.messages) if resume else 0
         replies = [m["content"] for m in messages if m["role"] == "assistant"]
@@ -2520,8 +2529,7 @@ class Agent:
         except ContractError as e:
             return self.strike(result, e)
         self.strikes, content = 0, kept_reply(result.content, reply)
-        calls, answer = reply["tool_calls"], reply.get("response") or ""
-        limit = self.cfg.max_iterations
+        calls, answer, limit = reply["tool_calls"], reply.get("response") or "", self.cfg.max_iterations
         if calls and 0 < limit <= self.rounds and reply["done"] and answer.strip():
             self.notice("tool round limit reached: the answer ends the turn, its calls did not run")
             calls = reply["tool_calls"] = []
@@ -2582,19 +2590,18 @@ class Agent:
         """Cancel the running turn, from any thread: every front end stops a turn here."""
         self.cancel.set()
         self.link.client.abort()
-        self.runner.kill()
+        for proc in list(self.runner.procs):
+            kill_group(proc)
 
     def settle_cancelled(self, *notes):
-        """After a cancelled or failed turn: stop all, close the turn (idempotent). A stop lasts
-        until then: no tool starts."""
+        """After a cancelled or failed turn: stop all, close the turn (idempotent); stopped till then."""
         self.stop()
         self.close_turn(*notes)
         self.cancel.clear()
 
     def close_turn(self, note=INTERRUPTED[0], unrun=UNRUN):
-        """End an unfinished turn in the history: `unrun` for tool calls that got no results, and a
-        reply `note` with the answer text shown so far. Nothing when the turn had ended (or the last
-        is a note)."""
+        """End an unfinished turn in the history: `unrun` for tool calls that got no results, and a reply
+        `note` with the answer text shown so far. Nothing when the turn had ended (or the last is a note)."""
         last = self.messages[-1]
         answered = last["role"] == "assistant" and not tool_calls_in(last["content"])
         ended = last.get("kind") == "note" or answered
@@ -2697,8 +2704,7 @@ def transcript(messages, window):
 
 def final_reply(text):
     """An assistant message that ends the turn with `text` as its answer."""
-    reply = {"tool_calls": [], "response": text, "done": True}
-    return {"role": "assistant", "content": json.dumps(reply)}
+    return {"role": "assistant", "content": json.dumps({"tool_calls": [], "response": text, "done": True})}
 
 
 def tool_calls_in(content):
@@ -2725,26 +2731,21 @@ def tool_results_message(results, note=None):
 def failure_reason(output):
     """One short line saying why a tool call failed: bash's closing note, else the first line."""
     lines = [line.strip() for line in output.strip().splitlines() if line.strip()] or ["no output"]
-    noted = lines[-1].startswith("[") and lines[-1].endswith("]")
-    reason = lines[-1].strip("[]") if noted else lines[0]
+    reason = lines[-1].strip("[]") if lines[-1].startswith("[") and lines[-1].endswith("]") else lines[0]
     return reason if len(reason) <= 100 else reason[:97] + "..."
 
 
 def find_window(obj, depth=0):
-    """The context window in a server's self-description: the first positive integer under a
-    known key (Ollama's "llama.context_length" too, and num_ctx in its parameters text), a few
-    levels deep."""
-    keys = ("num_ctx", "n_ctx", "max_model_len", "context_length", "context_window",
-            "max_context_length")
+    """The context window in a server's self-description: the first positive integer under a known
+    key (Ollama's "llama.context_length" too, and num_ctx in its parameters text), a few levels deep."""
+    keys = ("num_ctx", "n_ctx", "max_model_len", "context_length", "context_window", "max_context_length")
     for key, value in obj.items() if isinstance(obj, dict) else ():
         text = value if key == "parameters" and isinstance(value, str) else ""
         found = re.search(r"\bnum_ctx\s+(\d+)", text)
         if found or (str(key).split(".")[-1] in keys and type(value) is int and value > 0):
             return int(found.group(1)) if found else value
-    if depth >= 3:
-        return None
     children = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, list) else ()
-    return next(filter(None, (find_window(c, depth + 1) for c in children)), None)
+    return next(filter(None, (find_window(c, depth + 1) for c in children)), None) if depth < 3 else None
 
 
 def estimate_tokens(messages):
@@ -2758,31 +2759,28 @@ def now_iso():
 # --- Front end: the interactive REPL (minimal mode) ---
 
 def tolerate_unencodable(stream):
-    """Print "?" for what the stream cannot encode (a lone surrogate, non-ASCII text on an ASCII terminal)."""
+    """Print "?" for what stream cannot encode: a lone surrogate, non-ASCII on an ASCII terminal."""
     with suppress(AttributeError, ValueError, OSError):
         stream.reconfigure(errors="replace")
 
 
 def ask_tty(prompt):
     """Read one answer from the controlling terminal; None when there is none, "" on Ctrl-D."""
-    try:        # unbuffered: open("/dev/tty", "r+") fails on every terminal (a tty is not seekable)
-        tty = open(os.open("/dev/tty", os.O_RDWR | getattr(os, "O_NOCTTY", 0)), "r+b", buffering=0)
-    except OSError:
-        return None
     keys = EscKey.active
     if keys:
         keys.lock.acquire()         # the Esc watcher stops reading; the terminal edits lines again
         keys.mode(watching=False)
     try:
-        tty.write(prompt.encode("utf-8", "replace"))
-        line = tty.readline()
+        with open("/dev/tty", "r+b", buffering=0) as tty:      # unbuffered: a tty cannot seek
+            try:
+                tty.write(prompt.encode("utf-8", "replace"))
+                line = tty.readline()
+            except KeyboardInterrupt:
+                tty.write(b"\n")        # the cancel notice then starts on its own line
+                raise
     except OSError:
         return None
-    except KeyboardInterrupt:
-        tty.write(b"\n")        # the cancel notice then starts on its own line
-        raise
     finally:
-        tty.close()
         if keys:
             keys.lock.release()
             keys.mode(watching=True)
@@ -2790,14 +2788,14 @@ def ask_tty(prompt):
 
 
 class EscKey:
-    """`with keys:` around a turn on a terminal: a lone Esc cancels it as Ctrl-C does (SIGINT to the main thread).
-    Meanwhile the terminal is non-canonical without echo; what is typed is kept for the next prompts (take())."""
+    """`with keys:` around a turn: a lone Esc cancels it as Ctrl-C does; typing is kept (take())."""
     active = None
 
     def __init__(self, fd):
-        self.fd, self.typed, self.lock, self.saved = fd, b"", threading.Lock(), None    # lock: held while watch() reads
+        self.fd, self.typed, self.saved = fd, b"", None     # saved: the terminal as it is restored
+        self.lock = threading.Lock()        # held while watch() reads
         with suppress(termios.error):
-            self.saved = fd is not None and termios.tcgetattr(fd)      # the terminal as it is restored
+            self.saved = fd is not None and termios.tcgetattr(fd)
 
     def __enter__(self):
         if self.saved:
@@ -2828,7 +2826,7 @@ class EscKey:
                         continue
                     data = os.read(self.fd, 1024)
                     if data.endswith(b"\x1b") and not select.select([self.fd], [], [], 0.05)[0]:
-                        data = data[:-1]        # a lone Esc, not the start of an arrow key's sequence
+                        data = data[:-1]        # a lone Esc, not the start of an arrow key
                         signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
                 except OSError:
                     return
@@ -2852,9 +2850,10 @@ class TerminalUI(UI):
         self.out = out or sys.stdout
         for stream in (self.out, sys.stderr):
             tolerate_unencodable(stream)
-        self.color = not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb" and self.out.isatty()
+        plain = os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb"
+        self.color = not plain and self.out.isatty()
         self.streamed = self.open_line = False
-        self.lock, self.waiter = threading.RLock(), None      # the waiting line is redrawn from its own thread
+        self.lock, self.waiter = threading.RLock(), None      # waiting(): a thread redraws its line
 
     def paint(self, code, text):
         return "\033[%sm%s\033[0m" % (code, text) if self.color else text
@@ -2871,7 +2870,6 @@ class TerminalUI(UI):
             for line in text.split("\n"))
 
     def line(self, code, text):
-        """A line of grok's own in colour `code`: escapes made visible, fitted to the terminal."""
         return self.paint(code, self.fitted(visible(text, newlines=False))) + "\n"
 
     def write(self, text):
@@ -2888,9 +2886,10 @@ class TerminalUI(UI):
         self.wait_stop()
         if self.out.isatty() and os.environ.get("TERM") != "dumb":     # it moves the cursor
             self.waiter = threading.Event()
-            threading.Thread(target=self.tick, args=(self.waiter, text_of, time.time()), daemon=True).start()
+            threading.Thread(target=self.tick, args=(self.waiter, text_of), daemon=True).start()
 
-    def tick(self, stop, text_of, started):
+    def tick(self, stop, text_of):
+        started = time.time()
         while not stop.is_set():
             with self.lock:
                 if not stop.is_set():
@@ -2938,7 +2937,8 @@ class TerminalUI(UI):
             self.write(self.line("31", "✗ [%s] %s: %s" % (call.name, call.shown[:60], why)))
 
     def answer(self, text):
-        self.write(("\n\n" if self.open_line else "\n") if self.streamed else "\n%s\n\n" % visible(text))
+        ending = "\n\n" if self.open_line else "\n"     # after the streamed text: one blank line
+        self.write(ending if self.streamed else "\n%s\n\n" % visible(text))
         self.streamed = self.open_line = False
 
     def notice(self, text):
@@ -2946,18 +2946,20 @@ class TerminalUI(UI):
         print(self.paint("33", self.fitted(visible(text))), file=sys.stderr, flush=True)
 
     def approve(self, call):
-        """Shows exactly what would run; asks again until the answer is y, n (the default), a or s."""
+        """Shows exactly what would run; asks until the answer is y, n (the default), a or s."""
         self.pause()
         full = False
         while True:
             text, hidden = approval_text(call, full)
             more = " / [s]how all" if hidden else ""
             ask = self.fitted("  run it? [y]es / [N]o / [a]lways%s:" % more)
-            answer = ask_tty("%s\n%s " % (self.paint("1", self.fitted(text)), ask))
-            if answer is None:
-                self.notice("no terminal to ask for approval: %s denied (use --always-approve / -y)" % call.name)
+            said = ask_tty("%s\n%s " % (self.paint("1", self.fitted(text)), ask))
+            if said is None:
+                self.notice("no terminal to ask for approval: %s denied" % call.name
+                            + " (use --always-approve / -y)")
                 return "no"
-            answer = {"y": "yes", "a": "always", "n": "no", "": "no", "s": "show"}.get(answer.lower(), answer.lower())
+            said = said.lower()
+            answer = {"y": "yes", "a": "always", "n": "no", "": "no", "s": "show"}.get(said, said)
             if answer in ("yes", "no", "always"):
                 return answer
             full = full or answer == "show"
@@ -2968,7 +2970,8 @@ class TerminalUI(UI):
         lines += [self.fitted("  %d) %s" % (i, visible(o, False)), "   ")
                   for i, o in enumerate(options, 1)]
         answer = ask_tty("\n".join(lines) + "\n  answer (number or text): ")
-        return options[int(answer) - 1] if answer and answer.isdigit() and 1 <= int(answer) <= len(options) else answer
+        number = int(answer) if answer and answer.isdecimal() else 0
+        return options[number - 1] if 0 < number <= len(options) else answer
 
 
 HELP = """commands:
@@ -2998,7 +3001,7 @@ def setup_readline(data_dir):
 
 
 def save_history(readline, data_dir):
-    """Via a new 0600 temp file and a rename: a symlink planted as `history` is replaced, not followed."""
+    """Via a 0600 temp file and a rename: a symlink planted as history is replaced, not followed."""
     if readline is None or data_dir_problem(data_dir):
         return
     with suppress(OSError):
@@ -3012,17 +3015,15 @@ def save_history(readline, data_dir):
                 os.unlink(tmp)
 
 
-def read_line(interactive, keys, prompt="> "):
-    """One message, stripped. Piped: one line. On a terminal, a line typed during the last turn, else several
-    when a line ends in \\ (typed on after "... ") or when more lines are already waiting (a paste)."""
-    if not interactive:
-        return input().strip()      # EOFError at the end
+def read_line(keys, prompt="> "):
+    """One message, stripped. On a terminal: a line typed during the last turn, else lines
+    joined while one ends in \\ (typed on after "... ") or more are waiting (a paste)."""
     line, rest = keys.take()
     if line is not None:
         sys.stdout.write(prompt + line + "\n")
         return line.strip()
-    # A no-op SIGALRM 4 times a second: CPython's readline waits in select() and handles signals only when that
-    # returns, so a Ctrl-C or SIGTERM arriving just before it starts waiting would be seen at the next key press.
+    # A no-op SIGALRM 4 times a second: CPython's readline handles signals only when its select()
+    # returns, so a Ctrl-C or SIGTERM just before it starts waiting would wait for a key press.
     previous = signal.signal(signal.SIGALRM, lambda signum, frame: None)
     signal.setitimer(signal.ITIMER_REAL, 0.25, 0.25)
     try:
@@ -3041,16 +3042,26 @@ def read_line(interactive, keys, prompt="> "):
     return text.rstrip().lstrip("\n") if "\n" in text else text.strip()
 
 
+def switch_model(agent, ui, name):
+    known = None
+    with suppress(Exception):       # a server that cannot list its models: unchecked
+        known = server_models(agent.link.client)
+    if name and known and name not in known:
+        ui.notice("%s is not among the server's models; using it anyway" % name)
+    agent.link.use_model(name or agent.link.model)     # and its window
+    known = ", ".join(known or sorted(PRICES))
+    ui.write(ui.fitted("model: %s (known: %s)" % (agent.link.model, known)) + "\n")
+
+
 def run_line(agent, ui, line, keys, commands, help_text):
-    """Run one message or command; its exit code (0: fine). Ctrl-C must not end the REPL wherever it lands: in a
-    command (/compact), or a second one while a turn is being cancelled (run_turn turns the first into Cancelled)."""
+    """Run one message or command; its exit code (0: fine). No Ctrl-C in it may end the REPL."""
     name, _, arg = line.partition(" ") if line.startswith("/") else ("", "", "")
     try:
         with keys:
             if not name:
                 agent.run_turn(line)
             elif name in ("/help", "/?"):
-                ui.write(ui.fitted(help_text, "                ") + "\n")
+                ui.write(ui.fitted(help_text, " " * 16) + "\n")
             elif name == "/sessions":
                 ui.write(sessions_text(agent, ui.width()))
             elif name == "/clear":
@@ -3058,25 +3069,18 @@ def run_line(agent, ui, line, keys, commands, help_text):
                 agent.context_tokens = 0
                 ui.write("conversation cleared\n")
             elif name == "/model":
-                known = None
-                with suppress(Exception):       # a server that cannot list its models: unchecked
-                    known = server_models(agent.link.client)
-                if arg.strip() and known and arg.strip() not in known:
-                    ui.notice("%s is not among the server's models; using it anyway" % arg.strip())
-                agent.link.use_model(arg.strip() or agent.link.model)     # and its window
-                known = ", ".join(known or sorted(PRICES))
-                ui.write(ui.fitted("model: %s (known: %s)" % (agent.link.model, known)) + "\n")
+                switch_model(agent, ui, arg.strip())
             elif name == "/mcp":        # each server's state and tools
-                ui.write(visible("".join("%s: %s\n" % (s.name, s.state) + "".join(
-                    "  %s: %s\n" % (n, t.doc) for n, t in s.tools.items()) for s in agent.runner.mcp)
-                                 or "no MCP servers (see the README: MCP servers)\n"))
+                text = "".join("%s: %s\n" % (s.name, s.state) + "".join("  %s: %s\n" % (n, t.doc)
+                               for n, t in s.tools.items()) for s in agent.runner.mcp)
+                ui.write(visible(text or "no MCP servers (see the README: MCP servers)\n"))
             elif name in commands:
                 commands[name](arg.strip())
             else:
                 ui.notice("unknown command %s (try /help)" % name)
     except (KeyboardInterrupt, Cancelled):
         if not name:
-            agent.settle_cancelled()        # run_turn settles a cancel too; settling twice is harmless
+            agent.settle_cancelled()        # run_turn settles a cancel too; again is harmless
         ui.notice("(cancelled)")
         return 130
     except GrokError as e:
@@ -3087,24 +3091,21 @@ def run_line(agent, ui, line, keys, commands, help_text):
 
 
 def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="grok", first=""):
-    """The read-eval-print loop shared by grok and grok-detailed; `first` is sent before the first
-    prompt. Piped, the exit code is the last failed turn's (0 if none failed)."""
-    interactive = sys.stdin.isatty()
-    rl = setup_readline(agent.cfg.data_dir) if interactive else None
-    keys = EscKey(sys.stdin.fileno() if interactive else None)
+    """grok's and grok-detailed's REPL; `first` goes first. Piped: the last failed turn's code."""
+    interactive, rl, keys = sys.stdin.isatty(), None, EscKey(None)
     if interactive:
-        head = "%s %s · %s · /help for commands, Ctrl-D to quit" % (prog, __version__, agent.link.model)
-        ui.write(ui.fitted(head, "") + "\n")
+        rl, keys = setup_readline(agent.cfg.data_dir), EscKey(sys.stdin.fileno())
+        head = "%s %s · %s · /help for commands, Ctrl-D to quit"
+        ui.write(ui.fitted(head % (prog, __version__, agent.link.model), "") + "\n")
     status, line = 0, first
     try:
         while line.partition(" ")[0] not in ("/exit", "/quit", "/q"):
-            turn = line.strip() and not line.startswith("/")      # piped: no prompt, so before_prompt after each turn
             if line.strip():
                 status = run_line(agent, ui, line, keys, commands or {}, help_text) or status
-            try:
-                if before_prompt and (interactive or turn):
+            try:        # piped there is no prompt: before_prompt follows each turn
+                if before_prompt and (interactive or line.strip() and not line.startswith("/")):
                     before_prompt()
-                line = read_line(interactive, keys)
+                line = read_line(keys) if interactive else input().strip()     # EOFError at the end
             except EOFError:
                 if interactive:
                     ui.write("\n")
@@ -3120,7 +3121,7 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="gro
 # --- Front end: headless ---
 
 def silence(fd=1):
-    """fd 1 or 2 lost its reader or was never open: /dev/null takes its number, for later writes and the exit flush."""
+    """fd has lost its reader or never had one: later writes and the exit flush go to /dev/null."""
     with suppress(OSError):
         devnull = os.open(os.devnull, os.O_RDWR)
         if devnull != fd:
@@ -3129,7 +3130,7 @@ def silence(fd=1):
 
 
 class QuietStderr:
-    """sys.stderr, silenced when its reader goes away instead of failing the turn that writes a notice."""
+    """sys.stderr, silenced when its reader goes away: a notice never fails the turn writing it."""
 
     def __init__(self, stream):
         self.stream = stream
@@ -3138,46 +3139,51 @@ class QuietStderr:
         return getattr(self.stream, name)
 
     def write(self, text):
-        return self.quiet(self.stream.write, text)
+        try:
+            return self.stream.write(text)
+        except OSError:
+            silence(2)
 
     def flush(self):
-        self.quiet(self.stream.flush)
-
-    @staticmethod
-    def quiet(method, *args):
         try:
-            return method(*args)
+            self.stream.flush()
         except OSError:
             silence(2)
 
 
 class HeadlessUI(UI):
-    """`grok -p`: the answer alone with progress on stderr (text, xAI's plain), JSONL events (json),
-    or as xAI's CLI prints: its events (streaming-json), one object at the end (result, its json).
-    Every hook runs on the main thread: events never interleave."""
+    """`grok -p`: the answer with progress on stderr (text, xAI's plain), or the EVENTS of a JSON
+    format (xAI's json: one object at the end). Hooks run on the main thread: none interleave."""
+    EVENTS = {"json": "step_start text tool_use step_finish error",         # grok's own
+              "streaming-json": "text thought tool_call tool_call_update usage end error",
+              "result": "error"}
 
     def __init__(self, fmt, allow=()):
         self.json, self.events, self.result = (fmt == f for f in FORMATS)
+        self.printing = self.EVENTS.get(fmt, "").split()
         self.allow, self.session_id, self.step, self.last = allow, None, 0, {}
         self.thoughts, self.announced = "", set()   # the reasoning (result); tool calls told of
         self.partial = False                    # a write was cut off mid-line (an interrupt)
-        self.printed = self.attempt = ""        # text mode: the answer text on stdout; that of the stream going on
+        self.printed = self.attempt = ""        # the answer text shown; that of the stream going on
         self.held = []                          # notices that came while the answer's line was open
         tolerate_unencodable(sys.stdout)
-        self.shown = visible if not self.json and sys.stdout.isatty() else str     # the answer on a terminal
+        self.shown = visible if sys.stdout.isatty() else str     # the answer on a terminal
 
     def write(self, text):
         text, self.partial = "\n" + text if self.partial else text, True
         try:
             sys.stdout.write(text)
             sys.stdout.flush()
-        except OSError as e:        # the reader went away (a quiet end), or a full disk: no retry either way
+        except OSError as e:        # the reader went away (a quiet end), or a full disk: no retry
             silence()
-            raise OutputClosed("stdout was closed") if isinstance(e, BrokenPipeError) else UserError(
-                "cannot write to stdout: %s" % (e.strerror or e))
+            if isinstance(e, BrokenPipeError):
+                raise OutputClosed("stdout was closed")
+            raise UserError("cannot write to stdout: %s" % (e.strerror or e))
         self.partial = False
 
     def emit(self, event_type, **fields):
+        if event_type not in self.printing:
+            return
         event = {"type": event_type}
         if self.json:
             event["timestamp"] = int(time.time() * 1000)
@@ -3186,11 +3192,10 @@ class HeadlessUI(UI):
             if event_type != "error":
                 event["stepNumber"] = self.step
         event.update(fields)
-        # ASCII-only JSON: any stdout encoding works, and lone surrogates from the model cannot crash a write.
+        # ASCII-only JSON: any stdout encoding works; lone surrogates from the model cannot fail it.
         self.write(strict_json(scrub_all(event), ensure_ascii=True, separators=(",", ":")) + "\n")
 
     def out(self, text):
-        """Answer text: on stdout (escapes made visible on a terminal), or as a `text` event."""
         self.emit("text", data=text) if self.events else self.write(self.shown(text))
 
     def end(self, agent, answer):
@@ -3204,7 +3209,7 @@ class HeadlessUI(UI):
                  "cacheReadInputTokens": usage["cache_read_input_tokens"],
                  "cacheCreationInputTokens": 0, "modelCalls": self.step}
         fields.update(usage=usage, num_turns=self.step, modelUsage={agent.link.model: model})
-        if usage_cost(agent.link.model, agent.last_usage or {}, agent.cfg.prices)[1]:     # a known cost
+        if usage_cost(agent.link.model, agent.last_usage or {}, agent.cfg.prices)[1]:  # priced
             model["costUSD"] = cost
             fields.update(total_cost_usd=cost, total_cost_usd_ticks=int(round(cost * 1e10)))
         if self.events:
@@ -3220,30 +3225,27 @@ class HeadlessUI(UI):
                 "reasoning_tokens": int(n["reasoning"]), "total_tokens": int(n["total"])}
 
     def thought(self, text):
-        if self.events:
-            self.emit("thought", data=text)
+        self.emit("thought", data=text)
         self.thoughts += text if self.result else ""
 
     def fail(self, message, code):
-        """The run's last word: an `error` event (json) and a line on stderr; returns the exit code."""
-        if self.json or self.events or self.result:
-            with suppress(OutputClosed):
-                self.emit("error", message=message)
+        """The run's last word: an `error` event (JSON formats), a line on stderr; returns code."""
+        with suppress(OutputClosed):
+            self.emit("error", message=message)
         self.printed = ""
         self.notice("grok: %s" % message)
         return code
 
     def step_start(self, step):
         self.step = step
-        if self.json:
-            self.emit("step_start")
+        self.emit("step_start")
 
     def stream_reset(self):
         self.attempt = ""
 
     def stream_text(self, text, final_hint):
-        # Text mode: the answer goes to stdout as it arrives, once the reply is known to call no tools.
-        # A retried or repeated stream prints only what goes beyond what is already there.
+        # The answer is shown as it arrives (text, xAI's events) once the reply is known to call no
+        # tools. A retried or repeated stream prints only what goes beyond what is already there.
         if self.json or self.result or final_hint != "empty":
             return
         self.attempt += text
@@ -3260,45 +3262,41 @@ class HeadlessUI(UI):
 
     def tool_start(self, call, status="in_progress"):
         self.announced.add(call.id)
-        if self.events:     # as xAI's CLI (and ACP) tell it
-            fields = acp_tool_fields(call.name, call.args, call.cwd, False)
-            self.emit("tool_call", toolCallId=call.id, status=status, toolName=call.name,
-                      content=[], **dict({"locations": []}, **fields))
+        fields = dict({"locations": []}, **acp_tool_fields(call.name, call.args, call.cwd, False))
+        self.emit("tool_call", toolCallId=call.id, status=status, toolName=call.name, content=[],
+                  **fields)     # as xAI's CLI (and ACP) tell it
         if not self.json:
             self.notice("[%s] %s" % (call.name, call.shown))
 
     def tool_end(self, call, result):
-        if self.events:
-            if call.id not in self.announced:       # refused before it started
-                self.tool_start(call, "pending")
-            self.emit("tool_call_update", toolCallId=call.id,
-                      status="completed" if result.ok else "failed",
-                      content=text_content(result.output), rawOutput=None, locations=[])
+        if self.events and call.id not in self.announced:       # refused before it started
+            self.tool_start(call, "pending")
+        self.emit("tool_call_update", toolCallId=call.id,
+                  status="completed" if result.ok else "failed",
+                  content=text_content(result.output), rawOutput=None, locations=[])
         if not self.json and result.output.startswith("error: "):  # why a bad call did not run
             self.notice("✗ [%s] %s" % (call.name, failure_reason(result.output)))
-        if self.json:
-            started, finished = int(result.started * 1000), int(result.finished * 1000)
-            server = {"server": call.name.split("__")[1]} if call.name not in TOOLS else {}
-            self.emit("tool_use", toolCall=dict(server, id=call.id, name=call.name, args=call.args),
-                      toolResult={"id": call.id, "success": bool(result.ok), "output": result.output},
-                      timing={"startedAt": started, "finishedAt": finished, "durationMs": finished - started})
+        started, finished = int(result.started * 1000), int(result.finished * 1000)
+        timing = {"startedAt": started, "finishedAt": finished, "durationMs": finished - started}
+        outcome = {"id": call.id, "success": bool(result.ok), "output": result.output}
+        server = {"server": call.name.split("__")[1]} if call.name not in TOOLS else {}
+        self.emit("tool_use", toolCall=dict(server, id=call.id, name=call.name, args=call.args),
+                  toolResult=outcome, timing=timing)
 
     def step_finish(self, step, info):
-        self.last = info
-        if self.events:
-            self.emit("usage", usage=self.spend(info["tokens"]))
-        n = info["tokens"]      # reasoning is billed as output; costUsdTicks are 1e-6 USD
+        self.last, n = info, info["tokens"]
+        self.emit("usage", usage=self.spend(n))
+        # Reasoning is billed as output; costUsdTicks are 1e-6 USD.
         usage = {"inputTokens": int(n["input"]), "outputTokens": int(n["output"] + n["reasoning"]),
                  "totalTokens": int(n["total"]), "costUsdTicks": int(round(info["cost"] * 1e6))}
-        if self.json:
-            self.emit("step_finish", finishReason=info["finish_reason"], usage=usage)
+        self.emit("step_finish", finishReason=info["finish_reason"], usage=usage)
 
     def answer(self, text):
         if self.json or self.result:
             return
         end = "" if self.events else "\n"
-        if not text.startswith(self.printed):       # a reply that broke the contract streamed other text
-            self.notice("warning: text streamed to stdout was not the final answer; the answer follows it")
+        if not text.startswith(self.printed):       # a reply off contract streamed other text
+            self.notice("warning: text streamed to stdout was not the final answer, which follows")
             self.out(end + text + end)
         elif text[len(self.printed):] + end:
             self.out(text[len(self.printed):] + end)
@@ -3308,7 +3306,7 @@ class HeadlessUI(UI):
     def notice(self, text=None):
         """A line on stderr (None: those held); held while the answer's line is open (2>&1)."""
         self.held += [] if text is None else [text]
-        if not self.printed or self.json:
+        if not self.printed:        # (json mode streams no answer text)
             sys.stderr.write("".join(visible(scrub(t)) + "\n" for t in self.held))
             sys.stderr.flush()
             self.held = []
@@ -3317,9 +3315,9 @@ class HeadlessUI(UI):
         if allow_matches(call, rule_globs(call, self.allow)):     # (with -y the agent does not ask)
             return "yes"
         what = "command" if call.name == "bash" else "path" if call.name in TOOLS else "MCP tool"
-        raise AgentError("Tool `%s` denied: %s not in allowlist: %s%s (allow it with --allow PATTERN or "
-                         "--always-approve)" % (call.name, what,
-                                                call.shown[:200], "..." if len(call.shown) > 200 else ""))
+        shown = call.shown[:200] + ("..." if len(call.shown) > 200 else "")
+        raise AgentError("Tool `%s` denied: %s not in allowlist: %s (allow it with --allow PATTERN"
+                         " or --always-approve)" % (call.name, what, shown))
 
 
 def read_prompt(args, notice):
@@ -3365,14 +3363,13 @@ def parent_writes(fd):
         for name in os.listdir(parent + "fd"):
             if os.readlink(parent + "fd/" + name) == pipe:
                 with open(parent + "fdinfo/" + name) as f:
-                    flags = int(f.read().split("flags:")[1].split()[0], 8)
-                if flags & (os.O_WRONLY | os.O_RDWR):
-                    return True
+                    if int(f.read().split("flags:")[1].split()[0], 8) & (os.O_WRONLY | os.O_RDWR):
+                        return True
     return False
 
 
 def headless(args, cfg):
-    if os.path.isdir(cfg.data_dir) and data_dir_problem(cfg.data_dir):     # others could plant a session
+    if os.path.isdir(cfg.data_dir) and data_dir_problem(cfg.data_dir):  # open to planted sessions
         raise UserError(data_dir_problem(cfg.data_dir))
     ui = HeadlessUI(args.fmt, args.allow)
     prompt = read_prompt(args, ui.notice)
@@ -3410,8 +3407,8 @@ def open_agent(cfg, ui, contract, args, new_if_busy=False):
         lambda text: (ask_tty(text) or "").lower() in ("y", "yes"))
     mcp = mcp_config(cfg, args.mcp_config, ask, ui.notice)
     session_id = args.resume and find_session(cfg.data_dir, args.resume)
-    if args.cont:
-        session_id = next((s[0] for s in list_sessions(cfg.data_dir) if s[2]), None)     # the newest typed into
+    if args.cont:       # the newest session typed into
+        session_id = next((s[0] for s in list_sessions(cfg.data_dir) if s[2]), None)
         if not session_id:
             raise UserError("no session to continue in %s" % os.path.join(cfg.data_dir, "sessions"))
         ui.notice("continuing session %s" % session_id)
@@ -3741,12 +3738,12 @@ class AcpServer:
 
     # -- helpers for the methods
     def need_key(self):
-        if not self.key[0]:        # a key put in a .env file after the start: scrubbed as the configured one
+        if not self.key[0]:     # one put in a .env file since the start: scrubbed as configured
             self.key = find_api_key()
             SECRETS.update(filter(None, [self.key[0]]))
         if not self.key[0]:
-            raise RpcError(AUTH_REQUIRED, "no API key: set GROK_API_KEY or XAI_API_KEY in the environment the "
-                           "client starts grok with, or put GROK_API_KEY=... in " + ", ".join(ENV_FILES))
+            raise RpcError(AUTH_REQUIRED, "no API key: set GROK_API_KEY or XAI_API_KEY where the "
+                           "client starts grok, or put GROK_API_KEY=... in " + ", ".join(ENV_FILES))
 
     def session_setup(self, params, optional=False):
         """The cwd (None: load got none) and the stdio MCP servers of session/new or /load."""
@@ -3994,10 +3991,10 @@ def parse_args(argv):
     p.add_argument("--format", choices=("text", "json", "streaming-json"), default="text",
                    help="headless output (default text)")
     p.add_argument("--output-format", dest="output", choices=OUTPUT_FORMATS, help="as xAI's CLI")
-    p.add_argument("--max-tool-rounds", "--max-turns", type=int, metavar="N",
-                   help="headless: exit 3 after N tool rounds (0: no limit; $GROK_MAX_ITERATIONS)")
+    p.add_argument("--max-tool-rounds", "--max-turns", type=int, metavar="N", help=(
+        "headless: stop after N tool rounds, exit 3 (0 = no limit; default $GROK_MAX_ITERATIONS)"))
     p.add_argument("--allow", "--allowedTools", action="append", metavar="PATTERN", default=[],
-                   help="headless: allow matching bash commands / write_file paths (repeatable)")
+                   help="headless: allow bash commands / write_file paths it matches (repeatable)")
     p.add_argument("--deny", "--disallowedTools", action="append", metavar="RULE", default=[])
     p.add_argument("--tools", help="only these tools (comma-separated)")
     p.add_argument("--disallowed-tools", metavar="TOOLS", help="not these tools (comma-separated)")
@@ -4027,7 +4024,7 @@ def parse_args(argv):
 
 
 def xai_settings(args):
-    """The settings from the flags of xAI's CLI grok honours; one notice names those it only accepts."""
+    """The settings of the xAI CLI flags grok honours; one notice names those it only accepts."""
     def names(text):
         return [XAI_TOOLS.get(n.strip(), n.strip()) for n in (text or "").split(",") if n.strip()]
     only = names(args.tools)
@@ -4078,10 +4075,9 @@ def guarded(prog, body, on_error=None):
 
 def json_requested(argv):
     """The JSON output argv asks for (json, streaming-json, result) or None, read before (and even
-    if) the flags parse."""
+    if) the flags parse; what follows `--` is no flag."""
     fmt = None
-    flags = argv[:argv.index("--")] if "--" in argv else argv     # no flag after `--`
-    for i, arg in enumerate(flags):
+    for i, arg in enumerate(argv[:argv.index("--")] if "--" in argv else argv):
         name, eq, value = arg.partition("=")
         value = value if eq else (argv[i + 1:] or [None])[0]
         if len(name) >= 3 and ("--format".startswith(name) or "--output-format".startswith(name)):
