@@ -101,8 +101,7 @@ def find_api_key():
         raise UserError("the API key in %s contains whitespace or control characters (not shown):"
                         " fix it" % source)
     if source == "./.env":
-        sys.stderr.write("grok: using the API key from ./.env in the working directory"
-                         " (no key of your own is set)\n")
+        sys.stderr.write("grok: using the API key in ./.env (no key of your own is set)\n")
     return key or None, source
 
 
@@ -208,7 +207,7 @@ class Config:
         share = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
         data = os.environ.get("GROK_DATA_DIR") or os.path.join(share, "grok-agent")
         self.data_dir = os.path.expanduser(data)
-        self.read_dirs = [self.skills_dir]      # read_file/list_files run there unasked, as in cwd
+        self.read_dirs = (self.skills_dir,)     # read_file/list_files run there unasked, as in cwd
 
     @staticmethod
     def number(name, default, most=1e6):
@@ -247,8 +246,7 @@ def env_prices(xai):
     with suppress(ValueError):
         prices = tuple(float(p) for p in value.split(",")) if value else (None if xai else ())
     if value and (len(prices) != 3 or not all(0 <= p <= 10000 for p in prices)):      # (not NaN)
-        raise UserError("GROK_PRICES must be IN,CACHED,OUT in USD per million tokens, not %r"
-                        % value)
+        raise UserError("GROK_PRICES must be IN,CACHED,OUT in USD per 1M tokens, not %r" % value)
     return prices
 
 
@@ -269,9 +267,8 @@ USAGE_FIELDS = (("input", "prompt_tokens"), ("output", "completion_tokens"),
 
 
 def usage_numbers(usage):
-    """The one reader of a server's usage object: {input, output, reasoning, cached, total, ticks},
-    each a number >= 0 (0, or None for ticks, when absent), and "odd": a value that was not (NaN,
-    negative, a string), ignored."""
+    """The one reader of a usage object: {input, output, reasoning, cached, total, ticks} >= 0 (0,
+    or None for ticks, if absent), and "odd": whether a value was ignored (NaN, negative, text)."""
     n = {"odd": False}
     for name, chat in USAGE_FIELDS:
         for path in (chat, chat.replace("prompt", "input").replace("completion", "output")):
@@ -751,23 +748,21 @@ class Client:
         if on_stream:
             headers["Accept"] = "text/event-stream"
         request = ("POST", self.prefix + path, json_bytes(payload), headers)
-        cancel = cancel or threading.Event()
+        cancel, most = cancel or threading.Event(), self.max_retries
         attempt = breaks = delay = 0
         while not cancel.wait(delay):       # (wait() returns whether cancel is set)
             try:
                 return self._attempt(request, cancel, on_stream, no_retry, cap)
             except RetryableFault as fault:
-                why, retry_after = fault.problem, fault.wait
-                breaks += fault.broke
-                if breaks == 2 and on_stream and attempt < self.max_retries:    # (then unstreamed)
+                why, attempt, breaks = fault.problem, attempt + 1, breaks + fault.broke
+                if breaks == 2 and on_stream and attempt <= most:    # the caller asks unstreamed
                     raise StreamBroken(why)
-            if cancel.is_set():
-                break
-            attempt += 1
-            if attempt > self.max_retries:
-                raise TransientError("%s (gave up after %d retries)" % (why, self.max_retries))
-            delay = retry_delay(attempt, self.backoff, retry_after)
-            self.notice("%s; retrying in %.1fs (%d/%d)" % (why, delay, attempt, self.max_retries))
+                if cancel.is_set():
+                    break
+                if attempt > most:
+                    raise TransientError("%s (gave up after %d retries)" % (why, most))
+                delay = retry_delay(attempt, self.backoff, fault.wait)
+                self.notice("%s; retrying in %.1fs (%d/%d)" % (why, delay, attempt, most))
         raise Cancelled("cancelled")
 
     def _attempt(self, request, cancel, on_stream=None, no_retry=None, cap=REPLY_CAP):
@@ -820,9 +815,8 @@ class Client:
         wait = parse_retry_after(resp.getheader("Retry-After"))
         if wait is None:        # OpenAI's header
             wait = parse_retry_after(resp.getheader("retry-after-ms"), per_second=1000)
-        why = "%s (HTTP %d): %s" % ("rate limited" if status == 429 else "server error", status,
-                                   err.server_message())
-        return RetryableFault(scrub(why), wait)
+        what = ("rate limited" if status == 429 else "server error", status, err.server_message())
+        return RetryableFault(scrub("%s (HTTP %d): %s" % what), wait)
 
     def _json(self, request, resp, data):
         """The reply's JSON; if it is HTML or no JSON, a UserError naming the URL and the reply."""
@@ -1258,7 +1252,11 @@ def alive(pid, send=os.kill):
         return not isinstance(e, ProcessLookupError)
 
 
-ToolContext = namedtuple("ToolContext", "cwd sandbox bash_timeout procs env cancel ask search withdraw")
+# What a tool gets to run a call, never the agent: the call's cwd and sandbox, bash's timeout, the
+# set of commands running (a stop kills them), the environment for tools (no API key), the turn's
+# cancel Event, ask(question, options), search(query) paid by the session, withdraw(name, reason).
+ToolContext = namedtuple("ToolContext", "cwd sandbox bash_timeout procs env cancel ask search "
+                                        "withdraw")
 
 
 def tool_bash(args, ctx):
@@ -1384,7 +1382,8 @@ def tool_list_files(args, ctx):
         name = entry.name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
         try:
             line = ("link %s -> %s" % (name, os.readlink(entry.path)) if entry.is_symlink()
-                    else "dir  %s/" % name if entry.is_dir() else "file %s %d" % (name, entry.stat().st_size))
+                    else "dir  %s/" % name if entry.is_dir()
+                    else "file %s %d" % (name, entry.stat().st_size))
         except OSError:
             line = "?    %s" % name
         lines.append(line)
@@ -1398,7 +1397,8 @@ def tool_ask_user(args, ctx):
     options = [str(o) for o in (options if isinstance(options, list) else [options])]
     answer = ctx.ask(args["question"], options)
     if answer is None:
-        return ToolResult("no user available in this mode: decide yourself and say what you assumed", ok=False)
+        return ToolResult("no user available in this mode: decide yourself and say what you "
+                          "assumed", ok=False)
     return ToolResult("the user answered: %s" % answer)
 
 
@@ -1409,14 +1409,17 @@ def tool_web_search(args, ctx):
         return ToolResult("not run: %s; answer with what you have" % e, ok=False)
     except HTTPStatusError as e:
         if e.status in (404, 405, 410, 501):
-            return ctx.withdraw("web_search", "the server has no Responses API (HTTP %d)" % e.status)
-        return ToolResult("web search failed: HTTP %d: %s" % (e.status, e.server_message()), ok=False)
-    except (TransientError, UserError, ContractError) as e:        # ContractError: the reply was too large
+            why = "the server has no Responses API (HTTP %d)" % e.status
+            return ctx.withdraw("web_search", why)
+        failed = "HTTP %d: %s" % (e.status, e.server_message())
+        return ToolResult("web search failed: " + failed, ok=False)
+    except (TransientError, UserError, ContractError) as e:        # ContractError: too long a reply
         return ToolResult("web search failed: %s" % e, ok=False)
     text, urls = responses_answer(obj if isinstance(obj, dict) else {})
     if not text:
         return ToolResult("web search returned no answer", ok=False)
-    return ToolResult(text + ("\n\nSources:\n" + "\n".join("- " + u for u in urls[:20]) if urls else ""))
+    sources = "\n\nSources:\n" + "\n".join("- " + u for u in urls[:20]) if urls else ""
+    return ToolResult(text + sources)
 
 
 def responses_answer(obj):
@@ -1444,14 +1447,16 @@ class Tool(namedtuple("Tool", "run doc args input", defaults=(None,))):
 
 
 TOOLS = {
-    "bash": Tool(tool_bash, "run a shell command in the working directory; stdout+stderr, exit code if non-zero "
-                 "(timeout %ds)", {"command": "string"}),
-    "web_search": Tool(tool_web_search, "search the web; an answer with source URLs", {"query": "string"}),
-    "read_file": Tool(tool_read_file, "read a text file (relative to the working directory)", {"path": "string"}),
+    "bash": Tool(tool_bash, "run a shell command in the working directory; stdout+stderr, exit "
+                 "code if non-zero (timeout %ds)", {"command": "string"}),
+    "web_search": Tool(tool_web_search, "search the web; an answer with source URLs",
+                       {"query": "string"}),
+    "read_file": Tool(tool_read_file, "read a text file (relative to the working directory)",
+                      {"path": "string"}),
     "write_file": Tool(tool_write_file, "create or overwrite a file (parent dirs are created)",
                        {"path": "string", "content": "string"}),
-    "list_files": Tool(tool_list_files, "list a directory (default: the working directory): type, name, size",
-                       {"path": "string?"}),
+    "list_files": Tool(tool_list_files, "list a directory (default: the working directory): type, "
+                       "name, size", {"path": "string?"}),
     "ask_user": Tool(tool_ask_user, "ask the user when only they can decide",
                      {"question": "string", "options": "array?"}),
 }
@@ -1774,23 +1779,20 @@ def find_project_rules(cwd):
     return found
 
 
-GUIDANCE = [        # how to use the reply (all a --system-prompt-override keeps), then how to work
-    "- To act: list the tool calls (independent calls run concurrently), response null, done false."
-    " Their results come back in the next user message.",
-    "- To answer: tool_calls [], response = your answer for the user, done true. done true with"
-    " tool calls runs them and then ends the turn with your response: their results reach you"
-    " only with the next message.",
-    "- Tools first: use web_search for facts, news and current events (put the year in the query)"
-    " instead of answering from memory; prefer acting over asking; check your work with tools"
-    " before you say it is done.",
-    "- Answers are plain text for a terminal: concise, no markdown."]
-
-
 def build_system_prompt(cfg, contract, cwd, tools=None):
     override = cfg.system_prompt        # --system-prompt-override: for the guidance and the context
-    parts = [override or "You are Grok, an agent working on the user's computer through tools.",
-             "Always reply with exactly one JSON object and nothing else:", REPLY_SHAPE]
-    parts += GUIDANCE[:override and 2]
+    parts = [
+        override or "You are Grok, an agent working on the user's computer through tools.",
+        "Always reply with exactly one JSON object and nothing else:", REPLY_SHAPE,
+        "- To act: list the tool calls (independent calls run concurrently), response null, done"
+        " false. Their results come back in the next user message.",
+        "- To answer: tool_calls [], response = your answer for the user, done true. done true"
+        " with tool calls runs them and then ends the turn with your response: their results"
+        " reach you only with the next message.",
+        "- Tools first: use web_search for facts, news and current events (put the year in the"
+        " query) instead of answering from memory; prefer acting over asking; check your work"
+        " with tools before you say it is done.",
+        "- Answers are plain text for a terminal: concise, no markdown."][:override and 5]
     if contract.extra_prompt:
         parts.append(contract.extra_prompt)
     tools = (tools or TOOLS).items()
@@ -2048,13 +2050,11 @@ class Ledger:
             self.turn[key] += result.cost if key == "cost" else result.tokens[key]
 
     def reserve(self, estimate=0.0):
-        """Before every paid request: LimitReached if the limit is reached or `estimate` USD more
-        would pass it."""
+        """Before each paid request: LimitReached at the limit or if `estimate` USD more passes it."""
         with self.lock:
             spent, limit = self.cost_usd + self.reserved, self.limit
             if 0 < limit <= spent:
-                raise LimitReached("cost limit reached: $%.4f of $%.2f (COST_LIMIT)"
-                                   % (spent, limit))
+                raise LimitReached("cost limit reached: $%.4f of $%.2f (COST_LIMIT)" % (spent, limit))
             if 0 < limit < spent + estimate:
                 raise LimitReached("it would pass the cost limit: $%.4f spent or reserved, about "
                                    "$%.2f more, of $%.2f (COST_LIMIT)" % (spent, estimate, limit))
@@ -2113,8 +2113,7 @@ class Link:
                 if not self.fall_back(e, contract):
                     raise e.overflow() or self.api_error(e)
             else:
-                done = isinstance(obj, ChatResult)
-                return obj if done else parse_chat_reply(obj, ui and ui.thought)
+                return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, ui and ui.thought)
 
     def payload(self, messages, tools, model, max_tokens, stream):
         """A chat request's body; the kind of a stored message is not sent."""
@@ -2158,8 +2157,7 @@ class Link:
         rejected = [k for k in self.optional if bad and e.mentions(k, k.replace("_", ""))]
         if rejected:
             self.optional = {k: v for k, v in self.optional.items() if k not in rejected}
-            self.notice("the server rejected %s: not sent for the rest of the session"
-                        % ", ".join(rejected))
+            self.notice("the server rejected %s: not sent for the rest of the session" % ", ".join(rejected))
             return True
         if self.stream and bad and e.mentions("stream") and not e.overflow():
             self.stream = False
@@ -2190,8 +2188,8 @@ class Link:
         """A web search (the Responses API's tool), paid through the ledger: the server's reply."""
         payload = {"model": self.model, "input": [{"role": "user", "content": query}],
                    "tools": [{"type": "web_search"}]}
-        post = (lambda: self.client.post("/responses", payload, cancel=self.cancel))
-        return self.ledger.paid(post, self.model)
+        return self.ledger.paid(lambda: self.client.post("/responses", payload, cancel=self.cancel),
+                                self.model)
 
     def use_model(self, model):
         """Talk to `model` from now on, in its window: set, xAI's, the server's, else a guess."""
@@ -2238,6 +2236,7 @@ class ToolRunner:
         self.cancel, self.search, self.specs, self.mcp = link.cancel, link.search, mcp or {}, []
         self.tool_names, self.withdrawn = list(cfg.tools), {}   # withdrawn: name -> result
         self.procs, self.session_always, self.tool_count = set(), set(), 0     # procs: bash running
+        self.read_dirs = list(cfg.read_dirs)    # agent mode adds its workspace
         self.lock = threading.Lock()
 
     def start_mcp(self, cwd):
@@ -2313,7 +2312,7 @@ class ToolRunner:
         if self.cfg.deny and denied_by(item, self.cfg.deny):
             return False
         ok = self.cfg.always_approve or item.name in self.session_always
-        if ok or arg_problem(item.name, item.args) or not needs_approval(item, self.cfg.read_dirs):
+        if ok or arg_problem(item.name, item.args) or not needs_approval(item, self.read_dirs):
             return True     # (bad arguments: call_tool refuses them and runs nothing)
         answer = self.ui.approve(item)
         if answer == "always":
@@ -2322,8 +2321,7 @@ class ToolRunner:
 
     def withdraw(self, name, reason):
         """A tool the server lacks: not offered again; later calls get this result, unsent."""
-        text = "%s is unavailable: %s; it is withdrawn for the rest of this session"
-        text %= (name, reason)
+        text = "%s is unavailable: %s; it is withdrawn for the rest of this session" % (name, reason)
         with self.lock:
             if name in self.tool_names:
                 self.tool_names.remove(name)
@@ -2345,8 +2343,7 @@ class ToolRunner:
         except (KeyboardInterrupt, Cancelled):
             raise
         except Exception as e:      # a tool never raises into the loop
-            failed = "error: %s failed: %s: %s" % (item.name, type(e).__name__, e)
-            result = ToolResult(failed, ok=False)
+            result = ToolResult("error: %s failed: %s: %s" % (item.name, type(e).__name__, e), ok=False)
         result.started, result.finished = started, time.time()
         return result
 
@@ -2364,10 +2361,6 @@ class ToolRunner:
         with self.ui_lock:
             self.ui.tool_end(item, result)
         return result
-
-    def kill(self):
-        for proc in list(self.procs):
-            kill_group(proc)
 
     def close(self):
         for server in self.mcp:     # all told to end (stdin closed), then given the same second
@@ -2398,12 +2391,10 @@ class Agent:
         """Go on in `session`: a new one, or a saved one resumed with its history, cost and cwd."""
         if resume and os.path.isfile(session.path):
             session.append()    # the lock first: one process per session, nothing interleaves
-        loaded = session.load() if resume else (None, [], 0.0, None)
-        system, messages, self.ledger.cost_usd, cwd = loaded
+        system, messages, self.ledger.cost_usd, cwd = session.load() if resume else (None, [], 0.0, None)
         self.cwd = cwd if cwd and os.path.isdir(cwd) else self.home
         self.runner.start_mcp(self.cwd)       # the session is ours
-        system = system or build_system_prompt(self.cfg, self.contract, self.cwd,
-                                               self.runner.tools())
+        system = system or build_system_prompt(self.cfg, self.contract, self.cwd, self.runner.tools())
         self.messages = [{"role": "system", "content": system}] + messages
         self.context_tokens = estimate_tokens(self.messages) if resume else 0
         replies = [m["content"] for m in messages if m["role"] == "assistant"]
@@ -2538,8 +2529,7 @@ class Agent:
         except ContractError as e:
             return self.strike(result, e)
         self.strikes, content = 0, kept_reply(result.content, reply)
-        calls, answer = reply["tool_calls"], reply.get("response") or ""
-        limit = self.cfg.max_iterations
+        calls, answer, limit = reply["tool_calls"], reply.get("response") or "", self.cfg.max_iterations
         if calls and 0 < limit <= self.rounds and reply["done"] and answer.strip():
             self.notice("tool round limit reached: the answer ends the turn, its calls did not run")
             calls = reply["tool_calls"] = []
@@ -2600,19 +2590,18 @@ class Agent:
         """Cancel the running turn, from any thread: every front end stops a turn here."""
         self.cancel.set()
         self.link.client.abort()
-        self.runner.kill()
+        for proc in list(self.runner.procs):
+            kill_group(proc)
 
     def settle_cancelled(self, *notes):
-        """After a cancelled or failed turn: stop all, close the turn (idempotent). A stop lasts
-        until then: no tool starts."""
+        """After a cancelled or failed turn: stop all, close the turn (idempotent); stopped till then."""
         self.stop()
         self.close_turn(*notes)
         self.cancel.clear()
 
     def close_turn(self, note=INTERRUPTED[0], unrun=UNRUN):
-        """End an unfinished turn in the history: `unrun` for tool calls that got no results, and a
-        reply `note` with the answer text shown so far. Nothing when the turn had ended (or the last
-        is a note)."""
+        """End an unfinished turn in the history: `unrun` for tool calls that got no results, and a reply
+        `note` with the answer text shown so far. Nothing when the turn had ended (or the last is a note)."""
         last = self.messages[-1]
         answered = last["role"] == "assistant" and not tool_calls_in(last["content"])
         ended = last.get("kind") == "note" or answered
@@ -2715,8 +2704,7 @@ def transcript(messages, window):
 
 def final_reply(text):
     """An assistant message that ends the turn with `text` as its answer."""
-    reply = {"tool_calls": [], "response": text, "done": True}
-    return {"role": "assistant", "content": json.dumps(reply)}
+    return {"role": "assistant", "content": json.dumps({"tool_calls": [], "response": text, "done": True})}
 
 
 def tool_calls_in(content):
@@ -2743,26 +2731,21 @@ def tool_results_message(results, note=None):
 def failure_reason(output):
     """One short line saying why a tool call failed: bash's closing note, else the first line."""
     lines = [line.strip() for line in output.strip().splitlines() if line.strip()] or ["no output"]
-    noted = lines[-1].startswith("[") and lines[-1].endswith("]")
-    reason = lines[-1].strip("[]") if noted else lines[0]
+    reason = lines[-1].strip("[]") if lines[-1].startswith("[") and lines[-1].endswith("]") else lines[0]
     return reason if len(reason) <= 100 else reason[:97] + "..."
 
 
 def find_window(obj, depth=0):
-    """The context window in a server's self-description: the first positive integer under a
-    known key (Ollama's "llama.context_length" too, and num_ctx in its parameters text), a few
-    levels deep."""
-    keys = ("num_ctx", "n_ctx", "max_model_len", "context_length", "context_window",
-            "max_context_length")
+    """The context window in a server's self-description: the first positive integer under a known
+    key (Ollama's "llama.context_length" too, and num_ctx in its parameters text), a few levels deep."""
+    keys = ("num_ctx", "n_ctx", "max_model_len", "context_length", "context_window", "max_context_length")
     for key, value in obj.items() if isinstance(obj, dict) else ():
         text = value if key == "parameters" and isinstance(value, str) else ""
         found = re.search(r"\bnum_ctx\s+(\d+)", text)
         if found or (str(key).split(".")[-1] in keys and type(value) is int and value > 0):
             return int(found.group(1)) if found else value
-    if depth >= 3:
-        return None
     children = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, list) else ()
-    return next(filter(None, (find_window(c, depth + 1) for c in children)), None)
+    return next(filter(None, (find_window(c, depth + 1) for c in children)), None) if depth < 3 else None
 
 
 def estimate_tokens(messages):

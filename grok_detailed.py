@@ -196,6 +196,7 @@ class DetailedUI(g.TerminalUI):
         return g.TerminalUI.paint(self, code, text) if code else text
 
     def clipped(self, text, width):
+        """The text, or as much of it as fits in width columns and then "…"."""
         more = self.glyph["more"]
         return text if cells(text) <= width else text[:fit(text, width - cells(more))] + more
 
@@ -999,6 +1000,7 @@ class AgentRun:
                       "workspace):\n\n" + capped(self.ws.read("Agents.md")))
         contract = DETAILED._replace(extra_prompt=DETAILED.extra_prompt + controller)
         self.agent = self.ui.agent = g.Agent(self.cfg, self.ui, contract)   # the ui reads it too
+        self.agent.runner.read_dirs.append(self.ws.dir)     # read_file/list_files there: unasked
         # COST_LIMIT covers the whole goal
         self.agent.ledger.cost_usd = float(self.meta.get("cost_usd") or 0.0)
         self.meta["sessions"].append(self.agent.session.id)
@@ -1007,13 +1009,12 @@ class AgentRun:
         except (KeyboardInterrupt, g.Cancelled, g.Terminated) as e:
             self.meta["status"] = "interrupted"
             self.save()
-            by_signal = isinstance(e, g.Terminated)
-            self.ui.notice("%s at %s (loop %d): run `grok-detailed --agent` to resume there" % (
-                "terminated by signal %d" % e.args[0] if by_signal else "interrupted",
-                self.meta["step"], self.meta["loop"]))
-            if by_signal:
+            how, code, _ = g.turn_end(e)     # "interrupted: ..." or "terminated by signal N"
+            self.ui.notice("%s at %s (loop %d): run `grok-detailed --agent` to resume there"
+                           % (how.partition(":")[0], self.meta["step"], self.meta["loop"]))
+            if isinstance(e, g.Terminated):
                 raise
-            return 130
+            return code
         except g.GrokError as e:
             self.meta["status"] = "stopped" if isinstance(e, AgentStopped) else "failed"
             self.meta["error"] = g.scrub(str(e))
@@ -1223,7 +1224,6 @@ def run_agent_mode(args, cfg):
                           "it resumes from its workspace")
     where = os.environ.get("GROK_AGENT_DIR") or "~/.grok_agent"
     ws = Workspace(os.path.abspath(os.path.expanduser(where)))
-    cfg.read_dirs.append(ws.dir)        # read_file/list_files there run without asking
     return AgentRun(args, cfg, ws).run()
 
 
