@@ -101,8 +101,7 @@ def find_api_key():
         raise UserError("the API key in %s contains whitespace or control characters (not shown):"
                         " fix it" % source)
     if source == "./.env":
-        sys.stderr.write("grok: using the API key from ./.env in the working directory"
-                         " (no key of your own is set)\n")
+        sys.stderr.write("grok: using the API key in ./.env (no key of your own is set)\n")
     return key or None, source
 
 
@@ -247,8 +246,7 @@ def env_prices(xai):
     with suppress(ValueError):
         prices = tuple(float(p) for p in value.split(",")) if value else (None if xai else ())
     if value and (len(prices) != 3 or not all(0 <= p <= 10000 for p in prices)):      # (not NaN)
-        raise UserError("GROK_PRICES must be IN,CACHED,OUT in USD per million tokens, not %r"
-                        % value)
+        raise UserError("GROK_PRICES must be IN,CACHED,OUT in USD per 1M tokens, not %r" % value)
     return prices
 
 
@@ -269,9 +267,8 @@ USAGE_FIELDS = (("input", "prompt_tokens"), ("output", "completion_tokens"),
 
 
 def usage_numbers(usage):
-    """The one reader of a server's usage object: {input, output, reasoning, cached, total, ticks},
-    each a number >= 0 (0, or None for ticks, when absent), and "odd": a value that was not (NaN,
-    negative, a string), ignored."""
+    """The one reader of a usage object: {input, output, reasoning, cached, total, ticks} >= 0 (0,
+    or None for ticks, if absent), and "odd": whether a value was ignored (NaN, negative, text)."""
     n = {"odd": False}
     for name, chat in USAGE_FIELDS:
         for path in (chat, chat.replace("prompt", "input").replace("completion", "output")):
@@ -751,23 +748,21 @@ class Client:
         if on_stream:
             headers["Accept"] = "text/event-stream"
         request = ("POST", self.prefix + path, json_bytes(payload), headers)
-        cancel = cancel or threading.Event()
+        cancel, most = cancel or threading.Event(), self.max_retries
         attempt = breaks = delay = 0
         while not cancel.wait(delay):       # (wait() returns whether cancel is set)
             try:
                 return self._attempt(request, cancel, on_stream, no_retry, cap)
             except RetryableFault as fault:
-                why, retry_after = fault.problem, fault.wait
-                breaks += fault.broke
-                if breaks == 2 and on_stream and attempt < self.max_retries:    # (then unstreamed)
+                why, attempt, breaks = fault.problem, attempt + 1, breaks + fault.broke
+                if breaks == 2 and on_stream and attempt <= most:    # the caller asks unstreamed
                     raise StreamBroken(why)
-            if cancel.is_set():
-                break
-            attempt += 1
-            if attempt > self.max_retries:
-                raise TransientError("%s (gave up after %d retries)" % (why, self.max_retries))
-            delay = retry_delay(attempt, self.backoff, retry_after)
-            self.notice("%s; retrying in %.1fs (%d/%d)" % (why, delay, attempt, self.max_retries))
+                if cancel.is_set():
+                    break
+                if attempt > most:
+                    raise TransientError("%s (gave up after %d retries)" % (why, most))
+                delay = retry_delay(attempt, self.backoff, fault.wait)
+                self.notice("%s; retrying in %.1fs (%d/%d)" % (why, delay, attempt, most))
         raise Cancelled("cancelled")
 
     def _attempt(self, request, cancel, on_stream=None, no_retry=None, cap=REPLY_CAP):
@@ -820,9 +815,8 @@ class Client:
         wait = parse_retry_after(resp.getheader("Retry-After"))
         if wait is None:        # OpenAI's header
             wait = parse_retry_after(resp.getheader("retry-after-ms"), per_second=1000)
-        why = "%s (HTTP %d): %s" % ("rate limited" if status == 429 else "server error", status,
-                                   err.server_message())
-        return RetryableFault(scrub(why), wait)
+        what = ("rate limited" if status == 429 else "server error", status, err.server_message())
+        return RetryableFault(scrub("%s (HTTP %d): %s" % what), wait)
 
     def _json(self, request, resp, data):
         """The reply's JSON; if it is HTML or no JSON, a UserError naming the URL and the reply."""
@@ -2780,7 +2774,7 @@ def ask_tty(prompt):
         with open("/dev/tty", "r+b", buffering=0) as tty:      # unbuffered: a tty cannot seek
             try:
                 tty.write(prompt.encode("utf-8", "replace"))
-                line = tty.readline()
+                return tty.readline().decode("utf-8", "replace").strip()
             except KeyboardInterrupt:
                 tty.write(b"\n")        # the cancel notice then starts on its own line
                 raise
@@ -2790,7 +2784,6 @@ def ask_tty(prompt):
         if keys:
             keys.lock.release()
             keys.mode(watching=True)
-    return line.decode("utf-8", "replace").strip()
 
 
 class EscKey:
@@ -2973,8 +2966,7 @@ class TerminalUI(UI):
     def ask_user(self, question, options):
         self.pause()
         lines = ["", self.paint("1", self.fitted(visible(question)))]
-        lines += [self.fitted("  %d) %s" % (i, visible(o, False)), "   ")
-                  for i, o in enumerate(options, 1)]
+        lines += [self.fitted("  %d) %s" % (i, visible(o, False)), "   ") for i, o in enumerate(options, 1)]
         answer = ask_tty("\n".join(lines) + "\n  answer (number or text): ")
         number = int(answer) if answer and answer.isdecimal() else 0
         return options[number - 1] if 0 < number <= len(options) else answer
@@ -3142,19 +3134,14 @@ class QuietStderr:
         self.stream = stream
 
     def __getattr__(self, name):
-        return getattr(self.stream, name)
+        method = getattr(self.stream, name)
 
-    def write(self, text):
-        try:
-            return self.stream.write(text)
-        except OSError:
-            silence(2)
-
-    def flush(self):
-        try:
-            self.stream.flush()
-        except OSError:
-            silence(2)
+        def quiet(*args):
+            try:
+                return method(*args)
+            except OSError:
+                silence(2)
+        return quiet if name in ("write", "flush") else method
 
 
 class HeadlessUI(UI):
@@ -3269,8 +3256,7 @@ class HeadlessUI(UI):
     def tool_start(self, call, status="in_progress"):
         self.announced.add(call.id)
         fields = dict({"locations": []}, **acp_tool_fields(call.name, call.args, call.cwd, False))
-        self.emit("tool_call", toolCallId=call.id, status=status, toolName=call.name, content=[],
-                  **fields)     # as xAI's CLI (and ACP) tell it
+        self.emit("tool_call", toolCallId=call.id, status=status, toolName=call.name, content=[], **fields)
         if not self.json:
             self.notice("[%s] %s" % (call.name, call.shown))
 
@@ -3402,15 +3388,13 @@ def headless(args, cfg):
 
 
 def open_agent(cfg, ui, contract, args, new_if_busy=False):
-    """A new agent (-s UUID: with that id), or one resuming --resume ID / -c (latest); if that one
-    is busy and new_if_busy, a new one."""
+    """A new agent (-s UUID: with that id) or one resuming -r ID / -c; busy and new_if_busy: new."""
     new_id = args.session_id
     if new_id and not re.fullmatch(r"[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}", new_id):
         raise UserError("--session-id must be a UUID (got %r)" % new_id)
     if new_id and os.path.exists(os.path.join(cfg.data_dir, "sessions", new_id + ".jsonl")):
         raise UserError("session %s is already in use (--resume continues it)" % new_id)
-    ask = None if isinstance(ui, HeadlessUI) else (
-        lambda text: (ask_tty(text) or "").lower() in ("y", "yes"))
+    ask = None if isinstance(ui, HeadlessUI) else lambda text: (ask_tty(text) or "").lower() in ("y", "yes")
     mcp = mcp_config(cfg, args.mcp_config, ask, ui.notice)
     session_id = args.resume and find_session(cfg.data_dir, args.resume)
     if args.cont:       # the newest session typed into
@@ -3444,8 +3428,7 @@ PERMISSION_OPTIONS = [{"optionId": k, "name": name, "kind": k} for k, name in (
     ("allow_once", "Allow once"), ("allow_always", "Always allow"), ("reject_once", "Reject"))]
 APPROVALS = {"allow_once": "yes", "allow_always": "always"}     # what approve() answers; else "no"
 DEFERRED = object()             # a request answered later, from a worker thread
-AUTH_METHODS = {"cached_token": "API key from a .env file",
-                "xai.api_key": "API key from the environment"}
+AUTH_METHODS = {"cached_token": "API key from a .env file", "xai.api_key": "API key from the environment"}
 AGENT_CAPABILITIES = {"loadSession": True, "mcpCapabilities": {"http": False, "sse": False},
                       "promptCapabilities": dict(image=False, audio=False, embeddedContext=True)}
 AGENT_INFO = {"name": "grok", "title": "grok.py", "version": __version__}
@@ -3769,8 +3752,7 @@ class AcpServer:
     def start(self, cwd, mcp, **resume):
         """A new AcpSession whose Agent works in cwd with these MCP servers; resume: its session."""
         session = AcpSession(self)
-        session.agent = Agent(self.cfg, session, cwd=cwd, mcp=dict(self.mcp, **mcp), key=self.key,
-                              **resume)
+        session.agent = Agent(self.cfg, session, cwd=cwd, mcp=dict(self.mcp, **mcp), key=self.key, **resume)
         session.id = session.agent.session.id
         self.sessions[session.id] = session
         return session
@@ -3781,9 +3763,8 @@ class AcpServer:
             raise bad_params("protocolVersion must be an integer")
         try:        # the methods clients of xAI's CLI look for; authenticate checks the key again
             self.need_key()
-            source = self.key[1]
-            method = "xai.api_key" if source.startswith("$") else "cached_token"
-            auth = [dict(id=method, name=AUTH_METHODS[method], description="the key in " + source)]
+            method = "xai.api_key" if self.key[1].startswith("$") else "cached_token"
+            auth = [dict(id=method, name=AUTH_METHODS[method], description="the key in " + self.key[1])]
         except RpcError:
             auth = []
         return {"protocolVersion": ACP_VERSION, "agentCapabilities": AGENT_CAPABILITIES,
@@ -3839,8 +3820,7 @@ class AcpServer:
             raise RpcError(INVALID_REQUEST, "session %s is running a prompt" % session.id)
         session.busy = True
         session.agent.cancel.clear()    # a stop from now on cancels this prompt
-        worker = threading.Thread(target=self.run_prompt, args=(session, request_id, text))
-        worker.daemon = True
+        worker = threading.Thread(target=self.run_prompt, args=(session, request_id, text), daemon=True)
         self.workers = [w for w in self.workers if w.is_alive()] + [worker]
         worker.start()
         return DEFERRED

@@ -196,6 +196,7 @@ class DetailedUI(g.TerminalUI):
         return g.TerminalUI.paint(self, code, text) if code else text
 
     def clipped(self, text, width):
+        """The text, or as much of it as fits in width columns and then "…"."""
         more = self.glyph["more"]
         return text if cells(text) <= width else text[:fit(text, width - cells(more))] + more
 
@@ -1008,13 +1009,12 @@ class AgentRun:
         except (KeyboardInterrupt, g.Cancelled, g.Terminated) as e:
             self.meta["status"] = "interrupted"
             self.save()
-            by_signal = isinstance(e, g.Terminated)
-            self.ui.notice("%s at %s (loop %d): run `grok-detailed --agent` to resume there" % (
-                "terminated by signal %d" % e.args[0] if by_signal else "interrupted",
-                self.meta["step"], self.meta["loop"]))
-            if by_signal:
+            how, code, _ = g.turn_end(e)     # "interrupted: ..." or "terminated by signal N"
+            self.ui.notice("%s at %s (loop %d): run `grok-detailed --agent` to resume there"
+                           % (how.partition(":")[0], self.meta["step"], self.meta["loop"]))
+            if isinstance(e, g.Terminated):
                 raise
-            return 130
+            return code
         except g.GrokError as e:
             self.meta["status"] = "stopped" if isinstance(e, AgentStopped) else "failed"
             self.meta["error"] = g.scrub(str(e))
