@@ -316,8 +316,7 @@ class AgentError(GrokError):
 
 
 class ContextOverflow(UserError):
-    """A request the server's context window cannot hold: .window its size and .asked its count of
-    the request's tokens, where the server says them (else None)."""
+    """A request too big for the server's window: .window its size, .asked its tokens (or None)."""
 
     def __init__(self, message, window=None, asked=None):
         UserError.__init__(self, message)
@@ -370,8 +369,7 @@ class ContractError(Exception):
 
 
 class RetryableFault(Exception):
-    """A failed attempt worth repeating: .problem says what went wrong (scrubbed), .wait is the
-    seconds the server asked to wait (or None), .broke whether a reply stream broke off."""
+    """Worth another try: .problem (scrubbed), .wait (seconds asked, or None), .broke (a stream)."""
 
     def __init__(self, problem, wait=None, broke=False):
         Exception.__init__(self, problem)
@@ -766,8 +764,7 @@ class Client:
         raise Cancelled("cancelled")
 
     def _attempt(self, request, cancel, on_stream=None, no_retry=None, cap=REPLY_CAP):
-        """One request (method, URL, body, headers) and its whole reply, within GROK_TIMEOUT and
-        `cap` bytes; RetryableFault if worth repeating."""
+        """One try of a request (method, URL, body, headers) within GROK_TIMEOUT and `cap` bytes."""
         conn, reused = self._connect()      # (imports http.client, without ssl for plain http)
         import http.client
         with self._lock:
@@ -1409,27 +1406,21 @@ def tool_web_search(args, ctx):
         return ToolResult("not run: %s; answer with what you have" % e, ok=False)
     except HTTPStatusError as e:
         if e.status in (404, 405, 410, 501):
-            why = "the server has no Responses API (HTTP %d)" % e.status
-            return ctx.withdraw("web_search", why)
-        failed = "HTTP %d: %s" % (e.status, e.server_message())
-        return ToolResult("web search failed: " + failed, ok=False)
+            return ctx.withdraw("web_search", "the server has no Responses API (HTTP %d)" % e.status)
+        return ToolResult("web search failed: HTTP %d: %s" % (e.status, e.server_message()), False)
     except (TransientError, UserError, ContractError) as e:        # ContractError: too long a reply
         return ToolResult("web search failed: %s" % e, ok=False)
-    text, urls = responses_answer(obj if isinstance(obj, dict) else {})
-    if not text:
-        return ToolResult("web search returned no answer", ok=False)
-    sources = "\n\nSources:\n" + "\n".join("- " + u for u in urls[:20]) if urls else ""
-    return ToolResult(text + sources)
-
-
-def responses_answer(obj):
-    """(text, source URLs) of a Responses API reply."""
+    obj = obj if isinstance(obj, dict) else {}      # a Responses API reply: its text, its sources
     parts = [part for item in obj.get("output") or () if isinstance(item, dict)
              for part in item.get("content") or () if isinstance(part, dict)]
     texts = [str(p.get("text") or "") for p in parts if p.get("type") in ("output_text", "text")]
     urls = [a.get("url") for p in parts for a in p.get("annotations") or () if isinstance(a, dict)]
     urls = [u for u in urls + list(obj.get("citations") or ()) if u and isinstance(u, str)]
-    return "\n".join(texts).strip(), list(dict.fromkeys(urls))
+    text = "\n".join(texts).strip()
+    if not text:
+        return ToolResult("web search returned no answer", ok=False)
+    sources = "".join("\n- " + u for u in list(dict.fromkeys(urls))[:20])
+    return ToolResult(text + ("\n\nSources:" + sources if urls else ""))
 
 
 class Tool(namedtuple("Tool", "run doc args input", defaults=(None,))):
@@ -1817,7 +1808,6 @@ def build_system_prompt(cfg, contract, cwd, tools=None):
 
 
 # --- Sessions: append-only JSONL, 0600 in a 0700 directory ---
-
 
 class Session:
     """One conversation on disk. Every write is one appended line."""
@@ -2650,8 +2640,7 @@ class Agent:
         return True
 
     def summarise(self, old):
-        """(the message standing for `old`, what was done): its summary, unless that was cut off
-        or not smaller."""
+        """(the message for `old`, what was done): its summary, unless cut off or not smaller."""
         model, window = self.cfg.summary_model, self.link.window
         window = window if model == self.link.model else model_entry(WINDOWS, model, DEFAULT_WINDOW)
         text = "Conversation to summarise:\n\n" + transcript(old, window)
