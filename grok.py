@@ -176,7 +176,6 @@ class Config:
                             "GROK_API_KEY=... in " + ", ".join(ENV_FILES))
 
     def read_server(self):
-        """The server: where, its prices, and how to talk to it."""
         self.base_url = (own_setting(["GROK_BASE_URL"])[0] or DEFAULT_BASE_URL).rstrip("/")
         url = check_base_url(self.base_url)
         self.xai = ("." + url.hostname).endswith(".x.ai")
@@ -600,9 +599,8 @@ def allow_matches(call, patterns):
 
 
 def rule_globs(call, rules):
-    """The globs of the --allow/--deny rules that speak of this call: a plain glob of any tool;
-    xAI's CLI's `Bash(glob)`, `Write(glob)`, `Edit(glob)`, `Read(glob)` of their kind of tool
-    (`Bash(git:*)`: `git*`; no glob: any such call)."""
+    """The globs of the --allow/--deny rules for this call: any plain glob; xAI CLI's Bash(glob),
+    Write(glob), Edit(glob), Read(glob) of their kind of tool (Bash(git:*): git*; no glob: any)."""
     kinds = {"Bash": "bash", "Write": "write_file", "Edit": "write_file",
              "Read": "read_file list_files"}
     found = [(re.fullmatch(r"(Bash|Write|Edit|Read)(?:\((.*)\))?", r, re.S), r) for r in rules]
@@ -1964,9 +1962,8 @@ def find_session(directory, key):
 # --- The loop: run_turn() -> query() + execute() ---
 
 class UI:
-    """What a front end sees of a turn; every hook is optional. stream_reset(): a reply starts
-    (over), what stream_text showed is void. approve(call): 'yes', 'no' or 'always' (None: no);
-    ask_user(): the answer or None. thought: reasoning as it comes. invalid: a bad reply."""
+    """A front end's hooks of a turn, each optional: stream_reset() (a reply starts: what was streamed
+    before is void), approve(call) ('yes', 'no', 'always'; None: no), ask_user() (None: no one)."""
 
     def _skip(self, *args):
         return None
@@ -2669,9 +2666,8 @@ class Agent:
 
 
 def compact_cut(history, keep, room):
-    """Where the kept tail starts, or None: about `keep` messages from the end, fewer while they
-    pass `room` tokens, at an assistant reply: tool results stay with their calls, and the summary
-    keeps roles alternating."""
+    """Where the kept tail starts, or None: about `keep` messages from the end, fewer while over
+    `room` tokens, at an assistant reply (tool results stay with their calls, roles alternate)."""
     cut = None
     for i, m in enumerate(history[2:], 2):
         over = i <= len(history) - keep or estimate_tokens(history[cut or 0:]) > room
