@@ -1914,7 +1914,7 @@ class Session:
                     cost += float(rec.get("cost_usd") or 0)
                 else:
                     raise ValueError("an unknown record, or not a cost")
-            except (ValueError, KeyError, TypeError, IndexError, RecursionError):   # (UnicodeError)
+            except (ValueError, KeyError, TypeError, IndexError, RecursionError):
                 bad += 1 - self.legacy      # the bash grok's system prompt is left out, not damaged
         if bad:
             self.warn("warning: session %s: skipped %d damaged line(s)" % (self.id, bad))
