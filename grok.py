@@ -3248,8 +3248,7 @@ class HeadlessUI(UI):
     def tool_end(self, call, result):
         if self.events and call.id not in self.announced:       # refused before it started
             self.tool_start(call, "pending")
-        self.emit("tool_call_update", toolCallId=call.id,
-                  status="completed" if result.ok else "failed",
+        self.emit("tool_call_update", toolCallId=call.id, status="completed" if result.ok else "failed",
                   content=text_content(result.output), rawOutput=None, locations=[])
         if not self.json and result.output.startswith("error: "):  # why a bad call did not run
             self.notice("✗ [%s] %s" % (call.name, failure_reason(result.output)))
@@ -3827,9 +3826,8 @@ class AcpServer:
             session.update("tool_call_update", toolCallId=call_id, status="failed", content=ended)
         session.fields.clear()
         t = agent.ledger.turn      # read before the next prompt starts a new count
-        usage = {"inputTokens": t["input"], "outputTokens": t["output"],
-                 "thoughtTokens": t["reasoning"], "cachedReadTokens": t["cached"],
-                 "totalTokens": t["total"]}
+        usage = {"inputTokens": t["input"], "outputTokens": t["output"], "thoughtTokens": t["reasoning"],
+                 "cachedReadTokens": t["cached"], "totalTokens": t["total"]}
         meta = dict(usage, usage=dict(usage), costUsd=round(t["cost"], 8), model=agent.link.model,
                     sessionCostUsd=round(agent.ledger.cost_usd, 8), requestId=session.request_id)
         if note:
