@@ -1685,8 +1685,8 @@ def project_mcp(cfg, ask, notice):
     except (ValueError, AttributeError) as e:
         return notice("%s is not used: %s" % (path, e)) or {}
     import hashlib
-    store = os.path.join(cfg.data_dir, "mcp-approved")
-    known = (read_regular(store, 1 << 20) or (b"",))[0]
+    store, safe = os.path.join(cfg.data_dir, "mcp-approved"), not data_dir_problem(cfg.data_dir)
+    known = (safe and read_regular(store, 1 << 20) or (b"",))[0]     # no approval others planted
     mark = ("%s %s\n" % (hashlib.sha256(data).hexdigest(), os.path.realpath(path))).encode()
     if not specs or mark in known or ask is None and cfg.always_approve:
         return specs
@@ -1696,8 +1696,9 @@ def project_mcp(cfg, ask, notice):
                      for n, s in specs.items())
     if not ask("%s starts MCP servers, as you:%s\nuse them? [y/N] " % (path, visible(listed))):
         return {}
-    if not data_dir_problem(cfg.data_dir):
-        atomic_write(store, known + mark)
+    with suppress(OSError):     # not saved (a read-only data dir): asked again next time
+        if safe:
+            atomic_write(store, known + mark)
     return specs
 
 
