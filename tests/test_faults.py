@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import fast_clock, load_grok, GROK, GROK_DETAILED
+import fakeapi
 from fakeapi import answer, drop, drop_mid_body, error, hang, raw, reply, sse, tools
 from ptyrun import PtyProcess, default_sigint
 
@@ -66,36 +67,32 @@ RUN_TAG = "TESTS_OF_GROK_RUN=%d" % os.getpid()
 os.environ[RUN_TAG.split("=")[0]] = RUN_TAG.split("=")[1]
 
 
+def processes():
+    """(pid, the fields of its /proc stat after the name) of each process still there."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            yield int(pid), Path("/proc", pid, "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+
+
 def procs_with(marker):
     """pids of this test run's live (not zombie) processes whose command line starts with marker."""
     found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
+    for pid, fields in processes():
         try:
-            cmd = Path("/proc", pid, "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
-            state = Path("/proc", pid, "stat").read_text().rsplit(")", 1)[1].split()[0]
-            ours = RUN_TAG.encode() in Path("/proc", pid, "environ").read_bytes().split(b"\0")
+            cmd = Path("/proc", str(pid), "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+            ours = RUN_TAG.encode() in Path("/proc", str(pid), "environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        if cmd.startswith(marker) and state != "Z" and ours:
-            found.append(int(pid))
+        if cmd.startswith(marker) and fields[0] != "Z" and ours:
+            found.append(pid)
     return found
 
 
 def zombie_children(ppid):
     """pids of zombie processes whose parent is ppid."""
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            fields = Path("/proc", pid, "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] == "Z" and int(fields[1]) == ppid:
-            found.append(int(pid))
-    return found
+    return [pid for pid, fields in processes() if fields[0] == "Z" and int(fields[1]) == ppid]
 
 
 def wait_until(predicate, timeout=10, what="condition"):
@@ -123,43 +120,33 @@ def closed_port():
     return port
 
 
-class RawServer:
-    """A TCP server that answers each connection with scripted raw bytes, then closes:
-    for replies http.server cannot produce (bad chunking, bad status lines)."""
+class ScriptedServer(fakeapi.RawServer):
+    """Answers each connection with scripted raw bytes, then closes: for replies http.server
+    cannot produce (bad chunking, bad status lines)."""
 
     def __init__(self, *replies):
-        self.replies = list(replies)
-        self.count = 0
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.url = "http://127.0.0.1:%d/v1" % self.sock.getsockname()[1]
-        threading.Thread(target=self._serve, daemon=True).start()
+        self.replies, self.count = list(replies), 0
+        fakeapi.RawServer.__init__(self, "/v1")
 
-    def _serve(self):
-        while True:
+    def handle(self, conn):
+        with conn:
+            conn.settimeout(5)
+            data = b""
             try:
-                conn, _ = self.sock.accept()
+                while b"\r\n\r\n" not in data:
+                    data += conn.recv(65536)
+                head, _, body = data.partition(b"\r\n\r\n")
+                length = [int(l.split(b":")[1]) for l in head.split(b"\r\n")
+                          if l.lower().startswith(b"content-length:")]
+                while length and len(body) < length[0]:
+                    body += conn.recv(65536)
+                self.count += 1
+                conn.sendall(self.replies.pop(0) if self.replies else b"HTTP/1.1 418 No\r\n\r\n")
             except OSError:
-                return
-            with conn:
-                conn.settimeout(5)
-                data = b""
-                try:
-                    while b"\r\n\r\n" not in data:
-                        data += conn.recv(65536)
-                    head, _, body = data.partition(b"\r\n\r\n")
-                    length = [int(l.split(b":")[1]) for l in head.split(b"\r\n")
-                              if l.lower().startswith(b"content-length:")]
-                    while length and len(body) < length[0]:
-                        body += conn.recv(65536)
-                    self.count += 1
-                    conn.sendall(self.replies.pop(0) if self.replies else b"HTTP/1.1 418 No\r\n\r\n")
-                except OSError:
-                    pass
+                pass
 
     def close(self):
-        self.sock.close()
+        self.server.close()
 
 
 # ================================================================== HTTP faults
@@ -462,7 +449,7 @@ def test_not_json_from_the_server_is_a_clear_error(run, fake):
     b"",
 ])
 def test_broken_http_is_retried_never_a_crash(run, bad):
-    server = RawServer(bad, bad)
+    server = ScriptedServer(bad, bad)
     try:
         p = run("-p", "hi", env={"GROK_BASE_URL": server.url, "GROK_MAX_RETRIES": 1})
     finally:
@@ -795,9 +782,7 @@ def test_ctrl_c_during_the_model_call_cancels_the_turn(run, fake, isolated_env):
         p.send("second question\n")
         p.expect("second answer")
         p.expect("> ")
-        p.sendeof()
-        assert p.wait() == 0
-        no_traceback(p.plain_output)
+        quit_cleanly(p)
     msgs = fake.chat_requests()[1].messages
     assert [m["role"] for m in msgs] == ["system", "user", "assistant", "user"]
     assert msgs[1]["content"] == "first question" and "interrupted" in msgs[2]["content"]
@@ -817,32 +802,41 @@ def test_ctrl_c_while_a_reply_streams_keeps_no_partial_reply(run, fake, isolated
         p.send("more\n")
         p.expect("next")
         p.expect("> ")
-        p.sendeof()
-        assert p.wait() == 0
-        no_traceback(p.plain_output)
+        quit_cleanly(p)
     msgs = session_messages(the_session(isolated_env))
     assert [m["role"] for m in msgs] == ["user", "assistant", "user", "assistant"]
     assert "interrupted" in msgs[1]["content"] and text not in json.dumps(msgs)
+
+
+def quit_cleanly(p):
+    """Ctrl-D at the prompt ends the REPL with exit 0 and no traceback."""
+    p.sendeof()
+    assert p.wait() == 0
+    no_traceback(p.plain_output)
+
+
+def cancel_while_running(p, message, marker, count):
+    """Send message at the prompt, Ctrl-C once `count` processes with marker run, and wait for
+    the prompt and for every one of them to be gone."""
+    p.expect("> ")
+    p.send(message + "\n")
+    wait_until(lambda: len(procs_with(marker)) == count, what="the tools to start")
+    p.sendintr()
+    p.expect(r"\(cancelled\)")
+    p.expect("> ")
+    wait_until(lambda: procs_with(marker) == [], timeout=5, what="the tools to die")
 
 
 def test_ctrl_c_during_a_tool_kills_its_process_group(run, fake, isolated_env):
     marker = "sleep 64.%06d" % os.getpid()          # other test runs on this machine have their own
     fake.add(tools(("bash", {"command": "%s7 & %s8" % (marker, marker)})), answer("after"))
     with pty_grok(run, "-y") as p:
-        p.expect("> ")
-        p.send("run it\n")
-        wait_until(lambda: len(procs_with(marker)) == 2, what="the tool to start")
-        p.sendintr()
-        p.expect(r"\(cancelled\)")
-        p.expect("> ")
-        wait_until(lambda: procs_with(marker) == [], timeout=5, what="the tool to die")
+        cancel_while_running(p, "run it", marker, 2)
         assert zombie_children(p.pid) == []
         p.send("next\n")
         p.expect("after")
         p.expect("> ")
-        p.sendeof()
-        assert p.wait() == 0
-        no_traceback(p.plain_output)
+        quit_cleanly(p)
     msgs = fake.chat_requests()[1].messages
     assert [m["role"] for m in msgs] == ["system", "user", "assistant", "user", "assistant", "user"]
     assert "cancelled" in msgs[3]["content"] and "interrupted" in msgs[4]["content"]
@@ -854,16 +848,8 @@ def test_ctrl_c_during_parallel_tools_kills_them_all(run, fake, isolated_env):
     fake.add(tools(("bash", {"command": marker + "1"}), ("bash", {"command": marker + "2"})),
              answer("after"))
     with pty_grok(run, "-y") as p:
-        p.expect("> ")
-        p.send("run both\n")
-        wait_until(lambda: len(procs_with(marker)) == 2, what="both tools to start")
-        p.sendintr()
-        p.expect(r"\(cancelled\)")
-        p.expect("> ")
-        wait_until(lambda: procs_with(marker) == [], timeout=5, what="the tools to die")
-        p.sendeof()
-        assert p.wait() == 0
-        no_traceback(p.plain_output)
+        cancel_while_running(p, "run both", marker, 2)
+        quit_cleanly(p)
 
 
 def test_ctrl_c_at_the_approval_prompt_cancels_the_turn(run, fake, isolated_env):
@@ -878,9 +864,7 @@ def test_ctrl_c_at_the_approval_prompt_cancels_the_turn(run, fake, isolated_env)
         p.send("go on\n")
         p.expect("after")
         p.expect("> ")
-        p.sendeof()
-        assert p.wait() == 0
-        no_traceback(p.plain_output)
+        quit_cleanly(p)
     assert not (isolated_env.work / "should-not-exist").exists()
     msgs = fake.chat_requests()[1].messages
     assert [m["role"] for m in msgs][-3:] == ["user", "assistant", "user"]
@@ -898,9 +882,7 @@ def test_ctrl_c_during_a_retry_wait(run, fake, isolated_env):
         p.send("again\n")
         p.expect("after")
         p.expect("> ")
-        p.sendeof()
-        assert p.wait() == 0
-        no_traceback(p.plain_output)
+        quit_cleanly(p)
     assert len(fake.chat_requests()) == 2
 
 
@@ -931,9 +913,7 @@ def test_ctrl_c_at_the_prompt_and_ctrl_d(run, fake):
         p.expect("half a line")
         p.sendintr()
         p.expect("> ")
-        p.sendeof()
-        assert p.wait() == 0
-        no_traceback(p.plain_output)
+        quit_cleanly(p)
     assert fake.chat_requests() == []
 
 
@@ -948,9 +928,7 @@ def test_ctrl_c_in_grok_detailed_too(run, fake):
         p.send("second\n")
         p.expect("second answer")
         p.expect("> ")
-        p.sendeof()
-        assert p.wait() == 0
-        no_traceback(p.plain_output)
+        quit_cleanly(p)
 
 
 def test_sigterm_in_the_repl_during_threaded_tools(run, fake, isolated_env):
@@ -990,14 +968,19 @@ def test_sigterm_headless_during_the_model_call(run, fake, isolated_env):
     assert msgs[0] == {"role": "user", "content": "hi"} and "interrupted" in msgs[-1]["content"]
 
 
+def interrupted_headless(run, fake, requests):
+    """`grok -p hi`, sent SIGINT once the fake has `requests` requests: (proc, stdout, stderr)."""
+    proc = subprocess.Popen([sys.executable, str(GROK), "-p", "hi"], env=run.env(), preexec_fn=default_sigint,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert fake.wait_for_requests(requests)
+    proc.send_signal(signal.SIGINT)
+    return (proc,) + proc.communicate(timeout=10)
+
+
 def test_sigint_headless_during_parallel_web_searches(run, fake):
     fake.add(tools(("web_search", {"query": "a"}), ("web_search", {"query": "b"})))
     fake.add(hang(30), hang(30), path="/responses")
-    proc = subprocess.Popen([sys.executable, str(GROK), "-p", "hi"], env=run.env(), preexec_fn=default_sigint,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert fake.wait_for_requests(3)
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=10)
+    proc, out, err = interrupted_headless(run, fake, 3)
     assert proc.returncode == 130
     assert b"Traceback" not in err and b"Exception in thread" not in err
     assert b"cancelled" in err
@@ -1041,11 +1024,7 @@ def test_sighup_headless(run, fake):
 
 def test_ctrl_c_headless_text_mode_exits_130(run, fake):
     fake.add(hang(30))
-    proc = subprocess.Popen([sys.executable, str(GROK), "-p", "hi"], env=run.env(), preexec_fn=default_sigint,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert fake.wait_for_requests(1)
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=10)
+    proc, out, err = interrupted_headless(run, fake, 1)
     assert proc.returncode == 130
     assert b"Traceback" not in err and b"cancelled" in err
 

@@ -371,9 +371,17 @@ def test_bad_mcp_config_file_is_a_user_error(run, tmp_path):
     assert "Traceback" not in r.stderr
 
 
+def zed_stdio_server(name, spec, env):
+    """The stdio MCP server of spec as Zed's ACP SDK passes it in session/new."""
+    from acp.schema import EnvVariable, McpServerStdio
+
+    variables = [EnvVariable(name=k, value=v) for k, v in env.items()]
+    return McpServerStdio(name=name, command=spec["command"], args=spec["args"], env=variables)
+
+
 def test_acp_session_new_passes_a_stdio_server_with_zeds_sdk(run, fake, tmp_path, real):
     import acp
-    from acp.schema import AllowedOutcome, EnvVariable, McpServerStdio, RequestPermissionResponse
+    from acp.schema import AllowedOutcome, RequestPermissionResponse
 
     class Client:
         def __init__(self):
@@ -396,12 +404,7 @@ def test_acp_session_new_passes_a_stdio_server_with_zeds_sdk(run, fake, tmp_path
             client, "setsid", sys.executable, str(GROK), "--acp", env=run.env(), cwd=str(tmp_path)
         ) as (conn, proc):
             await conn.initialize(protocol_version=1)
-            server = McpServerStdio(
-                name="demo",
-                command=real["command"],
-                args=real["args"],
-                env=[EnvVariable(name="X", value="1")],
-            )
+            server = zed_stdio_server("demo", real, {"X": "1"})
             session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[server])
             done = await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("add")])
             return done.stop_reason
@@ -415,7 +418,6 @@ def test_acp_session_new_passes_a_stdio_server_with_zeds_sdk(run, fake, tmp_path
 
 def test_acp_session_cancel_during_an_mcp_call_tells_the_server(run, fake, tmp_path):
     import acp
-    from acp.schema import EnvVariable, McpServerStdio
 
     class Client:
         def __init__(self):
@@ -440,12 +442,7 @@ def test_acp_session_cancel_during_an_mcp_call_tells_the_server(run, fake, tmp_p
             cwd=str(tmp_path),
         ) as (conn, proc):
             await conn.initialize(protocol_version=1)
-            server = McpServerStdio(
-                name="f",
-                command=spec["command"],
-                args=spec["args"],
-                env=[EnvVariable(name=k, value=v) for k, v in spec["env"].items()],
-            )
+            server = zed_stdio_server("f", spec, spec["env"])
             session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[server])
             prompt = asyncio.ensure_future(
                 conn.prompt(session_id=session.session_id, prompt=[acp.text_block("wait")])
