@@ -2200,9 +2200,9 @@ class Link:
         from concurrent.futures import ThreadPoolExecutor
         asker = Client(self.cfg.base_url, self.key[0], WINDOW_ASK_TIMEOUT)
         asks = (("/v1/models", None), ("/props", None), ("/api/show", {"model": self.model}))
-        with ThreadPoolExecutor(len(asks)) as pool:
+        with suppress(RuntimeError), ThreadPoolExecutor(len(asks)) as pool:    # no thread: unasked
             told = list(pool.map(lambda ask: (find_window(asker.probe(*ask)), ask[0]), asks))
-        self.remember_window(*max(told, key=lambda said: said[0] is not None))
+            self.remember_window(*max(told, key=lambda said: said[0] is not None))
 
     def remember_window(self, window, source):
         """Take the window the server said (None: it said none), now and, in the data dir, later."""
