@@ -350,10 +350,9 @@ class HTTPStatusError(Exception):
         words = "n_ctx", "exceed_context_size", "context length", "context window", "context_length"
         if self.status not in (400, 413) or not self.mentions(*words):
             return None
-        text = self.text
-        m = re.search(r'(?i)(?:"n_ctx"\s*:\s*|context (?:window|length) (?:of|is) )(\d+)', text)
+        m = re.search(r'(?i)(?:"n_ctx"\s*:\s*|context (?:window|length) (?:of|is) )(\d+)', self.text)
         size = m and int(m[1])
-        m = re.search(r'(?i)(?:"n_prompt_tokens": ?|requested (?:tokens \()?)(\d+)', text)
+        m = re.search(r'(?i)(?:"n_prompt_tokens": ?|requested (?:tokens \()?)(\d+)', self.text)
         message = "the request does not fit the server's context window%s (HTTP %d): %s" % (
             "" if size is None else " of %d tokens" % size, self.status, self.server_message())
         return ContextOverflow(message, size, m and int(m[1]))
