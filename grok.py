@@ -2339,7 +2339,6 @@ class ToolRunner:
         return result
 
     def context(self, item):
-        """What a tool gets to run the call `item`: these, never the agent."""
         env = {k: v for k, v in os.environ.items() if k not in KEY_VARS}
         return ToolContext(item.cwd, item.sandbox, self.cfg.bash_timeout, self.procs, env,
                            self.cancel, self.ui.ask_user, self.search, self.withdraw)
@@ -2697,7 +2696,6 @@ def final_reply(text):
 
 
 def tool_calls_in(content):
-    """How many tool calls an assistant message asked for."""
     with suppress(ContractError, AttributeError):
         calls = extract_json_object(str(content)).get("tool_calls")
         return len(calls) if isinstance(calls, list) else 0
