@@ -350,10 +350,9 @@ class HTTPStatusError(Exception):
         words = "n_ctx", "exceed_context_size", "context length", "context window", "context_length"
         if self.status not in (400, 413) or not self.mentions(*words):
             return None
-        text = self.text
-        m = re.search(r'(?i)(?:"n_ctx"\s*:\s*|context (?:window|length) (?:of|is) )(\d+)', text)
+        m = re.search(r'(?i)(?:"n_ctx"\s*:\s*|context (?:window|length) (?:of|is) )(\d+)', self.text)
         size = m and int(m[1])
-        m = re.search(r'(?i)(?:"n_prompt_tokens": ?|requested (?:tokens \()?)(\d+)', text)
+        m = re.search(r'(?i)(?:"n_prompt_tokens": ?|requested (?:tokens \()?)(\d+)', self.text)
         message = "the request does not fit the server's context window%s (HTTP %d): %s" % (
             "" if size is None else " of %d tokens" % size, self.status, self.server_message())
         return ContextOverflow(message, size, m and int(m[1]))
@@ -1408,17 +1407,21 @@ def tool_web_search(args, ctx):
         return ToolResult("web search failed: HTTP %d: %s" % (e.status, e.server_message()), False)
     except (TransientError, UserError, ContractError) as e:        # ContractError: too long a reply
         return ToolResult("web search failed: %s" % e, ok=False)
-    obj = obj if isinstance(obj, dict) else {}      # a Responses API reply: its text, its sources
+    text, urls = responses_answer(obj if isinstance(obj, dict) else {})
+    if not text:
+        return ToolResult("web search returned no answer", ok=False)
+    sources = "\n\nSources:\n" + "\n".join("- " + u for u in urls[:20]) if urls else ""
+    return ToolResult(text + sources)
+
+
+def responses_answer(obj):
+    """(text, source URLs) of a Responses API reply."""
     parts = [part for item in obj.get("output") or () if isinstance(item, dict)
              for part in item.get("content") or () if isinstance(part, dict)]
     texts = [str(p.get("text") or "") for p in parts if p.get("type") in ("output_text", "text")]
     urls = [a.get("url") for p in parts for a in p.get("annotations") or () if isinstance(a, dict)]
     urls = [u for u in urls + list(obj.get("citations") or ()) if u and isinstance(u, str)]
-    text = "\n".join(texts).strip()
-    if not text:
-        return ToolResult("web search returned no answer", ok=False)
-    sources = "".join("\n- " + u for u in list(dict.fromkeys(urls))[:20])
-    return ToolResult(text + ("\n\nSources:" + sources if urls else ""))
+    return "\n".join(texts).strip(), list(dict.fromkeys(urls))
 
 
 class Tool(namedtuple("Tool", "run doc args input", defaults=(None,))):
@@ -2200,9 +2203,9 @@ class Link:
         from concurrent.futures import ThreadPoolExecutor
         asker = Client(self.cfg.base_url, self.key[0], WINDOW_ASK_TIMEOUT)
         asks = (("/v1/models", None), ("/props", None), ("/api/show", {"model": self.model}))
-        with ThreadPoolExecutor(len(asks)) as pool:
+        with suppress(RuntimeError), ThreadPoolExecutor(len(asks)) as pool:    # no thread: unasked
             told = list(pool.map(lambda ask: (find_window(asker.probe(*ask)), ask[0]), asks))
-        self.remember_window(*max(told, key=lambda said: said[0] is not None))
+            self.remember_window(*max(told, key=lambda said: said[0] is not None))
 
     def remember_window(self, window, source):
         """Take the window the server said (None: it said none), now and, in the data dir, later."""
@@ -2336,7 +2339,6 @@ class ToolRunner:
         return result
 
     def context(self, item):
-        """What a tool gets to run the call `item`: these, never the agent."""
         env = {k: v for k, v in os.environ.items() if k not in KEY_VARS}
         return ToolContext(item.cwd, item.sandbox, self.cfg.bash_timeout, self.procs, env,
                            self.cancel, self.ui.ask_user, self.search, self.withdraw)
@@ -2694,7 +2696,6 @@ def final_reply(text):
 
 
 def tool_calls_in(content):
-    """How many tool calls an assistant message asked for."""
     with suppress(ContractError, AttributeError):
         calls = extract_json_object(str(content)).get("tool_calls")
         return len(calls) if isinstance(calls, list) else 0

@@ -34,3 +34,10 @@ def test_no_thread_for_an_mcp_server_fails_that_server_not_the_run(run, fake, tm
     no_traceback(r.stderr)
     assert (r.returncode, r.stdout) == (0, "answered without MCP\n"), r.stderr
     assert "MCP server f: failed: can't start new thread" in r.stderr
+
+
+def test_no_thread_to_ask_a_server_its_window_still_answers(run, fake, tmp_path):
+    fake.add(answer("answered, the window a guess"))       # a long request: the window matters
+    r = run("-p", "x " * 20000, env=dict(no_threads(tmp_path), GROK_CONTEXT_WINDOW=""))
+    no_traceback(r.stderr)
+    assert (r.returncode, r.stdout) == (0, "answered, the window a guess\n"), r.stderr
