@@ -4,6 +4,7 @@ against the real MCP server of the `mcp` package and, for the faults, tests/fake
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -463,3 +464,23 @@ def test_acp_session_cancel_during_an_mcp_call_tells_the_server(run, fake, tmp_p
         "method": "notifications/cancelled",
         "params": {"requestId": call_id, "reason": "cancelled by the user"},
     } in received(tmp_path)
+
+
+def test_an_approval_planted_in_a_data_dir_others_can_write_is_not_taken(
+    run, fake, tmp_path, real, isolated_env
+):
+    import hashlib
+
+    path = mcp_json(isolated_env.work / ".mcp.json", proj=real)
+    data = tmp_path / "data"
+    data.mkdir(mode=0o700)
+    mark = "%s %s\n" % (hashlib.sha256(path.read_bytes()).hexdigest(), os.path.realpath(str(path)))
+    (data / "mcp-approved").write_text(mark)
+    data.chmod(0o777)       # anybody could have written that mark
+    with repl(run, tmp_path) as p:
+        p.expect(r"use them\? \[y/N\] ")
+        p.send("n\n")
+        p.expect(PROMPT)
+        p.sendeof()
+        assert p.wait() == 0
+    assert (data / "mcp-approved").read_text() == mark
