@@ -81,7 +81,8 @@ def test_answer_reaches_stdout_before_the_last_chunk_is_sent(run, fake, mode):
         last_chunk.set()
     code, rest, err = finish(proc)
     assert code == 0, err
-    assert done_at is None and sent == chunks - 1     # shown while the fake held back its last chunk
+    # Shown while the fake held back its last chunk (how many it had sent by then varies with load).
+    assert done_at is None and 0 < sent <= chunks - 1
     assert (out.decode() + rest).strip() == STREAMED  # and shown once, whole
     assert fake.chat_requests()[0].json["stream"] is True
     assert fake.chat_requests()[0].json["stream_options"] == {"include_usage": True}
