@@ -1966,8 +1966,8 @@ def find_session(directory, key):
 # --- The loop: run_turn() -> query() + execute() ---
 
 class UI:
-    """A front end's hooks of a turn, each optional: stream_reset() (a reply starts: what was streamed
-    before is void), approve(call) ('yes', 'no', 'always'; None: no), ask_user() (None: no one)."""
+    """A front end's hooks of a turn, each optional: stream_reset() (a new reply: what was streamed
+    is void), approve(call) ('yes', 'no', 'always'; None: no), ask_user() (None: no one)."""
 
     def _skip(self, *args):
         return None
@@ -1983,8 +1983,7 @@ STOP_REASONS = {"length": "max_tokens", "content_filter": "refusal"}    # else e
 
 
 def turn_end(e):
-    """How a turn (or a run) that raised e ended, the one table every front end reads:
-    (message, exit code, ACP stop reason; None: ACP answers an error). Exit code 4: a bug."""
+    """How a turn that raised e ended, for all front ends: (message, exit code, ACP stop reason)."""
     if isinstance(e, Terminated):
         return "terminated by signal %d" % e.args[0], 128 + e.args[0], "cancelled"
     if isinstance(e, (KeyboardInterrupt, Cancelled)):
@@ -2010,8 +2009,7 @@ TURN_KEYS = ("input", "output", "reasoning", "cached", "total", "cost")
 
 
 class Ledger:
-    """What a session spends: its cost, the USD paid requests in flight reserve, the running turn's
-    usage and cost, and its cost limit (COST_LIMIT; /cost changes it for the session)."""
+    """A session's cost, the reserves of requests in flight, the turn's usage, the limit (/cost)."""
 
     def __init__(self, cfg, once, record):
         self.cfg, self.once, self.record, self.limit = cfg, once, record, cfg.cost_limit
@@ -2041,14 +2039,14 @@ class Ledger:
             self.turn[key] += result.cost if key == "cost" else result.tokens[key]
 
     def reserve(self, estimate=0.0):
-        """Before each paid request: LimitReached at the limit or if `estimate` USD more passes it."""
+        """Before a paid request: LimitReached at the limit, or if `estimate` USD more passes it."""
         with self.lock:
-            spent, limit = self.cost_usd + self.reserved, self.limit
-            if 0 < limit <= spent:
-                raise LimitReached("cost limit reached: $%.4f of $%.2f (COST_LIMIT)" % (spent, limit))
-            if 0 < limit < spent + estimate:
+            spent, cap = self.cost_usd + self.reserved, self.limit
+            if 0 < cap <= spent:
+                raise LimitReached("cost limit reached: $%.4f of $%.2f (COST_LIMIT)" % (spent, cap))
+            if 0 < cap < spent + estimate:
                 raise LimitReached("it would pass the cost limit: $%.4f spent or reserved, about "
-                                   "$%.2f more, of $%.2f (COST_LIMIT)" % (spent, estimate, limit))
+                                   "$%.2f more, of $%.2f (COST_LIMIT)" % (spent, estimate, cap))
             self.reserved += estimate
 
     def paid(self, post, model):
@@ -2066,8 +2064,7 @@ class Ledger:
 
 
 class Link:
-    """The session's link to the server: the client, the model, what the server takes of a request
-    (response_format's form, optional fields, streaming) and the model's context window."""
+    """The session's link to the server: client, model, context window, what the server takes."""
 
     def __init__(self, cfg, contract, cancel, notice, ledger, key=None):
         self.cfg, self.contract, self.cancel, self.notice = cfg, contract, cancel, notice
@@ -2075,15 +2072,14 @@ class Link:
         self.client = Client(cfg.base_url, self.key[0], cfg.timeout, cfg.max_retries, cfg.backoff,
                              notice=notice)
         self.format_level = 0           # 0 json_schema, 1 json_object + schema, 2 plain json_object
-        # Request fields a server may reject: each is dropped for the session, with one notice.
         wanted = {"temperature": cfg.temperature, "reasoning_effort": cfg.reasoning_effort}
-        self.optional = {k: v for k, v in wanted.items() if v is not None}
+        self.optional = {k: v for k, v in wanted.items() if v is not None}     # a server may refuse
         self.stream, self.partial = cfg.stream, ""      # partial: the answer text shown so far
         self.use_model(cfg.model)
 
     def chat(self, messages, tools=None, model=None, max_tokens=None, ui=None):
-        """One chat completion, under the contract offering `tools` (None: free text), its reply
-        shown on `ui` as it comes; falling back on response_format and streaming as needed."""
+        """One chat completion under the contract for `tools` (None: free text), shown on `ui`."""
+
         stream, self.partial, contract = True, "", tools is not None
         while True:
             self.ledger.reserve()
@@ -2104,7 +2100,8 @@ class Link:
                 if not self.fall_back(e, contract):
                     raise e.overflow() or self.api_error(e)
             else:
-                return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, ui and ui.thought)
+                streamed = isinstance(obj, ChatResult)
+                return obj if streamed else parse_chat_reply(obj, ui and ui.thought)
 
     def payload(self, messages, tools, model, max_tokens, stream):
         """A chat request's body; the kind of a stored message is not sent."""
@@ -2148,7 +2145,7 @@ class Link:
         rejected = [k for k in self.optional if bad and e.mentions(k, k.replace("_", ""))]
         if rejected:
             self.optional = {k: v for k, v in self.optional.items() if k not in rejected}
-            self.notice("the server rejected %s: not sent for the rest of the session" % ", ".join(rejected))
+            self.notice("the server rejected %s: not sent again this session" % ", ".join(rejected))
             return True
         if self.stream and bad and e.mentions("stream") and not e.overflow():
             self.stream = False
@@ -2196,8 +2193,7 @@ class Link:
         self.window_known = bool(told or cfg.xai)       # else the window is a guess
 
     def learn_window(self):
-        """Ask a server other than xAI's for the model's window, the three ways vLLM, llama.cpp and
-        Ollama answer, at once and briefly; what it says, or its silence, is remembered."""
+        """Ask a non-xAI server for its window (the vLLM, llama.cpp, Ollama ways); remember it."""
         if self.window_known or self.window_key in self.windows:       # (0: asked, not told)
             return
         from concurrent.futures import ThreadPoolExecutor
@@ -2219,16 +2215,15 @@ class Link:
 
 
 class ToolRunner:
-    """A session's tools: those offered (built-in ones not withdrawn, the MCP servers'), approvals
-    (an [a]lways answer lasts the session), and running a reply's calls, at once where they can."""
+    """A session's tools: those offered, approvals ([a]lways lasts the session), running calls."""
 
     def __init__(self, cfg, ui, ui_lock, notice, link, stop, mcp=None):
         self.cfg, self.ui, self.ui_lock, self.notice, self.stop = cfg, ui, ui_lock, notice, stop
         self.cancel, self.search, self.specs, self.mcp = link.cancel, link.search, mcp or {}, []
         self.tool_names, self.withdrawn = list(cfg.tools), {}   # withdrawn: name -> result
         self.procs, self.session_always, self.tool_count = set(), set(), 0     # procs: bash running
-        self.read_dirs = list(cfg.read_dirs)    # agent mode adds its workspace
-        self.lock = threading.Lock()
+        self.read_dirs, self.lock = list(cfg.read_dirs), threading.Lock()   # agent mode adds to it
+
 
     def start_mcp(self, cwd):
         self.mcp = self.mcp or start_mcp(self.specs, cwd, self.notice)
@@ -2312,7 +2307,7 @@ class ToolRunner:
 
     def withdraw(self, name, reason):
         """A tool the server lacks: not offered again; later calls get this result, unsent."""
-        text = "%s is unavailable: %s; it is withdrawn for the rest of this session" % (name, reason)
+        text = "%s is unavailable: %s; withdrawn for the rest of this session" % (name, reason)
         with self.lock:
             if name in self.tool_names:
                 self.tool_names.remove(name)
@@ -2334,7 +2329,8 @@ class ToolRunner:
         except (KeyboardInterrupt, Cancelled):
             raise
         except Exception as e:      # a tool never raises into the loop
-            result = ToolResult("error: %s failed: %s: %s" % (item.name, type(e).__name__, e), ok=False)
+            failed = "error: %s failed: %s: %s" % (item.name, type(e).__name__, e)
+            result = ToolResult(failed, ok=False)
         result.started, result.finished = started, time.time()
         return result
 
@@ -2381,24 +2377,25 @@ class Agent:
         """Go on in `session`: a new one, or a saved one resumed with its history, cost and cwd."""
         if resume and os.path.isfile(session.path):
             session.append()    # the lock first: one process per session, nothing interleaves
-        system, messages, self.ledger.cost_usd, cwd = session.load() if resume else (None, [], 0.0, None)
+        system, messages, cost, cwd = session.load() if resume else (None, [], 0.0, None)
         self.cwd = cwd if cwd and os.path.isdir(cwd) else self.home
         self.runner.start_mcp(self.cwd)       # the session is ours
-        system = system or build_system_prompt(self.cfg, self.contract, self.cwd, self.runner.tools())
+        system = system or build_system_prompt(self.cfg, self.contract, self.cwd,
+                                               self.runner.tools())
         self.messages = [{"role": "system", "content": system}] + messages
         self.context_tokens = estimate_tokens(self.messages) if resume else 0
         replies = [m["content"] for m in messages if m["role"] == "assistant"]
         self.runner.tool_count, self.runner.session_always = sum(map(tool_calls_in, replies)), set()
-        self.step_no, self.last_usage = 0, {}
+        self.step_no, self.last_usage, self.ledger.cost_usd = 0, {}, cost
         if not resume or session.legacy:    # a new session file, its header first
             if session.legacy:      # a bash grok's session is only read: it goes on in a new file
                 session = Session(self.cfg.data_dir, warn=self.notice)
                 self.notice("a session of the bash grok, continued as session %s" % session.id)
-            session.header = {"type": "session", "version": 1, "id": session.id,
-                              "created": now_iso(), "cwd": self.cwd, "model": self.link.model,
-                              "contract": self.contract.name, "system": self.messages[0]["content"]}
-            if len(self.messages) > 1:
-                session.append({"type": "reset", "messages": self.messages[1:]})
+            session.header = dict(type="session", version=1, id=session.id, created=now_iso(),
+                                  cwd=self.cwd, model=self.link.model, contract=self.contract.name,
+                                  system=system)
+            if messages:
+                session.append({"type": "reset", "messages": messages})
         self.session, self.link.client.conv_id = session, session.id
         if resume:      # killed mid-turn (SIGKILL, a crash): close that turn as a cancel would have
             self.close_turn(INTERRUPTED[1])
@@ -2518,8 +2515,8 @@ class Agent:
             reply = parse_reply(result.content, names, result.finish_reason)
         except ContractError as e:
             return self.strike(result, e)
-        self.strikes, content = 0, kept_reply(result.content, reply)
-        calls, answer, limit = reply["tool_calls"], reply.get("response") or "", self.cfg.max_iterations
+        self.strikes, content, limit = 0, kept_reply(result.content, reply), self.cfg.max_iterations
+        calls, answer = reply["tool_calls"], reply.get("response") or ""
         if calls and 0 < limit <= self.rounds and reply["done"] and answer.strip():
             self.notice("tool round limit reached: the answer ends the turn, its calls did not run")
             calls = reply["tool_calls"] = []
@@ -2584,18 +2581,16 @@ class Agent:
             kill_group(proc)
 
     def settle_cancelled(self, *notes):
-        """After a cancelled or failed turn: stop all, close the turn (idempotent); stopped till then."""
+        """After a cancelled or failed turn: stop all, close the turn (idempotent), then clear."""
         self.stop()
         self.close_turn(*notes)
         self.cancel.clear()
 
     def close_turn(self, note=INTERRUPTED[0], unrun=UNRUN):
-        """End an unfinished turn in the history: `unrun` for tool calls that got no results, and a reply
-        `note` with the answer text shown so far. Nothing when the turn had ended (or the last is a note)."""
+        """End an unfinished turn: `unrun` answers calls without results; a reply ends in `note`."""
         last = self.messages[-1]
         answered = last["role"] == "assistant" and not tool_calls_in(last["content"])
-        ended = last.get("kind") == "note" or answered
-        if len(self.messages) < 2 or ended:
+        if len(self.messages) < 2 or answered or last.get("kind") == "note":
             return
         if last["role"] == "assistant":
             self.add({"role": "user", "content": unrun})
@@ -2691,8 +2686,8 @@ def transcript(messages, window):
 
 
 def final_reply(text):
-    """An assistant message that ends the turn with `text` as its answer."""
-    return {"role": "assistant", "content": json.dumps({"tool_calls": [], "response": text, "done": True})}
+    answer = {"tool_calls": [], "response": text, "done": True}
+    return {"role": "assistant", "content": json.dumps(answer)}
 
 
 def tool_calls_in(content):
@@ -2704,35 +2699,36 @@ def tool_calls_in(content):
 
 def tool_results_message(results, note=None):
     """The one user message that carries a round's results, in call order."""
-    text = "Tool results:\n\n" + "\n\n".join("[%d] %s %s\n%s" % (i.index + 1, i.name, i.shown, r.output)
-                                             for i, r in results)
+    text = "Tool results:\n\n" + "\n\n".join(
+        "[%d] %s %s\n%s" % (i.index + 1, i.name, i.shown, r.output) for i, r in results)
     failed = ["[%d] %s (%s)" % (item.index + 1, item.name, failure_reason(result.output))
               for item, result in results if not result.ok]
     if failed:
-        text += ("\n\n[Self-correction] These tool calls failed: %s. Before you go on, work out "
-                 "what went wrong and adjust: wrong arguments, a missing prerequisite, or another tool."
-                 % "; ".join(failed))
+        text += ("\n\n[Self-correction] These tool calls failed: %s. Before you go on, work "
+                 "out what went wrong and adjust: wrong arguments, a missing prerequisite, or "
+                 "another tool." % "; ".join(failed))
     return text + "\n\n" + note if note else text
 
 
 def failure_reason(output):
     """One short line saying why a tool call failed: bash's closing note, else the first line."""
-    lines = [line.strip() for line in output.strip().splitlines() if line.strip()] or ["no output"]
-    reason = lines[-1].strip("[]") if lines[-1].startswith("[") and lines[-1].endswith("]") else lines[0]
+    lines = [line.strip() for line in output.splitlines() if line.strip()] or ["no output"]
+    reason = lines[-1].strip("[]") if re.fullmatch(r"\[.*\]", lines[-1]) else lines[0]
+
     return reason if len(reason) <= 100 else reason[:97] + "..."
 
 
 def find_window(obj, depth=0):
-    """The context window in a server's self-description: the first positive integer under a known
-    key (Ollama's "llama.context_length" too, and num_ctx in its parameters text), a few levels deep."""
-    keys = ("num_ctx", "n_ctx", "max_model_len", "context_length", "context_window", "max_context_length")
+    """The context window in a server's self-description (a positive int under a known key)."""
+    keys = "num_ctx n_ctx max_model_len context_length context_window max_context_length".split()
     for key, value in obj.items() if isinstance(obj, dict) else ():
         text = value if key == "parameters" and isinstance(value, str) else ""
         found = re.search(r"\bnum_ctx\s+(\d+)", text)
         if found or (str(key).split(".")[-1] in keys and type(value) is int and value > 0):
             return int(found.group(1)) if found else value
     children = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, list) else ()
-    return next(filter(None, (find_window(c, depth + 1) for c in children)), None) if depth < 3 else None
+    return next(filter(None, (find_window(c, depth + 1) for c in children if depth < 3)), None)
+
 
 
 def estimate_tokens(messages):
