@@ -2079,7 +2079,6 @@ class Link:
 
     def chat(self, messages, tools=None, model=None, max_tokens=None, ui=None):
         """One chat completion under the contract for `tools` (None: free text), shown on `ui`."""
-
         stream, self.partial, contract = True, "", tools is not None
         while True:
             self.ledger.reserve()
@@ -2105,10 +2104,9 @@ class Link:
 
     def payload(self, messages, tools, model, max_tokens, stream):
         """A chat request's body; the kind of a stored message is not sent."""
-        sent = [{"role": m["role"], "content": m["content"]} for m in messages]
         max_tokens = max_tokens or self.cfg.max_tokens or self.contract.max_tokens
-        payload = {"model": model or self.model, "messages": sent, "max_tokens": max_tokens}
-        payload.update(self.optional)
+        payload = dict(model=model or self.model, max_tokens=max_tokens, **self.optional)
+        payload["messages"] = [{"role": m["role"], "content": m["content"]} for m in messages]
         if tools is not None:       # under the contract
             schema = self.contract.schema(tools)
             named = {"name": self.contract.name, "schema": schema}
@@ -2224,7 +2222,6 @@ class ToolRunner:
         self.procs, self.session_always, self.tool_count = set(), set(), 0     # procs: bash running
         self.read_dirs, self.lock = list(cfg.read_dirs), threading.Lock()   # agent mode adds to it
 
-
     def start_mcp(self, cwd):
         self.mcp = self.mcp or start_mcp(self.specs, cwd, self.notice)
 
@@ -2262,8 +2259,7 @@ class ToolRunner:
         return list(zip(items, results))
 
     def run_together(self, items, results):
-        """Run tool calls on a pool of at most MAX_CALLS threads, each result finished on this
-        thread as it comes: the one place tools run. One call runs here, all if no thread starts."""
+        """The one place tools run: up to MAX_CALLS threads, each result finished on this thread."""
         todo, finished, threads = items[::-1], queue.Queue(), []
 
         def work():
@@ -2358,8 +2354,7 @@ class ToolRunner:
 
 
 class Agent:
-    """One conversation with the model: the session (messages, file, cwd), the turn loop, cancelling
-    and compaction. Its parts: the ledger (cost), the link (the server) and the runner (tools)."""
+    """One conversation with the model: its session, turn loop, cancelling and compaction."""
 
     def __init__(self, cfg, ui=None, contract=MINIMAL, session=None, resume=False, cwd=None,
                  mcp=None, key=None):
@@ -2384,9 +2379,9 @@ class Agent:
                                                self.runner.tools())
         self.messages = [{"role": "system", "content": system}] + messages
         self.context_tokens = estimate_tokens(self.messages) if resume else 0
-        replies = [m["content"] for m in messages if m["role"] == "assistant"]
-        self.runner.tool_count, self.runner.session_always = sum(map(tool_calls_in, replies)), set()
-        self.step_no, self.last_usage, self.ledger.cost_usd = 0, {}, cost
+        self.runner.tool_count = sum(map(tool_calls_in, messages))
+        self.runner.session_always, self.step_no, self.last_usage = set(), 0, {}
+        self.ledger.cost_usd = cost
         if not resume or session.legacy:    # a new session file, its header first
             if session.legacy:      # a bash grok's session is only read: it goes on in a new file
                 session = Session(self.cfg.data_dir, warn=self.notice)
@@ -2589,7 +2584,7 @@ class Agent:
     def close_turn(self, note=INTERRUPTED[0], unrun=UNRUN):
         """End an unfinished turn: `unrun` answers calls without results; a reply ends in `note`."""
         last = self.messages[-1]
-        answered = last["role"] == "assistant" and not tool_calls_in(last["content"])
+        answered = last["role"] == "assistant" and not tool_calls_in(last)
         if len(self.messages) < 2 or answered or last.get("kind") == "note":
             return
         if last["role"] == "assistant":
@@ -2622,11 +2617,10 @@ class Agent:
         summary, how = self.summarise(old)
         if self.request and not any(m is self.request for m in tail):
             request = self.request["content"]
-            rest = "\n[... the rest of the request is in the summary]" * (len(request) > 4000)
-            summary["content"] += "\n\n[The request being worked on, verbatim]\n" + request[:4000]
-            summary["content"] += rest
+            summary += "\n\n[The request being worked on, verbatim]\n" + request[:4000]
+            summary += "\n[... the rest of the request is in the summary]" * (len(request) > 4000)
         before = estimate_tokens(self.messages)
-        self.reset([summary] + tail)
+        self.reset([{"role": "user", "kind": "summary", "content": summary}] + tail)
         self.context_tokens = estimate_tokens(self.messages)
         self.notice("%s (about %d -> %d tokens)" % (how, before, self.context_tokens))
         if self.context_pct() >= pct:
@@ -2635,7 +2629,7 @@ class Agent:
         return True
 
     def summarise(self, old):
-        """(the message for `old`, what was done): its summary, unless cut off or not smaller."""
+        """(the text for `old`, what was done): its summary, unless cut off or not smaller."""
         model, window = self.cfg.summary_model, self.link.window
         window = window if model == self.link.model else model_entry(WINDOWS, model, DEFAULT_WINDOW)
         text = "Conversation to summarise:\n\n" + transcript(old, window)
@@ -2655,7 +2649,7 @@ class Agent:
             why = "cut off at %d tokens" % limit if cut_off else "not smaller"
             how = "dropped the %d oldest messages: the summary was %s" % (len(old), why)
             summary = "[%d older messages were dropped to fit the context window]" % len(old)
-        return {"role": "user", "kind": "summary", "content": summary}, how
+        return summary, how
 
     def close(self):
         self.link.client.close()
@@ -2664,8 +2658,7 @@ class Agent:
 
 
 def compact_cut(history, keep, room):
-    """Where the kept tail starts, or None: about `keep` messages from the end, fewer while over
-    `room` tokens, at an assistant reply (tool results stay with their calls, roles alternate)."""
+    """Where the kept tail starts (at a reply, so results stay with their calls), or None."""
     cut = None
     for i, m in enumerate(history[2:], 2):
         over = i <= len(history) - keep or estimate_tokens(history[cut or 0:]) > room
@@ -2676,8 +2669,7 @@ def compact_cut(history, keep, room):
 
 def transcript(messages, window):
     """Messages as text for the summariser: each capped, the whole within its `window`."""
-    text = "\n\n".join("[%s] %s" % (m.get("role"), str(m.get("content", ""))[:3000])
-                       for m in messages)
+    text = "\n\n".join("[%s] %s" % (m["role"], str(m["content"])[:3000]) for m in messages)
     limit = max(1000, window - 3000)    # characters: fits even at a token each, beside the summary
     head, extra = limit // 3, len(text) - limit
     if extra <= 0:
@@ -2690,10 +2682,10 @@ def final_reply(text):
     return {"role": "assistant", "content": json.dumps(answer)}
 
 
-def tool_calls_in(content):
+def tool_calls_in(message):
     with suppress(ContractError, AttributeError):
-        calls = extract_json_object(str(content)).get("tool_calls")
-        return len(calls) if isinstance(calls, list) else 0
+        calls = extract_json_object(str(message["content"])).get("tool_calls")
+        return len(calls) if isinstance(calls, list) and message["role"] == "assistant" else 0
     return 0
 
 
@@ -2714,7 +2706,6 @@ def failure_reason(output):
     """One short line saying why a tool call failed: bash's closing note, else the first line."""
     lines = [line.strip() for line in output.splitlines() if line.strip()] or ["no output"]
     reason = lines[-1].strip("[]") if re.fullmatch(r"\[.*\]", lines[-1]) else lines[0]
-
     return reason if len(reason) <= 100 else reason[:97] + "..."
 
 
@@ -2728,7 +2719,6 @@ def find_window(obj, depth=0):
             return int(found.group(1)) if found else value
     children = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, list) else ()
     return next(filter(None, (find_window(c, depth + 1) for c in children if depth < 3)), None)
-
 
 
 def estimate_tokens(messages):
