@@ -2071,10 +2071,9 @@ class Link:
         self.ledger, self.key = ledger, key or (cfg.api_key, cfg.key_source)
         self.client = Client(cfg.base_url, self.key[0], cfg.timeout, cfg.max_retries, cfg.backoff,
                              notice=notice)
-        self.format_level = 0           # 0 json_schema, 1 json_object + schema, 2 plain json_object
         wanted = {"temperature": cfg.temperature, "reasoning_effort": cfg.reasoning_effort}
         self.optional = {k: v for k, v in wanted.items() if v is not None}     # a server may refuse
-        self.stream, self.partial = cfg.stream, ""      # partial: the answer text shown so far
+        self.stream, self.partial, self.format_level = cfg.stream, "", 0    # partial: shown so far
         self.use_model(cfg.model)
 
     def chat(self, messages, tools=None, model=None, max_tokens=None, ui=None):
@@ -2182,9 +2181,9 @@ class Link:
         cfg, self.model, self.windows = self.cfg, model, {}
         self.window_key = "%s %s" % (cfg.base_url, model)
         mine = not open_to_others(cfg.data_dir, (os.getuid(),))     # else a planted file is unread
-        got = mine and read_regular(os.path.join(cfg.data_dir, "windows.json"), 1 << 20)
+        got = mine and read_regular(cfg.data_dir + "/windows.json", 1 << 20)
         with suppress(TypeError, ValueError, AttributeError):      # no file, no JSON object
-            said = json.loads(got[0]).items() if got else ()
+            said = json.loads(got[0]).items()
             self.windows = {k: n for k, n in said if type(n) is int and n >= 0}
         told = cfg.window_set or self.windows.get(self.window_key)
         self.window = told or model_entry(WINDOWS, model, DEFAULT_WINDOW)
@@ -2318,10 +2317,10 @@ class ToolRunner:
             if self.cancel.is_set():        # the turn was cancelled after this call was approved
                 raise Cancelled("cancelled")
             why = self.withdrawn.get(item.name) or arg_problem(item.name, item.args)     # not run
-            if why:
-                result = ToolResult(why, False)
-            else:
-                result = self.tools()[item.name].run(item.args, self.context(item))
+            env = {k: v for k, v in os.environ.items() if k not in KEY_VARS}
+            ctx = ToolContext(item.cwd, item.sandbox, self.cfg.bash_timeout, self.procs, env,
+                              self.cancel, self.ui.ask_user, self.search, self.withdraw)
+            result = ToolResult(why, False) if why else self.tools()[item.name].run(item.args, ctx)
         except (KeyboardInterrupt, Cancelled):
             raise
         except Exception as e:      # a tool never raises into the loop
@@ -2329,11 +2328,6 @@ class ToolRunner:
             result = ToolResult(failed, ok=False)
         result.started, result.finished = started, time.time()
         return result
-
-    def context(self, item):
-        env = {k: v for k, v in os.environ.items() if k not in KEY_VARS}
-        return ToolContext(item.cwd, item.sandbox, self.cfg.bash_timeout, self.procs, env,
-                           self.cancel, self.ui.ask_user, self.search, self.withdraw)
 
     def finish_tool(self, item, result):
         if not result.finished:     # it did not run
@@ -2379,9 +2373,8 @@ class Agent:
                                                self.runner.tools())
         self.messages = [{"role": "system", "content": system}] + messages
         self.context_tokens = estimate_tokens(self.messages) if resume else 0
-        self.runner.tool_count = sum(map(tool_calls_in, messages))
+        self.runner.tool_count, self.ledger.cost_usd = sum(map(tool_calls_in, messages)), cost
         self.runner.session_always, self.step_no, self.last_usage = set(), 0, {}
-        self.ledger.cost_usd = cost
         if not resume or session.legacy:    # a new session file, its header first
             if session.legacy:      # a bash grok's session is only read: it goes on in a new file
                 session = Session(self.cfg.data_dir, warn=self.notice)
