@@ -1976,12 +1976,6 @@ class UI:
     answer = notice = thought = ask_user = approve = invalid = _skip
 
 
-ToolCall = namedtuple("ToolCall", "index name args id cwd shown sandbox")     # shown: scrubbed
-
-
-STOP_REASONS = {"length": "max_tokens", "content_filter": "refusal"}    # else end_turn
-
-
 def turn_end(e):
     """How a turn that raised e ended, for all front ends: (message, exit code, ACP stop reason)."""
     if isinstance(e, Terminated):
@@ -2006,6 +2000,8 @@ SUMMARY_PROMPT = ("You summarise an AI agent's conversation and tool history so 
                   "continue. Keep the user's goals and requests, decisions, facts learned, files "
                   "and commands involved, and open tasks. Be concise; plain text.")
 TURN_KEYS = ("input", "output", "reasoning", "cached", "total", "cost")
+STOP_REASONS = {"length": "max_tokens", "content_filter": "refusal"}    # else end_turn
+ToolCall = namedtuple("ToolCall", "index name args id cwd shown sandbox")     # shown: scrubbed
 
 
 class Ledger:
@@ -2132,22 +2128,21 @@ class Link:
 
     def fall_back(self, e, contract):
         """Whether the request can go again without what the server rejected (for the session)."""
+        bad = e.status in (400, 422)
+        rejected = [k for k in self.optional if bad and e.mentions(k, k.replace("_", ""))]
         if contract and self.format_rejected(e) and self.format_level < 2:
             self.format_level += 1
             self.notice("the server rejected response_format; falling back to %s" % (
                 "json_object (the schema is still sent)" if self.format_level == 1 else
                 "plain json_object (the schema is only described in the prompt)"))
-            return True
-        bad = e.status in (400, 422)
-        rejected = [k for k in self.optional if bad and e.mentions(k, k.replace("_", ""))]
-        if rejected:
+        elif rejected:
             self.optional = {k: v for k, v in self.optional.items() if k not in rejected}
             self.notice("the server rejected %s: not sent again this session" % ", ".join(rejected))
-            return True
-        if self.stream and bad and e.mentions("stream") and not e.overflow():
+        elif self.stream and bad and e.mentions("stream") and not e.overflow():
             self.stream = False
-            return True
-        return False
+        else:
+            return False
+        return True
 
     @staticmethod
     def format_rejected(e):
@@ -2396,8 +2391,8 @@ class Agent:
     def once(self, key, text, remember=False):
         """A notice given once a session; remember: once ever (the keys kept in the data dir)."""
         key, path = scrub(key), os.path.join(self.cfg.data_dir, "told")
-        told = remember and (read_regular(path, 65536) or [b""])[0].decode("utf-8", "replace")
-        if key not in self.said and key not in (told or "").split("\n"):
+        told = (remember and read_regular(path, 65536) or [b""])[0].decode("utf-8", "replace")
+        if key not in self.said and key not in told.split("\n"):
             self.said.add(key)
             self.notice(text)
             if remember and not data_dir_problem(self.cfg.data_dir):
@@ -2597,10 +2592,9 @@ class Agent:
             self.compact()
 
     def compact(self, keep=6, to_request=False):
-        """Summarise older history, keeping the recent tail and, mid-turn, the request verbatim;
-        False: too little. to_request (after an overflow): all of it if need be (request quoted)."""
+        """Summarise all but the recent tail (to_request: all if need be); False: too little."""
         self.link.learn_window()
-        pct = self.cfg.compact_threshold if self.cfg.compact_threshold > 0 else 75.0
+        pct = self.cfg.compact_threshold or 75.0
         history = self.messages[1:]
         cut = compact_cut(history, keep, self.link.window * pct / 200.0)
         cut = len(history) if cut is None and to_request and len(history) > 1 else cut
@@ -2636,13 +2630,12 @@ class Agent:
                           % (model, e))
         self.ledger.add_cost(result.usage, model, kind="compaction")
         text, cut_off = (result.content or "").strip(), result.finish_reason == "length"
-        how = "compacted %d older messages into a summary" % len(old)
-        summary = "[Summary of the earlier conversation, compacted]\n" + text
-        if cut_off or not text or len(text) // 4 >= old_tokens:
-            why = "cut off at %d tokens" % limit if cut_off else "not smaller"
-            how = "dropped the %d oldest messages: the summary was %s" % (len(old), why)
-            summary = "[%d older messages were dropped to fit the context window]" % len(old)
-        return summary, how
+        if text and not cut_off and len(text) // 4 < old_tokens:
+            return ("[Summary of the earlier conversation, compacted]\n" + text,
+                    "compacted %d older messages into a summary" % len(old))
+        why = "cut off at %d tokens" % limit if cut_off else "not smaller"
+        return ("[%d older messages were dropped to fit the context window]" % len(old),
+                "dropped the %d oldest messages: the summary was %s" % (len(old), why))
 
     def close(self):
         self.link.client.close()
