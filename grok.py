@@ -2381,7 +2381,7 @@ class Agent:
                 session.append({"type": "reset", "messages": messages})
         self.session, self.link.client.conv_id = session, session.id
         if resume:      # killed mid-turn (SIGKILL, a crash): close that turn as a cancel would have
-            self.close_turn(INTERRUPTED[1])
+            self.settle_cancelled(INTERRUPTED[1])
 
     # -- bookkeeping ---------------------------------------------------------
     def notice(self, text):
@@ -2563,23 +2563,19 @@ class Agent:
         for proc in list(self.runner.procs):
             kill_group(proc)
 
-    def settle_cancelled(self, *notes):
-        """After a cancelled or failed turn: stop all, close the turn (idempotent), then clear."""
+    def settle_cancelled(self, note=INTERRUPTED[0], unrun=UNRUN):
+        """After a cancelled or failed turn, stop all; an unfinished turn ends in the history
+        (once): `unrun` answers its calls without results, a reply ends in `note`."""
         self.stop()
-        self.close_turn(*notes)
-        self.cancel.clear()
-
-    def close_turn(self, note=INTERRUPTED[0], unrun=UNRUN):
-        """End an unfinished turn: `unrun` answers calls without results; a reply ends in `note`."""
         last = self.messages[-1]
         answered = last["role"] == "assistant" and not tool_calls_in(last)
-        if len(self.messages) < 2 or answered or last.get("kind") == "note":
-            return
-        if last["role"] == "assistant":
-            self.add({"role": "user", "content": unrun})
-        elif self.link.partial.strip():
-            note = self.link.partial.rstrip() + "\n\n" + note
-        self.add(final_reply(note))
+        if len(self.messages) > 1 and not answered and last.get("kind") != "note":
+            if last["role"] == "assistant":
+                self.add({"role": "user", "content": unrun})
+            elif self.link.partial.strip():
+                note = self.link.partial.rstrip() + "\n\n" + note
+            self.add(final_reply(note))
+        self.cancel.clear()
 
     # -- compaction ----------------------------------------------------------
     def maybe_compact(self):
