@@ -2074,7 +2074,7 @@ class Link:
 
     def chat(self, messages, tools=None, model=None, max_tokens=None, ui=None):
         """One chat completion under the contract for `tools` (None: free text), shown on `ui`."""
-        stream, self.partial, contract = True, "", tools is not None
+        stream, self.partial, contract, thought = True, "", tools is not None, ui and ui.thought
         while True:
             self.ledger.reserve()
             payload = self.payload(messages, tools, model, max_tokens, self.stream and stream)
@@ -2094,8 +2094,7 @@ class Link:
                 if not self.fall_back(e, contract):
                     raise e.overflow() or self.api_error(e)
             else:
-                streamed = isinstance(obj, ChatResult)
-                return obj if streamed else parse_chat_reply(obj, ui and ui.thought)
+                return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, thought)
 
     def payload(self, messages, tools, model, max_tokens, stream):
         """A chat request's body; the kind of a stored message is not sent."""
@@ -2506,19 +2505,18 @@ class Agent:
             content = json.dumps(reply)
         self.add({"role": "assistant", "content": content})
         self.ui.reply(reply, self.step_no)
-        if not calls:
-            self.finish_step(result)
-            return answer
-        self.rounds += 1
+        self.rounds += bool(calls)
         try:        # the model call is complete even when a tool is denied or cancelled
-            if 0 < limit < self.rounds:
+            if calls and 0 < limit < self.rounds:
                 raise LimitReached("tool round limit reached: the model still wanted tools after "
                                    "%d round%s; its last calls were not run (GROK_MAX_ITERATIONS "
                                    "or --max-tool-rounds raise it, 0 = no limit)"
                                    % (limit, "" if limit == 1 else "s"), "rounds")
-            results = self.runner.execute(calls, self.step_no, self.cwd)
+            results = self.runner.execute(calls, self.step_no, self.cwd) if calls else []
         finally:
             self.finish_step(result)
+        if not calls:
+            return answer
         note = LAST_ROUND % limit if self.rounds == limit else None
         same = self.seen(results)       # rounds in a row with these calls and results
         self.add({"role": "user", "content": tool_results_message(results, NUDGE.get(same, note))})
