@@ -4059,7 +4059,7 @@ def list_models(argv):
     try:
         ids = server_models(client) or ids
     except Exception as e:          # unreachable, refused, not a model list: the built-in table
-        why = (e.problem if isinstance(e, RetryableFault) else str(e) or type(e).__name__)[:200]
+        why = (str(e) or type(e).__name__)[:200]       # a RetryableFault's str() is its problem
         note = "cannot list the models of %s (%s); the built-in list follows" % (cfg.base_url, why)
         sys.stderr.write(visible(scrub("grok: " + note)) + "\n")
     ids = ids if cfg.model in ids else [cfg.model] + ids
