@@ -735,8 +735,7 @@ class Client:
             return self.get(re.sub("/v1$", "", self.prefix) + path, payload)
 
     def post(self, path, payload, on_stream=None, cancel=None, no_retry=None, cap=REPLY_CAP):
-        """The JSON reply, or on_stream(reader) for an event stream; retries dropped connections,
-        timeouts, 429 and 5xx with backoff (then a TransientError); else HTTPStatusError."""
+        """The JSON reply (or on_stream(reader)); faults, 429 and 5xx retried with backoff."""
         headers = {**self.headers, "User-Agent": "grok.py/" + __version__}
         if self.conv_id:
             headers["x-grok-conv-id"] = self.conv_id
@@ -763,7 +762,6 @@ class Client:
     def _attempt(self, request, cancel, on_stream=None, no_retry=None, cap=REPLY_CAP):
         """One try of a request (method, URL, body, headers) within GROK_TIMEOUT and `cap` bytes."""
         conn, reused = self._connect()      # (imports http.client, without ssl for plain http)
-        import http.client
         with self._lock:
             self._busy.add(conn)
         reusable, started = False, time.monotonic()
@@ -772,7 +770,7 @@ class Client:
             deadline.start()        # it shuts the socket, cutting any read, however slow
         try:
             resp = self._send(conn, reused, request, cancel)
-            reader, ctype = ReplyReader(resp, cap), resp.getheader("Content-Type") or ""
+            reader, ctype = ReplyReader(resp, cap), resp.getheader("Content-Type") or "-"
             page = "html" in ctype and resp.status not in RETRY_STATUSES     # no API's answer
             if resp.status >= 300 and not page:
                 error = self._refusal(resp, reader, no_retry)
@@ -782,15 +780,12 @@ class Client:
                 result = on_stream(reader)
                 reader.read()       # the end of the chunked body, so the connection can be reused
             else:
-                result = self._json(request, resp, reader.read())
+                result = self._json(request, resp, ctype, reader.read())
             reusable = not resp.will_close
             return result
         except Exception as e:      # a read cut at the deadline may end in any of these
-            if self.timeout and time.monotonic() - started >= self.timeout:
-                e = TimeoutError()
-            elif not isinstance(e, (OSError, StreamBroken, http.client.HTTPException, ValueError)):
-                raise       # (ValueError: defensive: no parse error in http.client ends the REPL)
-            raise self._fault(e)
+            late = self.timeout and time.monotonic() - started >= self.timeout
+            raise self._fault(TimeoutError() if late else e)
         finally:
             deadline.cancel()
             self._release(conn, reusable)       # (shut by a late deadline: _send reconnects)
@@ -812,9 +807,8 @@ class Client:
         what = ("rate limited" if status == 429 else "server error", status, err.server_message())
         return RetryableFault(scrub("%s (HTTP %d): %s" % what), wait)
 
-    def _json(self, request, resp, data):
+    def _json(self, request, resp, ctype, data):
         """The reply's JSON; if it is HTML or no JSON, a UserError naming the URL and the reply."""
-        ctype = resp.getheader("Content-Type") or "-"
         with suppress(ValueError, RecursionError):
             if "html" not in ctype:
                 return json.loads(data.decode("utf-8", "replace"))
@@ -827,8 +821,10 @@ class Client:
                               % (method, url, resp.status, ctype, said)))
 
     def _fault(self, e):
-        """The RetryableFault saying what went wrong, or an error where retrying cannot help."""
+        """What to raise for e: a RetryableFault, an error retrying cannot help, or e (no fault)."""
         import http.client
+        if not isinstance(e, (OSError, StreamBroken, http.client.HTTPException, ValueError)):
+            return e        # (ValueError: defensive: no parse error in http.client ends the REPL)
         ssl = sys.modules.get("ssl")
         if ssl and isinstance(e, ssl.CertificateError):
             why = getattr(e, "verify_message", None) or e
@@ -879,8 +875,7 @@ class ReplyReader:
 
 
 def find_proxy(scheme, host):
-    """(host, port, headers) of the proxy in http_proxy / https_proxy (or upper case), unless
-    no_proxy exempts host; headers: Proxy-Authorization for a user:password in its URL."""
+    """(host, port, headers) of the http(s)_proxy, or None (none set, or no_proxy exempts host)."""
     url = os.environ.get(scheme + "_proxy") or os.environ.get(scheme.upper() + "_PROXY")
     if not url:
         return None
@@ -913,19 +908,17 @@ class ChatResult:
 
 
 def read_chat_stream(resp, on_delta, on_thought=None):
-    """A ChatResult of an SSE chat stream: usage may come in any chunk, reasoning_content goes to
-    on_thought. An error sent in the stream (as llama.cpp's error: lines) raises HTTPStatusError."""
+    """A ChatResult of an SSE chat stream; an error in it (llama.cpp: an error: line) is raised."""
     parts, finish, usage, response_id = [], None, None, None
     for line in iter(resp.readline, b""):
         field, _, data = line.strip().partition(b":")
-        data, chunk = data.strip(), None
+        data = data.strip()
         if field == b"data" and data == b"[DONE]":
             break
-        if field == b"data":
-            try:
-                chunk = json.loads(data.decode("utf-8", "replace"))
-            except (ValueError, RecursionError):
-                raise StreamBroken("a stream chunk was not JSON: %r" % data[:80])
+        try:
+            chunk = json.loads(data.decode("utf-8", "replace")) if field == b"data" else None
+        except (ValueError, RecursionError):
+            raise StreamBroken("a stream chunk was not JSON: %r" % data[:80])
         if field == b"error" or isinstance(chunk, dict) and chunk.get("error"):
             code = re.search(rb'"code"\s*:\s*([45]\d\d)\b', data)      # the status, else 500
             raise HTTPStatusError(int(code.group(1)) if code else 500, data)
@@ -949,18 +942,16 @@ def read_chat_stream(resp, on_delta, on_thought=None):
 
 def deliver(piece, callback):
     """piece if it is text (given to callback, if any), else ""."""
-    if not isinstance(piece, str) or not piece:
-        return ""
-    if callback:
+    piece = piece if isinstance(piece, str) else ""
+    if piece and callback:
         callback(piece)
     return piece
 
 
 def parse_chat_reply(obj, on_thought=None):
     obj = obj if isinstance(obj, dict) else {}
-    choices = obj.get("choices")
+    choices, usage = obj.get("choices"), obj.get("usage")
     choice = choices[0] if isinstance(choices, list) and choices else None
-    usage = obj.get("usage")
     if not isinstance(choice, dict):
         if obj.get("error"):
             raise HTTPStatusError(500, json.dumps(obj).encode())
@@ -1043,11 +1034,10 @@ class Contract(namedtuple("Contract", "name extra_properties extra_prompt max_to
                                                    "args": tool.schema()},
                   "required": ["tool", "args"], "additionalProperties": False}
                  for name, tool in tools.items()]
-        props = dict(self.extra_properties)
         items = {"anyOf": calls} if calls else {"type": "object"}   # {} breaks llama.cpp's grammars
-        props.update({"tool_calls": {"type": "array", "items": items,
-                                     "maxItems": MAX_CALLS if calls else 0},
-                      "response": {"type": ["string", "null"]}, "done": {"type": "boolean"}})
+        props = {**self.extra_properties, "tool_calls": {"type": "array", "items": items,
+                                                         "maxItems": MAX_CALLS if calls else 0},
+                 "response": {"type": ["string", "null"]}, "done": {"type": "boolean"}}
         return {"type": "object", "properties": props, "required": list(props)}
 
 
