@@ -692,9 +692,8 @@ class Client:
     def abort(self):
         """Break every request in flight (from another thread, to cancel)."""
         with self._lock:
-            busy = list(self._busy)
-        for conn in busy:
-            self._shut(conn)
+            for conn in self._busy:
+                self._shut(conn)
 
     def _shut(self, conn):
         """Break conn's request: to cancel, or at its deadline (conn.reading: see _send)."""
@@ -703,9 +702,8 @@ class Client:
 
     def close(self):
         with self._lock:
-            idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.close()
+            while self._idle:
+                self._idle.pop().close()
 
     def _send(self, conn, reused, request, cancel):
         ssl = sys.modules.get("ssl")
@@ -718,10 +716,9 @@ class Client:
                 if cancel.is_set():      # abort() may have come before the socket
                     raise Cancelled("cancelled")
                 return conn.getresponse()
-            except closed:
+            except closed:      # the server closed the idle keep-alive: reconnect once, not a retry
                 if not again or cancel.is_set():
                     raise
-            # The server closed an idle keep-alive connection: reconnect once, not a retry.
             conn.close()
 
     def get(self, path, payload=None):
@@ -830,9 +827,8 @@ class Client:
             why = getattr(e, "verify_message", None) or e
             return UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL,"
                              " or point SSL_CERT_FILE at your CA bundle" % (self.host, why))
-        where = "%s:%d, the server in GROK_BASE_URL" % (self.host, self.port)
-        if self.proxy:
-            where = "%s:%d, the proxy in HTTP%s_PROXY" % (*self.proxy[:2], "S" * self.https)
+        where = ("%s:%d, the proxy in HTTP%s_PROXY" % (*self.proxy[:2], "S" * self.https)
+                 if self.proxy else "%s:%d, the server in GROK_BASE_URL" % (self.host, self.port))
         problems = (        # the first whose exception types e is one of
             (socket.gaierror, "cannot resolve host {where} (DNS)"),
             (ConnectionRefusedError, "connection refused by {where}: is it running?"),
@@ -962,17 +958,16 @@ def parse_chat_reply(obj, on_thought=None):
 
 
 class ResponseStreamer:
-    """The decoded text of the top-level "response" string of a JSON object arriving in pieces, as
-    it comes; tool_calls: whether that list is, so far, "unknown", "empty" or "nonempty"."""
+    """The text of the top-level "response" string of a JSON object fed in pieces, as it comes."""
 
     # raw JSON string text up to the last whole character: an escape waits for its end, and a high
     # surrogate for what follows it (\uD83D\uDE00 is one character)
     WHOLE = r'(?s)(?:[^\\]|\\[^u]|\\u(?![dD][89abAB]).{4}|\\u.{4}(?=[^\\]|\\[^u]|\\u.{4}))*'
 
     def __init__(self):
-        self.depth, self.cut, self.key, self.tool_calls = 0, 0, None, "unknown"     # cut: given out
-        self.raw = None     # the string being read: its raw text, if a top-level key or response
-        self.colon = self.calls = self.escaped = self.is_key = self.response = False
+        self.tool_calls = "unknown"     # the "tool_calls" list so far: "empty", "nonempty" or this
+        self.key, self.raw, self.depth, self.cut = None, None, 0, 0     # raw: the string being read
+        self.colon = self.calls = self.escaped = self.response = False
 
     def feed(self, text):
         out = []
@@ -980,14 +975,13 @@ class ResponseStreamer:
             if self.raw is None:
                 self._structure(ch)
             elif ch == '"' and not self.escaped:        # the end of the string
-                if self.is_key:
+                if self.depth == 1 and not self.colon:      # a top-level key
                     self.key = self._decode("".join(self.raw))
                 out.append(self._take(whole=True))
                 self.raw, self.response = None, False
             else:
                 self.escaped = ch == "\\" and not self.escaped
-                if self.is_key or self.response:
-                    self.raw.append(ch)
+                self.raw.append(ch)
         out.append(self._take())
         return "".join(out)
 
@@ -995,8 +989,8 @@ class ResponseStreamer:
         if self.calls and self.depth == 2 and ch not in " \t\r\n]":
             self.tool_calls = "nonempty"
         if ch == '"':
-            self.raw, self.is_key = [], self.depth == 1 and not self.colon
-            self.response, self.cut = self.depth == 1 and self.colon and self.key == "response", 0
+            self.raw, self.cut = [], 0
+            self.response = self.depth == 1 and self.colon and self.key == "response"
         elif ch in "{[":
             self.depth += 1
             if self.depth == 2 and ch == "[" and self.key == "tool_calls":
