@@ -681,14 +681,6 @@ class Client:
             conn.set_tunnel(self.host, self.port, self.proxy[2])
         return conn, False
 
-    def _release(self, conn, reusable):
-        with self._lock:
-            self._busy.discard(conn)
-            if reusable:
-                self._idle.append(conn)
-                return
-        conn.close()
-
     def abort(self):
         """Break every request in flight (from another thread, to cancel)."""
         with self._lock:
@@ -785,7 +777,12 @@ class Client:
             raise self._fault(TimeoutError() if late else e)
         finally:
             deadline.cancel()
-            self._release(conn, reusable)       # (shut by a late deadline: _send reconnects)
+            with self._lock:
+                self._busy.discard(conn)
+                if reusable:        # (shut by a late deadline: _send reconnects)
+                    self._idle.append(conn)
+            if not reusable:
+                conn.close()
 
     def _refusal(self, resp, reader, no_retry):
         """The error of a non-2xx reply: for 429, 5xx a RetryableFault unless no_retry(it)."""
@@ -960,8 +957,7 @@ def parse_chat_reply(obj, on_thought=None):
 class ResponseStreamer:
     """The text of the top-level "response" string of a JSON object fed in pieces, as it comes."""
 
-    # raw JSON string text up to the last whole character: an escape waits for its end, and a high
-    # surrogate for what follows it (\uD83D\uDE00 is one character)
+    # raw string text to its last whole character: an escape or a surrogate pair waits for its end
     WHOLE = r'(?s)(?:[^\\]|\\[^u]|\\u(?![dD][89abAB]).{4}|\\u.{4}(?=[^\\]|\\[^u]|\\u.{4}))*'
 
     def __init__(self):
