@@ -648,8 +648,7 @@ class Client:
 
     def __init__(self, base_url, api_key, timeout=300.0, max_retries=4, backoff=1.0, notice=None):
         u = urllib_parse.urlsplit(base_url)
-        self.https = u.scheme == "https"
-        self.host = u.hostname or "localhost"
+        self.https, self.host = u.scheme == "https", u.hostname or "localhost"
         self.port = u.port or (443 if self.https else 80)
         self.proxy = find_proxy(u.scheme, self.host)
         # through a plain-http proxy the request line names the whole URL (https: a CONNECT tunnel)
@@ -826,20 +825,19 @@ class Client:
                              " or point SSL_CERT_FILE at your CA bundle" % (self.host, why))
         where = ("%s:%d, the proxy in HTTP%s_PROXY" % (*self.proxy[:2], "S" * self.https)
                  if self.proxy else "%s:%d, the server in GROK_BASE_URL" % (self.host, self.port))
+        host, name, short = self.host, type(e).__name__, str(e)[:100]
         problems = (        # the first whose exception types e is one of
-            (socket.gaierror, "cannot resolve host {where} (DNS)"),
-            (ConnectionRefusedError, "connection refused by {where}: is it running?"),
-            ((socket.timeout, TimeoutError), "no complete reply from {host} within the timeout"
-                                             " (GROK_TIMEOUT, for the whole reply)"),
-            (StreamBroken, "the reply stream from {host} broke off: {e}"),
+            (socket.gaierror, "cannot resolve host %s (DNS)" % where),
+            (ConnectionRefusedError, "connection refused by %s: is it running?" % where),
+            ((socket.timeout, TimeoutError), "no complete reply from %s within the timeout"
+                                             " (GROK_TIMEOUT, for the whole reply)" % host),
+            (StreamBroken, "the reply stream from %s broke off: %s" % (host, e)),
             ((http.client.RemoteDisconnected, http.client.IncompleteRead, ConnectionResetError,
-              BrokenPipeError), "connection to {host} dropped ({name})"),
+              BrokenPipeError), "connection to %s dropped (%s)" % (host, name)),
             ((ValueError, http.client.BadStatusLine, http.client.LineTooLong,
-              http.client.UnknownProtocol), "garbled reply from {host} ({name}: {short})"),
-            (Exception, "network error talking to {host}: {e}"))
-        problem = next(text for kinds, text in problems if isinstance(e, kinds))
-        problem = scrub(problem.format(host=self.host, where=where, e=e, name=type(e).__name__,
-                                       short=str(e)[:100]))
+              http.client.UnknownProtocol), "garbled reply from %s (%s: %s)" % (host, name, short)),
+            (Exception, "network error talking to %s: %s" % (host, e)))
+        problem = scrub(next(text for kinds, text in problems if isinstance(e, kinds)))
         if isinstance(e, (socket.gaierror, ConnectionRefusedError)):      # nothing answers there
             return TransientError(problem)
         return RetryableFault(problem, broke=isinstance(e, StreamBroken))
