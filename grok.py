@@ -1215,8 +1215,7 @@ def kill_group(proc):
 
 
 class Lifeline:
-    """Commands never outlive grok, SIGKILL too: a watchdog shell reads a pipe only grok writes, a
-    line per change naming the live process groups of its commands; at its end it kills those."""
+    """Commands die with grok, SIGKILL too: a watchdog kills their groups when grok's pipe ends."""
     lock, fd, groups = _thread.allocate_lock(), None, set()      # (threading's Lock)
 
     @classmethod
@@ -1246,9 +1245,8 @@ def alive(pid, send=os.kill):
         return not isinstance(e, ProcessLookupError)
 
 
-# What a tool gets to run a call, never the agent: the call's cwd and sandbox, bash's timeout, the
-# set of commands running (a stop kills them), the environment for tools (no API key), the turn's
-# cancel Event, ask(question, options), search(query) paid by the session, withdraw(name, reason).
+# What a tool gets, never the agent: procs, the commands running (a stop kills them); env, without
+# the API key; the turn's cancel Event; ask(question, options); search(query); withdraw(name, why).
 ToolContext = namedtuple("ToolContext", "cwd sandbox bash_timeout procs env cancel ask search "
                                         "withdraw")
 
@@ -1292,9 +1290,8 @@ def tool_bash(args, ctx):
         Lifeline.update()
     reader.join(1 if note else 0.2)     # background children may keep the output open
     omitted = total[0] - len(out)
-    cut = "\n[... %d bytes omitted: output truncated ...]\n" % omitted if omitted > 0 else ""
-    text = (out[:OUTPUT_HEAD].decode(errors="replace") + cut
-            + out[OUTPUT_HEAD:].decode(errors="replace"))
+    cut = b"\n[... %d bytes omitted: output truncated ...]\n" % omitted if omitted > 0 else b""
+    text = (out[:OUTPUT_HEAD] + cut + out[OUTPUT_HEAD:]).decode(errors="replace")
     text = text.replace("\x00", "\\0") if text.strip() or note else "(no output)"
     background = "" if note or not reader.is_alive() else (
         "\n[background processes are still running; their output is not captured and they may "
@@ -1306,14 +1303,13 @@ def tool_bash(args, ctx):
 
 def tool_read_file(args, ctx):
     path = canonical(ctx.cwd, args["path"])
-    got = read_regular(path, READ_CAP)
-    if got is None:
+    data, size = read_regular(path, READ_CAP) or (None, 0)
+    if data is None:
         why = ("no such file: %s" if not os.path.exists(path)
                else "%s is a directory (use list_files)" if os.path.isdir(path)
                else "%s is not readable (permission denied)" if not os.access(path, os.R_OK)
                else "%s is not a regular file (a device, pipe or socket): not read")
         return ToolResult("error: " + why % path, ok=False)
-    data, size = got
     if b"\x00" in data[:8192]:
         return ToolResult("binary file (%d bytes), not shown: %s" % (size, path), ok=False)
     text = data[:READ_CAP].decode("utf-8", "replace")
@@ -1373,14 +1369,13 @@ def tool_list_files(args, ctx):
         return ToolResult("error: cannot list %s: %s" % (path, e.strerror or e), ok=False)
     lines = []
     for entry in entries[:LIST_CAP]:
-        name = entry.name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        name = clean_text(entry.name)
         try:
-            line = ("link %s -> %s" % (name, os.readlink(entry.path)) if entry.is_symlink()
-                    else "dir  %s/" % name if entry.is_dir()
-                    else "file %s %d" % (name, entry.stat().st_size))
+            lines.append("link %s -> %s" % (name, os.readlink(entry.path)) if entry.is_symlink()
+                         else "dir  %s/" % name if entry.is_dir()
+                         else "file %s %d" % (name, entry.stat().st_size))
         except OSError:
-            line = "?    %s" % name
-        lines.append(line)
+            lines.append("?    %s" % name)
     if len(entries) > LIST_CAP:
         lines.append("[... %d more entries not shown]" % (len(entries) - LIST_CAP))
     return ToolResult("\n".join(lines) if lines else "(empty directory)")
@@ -1391,8 +1386,7 @@ def tool_ask_user(args, ctx):
     options = [str(o) for o in (options if isinstance(options, list) else [options])]
     answer = ctx.ask(args["question"], options)
     if answer is None:
-        return ToolResult("no user available in this mode: decide yourself and say what you "
-                          "assumed", ok=False)
+        return ToolResult("no user available in this mode: decide and say what you assumed", False)
     return ToolResult("the user answered: %s" % answer)
 
 
@@ -1430,10 +1424,8 @@ class Tool(namedtuple("Tool", "run doc args input", defaults=(None,))):
     def schema(self):
         if self.input:      # an MCP tool's own JSON schema of its args
             return self.input
-        props = {k: {"type": t.rstrip("?")} for k, t in self.args.items()}
-        for prop in props.values():
-            if prop["type"] == "array":
-                prop["items"] = {"type": "string"}
+        props = {k: {"type": "array", "items": {"type": "string"}} if t.startswith("array")
+                 else {"type": t.rstrip("?")} for k, t in self.args.items()}
         return {"type": "object", "properties": props, "additionalProperties": False,
                 "required": [k for k, t in self.args.items() if not t.endswith("?")]}
 
