@@ -1252,7 +1252,6 @@ ToolContext = namedtuple("ToolContext", "cwd sandbox bash_timeout procs env canc
 
 
 def tool_bash(args, ctx):
-    # The command starts when the watchdog knows it: Lifeline.update sends the line it waits for
     argv, preexec = [TOOL_SHELL, "-c", "read -r _ || exit; " + args["command"]], None
     if ctx.sandbox:
         argv, preexec = ctx.sandbox.wrap(argv, ctx.cwd)
@@ -1263,7 +1262,7 @@ def tool_bash(args, ctx):
     except (OSError, subprocess.SubprocessError) as e:
         return ToolResult("error: cannot start %s: %s" % (TOOL_SHELL, e), ok=False)
     ctx.procs.add(proc)
-    Lifeline.update(proc)
+    Lifeline.update(proc)       # `read -r _` holds the command until the watchdog knows its group
     out, total = bytearray(), [0]
 
     def read():         # on a thread, so the tool waits for the process, not in fixed sleeps
@@ -1510,8 +1509,9 @@ class McpServer:
         tools, page, self.changed = {}, {}, False
         for _ in range(100):
             page = self.request("tools/list", page and {"cursor": page["nextCursor"]}, timeout)
+            listed = page.get("tools") if isinstance(page.get("tools"), list) else ()
             tools.update(("mcp__%s__%s" % (self.name, tool["name"]), self.tool(tool))
-                         for tool in page.get("tools") or () if isinstance(tool, dict))
+                         for tool in listed if isinstance(tool, dict) and "name" in tool)
             if not page.get("nextCursor"):
                 break
         self.tools, self.state = tools, "%d tool%s" % (len(tools), "s" * (len(tools) != 1))

@@ -360,6 +360,19 @@ def test_handshake_pings_pages_errors_and_a_changed_tool_list(run, fake, tmp_pat
     assert "mcp__f__extra" in offered[4]
 
 
+def test_a_nameless_tool_or_a_page_without_a_list_is_skipped_without_a_traceback(
+    run, fake, tmp_path
+):
+    config = mcp_json(tmp_path / "servers.json", f=fake_server(tmp_path, "odd-list"))
+    fake.add(answer("done"))
+    r = run("-p", "go", "--mcp-config", config, "-y")
+    assert (r.returncode, r.stdout) == (0, "done\n"), r.stderr
+    assert "MCP server f: 1 tool\n" in r.stderr and "Traceback" not in r.stderr
+    assert [n for n in schema_tools(fake.chat_requests()[0]) if n.startswith("mcp__")] == [
+        "mcp__f__echo"
+    ]
+
+
 def test_bad_mcp_config_file_is_a_user_error(run, tmp_path):
     (tmp_path / "bad.json").write_text("{not json")
     r = run("-p", "x", "--mcp-config", tmp_path / "bad.json")
