@@ -1245,10 +1245,9 @@ def alive(pid, send=os.kill):
         return not isinstance(e, ProcessLookupError)
 
 
-# What a tool gets, never the agent: procs, the commands running (a stop kills them); env, without
-# the API key; the turn's cancel Event; ask(question, options); search(query); withdraw(name, why).
-ToolContext = namedtuple("ToolContext", "cwd sandbox bash_timeout procs env cancel ask search "
-                                        "withdraw")
+# What a tool gets, never the agent. timeout: bash's; procs: the commands running (a stop kills
+# them); env: without the API key; cancel: the turn's; ask(question, options), search, withdraw.
+ToolContext = namedtuple("ToolContext", "cwd sandbox timeout procs env cancel ask search withdraw")
 
 
 def tool_bash(args, ctx):
@@ -1272,7 +1271,7 @@ def tool_bash(args, ctx):
                 out.extend(chunk)
                 del out[OUTPUT_HEAD:-OUTPUT_TAIL]       # the first and the last bytes are kept
     reader = threading.Thread(target=read, daemon=True)
-    code, waited, limit = None, 0.0, ctx.bash_timeout       # limit 0: none
+    code, waited, limit = None, 0.0, ctx.timeout       # limit 0: none
     try:
         reader.start()      # no thread to be had (a process limit): the command is killed
         while code is None and not ctx.cancel.is_set() and not 0 < limit <= waited:
@@ -1333,10 +1332,9 @@ def atomic_write(path, data, private=True):
             with suppress(FileNotFoundError):
                 os.chmod(tmp, os.stat(path).st_mode & 0o7777)
         os.replace(tmp, path)
-    except BaseException:
-        with suppress(OSError):
+    finally:
+        with suppress(OSError):     # left by a failure; once replaced, tmp is gone
             os.unlink(tmp)
-        raise
 
 
 def tool_write_file(args, ctx):
@@ -1472,11 +1470,9 @@ def key_arg(name, args):
 
 # --- MCP: the tools of MCP servers (stdio, newline-delimited JSON-RPC 2.0) ---
 
-MCP_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")  # ours
-
-
 class McpServer:
     """A stdio MCP server: its process, a thread routing its answers to requests by id, tools."""
+    ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")  # ours
 
     def __init__(self, name, spec, cwd):
         self.name, self.spec, self.cwd, self.proc, self.tools = name, spec, cwd, None, {}
@@ -1487,7 +1483,7 @@ class McpServer:
         return float(self.spec.get(key) or Config.number(env_ms, default * 1000, 1e9) / 1000)
 
     def start(self):
-        env = dict({k: v for k, v in os.environ.items() if k in MCP_ENV}, **self.spec["env"])
+        env = dict({k: v for k, v in os.environ.items() if k in self.ENV}, **self.spec["env"])
         try:
             self.proc = subprocess.Popen([self.spec["command"]] + self.spec["args"], cwd=self.cwd,
                                          env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
