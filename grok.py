@@ -1251,9 +1251,8 @@ ToolContext = namedtuple("ToolContext", "cwd sandbox timeout procs env cancel as
 
 
 def tool_bash(args, ctx):
-    argv, preexec = [TOOL_SHELL, "-c", "read -r _ || exit; " + args["command"]], None
-    if ctx.sandbox:
-        argv, preexec = ctx.sandbox.wrap(argv, ctx.cwd)
+    argv = [TOOL_SHELL, "-c", "read -r _ || exit; " + args["command"]]
+    argv, preexec = ctx.sandbox.wrap(argv, ctx.cwd) if ctx.sandbox else (argv, None)
     try:
         proc = subprocess.Popen(argv, cwd=ctx.cwd, env=ctx.env, preexec_fn=preexec,
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
