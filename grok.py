@@ -1152,7 +1152,7 @@ class Sandbox:
             self.tmp = os.environ["TMPDIR"] = tempfile.mkdtemp(prefix="grok-", dir=self.tmp)
             __import__("atexit").register(__import__("shutil").rmtree, self.tmp, True)
         for self.backend in [b for b in ("bwrap", "landlock") if forced in ("", b)]:
-            problems.append(getattr(self, "probe_" + self.backend)(cwd))
+            problems.append(self.probe(cwd))
             if not problems[-1]:
                 break
         if problems[-1]:
@@ -1160,14 +1160,13 @@ class Sandbox:
         self.label = "%s (%s%s)" % (profile, self.backend, ", no network" * net_off)
         sys.stderr.write("sandbox: %s\n" % self.label)
 
-    def probe_bwrap(self, cwd):
-        self.bwrap = shutil.which("bwrap")
-        if not self.bwrap:
-            return "bubblewrap is not installed (apt-get install bubblewrap)"
-        probe = subprocess.run(self.wrap(["true"], cwd)[0], capture_output=True, errors="replace")
-        return probe.returncode and "bubblewrap fails here: %s" % probe.stderr.strip()[:300]
-
-    def probe_landlock(self, cwd):
+    def probe(self, cwd):       # why self.backend cannot work here ("" or 0: it can)
+        if self.backend == "bwrap":
+            self.bwrap = shutil.which("bwrap")
+            if not self.bwrap:
+                return "bubblewrap is not installed (apt-get install bubblewrap)"
+            ran = subprocess.run(self.wrap(["true"], cwd)[0], capture_output=True, errors="replace")
+            return ran.returncode and "bubblewrap fails here: %s" % ran.stderr.strip()[:300]
         import ctypes
         self.libc = ctypes.CDLL(None, use_errno=True)      # syscall 444, flag 1: the Landlock ABI
         abi = self.abi = self.libc.syscall(444, None, 0, 1) if sys.platform == "linux" else -1
