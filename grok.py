@@ -1230,10 +1230,9 @@ class Lifeline:
             cls.groups = {g for g in cls.groups | {add and add.pid} if g and alive(g, os.killpg)}
             with suppress(OSError):     # (the watchdog was killed: nothing to tell)
                 os.write(cls.fd, (" ".join("-%d" % g for g in cls.groups) + "\n").encode())
-        if add:         # the line its shell waits for; then its stdin is empty
-            with suppress(OSError):
+        if add:         # the line its shell waits for; then its stdin is closed, empty
+            with suppress(OSError), add.stdin:
                 add.stdin.write(b"\n")
-                add.stdin.close()
 
 
 def alive(pid, send=os.kill):
