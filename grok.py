@@ -1650,14 +1650,14 @@ def mcp_config(cfg, files, ask, notice):
             import tomllib      # novermin: 3.11+; before, the notice below
             table = tomllib.loads(data.decode("utf-8", "replace")).get("mcp_servers")
             specs = mcp_specs(table, path, notice)
-        except (ImportError, ValueError) as e:
+        except (ImportError, ValueError, RecursionError) as e:
             why = "reading TOML needs Python 3.11 or newer" if isinstance(e, ImportError) else e
             notice("%s: [mcp_servers] skipped: %s" % (path, why))
     for path in files:
         try:
             with open(path, "rb") as f:
                 specs.update(mcp_specs(json.loads(f.read()).get("mcpServers"), path, notice))
-        except (OSError, ValueError, AttributeError) as e:
+        except (OSError, ValueError, AttributeError, RecursionError) as e:
             raise UserError("--mcp-config %s: %s" % (path, getattr(e, "strerror", None) or e))
     return dict(specs, **project_mcp(cfg, ask, notice)) if ask is not False else specs
 
@@ -1670,7 +1670,7 @@ def project_mcp(cfg, ask, notice):
         return {}
     try:
         specs = mcp_specs(json.loads(data).get("mcpServers"), path, notice)
-    except (ValueError, AttributeError) as e:
+    except (ValueError, AttributeError, RecursionError) as e:
         return notice("%s is not used: %s" % (path, e)) or {}
     import hashlib
     store, safe = os.path.join(cfg.data_dir, "mcp-approved"), not data_dir_problem(cfg.data_dir)

@@ -166,6 +166,27 @@ def test_project_mcp_json_headless_only_with_y(run, fake, real, isolated_env):
     assert "mcp__proj__add" in schema_tools(fake.chat_requests()[1])
 
 
+def test_a_nested_too_deep_mcp_json_or_config_is_not_used_and_not_an_internal_error(
+    run, fake, isolated_env, tmp_path
+):
+    deep = "[" * 100000 + "]" * 100000
+    (isolated_env.work / ".mcp.json").write_text(deep)
+    fake.add(answer("went on"))
+    r = run("-p", "hi", "-y")
+    assert (r.returncode, r.stdout) == (0, "went on\n"), r.stderr
+    assert ".mcp.json is not used: maximum recursion depth exceeded" in r.stderr
+    (tmp_path / "deep.json").write_text(deep)
+    r = run("-p", "hi", "--mcp-config", tmp_path / "deep.json")
+    assert r.returncode == 1
+    assert "--mcp-config %s: maximum recursion" % (tmp_path / "deep.json") in r.stderr
+    (isolated_env.home / ".grok").mkdir(exist_ok=True)
+    (isolated_env.home / ".grok" / "config.toml").write_text("mcp_servers = " + deep)
+    fake.add(answer("went on"))
+    r = run("-p", "hi")
+    assert (r.returncode, r.stdout) == (0, "went on\n"), r.stderr
+    assert "config.toml: [mcp_servers] skipped: maximum recursion depth exceeded" in r.stderr
+
+
 def repl(run, tmp_path, *args, script=GROK):
     return PtyProcess(
         [sys.executable, str(script)] + list(args),
