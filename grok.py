@@ -1391,7 +1391,7 @@ def tool_web_search(args, ctx):
         return ToolResult("not run: %s; answer with what you have" % e, ok=False)
     except HTTPStatusError as e:
         if e.status in (404, 405, 410, 501):
-            return ctx.withdraw("web_search", "the server has no Responses API (HTTP %d)" % e.status)
+            return ctx.withdraw("web_search", "the server has no Responses API (%s)" % e)
         return ToolResult("web search failed: HTTP %d: %s" % (e.status, e.server_message()), False)
     except (TransientError, UserError, ContractError) as e:        # ContractError: too long a reply
         return ToolResult("web search failed: %s" % e, ok=False)
