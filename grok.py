@@ -37,25 +37,21 @@ DEFAULT_MODEL = "grok-4.3"
 KEY_VARS = ("GROK_API_KEY", "XAI_API_KEY")
 ENV_FILES = ("~/.grok/.env", "~/.claude/.env", "./.env")     # your own key before a project's
 
-# USD per 1M tokens: input, cached input, output.
 PRICES = {"grok-4.3": (1.25, 0.20, 2.50), "grok-4.20": (1.25, 0.20, 2.50),
-          "grok-3-mini": (0.30, 0.075, 0.50)}
+          "grok-3-mini": (0.30, 0.075, 0.50)}      # USD per 1M tokens: input, cached input, output
 RETIRED_MODELS = ("grok-4-1-fast", "grok-4-fast", "grok-code-fast-1", "grok-3", "grok-4-0709")
 WINDOWS = {"grok-4.3": 1000000, "grok-4.20": 2000000, "grok-3-mini": 131072}
 DEFAULT_WINDOW = 131072
 
 BASH_TIMEOUT = 180          # seconds
-OUTPUT_HEAD = 30000         # bytes of tool output kept from the start ...
-OUTPUT_TAIL = 5000          # ... and from the end
+OUTPUT_HEAD, OUTPUT_TAIL = 30000, 5000      # bytes of tool output kept from its start, its end
 PIPED_CAP = 100000          # bytes of piped stdin added to a -p prompt
 STDIN_WAIT = 1.0            # seconds of silence that end a stdin pipe grok's parent holds open
 READ_CAP = 100000           # bytes read_file returns
 LIST_CAP = 500              # entries list_files returns
 ARG_CAP = 100000            # characters of a command or path run, of any argument the history keeps
-APPROVAL_LINES = 40         # lines of a command or file shown at an approval before "s shows all"
-APPROVAL_CHARS = 4000       # ... and characters
-RULES_CAP = 8000            # bytes per AGENTS.md / GROK.md file
-RULES_TOTAL_CAP = 24000     # bytes of project rules in all
+APPROVAL_LINES, APPROVAL_CHARS = 40, 4000      # of a command or file shown before "s shows all"
+RULES_CAP, RULES_TOTAL_CAP = 8000, 24000    # bytes of project rules per AGENTS.md/GROK.md, in all
 MAX_STRIKES = 3             # invalid replies in a row before a turn fails
 LOOP_NUDGE, LOOP_STOP = 2, 3    # rounds in a row, same calls and results: told, then stopped
 RETRY_STATUSES = (408, 429) + tuple(s for s in range(500, 600) if s not in (501, 505))
@@ -84,8 +80,7 @@ def read_env_file(path, names):
 
 
 def own_setting(names, files=ENV_FILES[:2]):
-    """(value, where it came from) of the first of `names` set in the environment, else in the .env
-    `files` (by default the person's own, never a project's ./.env); ("", None) if none is."""
+    """(value, source) of the first of `names` set in the environment or `files`; else ("", None)"""
     for source in ["$" + n for n in names] + list(files):
         value = (os.environ.get(source[1:], "").strip() if source.startswith("$")
                  else read_env_file(os.path.expanduser(source), names))
@@ -98,8 +93,7 @@ def find_api_key():
     """(key, where it came from) or (None, None); a key with a space or a control: UserError."""
     key, source = own_setting(KEY_VARS, ENV_FILES)
     if any(ord(c) < 33 or 127 <= ord(c) < 160 for c in key):
-        raise UserError("the API key in %s contains whitespace or control characters (not shown):"
-                        " fix it" % source)
+        raise UserError("the API key in %s has whitespace or control characters: fix it" % source)
     if source == "./.env":
         sys.stderr.write("grok: using the API key in ./.env (no key of your own is set)\n")
     return key or None, source
@@ -137,8 +131,7 @@ def ask_api_key():
 
 
 class Config:
-    """Settings: from flags, with an environment fallback; read once and never changed after (what a
-    session changes, such as its model, window, cost limit or cwd, lives on its Agent)."""
+    """Settings from flags, else the environment: read once (a session changes its Agent's)."""
 
     def __init__(self, model=None, cwd=None, always_approve=False, require_key=True, effort=None,
                  sandbox=None, net=None, tools=None, deny=(), rules=None, system_prompt=None,
@@ -202,10 +195,9 @@ class Config:
     def read_paths(self):
         here = os.path.dirname(os.path.realpath(__file__))
         skills = os.environ.get("GROK_SKILLS_DIR") or os.path.join(here, "skills")
-        self.skills_dir = os.path.expanduser(skills)
         share = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
         data = os.environ.get("GROK_DATA_DIR") or os.path.join(share, "grok-agent")
-        self.data_dir = os.path.expanduser(data)
+        self.skills_dir, self.data_dir = os.path.expanduser(skills), os.path.expanduser(data)
         self.read_dirs = (self.skills_dir,)     # read_file/list_files run there unasked, as in cwd
 
     @staticmethod
@@ -241,12 +233,11 @@ def check_base_url(url):
 def env_prices(xai):
     """GROK_PRICES (USD per 1M tokens in, cached, out); unset: on xAI None (its table), else ()."""
     value = os.environ.get("GROK_PRICES", "").strip()
-    prices = ()
     with suppress(ValueError):
         prices = tuple(float(p) for p in value.split(",")) if value else (None if xai else ())
-    if value and (len(prices) != 3 or not all(0 <= p <= 10000 for p in prices)):      # (not NaN)
-        raise UserError("GROK_PRICES must be IN,CACHED,OUT in USD per 1M tokens, not %r" % value)
-    return prices
+        if not value or len(prices) == 3 and all(0 <= p <= 10000 for p in prices):    # (not NaN)
+            return prices
+    raise UserError("GROK_PRICES must be IN,CACHED,OUT in USD per 1M tokens, not %r" % value)
 
 
 def model_entry(table, model, default=None):
@@ -266,8 +257,7 @@ USAGE_FIELDS = (("input", "prompt_tokens"), ("output", "completion_tokens"),
 
 
 def usage_numbers(usage):
-    """The one reader of a usage object: {input, output, reasoning, cached, total, ticks} >= 0 (0,
-    or None for ticks, if absent), and "odd": whether a value was ignored (NaN, negative, text)."""
+    """The one usage reader: USAGE_FIELDS >= 0 (0 if absent, ticks None); "odd": a value ignored."""
     n = {"odd": False}
     for name, chat in USAGE_FIELDS:
         for path in (chat, chat.replace("prompt", "input").replace("completion", "output")):
@@ -409,8 +399,7 @@ SECRETS = set()         # the configured key and URL password: Config adds them
 SECRET_PATTERNS = (      # compiled on first use (re caches them)
     (r"(?s)-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----.*?"
      r"(-----END [A-Z ]*PRIVATE KEY( BLOCK)?-----|\Z)", "[REDACTED_PRIVATE_KEY]"),
-    (r"\bxai-[A-Za-z0-9]{20,}", "[REDACTED_API_KEY]"),
-    (r"\bsk-[A-Za-z0-9_\-]{20,}", "[REDACTED_API_KEY]"),
+    (r"\b(xai-[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_\-]{20,})", "[REDACTED_API_KEY]"),
     (r"\b(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})", "[REDACTED_GH_TOKEN]"),
     (r"\b(xox[abeoprs]|xapp)-[0-9A-Za-z\-]{10,}", "[REDACTED_SLACK_TOKEN]"),
     (r"\b(AKIA|ASIA)[0-9A-Z]{16}\b", "[REDACTED_AWS_KEY]"),
@@ -441,8 +430,7 @@ def scrub_all(obj):
 
 
 def visible(text, newlines=True):
-    """Text safe for a terminal: what it would not print as itself (controls, escape sequences,
-    bidi, zero-width, tag characters...) as escapes; tabs, newlines stay (or \\n). Display only."""
+    """For display: what would not print as itself (controls, bidi...) escaped, but \\t and \\n."""
     def escaped(match):     # \x0d, \u200b, \U000e0041; or the character, if it prints as itself
         import unicodedata
         char = match.group()
@@ -477,13 +465,11 @@ def data_dir_problem(path):
 
 def read_regular(path, cap):
     """(first cap+1 bytes, size) of a regular file (never a device, pipe or socket), or None."""
-    try:
+    with suppress(OSError):
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))     # a FIFO must not block
         with open(fd, "rb") as f:
             info = os.fstat(fd)
             return (f.read(cap + 1), info.st_size) if stat.S_ISREG(info.st_mode) else None
-    except OSError:
-        return None
 
 
 def clean_text(text):
@@ -527,8 +513,7 @@ def needs_approval(call, free_dirs=()):
 
 
 def approval_text(call, full=False):
-    """(text, hidden): what an approval shows: the command, or the resolved path, whether it
-    exists and the content (or a diff); controls visible; unless full, capped (hidden: how much)."""
+    """(text, characters hidden) of an approval: the command, or resolved path and content/diff."""
     head = "bash (sandbox: %s)" % call.sandbox.label if call.sandbox else "bash"
     body = str(call.args.get("command"))
     if call.name.startswith("mcp__"):
@@ -557,9 +542,8 @@ def approval_text(call, full=False):
 
 
 def arg_problem(name, args):
-    """Why a call's arguments cannot run ("error: ..."), or None; asked before any approval or file
-    access. The first (command, path, query) is a string, non-empty unless optional, of at most
-    ARG_CAP characters; no text holds a NUL or a lone surrogate (but a file name's byte)."""
+    """Why a call's arguments cannot run ("error: ..."), or None, before approval or file access:
+    the first a non-empty (unless optional) string <= ARG_CAP; no NUL, no surrogate but a byte's."""
     if name not in TOOLS:       # an MCP tool: its server checks its arguments
         return None
     spec = TOOLS[name].args
@@ -574,13 +558,11 @@ def arg_problem(name, args):
         texts = args.get(k) if isinstance(args.get(k), list) else [args.get(k)]
         if any(re.search("[\0\ud800-\udc7f\udd00-\udfff]", t) for t in texts if isinstance(t, str)):
             return "error: not run: the %s holds a NUL or a lone surrogate, which text cannot" % k
-    return None
 
 
 def allow_matches(call, patterns):
-    """--allow: whether a pattern matches the call: a glob on bash's command (`*`, `?` never stand
-    for a shell operator: `git *` matches `git log`, not `git log; rm -rf ~`), on the other tools'
-    resolved path (a relative one only inside cwd), on an MCP tool's name (mcp__SERVER__TOOL)."""
+    """--allow: a glob matches bash's command (`*`, `?` no shell operator: `git *` not `git x; rm`),
+    another tool's resolved path (a relative glob: inside cwd only), an MCP tool's name."""
     if call.name not in TOOLS:      # an MCP tool
         return any(fnmatch.fnmatchcase(call.name, p) for p in patterns)
     value = call.args.get("command" if call.name == "bash" else "path")
