@@ -113,21 +113,24 @@ def append_private(path, text):
 
 
 def ask_api_key():
-    """On a terminal: (the key typed, not shown; "the terminal"), saved to ~/.grok/.env if agreed"""
+    """(key typed on a terminal, "the terminal"), kept in ~/.grok/.env if agreed; none: UserError"""
     key, path = "", os.path.expanduser(ENV_FILES[0])
     with suppress(EOFError):
         if sys.stdin.isatty() and sys.stderr.isatty():
             import getpass
             sys.stderr.write("grok: no API key yet (make one at https://console.x.ai)\n")
             key = "".join(getpass.getpass("API key (hidden; empty to quit): ", sys.stderr).split())
-    if key and (ask_tty("save it to ~/.grok/.env (0600)? [Y/n] ") or "y").lower()[0] == "y":
+    if not key:
+        raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put "
+                        "GROK_API_KEY=... in " + ", ".join(ENV_FILES))
+    if (ask_tty("save it to ~/.grok/.env (0600)? [Y/n] ") or "y").lower()[0] == "y":
         try:
             os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
             append_private(path, "\nGROK_API_KEY=%s\n" % key)
             sys.stderr.write("grok: saved to %s\n" % path)
         except OSError as e:
             sys.stderr.write("grok: not saved (%s: %s)\n" % (path, e.strerror or e))
-    return (key, "the terminal") if key else (None, None)
+    return key, "the terminal"
 
 
 class Config:
@@ -136,7 +139,9 @@ class Config:
     def __init__(self, model=None, cwd=None, always_approve=False, require_key=True, effort=None,
                  sandbox=None, net=None, tools=None, deny=(), rules=None, system_prompt=None,
                  max_iterations=None):
-        self.read_key(require_key)
+        self.api_key, self.key_source = find_api_key()
+        if require_key and not self.api_key:
+            self.api_key, self.key_source = ask_api_key()
         self.read_server()
         if model == "grok-build" != os.environ.get("GROK_MODEL"):
             model = None        # xAI's CLI's model name, which its clients pass: the default here
@@ -144,13 +149,18 @@ class Config:
         self.reasoning_effort = effort
         self.summary_model = os.environ.get("GROK_SUMMARY_MODEL") or self.model
         self.read_limits(max_iterations)
-        self.read_paths()
         self.tools = list(TOOLS) if tools is None else tools
         self.deny, self.rules, self.system_prompt = deny, rules, system_prompt
         self.always_approve = always_approve or env_flag("GROK_ALWAYS_APPROVE")
         self.cwd = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
         if not os.path.isdir(self.cwd):
             raise UserError("--cwd: no such directory: %s" % self.cwd)
+        here = os.path.dirname(os.path.realpath(__file__))
+        skills = os.environ.get("GROK_SKILLS_DIR") or os.path.join(here, "skills")
+        share = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
+        data = os.environ.get("GROK_DATA_DIR") or os.path.join(share, "grok-agent")
+        self.skills_dir, self.data_dir = os.path.expanduser(skills), os.path.expanduser(data)
+        self.read_dirs = (self.skills_dir,)     # read_file/list_files run there unasked, as in cwd
         sandbox = sandbox or os.environ.get("GROK_SANDBOX") or "off"     # its backend: chosen once
         self.sandbox = None if sandbox == "off" != net else Sandbox(sandbox, net == "off", self.cwd)
         self.frozen = True
@@ -159,14 +169,6 @@ class Config:
         if getattr(self, "frozen", False):
             raise AttributeError("Config is read once: %s belongs on the session's Agent" % name)
         object.__setattr__(self, name, value)
-
-    def read_key(self, require_key):
-        self.api_key, self.key_source = find_api_key()
-        if require_key and not self.api_key:
-            self.api_key, self.key_source = ask_api_key()
-        if require_key and not self.api_key:
-            raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put "
-                            "GROK_API_KEY=... in " + ", ".join(ENV_FILES))
 
     def read_server(self):
         self.base_url = (own_setting(["GROK_BASE_URL"])[0] or DEFAULT_BASE_URL).rstrip("/")
@@ -191,14 +193,6 @@ class Config:
         self.bash_timeout = self.number("GROK_BASH_TIMEOUT", BASH_TIMEOUT)
         temperature = os.environ.get("GROK_TEMPERATURE", "0.5").strip()      # empty: not sent
         self.temperature = self.number("GROK_TEMPERATURE", 0.5, 100) if temperature else None
-
-    def read_paths(self):
-        here = os.path.dirname(os.path.realpath(__file__))
-        skills = os.environ.get("GROK_SKILLS_DIR") or os.path.join(here, "skills")
-        share = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
-        data = os.environ.get("GROK_DATA_DIR") or os.path.join(share, "grok-agent")
-        self.skills_dir, self.data_dir = os.path.expanduser(skills), os.path.expanduser(data)
-        self.read_dirs = (self.skills_dir,)     # read_file/list_files run there unasked, as in cwd
 
     @staticmethod
     def number(name, default, most=1e6):
