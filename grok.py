@@ -142,13 +142,12 @@ class Config:
         self.api_key, self.key_source = find_api_key()
         if require_key and not self.api_key:
             self.api_key, self.key_source = ask_api_key()
-        self.read_server()
+        self.read_env(max_iterations)
         if model == "grok-build" != os.environ.get("GROK_MODEL"):
             model = None        # xAI's CLI's model name, which its clients pass: the default here
         self.model = model or own_setting(["GROK_MODEL"])[0] or DEFAULT_MODEL
         self.reasoning_effort = effort
         self.summary_model = os.environ.get("GROK_SUMMARY_MODEL") or self.model
-        self.read_limits(max_iterations)
         self.tools = list(TOOLS) if tools is None else tools
         self.deny, self.rules, self.system_prompt = deny, rules, system_prompt
         self.always_approve = always_approve or env_flag("GROK_ALWAYS_APPROVE")
@@ -170,7 +169,8 @@ class Config:
             raise AttributeError("Config is read once: %s belongs on the session's Agent" % name)
         object.__setattr__(self, name, value)
 
-    def read_server(self):
+    def read_env(self, max_iterations):
+        """The settings only the environment gives: the server, how to talk to it, the limits."""
         self.base_url = (own_setting(["GROK_BASE_URL"])[0] or DEFAULT_BASE_URL).rstrip("/")
         url = check_base_url(self.base_url)
         self.xai = ("." + url.hostname).endswith(".x.ai")
@@ -181,8 +181,6 @@ class Config:
         self.max_retries = int(self.number("GROK_MAX_RETRIES", 4, 20))
         self.backoff = self.number("GROK_RETRY_BACKOFF", 1.0, 60)
         self.stream = env_flag("GROK_STREAM", True)
-
-    def read_limits(self, max_iterations):
         self.cost_limit = self.number("COST_LIMIT", 10.0)
         self.compact_threshold = self.number("COMPACT_THRESHOLD", 75.0, 100)
         self.window_set = int(self.number("GROK_CONTEXT_WINDOW", 0, 1e9))
