@@ -572,10 +572,8 @@ def allow_matches(call, patterns):
 
 
 def rule_globs(call, rules):
-    """The globs of the --allow/--deny rules for this call: any plain glob; xAI CLI's Bash(glob),
-    Write(glob), Edit(glob), Read(glob) of their kind of tool (Bash(git:*): git*; no glob: any)."""
-    kinds = {"Bash": "bash", "Write": "write_file", "Edit": "write_file",
-             "Read": "read_file list_files"}
+    """--allow/--deny globs for this call: plain ones, xAI CLI's Bash(...), Write/Edit/Read(...)."""
+    kinds = dict(Bash="bash", Write="write_file", Edit="write_file", Read="read_file list_files")
     found = [(re.fullmatch(r"(Bash|Write|Edit|Read)(?:\((.*)\))?", r, re.S), r) for r in rules]
     return [r if not m else re.sub(r":\*$", "*", m[2]) if m[2] is not None else
             "*" if call.name == "bash" else "/**" for m, r in found
