@@ -43,12 +43,10 @@ RETIRED_MODELS = ("grok-4-1-fast", "grok-4-fast", "grok-code-fast-1", "grok-3", 
 WINDOWS = {"grok-4.3": 1000000, "grok-4.20": 2000000, "grok-3-mini": 131072}
 DEFAULT_WINDOW = 131072
 
-BASH_TIMEOUT = 180          # seconds
 OUTPUT_HEAD, OUTPUT_TAIL = 30000, 5000      # bytes of tool output kept from its start, its end
 PIPED_CAP = 100000          # bytes of piped stdin added to a -p prompt
 STDIN_WAIT = 1.0            # seconds of silence that end a stdin pipe grok's parent holds open
-READ_CAP = 100000           # bytes read_file returns
-LIST_CAP = 500              # entries list_files returns
+READ_CAP, LIST_CAP = 100000, 500    # bytes read_file returns, entries list_files returns
 ARG_CAP = 100000            # characters of a command or path run, of any argument the history keeps
 APPROVAL_LINES, APPROVAL_CHARS = 40, 4000      # of a command or file shown before "s shows all"
 RULES_CAP, RULES_TOTAL_CAP = 8000, 24000    # bytes of project rules per AGENTS.md/GROK.md, in all
@@ -188,7 +186,7 @@ class Config:
         rounds = int(self.number("GROK_MAX_ITERATIONS", 25))
         self.max_iterations = rounds if max_iterations is None else max_iterations
         self.loop_detection = env_flag("GROK_LOOP_DETECTION", True)
-        self.bash_timeout = self.number("GROK_BASH_TIMEOUT", BASH_TIMEOUT)
+        self.bash_timeout = self.number("GROK_BASH_TIMEOUT", 180)
         temperature = os.environ.get("GROK_TEMPERATURE", "0.5").strip()      # empty: not sent
         self.temperature = self.number("GROK_TEMPERATURE", 0.5, 100) if temperature else None
 
@@ -534,8 +532,7 @@ def approval_text(call, full=False):
 
 
 def arg_problem(name, args):
-    """Why a call's arguments cannot run ("error: ..."), or None, before approval or file access:
-    the first a non-empty (unless optional) string <= ARG_CAP; no NUL, no surrogate but a byte's."""
+    """Why a call's arguments cannot run ("error: ..."), or None; before approval or file access."""
     if name not in TOOLS:       # an MCP tool: its server checks its arguments
         return None
     spec = TOOLS[name].args
@@ -553,8 +550,7 @@ def arg_problem(name, args):
 
 
 def allow_matches(call, patterns):
-    """--allow: a glob matches bash's command (`*`, `?` no shell operator: `git *` not `git x; rm`),
-    another tool's resolved path (a relative glob: inside cwd only), an MCP tool's name."""
+    """--allow: a glob on bash's command, a resolved path (a relative one: in cwd), an MCP name."""
     if call.name not in TOOLS:      # an MCP tool
         return any(fnmatch.fnmatchcase(call.name, p) for p in patterns)
     value = call.args.get("command" if call.name == "bash" else "path")
