@@ -2745,10 +2745,11 @@ def now_iso():
 
 # --- Front end: the interactive REPL (minimal mode) ---
 
-def tolerate_unencodable(stream):
-    """Print "?" for what stream cannot encode: a lone surrogate, non-ASCII on an ASCII terminal."""
-    with suppress(AttributeError, ValueError, OSError):
-        stream.reconfigure(errors="replace")
+def tolerate_unencodable():
+    """Print "?" for what stdout or stderr cannot encode: a lone surrogate, non-ASCII on ASCII."""
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(AttributeError, ValueError, OSError):
+            stream.reconfigure(errors="replace")
 
 
 def ask_tty(prompt):
@@ -2834,8 +2835,6 @@ class TerminalUI(UI):
 
     def __init__(self, out=None):
         self.out = out or sys.stdout
-        for stream in (self.out, sys.stderr):
-            tolerate_unencodable(stream)
         plain = os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb"
         self.color = not plain and self.out.isatty()
         self.streamed = self.open_line = False
@@ -2937,9 +2936,8 @@ class TerminalUI(UI):
         full = False
         while True:
             text, hidden = approval_text(call, full)
-            more = " / [s]how all" if hidden else ""
-            ask = self.fitted("  run it? [y]es / [N]o / [a]lways%s:" % more)
-            said = ask_tty("%s\n%s " % (self.paint("1", self.fitted(text)), ask))
+            ask = "  run it? [y]es / [N]o / [a]lways%s:" % (" / [s]how all" if hidden else "")
+            said = ask_tty("%s\n%s " % (self.paint("1", self.fitted(text)), self.fitted(ask)))
             if said is None:
                 self.notice("no terminal to ask for approval: %s denied" % call.name
                             + " (use --always-approve / -y)")
@@ -2953,7 +2951,8 @@ class TerminalUI(UI):
     def ask_user(self, question, options):
         self.pause()
         lines = ["", self.paint("1", self.fitted(visible(question)))]
-        lines += [self.fitted("  %d) %s" % (i, visible(o, False)), "   ") for i, o in enumerate(options, 1)]
+        lines += [self.fitted("  %d) %s" % (i, visible(o, False)), "   ")
+                  for i, o in enumerate(options, 1)]
         answer = ask_tty("\n".join(lines) + "\n  answer (number or text): ")
         number = int(answer) if answer and answer.isdecimal() else 0
         return options[number - 1] if 0 < number <= len(options) else answer
@@ -3001,14 +3000,12 @@ def save_history(readline, data_dir):
 
 
 def read_line(keys, prompt="> "):
-    """One message, stripped. On a terminal: a line typed during the last turn, else lines
-    joined while one ends in \\ (typed on after "... ") or more are waiting (a paste)."""
+    """One message: a line typed during the turn, else input (joined after a \\ and in a paste)."""
     line, rest = keys.take()
     if line is not None:
         sys.stdout.write(prompt + line + "\n")
         return line.strip()
-    # A no-op SIGALRM 4 times a second: CPython's readline handles signals only when its select()
-    # returns, so a Ctrl-C or SIGTERM just before it starts waiting would wait for a key press.
+    # No-op SIGALRMs (4/s): readline handles a Ctrl-C or SIGTERM only when its select() returns.
     previous = signal.signal(signal.SIGALRM, lambda signum, frame: None)
     signal.setitimer(signal.ITIMER_REAL, 0.25, 0.25)
     try:
@@ -3132,8 +3129,7 @@ class QuietStderr:
 
 
 class HeadlessUI(UI):
-    """`grok -p`: the answer with progress on stderr (text, xAI's plain), or the EVENTS of a JSON
-    format (xAI's json: one object at the end). Hooks run on the main thread: none interleave."""
+    """`grok -p`: the answer (progress on stderr) or a format's EVENTS; hooks run on one thread."""
     EVENTS = {"json": "step_start text tool_use step_finish error",         # grok's own
               "streaming-json": "text thought tool_call tool_call_update usage end error",
               "result": "error"}
@@ -3146,7 +3142,6 @@ class HeadlessUI(UI):
         self.partial = False                    # a write was cut off mid-line (an interrupt)
         self.printed = self.attempt = ""        # the answer text shown; that of the stream going on
         self.held = []                          # notices that came while the answer's line was open
-        tolerate_unencodable(sys.stdout)
         self.shown = visible if sys.stdout.isatty() else str     # the answer on a terminal
 
     def write(self, text):
@@ -3224,8 +3219,7 @@ class HeadlessUI(UI):
         self.attempt = ""
 
     def stream_text(self, text, final_hint):
-        # The answer is shown as it arrives (text, xAI's events) once the reply is known to call no
-        # tools. A retried or repeated stream prints only what goes beyond what is already there.
+        # Shown as it comes once the reply calls no tools; a retried stream prints only what is new.
         if self.json or self.result or final_hint != "empty":
             return
         self.attempt += text
@@ -3243,14 +3237,16 @@ class HeadlessUI(UI):
     def tool_start(self, call, status="in_progress"):
         self.announced.add(call.id)
         fields = dict({"locations": []}, **acp_tool_fields(call.name, call.args, call.cwd, False))
-        self.emit("tool_call", toolCallId=call.id, status=status, toolName=call.name, content=[], **fields)
+        self.emit("tool_call", toolCallId=call.id, status=status, toolName=call.name, content=[],
+                  **fields)
         if not self.json:
             self.notice("[%s] %s" % (call.name, call.shown))
 
     def tool_end(self, call, result):
         if self.events and call.id not in self.announced:       # refused before it started
             self.tool_start(call, "pending")
-        self.emit("tool_call_update", toolCallId=call.id, status="completed" if result.ok else "failed",
+        status = "completed" if result.ok else "failed"
+        self.emit("tool_call_update", toolCallId=call.id, status=status,
                   content=text_content(result.output), rawOutput=None, locations=[])
         if not self.json and result.output.startswith("error: "):  # why a bad call did not run
             self.notice("✗ [%s] %s" % (call.name, failure_reason(result.output)))
@@ -3299,8 +3295,7 @@ class HeadlessUI(UI):
 
 
 def read_prompt(args, notice):
-    """-p's prompt (`-`: stdin), --prompt-file's and --prompt-json's text below it, then text piped
-    in on stdin (not with --output-format), cut at PIPED_CAP."""
+    """-p's prompt (`-`: stdin), then --prompt-file's, --prompt-json's and piped text, if any."""
     stdin = getattr(sys.stdin, "buffer", None)
     parts = [stdin.read().decode("utf-8", "replace") if args.prompt == "-" else args.prompt]
     got = args.prompt_file and read_regular(os.path.expanduser(args.prompt_file), PIPED_CAP)
@@ -3380,7 +3375,8 @@ def open_agent(cfg, ui, contract, args, new_if_busy=False):
         raise UserError("--session-id must be a UUID (got %r)" % new_id)
     if new_id and os.path.exists(os.path.join(cfg.data_dir, "sessions", new_id + ".jsonl")):
         raise UserError("session %s is already in use (--resume continues it)" % new_id)
-    ask = None if isinstance(ui, HeadlessUI) else lambda text: (ask_tty(text) or "").lower() in ("y", "yes")
+    ask = None if isinstance(ui, HeadlessUI) else (
+        lambda text: (ask_tty(text) or "").lower() in ("y", "yes"))
     mcp = mcp_config(cfg, args.mcp_config, ask, ui.notice)
     session_id = args.resume and find_session(cfg.data_dir, args.resume)
     if args.cont:       # the newest session typed into
@@ -4023,6 +4019,7 @@ def guarded(prog, body, on_error=None):
         if getattr(sys, name) is None:      # its fd was closed from the start (`grok -p hi >&-`)
             silence(fd)
             setattr(sys, name, open(fd, "w" if fd else "r", closefd=False))
+    tolerate_unencodable()
     sys.stderr = QuietStderr(sys.stderr)
     try:
         for signum in (signal.SIGTERM, signal.SIGHUP):
