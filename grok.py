@@ -1736,15 +1736,13 @@ def find_skills(skills_dir):
 
 
 def find_project_rules(cwd):
-    """[(path, text)]: ~/.grok/AGENTS.md, then AGENTS.md and GROK.md from the git root down to cwd
-    (else cwd's only) in directories others cannot write; a symlink only into the tree; capped."""
+    """[(path, text)], capped: ~/.grok/AGENTS.md, then AGENTS.md, GROK.md from git root to cwd."""
     up = [cwd]
-    while os.path.dirname(up[-1]) != up[-1]:
+    while not os.path.exists(os.path.join(up[-1], ".git")) and os.path.dirname(up[-1]) != up[-1]:
         up.append(os.path.dirname(up[-1]))
-    tops = [i for i, d in enumerate(up) if os.path.exists(os.path.join(d, ".git"))]
-    dirs = up[:tops[0] + 1] if tops else [cwd]      # not in a git repository: cwd only
+    dirs = up if os.path.exists(os.path.join(up[-1], ".git")) else [cwd]    # else cwd only
     root = os.path.realpath(dirs[-1])
-    paths = [os.path.join(os.path.expanduser("~"), ".grok", "AGENTS.md")] + [
+    paths = [os.path.expanduser("~/.grok/AGENTS.md")] + [
         os.path.join(d, name) for d in reversed(dirs) if not open_to_others(d, (os.getuid(), 0))
         for name in ("AGENTS.md", "GROK.md")]
     found, seen, budget = [], set(), RULES_TOTAL_CAP
@@ -1757,22 +1755,20 @@ def find_project_rules(cwd):
         data, size = read_regular(path, cap) or (None, 0)
         if data is None:
             continue
-        text = data[:cap].decode("utf-8", "replace")
+        text = data[:cap].decode("utf-8", "replace").strip()
         if not cap:
             text = "[not included: %s]" % in_all
         elif len(data) > cap:     # cut at a character boundary, and say so
             total = ", the " + in_all if cap < RULES_CAP else ""
             text = "%s\n[truncated: only the first %d of %d bytes of this file are included%s]" % (
-                text.rstrip("\ufffd").strip(), cap, size, total)
-        else:
-            text = text.strip()
+                text.rstrip("\ufffd").rstrip(), cap, size, total)
         if text:
             budget -= min(len(data), cap)
             found.append((path, scrub(text)))
     return found
 
 
-def build_system_prompt(cfg, contract, cwd, tools=None):
+def build_system_prompt(cfg, contract, cwd, tools):
     override = cfg.system_prompt        # --system-prompt-override: for the guidance and the context
     parts = [
         override or "You are Grok, an agent working on the user's computer through tools.",
@@ -1786,10 +1782,8 @@ def build_system_prompt(cfg, contract, cwd, tools=None):
         " query) instead of answering from memory; prefer acting over asking; check your work"
         " with tools before you say it is done.",
         "- Answers are plain text for a terminal: concise, no markdown."][:override and 5]
-    if contract.extra_prompt:
-        parts.append(contract.extra_prompt)
-    tools = (tools or TOOLS).items()
-    parts += ["", "TOOLS:"] + ["- " + tool_line(name, cfg.bash_timeout, t) for name, t in tools]
+    parts += [contract.extra_prompt] if contract.extra_prompt else []
+    parts += ["", "TOOLS:"] + ["- " + tool_line(n, cfg.bash_timeout, t) for n, t in tools.items()]
     parts += ["", "RULES (follow them):", cfg.rules] if cfg.rules else []
     if override:
         return "\n".join(parts)
@@ -1841,8 +1835,7 @@ class Session:
             os.write(self.fd, b"\n")
 
     def append(self, record=None):
-        """A record written (none: the file only opened); a new session's header goes with its
-        first, so only then is the file made. Failing, it warns once; the chat goes on unsaved."""
+        """A record appended (None: open only), a new session's header first; failing: a warning."""
         if self.disabled:
             return
         try:
@@ -1899,9 +1892,7 @@ class Session:
                     if not all(isinstance(m, dict) and m.get("role") in ("user", "assistant")
                                and isinstance(m.get("content"), str) for m in new):
                         raise ValueError("not a message as the API takes it")
-                    if kind == "reset":
-                        messages = []
-                    messages += new
+                    messages = messages + new if kind == "message" else new
                 elif kind == "usage" and 0 <= float(rec.get("cost_usd") or 0) < 1e6:
                     cost += float(rec.get("cost_usd") or 0)
                 else:
@@ -3874,8 +3865,7 @@ def arg_parser(prog="grok", description="A minimal agent harness for xAI's Grok 
             near = flag and difflib.get_close_matches(flag[1], self._option_string_actions, 1, 0.7)
             raise UserError(message + ("; did you mean %s?" % near[0] if near else ""))
 
-    # An explicit width, or argparse imports shutil (with bz2, lzma, zlib: 2.5 ms) on every start;
-    # asked once, not by each of the ~50 formatters argparse makes (a failing ioctl each, off a terminal).
+    # A width, asked once: else argparse imports shutil (2.5 ms) and each of ~50 formatters asks.
     width = terminal_width() - 2
     p = Parser(prog=prog, description=description, epilog=ENV_HELP,
                formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(prog, width=width))
@@ -3934,8 +3924,7 @@ exit codes: 0 ok, 1 user error, 2 network/server, 3 agent or tool error, 4 inter
     DEFAULT_BASE_URL, DEFAULT_MODEL)
 
 
-# Flags of xAI's CLI grok has nothing for ({flag: values}): accepted, named in one notice; quietly
-# ("q") where grok does what they ask anyway (no plan mode, subagents, memory, updates, leader).
+# xAI CLI flags grok lacks ({flag: nargs}): accepted, named in a notice; quiet ("q") if done anyway
 XAI_FLAGS = {"--check": 0, "--experimental-memory": 0, "--restore-code": 0, "--oauth": 0,
              "--fork-session": 0, "--include-partial-messages": 0, "--leader": 0, "--reauth": 0,
              "--agent-profile": None, "--agent": None, "--agents": None, "--worktree": "?",
@@ -4013,7 +4002,7 @@ def on_signal(signum, frame):
     raise Terminated(signum)
 
 
-def guarded(prog, body, on_error=None):
+def guarded(prog, body, on_error=lambda message: None):
     """body(), each failure a message on stderr and an exit code (also to on_error(message))."""
     for fd, name in enumerate(("stdin", "stdout", "stderr")):
         if getattr(sys, name) is None:      # its fd was closed from the start (`grok -p hi >&-`)
@@ -4036,14 +4025,12 @@ def guarded(prog, body, on_error=None):
             sys.stderr.write("%s: %s\n" % (prog, visible(scrub(message))))
         elif isinstance(e, KeyboardInterrupt):
             sys.stderr.write("\n")      # after the ^C the terminal shows
-    if on_error:
-        on_error(message)
+    on_error(message)
     return code
 
 
 def json_requested(argv):
-    """The JSON output argv asks for (json, streaming-json, result) or None, read before (and even
-    if) the flags parse; what follows `--` is no flag."""
+    """The JSON output (json, streaming-json, result) argv asks for, or None: before flags parse."""
     fmt = None
     for i, arg in enumerate(argv[:argv.index("--")] if "--" in argv else argv):
         name, eq, value = arg.partition("=")
@@ -4065,14 +4052,13 @@ def list_models(argv):
         raise UserError("usage: grok models [--json]")
     cfg = Config(require_key=False)
     client = Client(cfg.base_url, cfg.api_key, min(cfg.timeout or 15, 15))     # (redirects refused)
-    ids = []
+    ids = list(WINDOWS)
     try:
-        ids = server_models(client)
+        ids = server_models(client) or ids
     except Exception as e:          # unreachable, refused, not a model list: the built-in table
-        why = (e.problem if isinstance(e, RetryableFault) else str(e) or type(e).__name__)[:200]
+        why = (str(e) or type(e).__name__)[:200]       # a RetryableFault's str() is its problem
         note = "cannot list the models of %s (%s); the built-in list follows" % (cfg.base_url, why)
         sys.stderr.write(visible(scrub("grok: " + note)) + "\n")
-    ids = list(ids or WINDOWS)
     ids = ids if cfg.model in ids else [cfg.model] + ids
     rows = [{"id": i, "default": i == cfg.model} for i in ids]
     lines = ["* %s (default)" % i if i == cfg.model else "- " + i for i in ids]
