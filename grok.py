@@ -1704,15 +1704,13 @@ def find_skills(skills_dir):
 
 
 def find_project_rules(cwd):
-    """[(path, text)]: ~/.grok/AGENTS.md, then AGENTS.md and GROK.md from the git root down to cwd
-    (else cwd's only) in directories others cannot write; a symlink only into the tree; capped."""
+    """[(path, text)], capped: ~/.grok/AGENTS.md, then AGENTS.md, GROK.md from git root to cwd."""
     up = [cwd]
-    while os.path.dirname(up[-1]) != up[-1]:
+    while not os.path.exists(os.path.join(up[-1], ".git")) and os.path.dirname(up[-1]) != up[-1]:
         up.append(os.path.dirname(up[-1]))
-    tops = [i for i, d in enumerate(up) if os.path.exists(os.path.join(d, ".git"))]
-    dirs = up[:tops[0] + 1] if tops else [cwd]      # not in a git repository: cwd only
+    dirs = up if os.path.exists(os.path.join(up[-1], ".git")) else [cwd]    # else cwd only
     root = os.path.realpath(dirs[-1])
-    paths = [os.path.join(os.path.expanduser("~"), ".grok", "AGENTS.md")] + [
+    paths = [os.path.expanduser("~/.grok/AGENTS.md")] + [
         os.path.join(d, name) for d in reversed(dirs) if not open_to_others(d, (os.getuid(), 0))
         for name in ("AGENTS.md", "GROK.md")]
     found, seen, budget = [], set(), RULES_TOTAL_CAP
@@ -1725,22 +1723,20 @@ def find_project_rules(cwd):
         data, size = read_regular(path, cap) or (None, 0)
         if data is None:
             continue
-        text = data[:cap].decode("utf-8", "replace")
+        text = data[:cap].decode("utf-8", "replace").strip()
         if not cap:
             text = "[not included: %s]" % in_all
         elif len(data) > cap:     # cut at a character boundary, and say so
             total = ", the " + in_all if cap < RULES_CAP else ""
             text = "%s\n[truncated: only the first %d of %d bytes of this file are included%s]" % (
-                text.rstrip("\ufffd").strip(), cap, size, total)
-        else:
-            text = text.strip()
+                text.rstrip("\ufffd").rstrip(), cap, size, total)
         if text:
             budget -= min(len(data), cap)
             found.append((path, scrub(text)))
     return found
 
 
-def build_system_prompt(cfg, contract, cwd, tools=None):
+def build_system_prompt(cfg, contract, cwd, tools):
     override = cfg.system_prompt        # --system-prompt-override: for the guidance and the context
     parts = [
         override or "You are Grok, an agent working on the user's computer through tools.",
@@ -1754,10 +1750,8 @@ def build_system_prompt(cfg, contract, cwd, tools=None):
         " query) instead of answering from memory; prefer acting over asking; check your work"
         " with tools before you say it is done.",
         "- Answers are plain text for a terminal: concise, no markdown."][:override and 5]
-    if contract.extra_prompt:
-        parts.append(contract.extra_prompt)
-    tools = (tools or TOOLS).items()
-    parts += ["", "TOOLS:"] + ["- " + tool_line(name, cfg.bash_timeout, t) for name, t in tools]
+    parts += [contract.extra_prompt] if contract.extra_prompt else []
+    parts += ["", "TOOLS:"] + ["- " + tool_line(n, cfg.bash_timeout, t) for n, t in tools.items()]
     parts += ["", "RULES (follow them):", cfg.rules] if cfg.rules else []
     if override:
         return "\n".join(parts)
@@ -1809,8 +1803,7 @@ class Session:
             os.write(self.fd, b"\n")
 
     def append(self, record=None):
-        """A record written (none: the file only opened); a new session's header goes with its
-        first, so only then is the file made. Failing, it warns once; the chat goes on unsaved."""
+        """A record appended (None: open only), a new session's header first; failing: a warning."""
         if self.disabled:
             return
         try:
@@ -1867,9 +1860,7 @@ class Session:
                     if not all(isinstance(m, dict) and m.get("role") in ("user", "assistant")
                                and isinstance(m.get("content"), str) for m in new):
                         raise ValueError("not a message as the API takes it")
-                    if kind == "reset":
-                        messages = []
-                    messages += new
+                    messages = messages + new if kind == "message" else new
                 elif kind == "usage" and 0 <= float(rec.get("cost_usd") or 0) < 1e6:
                     cost += float(rec.get("cost_usd") or 0)
                 else:
@@ -2713,10 +2704,11 @@ def now_iso():
 
 # --- Front end: the interactive REPL (minimal mode) ---
 
-def tolerate_unencodable(stream):
-    """Print "?" for what stream cannot encode: a lone surrogate, non-ASCII on an ASCII terminal."""
-    with suppress(AttributeError, ValueError, OSError):
-        stream.reconfigure(errors="replace")
+def tolerate_unencodable():
+    """Print "?" for what stdout or stderr cannot encode: a lone surrogate, non-ASCII on ASCII."""
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(AttributeError, ValueError, OSError):
+            stream.reconfigure(errors="replace")
 
 
 def ask_tty(prompt):
@@ -2802,8 +2794,6 @@ class TerminalUI(UI):
 
     def __init__(self, out=None):
         self.out = out or sys.stdout
-        for stream in (self.out, sys.stderr):
-            tolerate_unencodable(stream)
         plain = os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb"
         self.color = not plain and self.out.isatty()
         self.streamed = self.open_line = False
@@ -2905,9 +2895,8 @@ class TerminalUI(UI):
         full = False
         while True:
             text, hidden = approval_text(call, full)
-            more = " / [s]how all" if hidden else ""
-            ask = self.fitted("  run it? [y]es / [N]o / [a]lways%s:" % more)
-            said = ask_tty("%s\n%s " % (self.paint("1", self.fitted(text)), ask))
+            ask = "  run it? [y]es / [N]o / [a]lways%s:" % (" / [s]how all" if hidden else "")
+            said = ask_tty("%s\n%s " % (self.paint("1", self.fitted(text)), self.fitted(ask)))
             if said is None:
                 self.notice("no terminal to ask for approval: %s denied" % call.name
                             + " (use --always-approve / -y)")
@@ -2921,7 +2910,8 @@ class TerminalUI(UI):
     def ask_user(self, question, options):
         self.pause()
         lines = ["", self.paint("1", self.fitted(visible(question)))]
-        lines += [self.fitted("  %d) %s" % (i, visible(o, False)), "   ") for i, o in enumerate(options, 1)]
+        lines += [self.fitted("  %d) %s" % (i, visible(o, False)), "   ")
+                  for i, o in enumerate(options, 1)]
         answer = ask_tty("\n".join(lines) + "\n  answer (number or text): ")
         number = int(answer) if answer and answer.isdecimal() else 0
         return options[number - 1] if 0 < number <= len(options) else answer
@@ -2969,14 +2959,12 @@ def save_history(readline, data_dir):
 
 
 def read_line(keys, prompt="> "):
-    """One message, stripped. On a terminal: a line typed during the last turn, else lines
-    joined while one ends in \\ (typed on after "... ") or more are waiting (a paste)."""
+    """One message: a line typed during the turn, else input (joined after a \\ and in a paste)."""
     line, rest = keys.take()
     if line is not None:
         sys.stdout.write(prompt + line + "\n")
         return line.strip()
-    # A no-op SIGALRM 4 times a second: CPython's readline handles signals only when its select()
-    # returns, so a Ctrl-C or SIGTERM just before it starts waiting would wait for a key press.
+    # No-op SIGALRMs (4/s): readline handles a Ctrl-C or SIGTERM only when its select() returns.
     previous = signal.signal(signal.SIGALRM, lambda signum, frame: None)
     signal.setitimer(signal.ITIMER_REAL, 0.25, 0.25)
     try:
@@ -3100,8 +3088,7 @@ class QuietStderr:
 
 
 class HeadlessUI(UI):
-    """`grok -p`: the answer with progress on stderr (text, xAI's plain), or the EVENTS of a JSON
-    format (xAI's json: one object at the end). Hooks run on the main thread: none interleave."""
+    """`grok -p`: the answer (progress on stderr) or a format's EVENTS; hooks run on one thread."""
     EVENTS = {"json": "step_start text tool_use step_finish error",         # grok's own
               "streaming-json": "text thought tool_call tool_call_update usage end error",
               "result": "error"}
@@ -3114,7 +3101,6 @@ class HeadlessUI(UI):
         self.partial = False                    # a write was cut off mid-line (an interrupt)
         self.printed = self.attempt = ""        # the answer text shown; that of the stream going on
         self.held = []                          # notices that came while the answer's line was open
-        tolerate_unencodable(sys.stdout)
         self.shown = visible if sys.stdout.isatty() else str     # the answer on a terminal
 
     def write(self, text):
@@ -3192,8 +3178,7 @@ class HeadlessUI(UI):
         self.attempt = ""
 
     def stream_text(self, text, final_hint):
-        # The answer is shown as it arrives (text, xAI's events) once the reply is known to call no
-        # tools. A retried or repeated stream prints only what goes beyond what is already there.
+        # Shown as it comes once the reply calls no tools; a retried stream prints only what is new.
         if self.json or self.result or final_hint != "empty":
             return
         self.attempt += text
@@ -3211,14 +3196,16 @@ class HeadlessUI(UI):
     def tool_start(self, call, status="in_progress"):
         self.announced.add(call.id)
         fields = dict({"locations": []}, **acp_tool_fields(call.name, call.args, call.cwd, False))
-        self.emit("tool_call", toolCallId=call.id, status=status, toolName=call.name, content=[], **fields)
+        self.emit("tool_call", toolCallId=call.id, status=status, toolName=call.name, content=[],
+                  **fields)
         if not self.json:
             self.notice("[%s] %s" % (call.name, call.shown))
 
     def tool_end(self, call, result):
         if self.events and call.id not in self.announced:       # refused before it started
             self.tool_start(call, "pending")
-        self.emit("tool_call_update", toolCallId=call.id, status="completed" if result.ok else "failed",
+        status = "completed" if result.ok else "failed"
+        self.emit("tool_call_update", toolCallId=call.id, status=status,
                   content=text_content(result.output), rawOutput=None, locations=[])
         if not self.json and result.output.startswith("error: "):  # why a bad call did not run
             self.notice("✗ [%s] %s" % (call.name, failure_reason(result.output)))
@@ -3267,8 +3254,7 @@ class HeadlessUI(UI):
 
 
 def read_prompt(args, notice):
-    """-p's prompt (`-`: stdin), --prompt-file's and --prompt-json's text below it, then text piped
-    in on stdin (not with --output-format), cut at PIPED_CAP."""
+    """-p's prompt (`-`: stdin), then --prompt-file's, --prompt-json's and piped text, if any."""
     stdin = getattr(sys.stdin, "buffer", None)
     parts = [stdin.read().decode("utf-8", "replace") if args.prompt == "-" else args.prompt]
     got = args.prompt_file and read_regular(os.path.expanduser(args.prompt_file), PIPED_CAP)
@@ -3348,7 +3334,8 @@ def open_agent(cfg, ui, contract, args, new_if_busy=False):
         raise UserError("--session-id must be a UUID (got %r)" % new_id)
     if new_id and os.path.exists(os.path.join(cfg.data_dir, "sessions", new_id + ".jsonl")):
         raise UserError("session %s is already in use (--resume continues it)" % new_id)
-    ask = None if isinstance(ui, HeadlessUI) else lambda text: (ask_tty(text) or "").lower() in ("y", "yes")
+    ask = None if isinstance(ui, HeadlessUI) else (
+        lambda text: (ask_tty(text) or "").lower() in ("y", "yes"))
     mcp = mcp_config(cfg, args.mcp_config, ask, ui.notice)
     session_id = args.resume and find_session(cfg.data_dir, args.resume)
     if args.cont:       # the newest session typed into
@@ -3846,8 +3833,7 @@ def arg_parser(prog="grok", description="A minimal agent harness for xAI's Grok 
             near = flag and difflib.get_close_matches(flag[1], self._option_string_actions, 1, 0.7)
             raise UserError(message + ("; did you mean %s?" % near[0] if near else ""))
 
-    # An explicit width, or argparse imports shutil (with bz2, lzma, zlib: 2.5 ms) on every start;
-    # asked once, not by each of the ~50 formatters argparse makes (a failing ioctl each, off a terminal).
+    # A width, asked once: else argparse imports shutil (2.5 ms) and each of ~50 formatters asks.
     width = terminal_width() - 2
     p = Parser(prog=prog, description=description, epilog=ENV_HELP,
                formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(prog, width=width))
@@ -3906,8 +3892,7 @@ exit codes: 0 ok, 1 user error, 2 network/server, 3 agent or tool error, 4 inter
     DEFAULT_BASE_URL, DEFAULT_MODEL)
 
 
-# Flags of xAI's CLI grok has nothing for ({flag: values}): accepted, named in one notice; quietly
-# ("q") where grok does what they ask anyway (no plan mode, subagents, memory, updates, leader).
+# xAI CLI flags grok lacks ({flag: nargs}): accepted, named in a notice; quiet ("q") if done anyway
 XAI_FLAGS = {"--check": 0, "--experimental-memory": 0, "--restore-code": 0, "--oauth": 0,
              "--fork-session": 0, "--include-partial-messages": 0, "--leader": 0, "--reauth": 0,
              "--agent-profile": None, "--agent": None, "--agents": None, "--worktree": "?",
@@ -3985,12 +3970,13 @@ def on_signal(signum, frame):
     raise Terminated(signum)
 
 
-def guarded(prog, body, on_error=None):
+def guarded(prog, body, on_error=lambda message: None):
     """body(), each failure a message on stderr and an exit code (also to on_error(message))."""
     for fd, name in enumerate(("stdin", "stdout", "stderr")):
         if getattr(sys, name) is None:      # its fd was closed from the start (`grok -p hi >&-`)
             silence(fd)
             setattr(sys, name, open(fd, "w" if fd else "r", closefd=False))
+    tolerate_unencodable()
     sys.stderr = QuietStderr(sys.stderr)
     try:
         for signum in (signal.SIGTERM, signal.SIGHUP):
@@ -4007,14 +3993,12 @@ def guarded(prog, body, on_error=None):
             sys.stderr.write("%s: %s\n" % (prog, visible(scrub(message))))
         elif isinstance(e, KeyboardInterrupt):
             sys.stderr.write("\n")      # after the ^C the terminal shows
-    if on_error:
-        on_error(message)
+    on_error(message)
     return code
 
 
 def json_requested(argv):
-    """The JSON output argv asks for (json, streaming-json, result) or None, read before (and even
-    if) the flags parse; what follows `--` is no flag."""
+    """The JSON output (json, streaming-json, result) argv asks for, or None: before flags parse."""
     fmt = None
     for i, arg in enumerate(argv[:argv.index("--")] if "--" in argv else argv):
         name, eq, value = arg.partition("=")
@@ -4036,14 +4020,13 @@ def list_models(argv):
         raise UserError("usage: grok models [--json]")
     cfg = Config(require_key=False)
     client = Client(cfg.base_url, cfg.api_key, min(cfg.timeout or 15, 15))     # (redirects refused)
-    ids = []
+    ids = list(WINDOWS)
     try:
-        ids = server_models(client)
+        ids = server_models(client) or ids
     except Exception as e:          # unreachable, refused, not a model list: the built-in table
-        why = (e.problem if isinstance(e, RetryableFault) else str(e) or type(e).__name__)[:200]
+        why = (str(e) or type(e).__name__)[:200]       # a RetryableFault's str() is its problem
         note = "cannot list the models of %s (%s); the built-in list follows" % (cfg.base_url, why)
         sys.stderr.write(visible(scrub("grok: " + note)) + "\n")
-    ids = list(ids or WINDOWS)
     ids = ids if cfg.model in ids else [cfg.model] + ids
     rows = [{"id": i, "default": i == cfg.model} for i in ids]
     lines = ["* %s (default)" % i if i == cfg.model else "- " + i for i in ids]
