@@ -37,25 +37,19 @@ DEFAULT_MODEL = "grok-4.3"
 KEY_VARS = ("GROK_API_KEY", "XAI_API_KEY")
 ENV_FILES = ("~/.grok/.env", "~/.claude/.env", "./.env")     # your own key before a project's
 
-# USD per 1M tokens: input, cached input, output.
 PRICES = {"grok-4.3": (1.25, 0.20, 2.50), "grok-4.20": (1.25, 0.20, 2.50),
-          "grok-3-mini": (0.30, 0.075, 0.50)}
+          "grok-3-mini": (0.30, 0.075, 0.50)}      # USD per 1M tokens: input, cached input, output
 RETIRED_MODELS = ("grok-4-1-fast", "grok-4-fast", "grok-code-fast-1", "grok-3", "grok-4-0709")
 WINDOWS = {"grok-4.3": 1000000, "grok-4.20": 2000000, "grok-3-mini": 131072}
 DEFAULT_WINDOW = 131072
 
-BASH_TIMEOUT = 180          # seconds
-OUTPUT_HEAD = 30000         # bytes of tool output kept from the start ...
-OUTPUT_TAIL = 5000          # ... and from the end
+OUTPUT_HEAD, OUTPUT_TAIL = 30000, 5000      # bytes of tool output kept from its start, its end
 PIPED_CAP = 100000          # bytes of piped stdin added to a -p prompt
 STDIN_WAIT = 1.0            # seconds of silence that end a stdin pipe grok's parent holds open
-READ_CAP = 100000           # bytes read_file returns
-LIST_CAP = 500              # entries list_files returns
+READ_CAP, LIST_CAP = 100000, 500    # bytes read_file returns, entries list_files returns
 ARG_CAP = 100000            # characters of a command or path run, of any argument the history keeps
-APPROVAL_LINES = 40         # lines of a command or file shown at an approval before "s shows all"
-APPROVAL_CHARS = 4000       # ... and characters
-RULES_CAP = 8000            # bytes per AGENTS.md / GROK.md file
-RULES_TOTAL_CAP = 24000     # bytes of project rules in all
+APPROVAL_LINES, APPROVAL_CHARS = 40, 4000      # of a command or file shown before "s shows all"
+RULES_CAP, RULES_TOTAL_CAP = 8000, 24000    # bytes of project rules per AGENTS.md/GROK.md, in all
 MAX_STRIKES = 3             # invalid replies in a row before a turn fails
 LOOP_NUDGE, LOOP_STOP = 2, 3    # rounds in a row, same calls and results: told, then stopped
 RETRY_STATUSES = (408, 429) + tuple(s for s in range(500, 600) if s not in (501, 505))
@@ -84,8 +78,7 @@ def read_env_file(path, names):
 
 
 def own_setting(names, files=ENV_FILES[:2]):
-    """(value, where it came from) of the first of `names` set in the environment, else in the .env
-    `files` (by default the person's own, never a project's ./.env); ("", None) if none is."""
+    """(value, source) of the first of `names` set in the environment or `files`; else ("", None)"""
     for source in ["$" + n for n in names] + list(files):
         value = (os.environ.get(source[1:], "").strip() if source.startswith("$")
                  else read_env_file(os.path.expanduser(source), names))
@@ -98,8 +91,7 @@ def find_api_key():
     """(key, where it came from) or (None, None); a key with a space or a control: UserError."""
     key, source = own_setting(KEY_VARS, ENV_FILES)
     if any(ord(c) < 33 or 127 <= ord(c) < 160 for c in key):
-        raise UserError("the API key in %s contains whitespace or control characters (not shown):"
-                        " fix it" % source)
+        raise UserError("the API key in %s has whitespace or control characters: fix it" % source)
     if source == "./.env":
         sys.stderr.write("grok: using the API key in ./.env (no key of your own is set)\n")
     return key or None, source
@@ -119,45 +111,53 @@ def append_private(path, text):
 
 
 def ask_api_key():
-    """On a terminal: (the key typed, not shown; "the terminal"), saved to ~/.grok/.env if agreed"""
+    """(key typed on a terminal, "the terminal"), kept in ~/.grok/.env if agreed; none: UserError"""
     key, path = "", os.path.expanduser(ENV_FILES[0])
     with suppress(EOFError):
         if sys.stdin.isatty() and sys.stderr.isatty():
             import getpass
             sys.stderr.write("grok: no API key yet (make one at https://console.x.ai)\n")
             key = "".join(getpass.getpass("API key (hidden; empty to quit): ", sys.stderr).split())
-    if key and (ask_tty("save it to ~/.grok/.env (0600)? [Y/n] ") or "y").lower()[0] == "y":
+    if not key:
+        raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put "
+                        "GROK_API_KEY=... in " + ", ".join(ENV_FILES))
+    if (ask_tty("save it to ~/.grok/.env (0600)? [Y/n] ") or "y").lower()[0] == "y":
         try:
             os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
             append_private(path, "\nGROK_API_KEY=%s\n" % key)
             sys.stderr.write("grok: saved to %s\n" % path)
         except OSError as e:
             sys.stderr.write("grok: not saved (%s: %s)\n" % (path, e.strerror or e))
-    return (key, "the terminal") if key else (None, None)
+    return key, "the terminal"
 
 
 class Config:
-    """Settings: from flags, with an environment fallback; read once and never changed after (what a
-    session changes, such as its model, window, cost limit or cwd, lives on its Agent)."""
+    """Settings from flags, else the environment: read once (a session changes its Agent's)."""
 
     def __init__(self, model=None, cwd=None, always_approve=False, require_key=True, effort=None,
                  sandbox=None, net=None, tools=None, deny=(), rules=None, system_prompt=None,
                  max_iterations=None):
-        self.read_key(require_key)
-        self.read_server()
+        self.api_key, self.key_source = find_api_key()
+        if require_key and not self.api_key:
+            self.api_key, self.key_source = ask_api_key()
+        self.read_env(max_iterations)
         if model == "grok-build" != os.environ.get("GROK_MODEL"):
             model = None        # xAI's CLI's model name, which its clients pass: the default here
         self.model = model or own_setting(["GROK_MODEL"])[0] or DEFAULT_MODEL
         self.reasoning_effort = effort
         self.summary_model = os.environ.get("GROK_SUMMARY_MODEL") or self.model
-        self.read_limits(max_iterations)
-        self.read_paths()
         self.tools = list(TOOLS) if tools is None else tools
         self.deny, self.rules, self.system_prompt = deny, rules, system_prompt
         self.always_approve = always_approve or env_flag("GROK_ALWAYS_APPROVE")
         self.cwd = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
         if not os.path.isdir(self.cwd):
             raise UserError("--cwd: no such directory: %s" % self.cwd)
+        here = os.path.dirname(os.path.realpath(__file__))
+        skills = os.environ.get("GROK_SKILLS_DIR") or os.path.join(here, "skills")
+        share = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
+        data = os.environ.get("GROK_DATA_DIR") or os.path.join(share, "grok-agent")
+        self.skills_dir, self.data_dir = os.path.expanduser(skills), os.path.expanduser(data)
+        self.read_dirs = (self.skills_dir,)     # read_file/list_files run there unasked, as in cwd
         sandbox = sandbox or os.environ.get("GROK_SANDBOX") or "off"     # its backend: chosen once
         self.sandbox = None if sandbox == "off" != net else Sandbox(sandbox, net == "off", self.cwd)
         self.frozen = True
@@ -167,15 +167,8 @@ class Config:
             raise AttributeError("Config is read once: %s belongs on the session's Agent" % name)
         object.__setattr__(self, name, value)
 
-    def read_key(self, require_key):
-        self.api_key, self.key_source = find_api_key()
-        if require_key and not self.api_key:
-            self.api_key, self.key_source = ask_api_key()
-        if require_key and not self.api_key:
-            raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put "
-                            "GROK_API_KEY=... in " + ", ".join(ENV_FILES))
-
-    def read_server(self):
+    def read_env(self, max_iterations):
+        """The settings only the environment gives: the server, how to talk to it, the limits."""
         self.base_url = (own_setting(["GROK_BASE_URL"])[0] or DEFAULT_BASE_URL).rstrip("/")
         url = check_base_url(self.base_url)
         self.xai = ("." + url.hostname).endswith(".x.ai")
@@ -186,8 +179,6 @@ class Config:
         self.max_retries = int(self.number("GROK_MAX_RETRIES", 4, 20))
         self.backoff = self.number("GROK_RETRY_BACKOFF", 1.0, 60)
         self.stream = env_flag("GROK_STREAM", True)
-
-    def read_limits(self, max_iterations):
         self.cost_limit = self.number("COST_LIMIT", 10.0)
         self.compact_threshold = self.number("COMPACT_THRESHOLD", 75.0, 100)
         self.window_set = int(self.number("GROK_CONTEXT_WINDOW", 0, 1e9))
@@ -195,18 +186,9 @@ class Config:
         rounds = int(self.number("GROK_MAX_ITERATIONS", 25))
         self.max_iterations = rounds if max_iterations is None else max_iterations
         self.loop_detection = env_flag("GROK_LOOP_DETECTION", True)
-        self.bash_timeout = self.number("GROK_BASH_TIMEOUT", BASH_TIMEOUT)
+        self.bash_timeout = self.number("GROK_BASH_TIMEOUT", 180)
         temperature = os.environ.get("GROK_TEMPERATURE", "0.5").strip()      # empty: not sent
         self.temperature = self.number("GROK_TEMPERATURE", 0.5, 100) if temperature else None
-
-    def read_paths(self):
-        here = os.path.dirname(os.path.realpath(__file__))
-        skills = os.environ.get("GROK_SKILLS_DIR") or os.path.join(here, "skills")
-        self.skills_dir = os.path.expanduser(skills)
-        share = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
-        data = os.environ.get("GROK_DATA_DIR") or os.path.join(share, "grok-agent")
-        self.data_dir = os.path.expanduser(data)
-        self.read_dirs = (self.skills_dir,)     # read_file/list_files run there unasked, as in cwd
 
     @staticmethod
     def number(name, default, most=1e6):
@@ -241,12 +223,11 @@ def check_base_url(url):
 def env_prices(xai):
     """GROK_PRICES (USD per 1M tokens in, cached, out); unset: on xAI None (its table), else ()."""
     value = os.environ.get("GROK_PRICES", "").strip()
-    prices = ()
     with suppress(ValueError):
         prices = tuple(float(p) for p in value.split(",")) if value else (None if xai else ())
-    if value and (len(prices) != 3 or not all(0 <= p <= 10000 for p in prices)):      # (not NaN)
-        raise UserError("GROK_PRICES must be IN,CACHED,OUT in USD per 1M tokens, not %r" % value)
-    return prices
+        if not value or len(prices) == 3 and all(0 <= p <= 10000 for p in prices):    # (not NaN)
+            return prices
+    raise UserError("GROK_PRICES must be IN,CACHED,OUT in USD per 1M tokens, not %r" % value)
 
 
 def model_entry(table, model, default=None):
@@ -266,8 +247,7 @@ USAGE_FIELDS = (("input", "prompt_tokens"), ("output", "completion_tokens"),
 
 
 def usage_numbers(usage):
-    """The one reader of a usage object: {input, output, reasoning, cached, total, ticks} >= 0 (0,
-    or None for ticks, if absent), and "odd": whether a value was ignored (NaN, negative, text)."""
+    """The one usage reader: USAGE_FIELDS >= 0 (0 if absent, ticks None); "odd": a value ignored."""
     n = {"odd": False}
     for name, chat in USAGE_FIELDS:
         for path in (chat, chat.replace("prompt", "input").replace("completion", "output")):
@@ -409,8 +389,7 @@ SECRETS = set()         # the configured key and URL password: Config adds them
 SECRET_PATTERNS = (      # compiled on first use (re caches them)
     (r"(?s)-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----.*?"
      r"(-----END [A-Z ]*PRIVATE KEY( BLOCK)?-----|\Z)", "[REDACTED_PRIVATE_KEY]"),
-    (r"\bxai-[A-Za-z0-9]{20,}", "[REDACTED_API_KEY]"),
-    (r"\bsk-[A-Za-z0-9_\-]{20,}", "[REDACTED_API_KEY]"),
+    (r"\b(xai-[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_\-]{20,})", "[REDACTED_API_KEY]"),
     (r"\b(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})", "[REDACTED_GH_TOKEN]"),
     (r"\b(xox[abeoprs]|xapp)-[0-9A-Za-z\-]{10,}", "[REDACTED_SLACK_TOKEN]"),
     (r"\b(AKIA|ASIA)[0-9A-Z]{16}\b", "[REDACTED_AWS_KEY]"),
@@ -441,8 +420,7 @@ def scrub_all(obj):
 
 
 def visible(text, newlines=True):
-    """Text safe for a terminal: what it would not print as itself (controls, escape sequences,
-    bidi, zero-width, tag characters...) as escapes; tabs, newlines stay (or \\n). Display only."""
+    """For display: what would not print as itself (controls, bidi...) escaped, but \\t and \\n."""
     def escaped(match):     # \x0d, \u200b, \U000e0041; or the character, if it prints as itself
         import unicodedata
         char = match.group()
@@ -477,13 +455,11 @@ def data_dir_problem(path):
 
 def read_regular(path, cap):
     """(first cap+1 bytes, size) of a regular file (never a device, pipe or socket), or None."""
-    try:
+    with suppress(OSError):
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))     # a FIFO must not block
         with open(fd, "rb") as f:
             info = os.fstat(fd)
             return (f.read(cap + 1), info.st_size) if stat.S_ISREG(info.st_mode) else None
-    except OSError:
-        return None
 
 
 def clean_text(text):
@@ -527,8 +503,7 @@ def needs_approval(call, free_dirs=()):
 
 
 def approval_text(call, full=False):
-    """(text, hidden): what an approval shows: the command, or the resolved path, whether it
-    exists and the content (or a diff); controls visible; unless full, capped (hidden: how much)."""
+    """(text, characters hidden) of an approval: the command, or resolved path and content/diff."""
     head = "bash (sandbox: %s)" % call.sandbox.label if call.sandbox else "bash"
     body = str(call.args.get("command"))
     if call.name.startswith("mcp__"):
@@ -557,9 +532,7 @@ def approval_text(call, full=False):
 
 
 def arg_problem(name, args):
-    """Why a call's arguments cannot run ("error: ..."), or None; asked before any approval or file
-    access. The first (command, path, query) is a string, non-empty unless optional, of at most
-    ARG_CAP characters; no text holds a NUL or a lone surrogate (but a file name's byte)."""
+    """Why a call's arguments cannot run ("error: ..."), or None; before approval or file access."""
     if name not in TOOLS:       # an MCP tool: its server checks its arguments
         return None
     spec = TOOLS[name].args
@@ -574,13 +547,10 @@ def arg_problem(name, args):
         texts = args.get(k) if isinstance(args.get(k), list) else [args.get(k)]
         if any(re.search("[\0\ud800-\udc7f\udd00-\udfff]", t) for t in texts if isinstance(t, str)):
             return "error: not run: the %s holds a NUL or a lone surrogate, which text cannot" % k
-    return None
 
 
 def allow_matches(call, patterns):
-    """--allow: whether a pattern matches the call: a glob on bash's command (`*`, `?` never stand
-    for a shell operator: `git *` matches `git log`, not `git log; rm -rf ~`), on the other tools'
-    resolved path (a relative one only inside cwd), on an MCP tool's name (mcp__SERVER__TOOL)."""
+    """--allow: a glob on bash's command, a resolved path (a relative one: in cwd), an MCP name."""
     if call.name not in TOOLS:      # an MCP tool
         return any(fnmatch.fnmatchcase(call.name, p) for p in patterns)
     value = call.args.get("command" if call.name == "bash" else "path")
@@ -598,10 +568,8 @@ def allow_matches(call, patterns):
 
 
 def rule_globs(call, rules):
-    """The globs of the --allow/--deny rules for this call: any plain glob; xAI CLI's Bash(glob),
-    Write(glob), Edit(glob), Read(glob) of their kind of tool (Bash(git:*): git*; no glob: any)."""
-    kinds = {"Bash": "bash", "Write": "write_file", "Edit": "write_file",
-             "Read": "read_file list_files"}
+    """--allow/--deny globs for this call: plain ones, xAI CLI's Bash(...), Write/Edit/Read(...)."""
+    kinds = dict(Bash="bash", Write="write_file", Edit="write_file", Read="read_file list_files")
     found = [(re.fullmatch(r"(Bash|Write|Edit|Read)(?:\((.*)\))?", r, re.S), r) for r in rules]
     return [r if not m else re.sub(r":\*$", "*", m[2]) if m[2] is not None else
             "*" if call.name == "bash" else "/**" for m, r in found
@@ -1721,15 +1689,13 @@ def find_skills(skills_dir):
 
 
 def find_project_rules(cwd):
-    """[(path, text)]: ~/.grok/AGENTS.md, then AGENTS.md and GROK.md from the git root down to cwd
-    (else cwd's only) in directories others cannot write; a symlink only into the tree; capped."""
+    """[(path, text)], capped: ~/.grok/AGENTS.md, then AGENTS.md, GROK.md from git root to cwd."""
     up = [cwd]
-    while os.path.dirname(up[-1]) != up[-1]:
+    while not os.path.exists(os.path.join(up[-1], ".git")) and os.path.dirname(up[-1]) != up[-1]:
         up.append(os.path.dirname(up[-1]))
-    tops = [i for i, d in enumerate(up) if os.path.exists(os.path.join(d, ".git"))]
-    dirs = up[:tops[0] + 1] if tops else [cwd]      # not in a git repository: cwd only
+    dirs = up if os.path.exists(os.path.join(up[-1], ".git")) else [cwd]    # else cwd only
     root = os.path.realpath(dirs[-1])
-    paths = [os.path.join(os.path.expanduser("~"), ".grok", "AGENTS.md")] + [
+    paths = [os.path.expanduser("~/.grok/AGENTS.md")] + [
         os.path.join(d, name) for d in reversed(dirs) if not open_to_others(d, (os.getuid(), 0))
         for name in ("AGENTS.md", "GROK.md")]
     found, seen, budget = [], set(), RULES_TOTAL_CAP
@@ -1742,22 +1708,20 @@ def find_project_rules(cwd):
         data, size = read_regular(path, cap) or (None, 0)
         if data is None:
             continue
-        text = data[:cap].decode("utf-8", "replace")
+        text = data[:cap].decode("utf-8", "replace").strip()
         if not cap:
             text = "[not included: %s]" % in_all
         elif len(data) > cap:     # cut at a character boundary, and say so
             total = ", the " + in_all if cap < RULES_CAP else ""
             text = "%s\n[truncated: only the first %d of %d bytes of this file are included%s]" % (
-                text.rstrip("\ufffd").strip(), cap, size, total)
-        else:
-            text = text.strip()
+                text.rstrip("\ufffd").rstrip(), cap, size, total)
         if text:
             budget -= min(len(data), cap)
             found.append((path, scrub(text)))
     return found
 
 
-def build_system_prompt(cfg, contract, cwd, tools=None):
+def build_system_prompt(cfg, contract, cwd, tools):
     override = cfg.system_prompt        # --system-prompt-override: for the guidance and the context
     parts = [
         override or "You are Grok, an agent working on the user's computer through tools.",
@@ -1771,10 +1735,8 @@ def build_system_prompt(cfg, contract, cwd, tools=None):
         " query) instead of answering from memory; prefer acting over asking; check your work"
         " with tools before you say it is done.",
         "- Answers are plain text for a terminal: concise, no markdown."][:override and 5]
-    if contract.extra_prompt:
-        parts.append(contract.extra_prompt)
-    tools = (tools or TOOLS).items()
-    parts += ["", "TOOLS:"] + ["- " + tool_line(name, cfg.bash_timeout, t) for name, t in tools]
+    parts += [contract.extra_prompt] if contract.extra_prompt else []
+    parts += ["", "TOOLS:"] + ["- " + tool_line(n, cfg.bash_timeout, t) for n, t in tools.items()]
     parts += ["", "RULES (follow them):", cfg.rules] if cfg.rules else []
     if override:
         return "\n".join(parts)
@@ -1826,8 +1788,7 @@ class Session:
             os.write(self.fd, b"\n")
 
     def append(self, record=None):
-        """A record written (none: the file only opened); a new session's header goes with its
-        first, so only then is the file made. Failing, it warns once; the chat goes on unsaved."""
+        """A record appended (None: open only), a new session's header first; failing: a warning."""
         if self.disabled:
             return
         try:
@@ -1884,9 +1845,7 @@ class Session:
                     if not all(isinstance(m, dict) and m.get("role") in ("user", "assistant")
                                and isinstance(m.get("content"), str) for m in new):
                         raise ValueError("not a message as the API takes it")
-                    if kind == "reset":
-                        messages = []
-                    messages += new
+                    messages = messages + new if kind == "message" else new
                 elif kind == "usage" and 0 <= float(rec.get("cost_usd") or 0) < 1e6:
                     cost += float(rec.get("cost_usd") or 0)
                 else:
@@ -2730,10 +2689,11 @@ def now_iso():
 
 # --- Front end: the interactive REPL (minimal mode) ---
 
-def tolerate_unencodable(stream):
-    """Print "?" for what stream cannot encode: a lone surrogate, non-ASCII on an ASCII terminal."""
-    with suppress(AttributeError, ValueError, OSError):
-        stream.reconfigure(errors="replace")
+def tolerate_unencodable():
+    """Print "?" for what stdout or stderr cannot encode: a lone surrogate, non-ASCII on ASCII."""
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(AttributeError, ValueError, OSError):
+            stream.reconfigure(errors="replace")
 
 
 def ask_tty(prompt):
@@ -2819,8 +2779,6 @@ class TerminalUI(UI):
 
     def __init__(self, out=None):
         self.out = out or sys.stdout
-        for stream in (self.out, sys.stderr):
-            tolerate_unencodable(stream)
         plain = os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb"
         self.color = not plain and self.out.isatty()
         self.streamed = self.open_line = False
@@ -2922,9 +2880,8 @@ class TerminalUI(UI):
         full = False
         while True:
             text, hidden = approval_text(call, full)
-            more = " / [s]how all" if hidden else ""
-            ask = self.fitted("  run it? [y]es / [N]o / [a]lways%s:" % more)
-            said = ask_tty("%s\n%s " % (self.paint("1", self.fitted(text)), ask))
+            ask = "  run it? [y]es / [N]o / [a]lways%s:" % (" / [s]how all" if hidden else "")
+            said = ask_tty("%s\n%s " % (self.paint("1", self.fitted(text)), self.fitted(ask)))
             if said is None:
                 self.notice("no terminal to ask for approval: %s denied" % call.name
                             + " (use --always-approve / -y)")
@@ -2938,7 +2895,8 @@ class TerminalUI(UI):
     def ask_user(self, question, options):
         self.pause()
         lines = ["", self.paint("1", self.fitted(visible(question)))]
-        lines += [self.fitted("  %d) %s" % (i, visible(o, False)), "   ") for i, o in enumerate(options, 1)]
+        lines += [self.fitted("  %d) %s" % (i, visible(o, False)), "   ")
+                  for i, o in enumerate(options, 1)]
         answer = ask_tty("\n".join(lines) + "\n  answer (number or text): ")
         number = int(answer) if answer and answer.isdecimal() else 0
         return options[number - 1] if 0 < number <= len(options) else answer
@@ -2986,14 +2944,12 @@ def save_history(readline, data_dir):
 
 
 def read_line(keys, prompt="> "):
-    """One message, stripped. On a terminal: a line typed during the last turn, else lines
-    joined while one ends in \\ (typed on after "... ") or more are waiting (a paste)."""
+    """One message: a line typed during the turn, else input (joined after a \\ and in a paste)."""
     line, rest = keys.take()
     if line is not None:
         sys.stdout.write(prompt + line + "\n")
         return line.strip()
-    # A no-op SIGALRM 4 times a second: CPython's readline handles signals only when its select()
-    # returns, so a Ctrl-C or SIGTERM just before it starts waiting would wait for a key press.
+    # No-op SIGALRMs (4/s): readline handles a Ctrl-C or SIGTERM only when its select() returns.
     previous = signal.signal(signal.SIGALRM, lambda signum, frame: None)
     signal.setitimer(signal.ITIMER_REAL, 0.25, 0.25)
     try:
@@ -3117,8 +3073,7 @@ class QuietStderr:
 
 
 class HeadlessUI(UI):
-    """`grok -p`: the answer with progress on stderr (text, xAI's plain), or the EVENTS of a JSON
-    format (xAI's json: one object at the end). Hooks run on the main thread: none interleave."""
+    """`grok -p`: the answer (progress on stderr) or a format's EVENTS; hooks run on one thread."""
     EVENTS = {"json": "step_start text tool_use step_finish error",         # grok's own
               "streaming-json": "text thought tool_call tool_call_update usage end error",
               "result": "error"}
@@ -3131,7 +3086,6 @@ class HeadlessUI(UI):
         self.partial = False                    # a write was cut off mid-line (an interrupt)
         self.printed = self.attempt = ""        # the answer text shown; that of the stream going on
         self.held = []                          # notices that came while the answer's line was open
-        tolerate_unencodable(sys.stdout)
         self.shown = visible if sys.stdout.isatty() else str     # the answer on a terminal
 
     def write(self, text):
@@ -3209,8 +3163,7 @@ class HeadlessUI(UI):
         self.attempt = ""
 
     def stream_text(self, text, final_hint):
-        # The answer is shown as it arrives (text, xAI's events) once the reply is known to call no
-        # tools. A retried or repeated stream prints only what goes beyond what is already there.
+        # Shown as it comes once the reply calls no tools; a retried stream prints only what is new.
         if self.json or self.result or final_hint != "empty":
             return
         self.attempt += text
@@ -3228,14 +3181,16 @@ class HeadlessUI(UI):
     def tool_start(self, call, status="in_progress"):
         self.announced.add(call.id)
         fields = dict({"locations": []}, **acp_tool_fields(call.name, call.args, call.cwd, False))
-        self.emit("tool_call", toolCallId=call.id, status=status, toolName=call.name, content=[], **fields)
+        self.emit("tool_call", toolCallId=call.id, status=status, toolName=call.name, content=[],
+                  **fields)
         if not self.json:
             self.notice("[%s] %s" % (call.name, call.shown))
 
     def tool_end(self, call, result):
         if self.events and call.id not in self.announced:       # refused before it started
             self.tool_start(call, "pending")
-        self.emit("tool_call_update", toolCallId=call.id, status="completed" if result.ok else "failed",
+        status = "completed" if result.ok else "failed"
+        self.emit("tool_call_update", toolCallId=call.id, status=status,
                   content=text_content(result.output), rawOutput=None, locations=[])
         if not self.json and result.output.startswith("error: "):  # why a bad call did not run
             self.notice("✗ [%s] %s" % (call.name, failure_reason(result.output)))
@@ -3284,8 +3239,7 @@ class HeadlessUI(UI):
 
 
 def read_prompt(args, notice):
-    """-p's prompt (`-`: stdin), --prompt-file's and --prompt-json's text below it, then text piped
-    in on stdin (not with --output-format), cut at PIPED_CAP."""
+    """-p's prompt (`-`: stdin), then --prompt-file's, --prompt-json's and piped text, if any."""
     stdin = getattr(sys.stdin, "buffer", None)
     parts = [stdin.read().decode("utf-8", "replace") if args.prompt == "-" else args.prompt]
     got = args.prompt_file and read_regular(os.path.expanduser(args.prompt_file), PIPED_CAP)
@@ -3365,7 +3319,8 @@ def open_agent(cfg, ui, contract, args, new_if_busy=False):
         raise UserError("--session-id must be a UUID (got %r)" % new_id)
     if new_id and os.path.exists(os.path.join(cfg.data_dir, "sessions", new_id + ".jsonl")):
         raise UserError("session %s is already in use (--resume continues it)" % new_id)
-    ask = None if isinstance(ui, HeadlessUI) else lambda text: (ask_tty(text) or "").lower() in ("y", "yes")
+    ask = None if isinstance(ui, HeadlessUI) else (
+        lambda text: (ask_tty(text) or "").lower() in ("y", "yes"))
     mcp = mcp_config(cfg, args.mcp_config, ask, ui.notice)
     session_id = args.resume and find_session(cfg.data_dir, args.resume)
     if args.cont:       # the newest session typed into
@@ -3863,8 +3818,7 @@ def arg_parser(prog="grok", description="A minimal agent harness for xAI's Grok 
             near = flag and difflib.get_close_matches(flag[1], self._option_string_actions, 1, 0.7)
             raise UserError(message + ("; did you mean %s?" % near[0] if near else ""))
 
-    # An explicit width, or argparse imports shutil (with bz2, lzma, zlib: 2.5 ms) on every start;
-    # asked once, not by each of the ~50 formatters argparse makes (a failing ioctl each, off a terminal).
+    # A width, asked once: else argparse imports shutil (2.5 ms) and each of ~50 formatters asks.
     width = terminal_width() - 2
     p = Parser(prog=prog, description=description, epilog=ENV_HELP,
                formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(prog, width=width))
@@ -3923,8 +3877,7 @@ exit codes: 0 ok, 1 user error, 2 network/server, 3 agent or tool error, 4 inter
     DEFAULT_BASE_URL, DEFAULT_MODEL)
 
 
-# Flags of xAI's CLI grok has nothing for ({flag: values}): accepted, named in one notice; quietly
-# ("q") where grok does what they ask anyway (no plan mode, subagents, memory, updates, leader).
+# xAI CLI flags grok lacks ({flag: nargs}): accepted, named in a notice; quiet ("q") if done anyway
 XAI_FLAGS = {"--check": 0, "--experimental-memory": 0, "--restore-code": 0, "--oauth": 0,
              "--fork-session": 0, "--include-partial-messages": 0, "--leader": 0, "--reauth": 0,
              "--agent-profile": None, "--agent": None, "--agents": None, "--worktree": "?",
@@ -4002,12 +3955,13 @@ def on_signal(signum, frame):
     raise Terminated(signum)
 
 
-def guarded(prog, body, on_error=None):
+def guarded(prog, body, on_error=lambda message: None):
     """body(), each failure a message on stderr and an exit code (also to on_error(message))."""
     for fd, name in enumerate(("stdin", "stdout", "stderr")):
         if getattr(sys, name) is None:      # its fd was closed from the start (`grok -p hi >&-`)
             silence(fd)
             setattr(sys, name, open(fd, "w" if fd else "r", closefd=False))
+    tolerate_unencodable()
     sys.stderr = QuietStderr(sys.stderr)
     try:
         for signum in (signal.SIGTERM, signal.SIGHUP):
@@ -4024,14 +3978,12 @@ def guarded(prog, body, on_error=None):
             sys.stderr.write("%s: %s\n" % (prog, visible(scrub(message))))
         elif isinstance(e, KeyboardInterrupt):
             sys.stderr.write("\n")      # after the ^C the terminal shows
-    if on_error:
-        on_error(message)
+    on_error(message)
     return code
 
 
 def json_requested(argv):
-    """The JSON output argv asks for (json, streaming-json, result) or None, read before (and even
-    if) the flags parse; what follows `--` is no flag."""
+    """The JSON output (json, streaming-json, result) argv asks for, or None: before flags parse."""
     fmt = None
     for i, arg in enumerate(argv[:argv.index("--")] if "--" in argv else argv):
         name, eq, value = arg.partition("=")
@@ -4053,14 +4005,13 @@ def list_models(argv):
         raise UserError("usage: grok models [--json]")
     cfg = Config(require_key=False)
     client = Client(cfg.base_url, cfg.api_key, min(cfg.timeout or 15, 15))     # (redirects refused)
-    ids = []
+    ids = list(WINDOWS)
     try:
-        ids = server_models(client)
+        ids = server_models(client) or ids
     except Exception as e:          # unreachable, refused, not a model list: the built-in table
-        why = (e.problem if isinstance(e, RetryableFault) else str(e) or type(e).__name__)[:200]
+        why = (str(e) or type(e).__name__)[:200]       # a RetryableFault's str() is its problem
         note = "cannot list the models of %s (%s); the built-in list follows" % (cfg.base_url, why)
         sys.stderr.write(visible(scrub("grok: " + note)) + "\n")
-    ids = list(ids or WINDOWS)
     ids = ids if cfg.model in ids else [cfg.model] + ids
     rows = [{"id": i, "default": i == cfg.model} for i in ids]
     lines = ["* %s (default)" % i if i == cfg.model else "- " + i for i in ids]
