@@ -2527,8 +2527,7 @@ class Agent:
         self.context_tokens = estimate_tokens(self.messages)
         self.notice("%s (about %d -> %d tokens)" % (how, before, self.context_tokens))
         if self.context_pct() >= pct:
-            self.notice("the recent messages alone still fill %.0f%% of the context window"
-                        % self.context_pct())
+            self.notice("the recent messages still fill %.0f%% of the window" % self.context_pct())
         return True
 
     def summarise(self, old):
