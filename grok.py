@@ -157,7 +157,6 @@ class Config:
         share = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
         data = os.environ.get("GROK_DATA_DIR") or os.path.join(share, "grok-agent")
         self.skills_dir, self.data_dir = os.path.expanduser(skills), os.path.expanduser(data)
-        self.read_dirs = (self.skills_dir,)     # read_file/list_files run there unasked, as in cwd
         sandbox = sandbox or os.environ.get("GROK_SANDBOX") or "off"     # its backend: chosen once
         self.sandbox = None if sandbox == "off" != net else Sandbox(sandbox, net == "off", self.cwd)
         self.frozen = True
@@ -2186,7 +2185,7 @@ class ToolRunner:
         self.cancel, self.search, self.specs, self.mcp = link.cancel, link.search, mcp or {}, []
         self.tool_names, self.withdrawn = list(cfg.tools), {}   # withdrawn: name -> result
         self.procs, self.session_always, self.tool_count = set(), set(), 0     # procs: bash running
-        self.read_dirs = list(cfg.read_dirs)    # agent mode adds its workspace
+        self.read_dirs = [cfg.skills_dir]   # read unasked, as cwd is; agent mode adds its workspace
         self.lock = threading.Lock()
 
     def start_mcp(self, cwd):
