@@ -78,7 +78,7 @@ def read_env_file(path, names):
 
 
 def own_setting(names, files=ENV_FILES[:2]):
-    """(value, source) of the first of `names` set in the environment or `files`; else ("", None)"""
+    """(value, source): the first of `names` in the environment or your .env `files`; ("", None)"""
     for source in ["$" + n for n in names] + list(files):
         value = (os.environ.get(source[1:], "").strip() if source.startswith("$")
                  else read_env_file(os.path.expanduser(source), names))
