@@ -3308,8 +3308,7 @@ def read_prompt(args, notice):
 
 
 def piped_input(stdin):
-    """A pipe's or file's text, read to its end; but a pipe grok's own parent holds open for writing
-    (it started grok and may never close it) only once it has data or EOF within STDIN_WAIT s."""
+    """A pipe's or file's text; none from a pipe grok's parent holds open, idle for STDIN_WAIT s."""
     with suppress(OSError, ValueError, AttributeError):
         fd = stdin.fileno()
         kind = stat.S_IFMT(os.fstat(fd).st_mode)
