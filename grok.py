@@ -885,10 +885,8 @@ def read_chat_stream(resp, on_delta, on_thought=None):
             continue
         usage = chunk["usage"] if isinstance(chunk.get("usage"), dict) else usage
         response_id = chunk.get("id", response_id)
-        choices = chunk.get("choices")
-        for choice in choices if isinstance(choices, list) else ():
-            if not isinstance(choice, dict):
-                continue
+        choices = chunk.get("choices") if isinstance(chunk.get("choices"), list) else ()
+        for choice in (c for c in choices if isinstance(c, dict)):
             delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
             deliver(delta.get("reasoning_content"), on_thought)
             parts.append(deliver(delta.get("content"), on_delta))
