@@ -3803,16 +3803,14 @@ def arg_parser(prog="grok", description="A minimal agent harness for xAI's Grok 
     p.add_argument("--reasoning-effort", "--effort", dest="effort", choices=EFFORTS, metavar="E",
                    help="%s: sent as reasoning_effort (unless refused)" % ", ".join(EFFORTS))
     p.add_argument("--cwd", metavar="DIR", help="working directory for the tools")
-    p.add_argument("-y", "--always-approve", "--yolo", action="store_true",
-                   help="run bash/write_file without asking")
+    p.add_argument("-y", "--always-approve", "--yolo", action="store_true", help="skip approvals")
     p.add_argument("--sandbox", choices=("workspace", "read-only", "off"), help="see README")
     p.add_argument("--sandbox-network", choices=("on", "off"), help="off: commands get no network")
     p.add_argument("--mcp-config", action="append", default=[], metavar="FILE",
                    help="start the MCP servers of this .mcp.json-style file (repeatable)")
     which = p.add_mutually_exclusive_group()      # which session
     which.add_argument("-r", "--resume", metavar="ID", help="continue a saved session")
-    which.add_argument("-c", "--continue", dest="cont", action="store_true",
-                       help="continue the latest session")
+    which.add_argument("-c", "--continue", dest="cont", action="store_true", help="latest session")
     which.add_argument("-s", "--session-id", metavar="UUID", help="a new session with this id")
     p.add_argument("message", nargs="*", help="start the chat with this message")
     return p
