@@ -37,25 +37,19 @@ DEFAULT_MODEL = "grok-4.3"
 KEY_VARS = ("GROK_API_KEY", "XAI_API_KEY")
 ENV_FILES = ("~/.grok/.env", "~/.claude/.env", "./.env")     # your own key before a project's
 
-# USD per 1M tokens: input, cached input, output.
 PRICES = {"grok-4.3": (1.25, 0.20, 2.50), "grok-4.20": (1.25, 0.20, 2.50),
-          "grok-3-mini": (0.30, 0.075, 0.50)}
+          "grok-3-mini": (0.30, 0.075, 0.50)}      # USD per 1M tokens: input, cached input, output
 RETIRED_MODELS = ("grok-4-1-fast", "grok-4-fast", "grok-code-fast-1", "grok-3", "grok-4-0709")
 WINDOWS = {"grok-4.3": 1000000, "grok-4.20": 2000000, "grok-3-mini": 131072}
 DEFAULT_WINDOW = 131072
 
-BASH_TIMEOUT = 180          # seconds
-OUTPUT_HEAD = 30000         # bytes of tool output kept from the start ...
-OUTPUT_TAIL = 5000          # ... and from the end
+OUTPUT_HEAD, OUTPUT_TAIL = 30000, 5000      # bytes of tool output kept from its start, its end
 PIPED_CAP = 100000          # bytes of piped stdin added to a -p prompt
 STDIN_WAIT = 1.0            # seconds of silence that end a stdin pipe grok's parent holds open
-READ_CAP = 100000           # bytes read_file returns
-LIST_CAP = 500              # entries list_files returns
+READ_CAP, LIST_CAP = 100000, 500    # bytes read_file returns, entries list_files returns
 ARG_CAP = 100000            # characters of a command or path run, of any argument the history keeps
-APPROVAL_LINES = 40         # lines of a command or file shown at an approval before "s shows all"
-APPROVAL_CHARS = 4000       # ... and characters
-RULES_CAP = 8000            # bytes per AGENTS.md / GROK.md file
-RULES_TOTAL_CAP = 24000     # bytes of project rules in all
+APPROVAL_LINES, APPROVAL_CHARS = 40, 4000      # of a command or file shown before "s shows all"
+RULES_CAP, RULES_TOTAL_CAP = 8000, 24000    # bytes of project rules per AGENTS.md/GROK.md, in all
 MAX_STRIKES = 3             # invalid replies in a row before a turn fails
 LOOP_NUDGE, LOOP_STOP = 2, 3    # rounds in a row, same calls and results: told, then stopped
 RETRY_STATUSES = (408, 429) + tuple(s for s in range(500, 600) if s not in (501, 505))
@@ -84,8 +78,7 @@ def read_env_file(path, names):
 
 
 def own_setting(names, files=ENV_FILES[:2]):
-    """(value, where it came from) of the first of `names` set in the environment, else in the .env
-    `files` (by default the person's own, never a project's ./.env); ("", None) if none is."""
+    """(value, source) of the first of `names` set in the environment or `files`; else ("", None)"""
     for source in ["$" + n for n in names] + list(files):
         value = (os.environ.get(source[1:], "").strip() if source.startswith("$")
                  else read_env_file(os.path.expanduser(source), names))
@@ -98,8 +91,7 @@ def find_api_key():
     """(key, where it came from) or (None, None); a key with a space or a control: UserError."""
     key, source = own_setting(KEY_VARS, ENV_FILES)
     if any(ord(c) < 33 or 127 <= ord(c) < 160 for c in key):
-        raise UserError("the API key in %s contains whitespace or control characters (not shown):"
-                        " fix it" % source)
+        raise UserError("the API key in %s has whitespace or control characters: fix it" % source)
     if source == "./.env":
         sys.stderr.write("grok: using the API key in ./.env (no key of your own is set)\n")
     return key or None, source
@@ -119,45 +111,53 @@ def append_private(path, text):
 
 
 def ask_api_key():
-    """On a terminal: (the key typed, not shown; "the terminal"), saved to ~/.grok/.env if agreed"""
+    """(key typed on a terminal, "the terminal"), kept in ~/.grok/.env if agreed; none: UserError"""
     key, path = "", os.path.expanduser(ENV_FILES[0])
     with suppress(EOFError):
         if sys.stdin.isatty() and sys.stderr.isatty():
             import getpass
             sys.stderr.write("grok: no API key yet (make one at https://console.x.ai)\n")
             key = "".join(getpass.getpass("API key (hidden; empty to quit): ", sys.stderr).split())
-    if key and (ask_tty("save it to ~/.grok/.env (0600)? [Y/n] ") or "y").lower()[0] == "y":
+    if not key:
+        raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put "
+                        "GROK_API_KEY=... in " + ", ".join(ENV_FILES))
+    if (ask_tty("save it to ~/.grok/.env (0600)? [Y/n] ") or "y").lower()[0] == "y":
         try:
             os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
             append_private(path, "\nGROK_API_KEY=%s\n" % key)
             sys.stderr.write("grok: saved to %s\n" % path)
         except OSError as e:
             sys.stderr.write("grok: not saved (%s: %s)\n" % (path, e.strerror or e))
-    return (key, "the terminal") if key else (None, None)
+    return key, "the terminal"
 
 
 class Config:
-    """Settings: from flags, with an environment fallback; read once and never changed after (what a
-    session changes, such as its model, window, cost limit or cwd, lives on its Agent)."""
+    """Settings from flags, else the environment: read once (a session changes its Agent's)."""
 
     def __init__(self, model=None, cwd=None, always_approve=False, require_key=True, effort=None,
                  sandbox=None, net=None, tools=None, deny=(), rules=None, system_prompt=None,
                  max_iterations=None):
-        self.read_key(require_key)
-        self.read_server()
+        self.api_key, self.key_source = find_api_key()
+        if require_key and not self.api_key:
+            self.api_key, self.key_source = ask_api_key()
+        self.read_env(max_iterations)
         if model == "grok-build" != os.environ.get("GROK_MODEL"):
             model = None        # xAI's CLI's model name, which its clients pass: the default here
         self.model = model or own_setting(["GROK_MODEL"])[0] or DEFAULT_MODEL
         self.reasoning_effort = effort
         self.summary_model = os.environ.get("GROK_SUMMARY_MODEL") or self.model
-        self.read_limits(max_iterations)
-        self.read_paths()
         self.tools = list(TOOLS) if tools is None else tools
         self.deny, self.rules, self.system_prompt = deny, rules, system_prompt
         self.always_approve = always_approve or env_flag("GROK_ALWAYS_APPROVE")
         self.cwd = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
         if not os.path.isdir(self.cwd):
             raise UserError("--cwd: no such directory: %s" % self.cwd)
+        here = os.path.dirname(os.path.realpath(__file__))
+        skills = os.environ.get("GROK_SKILLS_DIR") or os.path.join(here, "skills")
+        share = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
+        data = os.environ.get("GROK_DATA_DIR") or os.path.join(share, "grok-agent")
+        self.skills_dir, self.data_dir = os.path.expanduser(skills), os.path.expanduser(data)
+        self.read_dirs = (self.skills_dir,)     # read_file/list_files run there unasked, as in cwd
         sandbox = sandbox or os.environ.get("GROK_SANDBOX") or "off"     # its backend: chosen once
         self.sandbox = None if sandbox == "off" != net else Sandbox(sandbox, net == "off", self.cwd)
         self.frozen = True
@@ -167,15 +167,8 @@ class Config:
             raise AttributeError("Config is read once: %s belongs on the session's Agent" % name)
         object.__setattr__(self, name, value)
 
-    def read_key(self, require_key):
-        self.api_key, self.key_source = find_api_key()
-        if require_key and not self.api_key:
-            self.api_key, self.key_source = ask_api_key()
-        if require_key and not self.api_key:
-            raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put "
-                            "GROK_API_KEY=... in " + ", ".join(ENV_FILES))
-
-    def read_server(self):
+    def read_env(self, max_iterations):
+        """The settings only the environment gives: the server, how to talk to it, the limits."""
         self.base_url = (own_setting(["GROK_BASE_URL"])[0] or DEFAULT_BASE_URL).rstrip("/")
         url = check_base_url(self.base_url)
         self.xai = ("." + url.hostname).endswith(".x.ai")
@@ -186,8 +179,6 @@ class Config:
         self.max_retries = int(self.number("GROK_MAX_RETRIES", 4, 20))
         self.backoff = self.number("GROK_RETRY_BACKOFF", 1.0, 60)
         self.stream = env_flag("GROK_STREAM", True)
-
-    def read_limits(self, max_iterations):
         self.cost_limit = self.number("COST_LIMIT", 10.0)
         self.compact_threshold = self.number("COMPACT_THRESHOLD", 75.0, 100)
         self.window_set = int(self.number("GROK_CONTEXT_WINDOW", 0, 1e9))
@@ -195,18 +186,9 @@ class Config:
         rounds = int(self.number("GROK_MAX_ITERATIONS", 25))
         self.max_iterations = rounds if max_iterations is None else max_iterations
         self.loop_detection = env_flag("GROK_LOOP_DETECTION", True)
-        self.bash_timeout = self.number("GROK_BASH_TIMEOUT", BASH_TIMEOUT)
+        self.bash_timeout = self.number("GROK_BASH_TIMEOUT", 180)
         temperature = os.environ.get("GROK_TEMPERATURE", "0.5").strip()      # empty: not sent
         self.temperature = self.number("GROK_TEMPERATURE", 0.5, 100) if temperature else None
-
-    def read_paths(self):
-        here = os.path.dirname(os.path.realpath(__file__))
-        skills = os.environ.get("GROK_SKILLS_DIR") or os.path.join(here, "skills")
-        self.skills_dir = os.path.expanduser(skills)
-        share = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
-        data = os.environ.get("GROK_DATA_DIR") or os.path.join(share, "grok-agent")
-        self.data_dir = os.path.expanduser(data)
-        self.read_dirs = (self.skills_dir,)     # read_file/list_files run there unasked, as in cwd
 
     @staticmethod
     def number(name, default, most=1e6):
@@ -241,12 +223,11 @@ def check_base_url(url):
 def env_prices(xai):
     """GROK_PRICES (USD per 1M tokens in, cached, out); unset: on xAI None (its table), else ()."""
     value = os.environ.get("GROK_PRICES", "").strip()
-    prices = ()
     with suppress(ValueError):
         prices = tuple(float(p) for p in value.split(",")) if value else (None if xai else ())
-    if value and (len(prices) != 3 or not all(0 <= p <= 10000 for p in prices)):      # (not NaN)
-        raise UserError("GROK_PRICES must be IN,CACHED,OUT in USD per 1M tokens, not %r" % value)
-    return prices
+        if not value or len(prices) == 3 and all(0 <= p <= 10000 for p in prices):    # (not NaN)
+            return prices
+    raise UserError("GROK_PRICES must be IN,CACHED,OUT in USD per 1M tokens, not %r" % value)
 
 
 def model_entry(table, model, default=None):
@@ -266,8 +247,7 @@ USAGE_FIELDS = (("input", "prompt_tokens"), ("output", "completion_tokens"),
 
 
 def usage_numbers(usage):
-    """The one reader of a usage object: {input, output, reasoning, cached, total, ticks} >= 0 (0,
-    or None for ticks, if absent), and "odd": whether a value was ignored (NaN, negative, text)."""
+    """The one usage reader: USAGE_FIELDS >= 0 (0 if absent, ticks None); "odd": a value ignored."""
     n = {"odd": False}
     for name, chat in USAGE_FIELDS:
         for path in (chat, chat.replace("prompt", "input").replace("completion", "output")):
@@ -409,8 +389,7 @@ SECRETS = set()         # the configured key and URL password: Config adds them
 SECRET_PATTERNS = (      # compiled on first use (re caches them)
     (r"(?s)-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----.*?"
      r"(-----END [A-Z ]*PRIVATE KEY( BLOCK)?-----|\Z)", "[REDACTED_PRIVATE_KEY]"),
-    (r"\bxai-[A-Za-z0-9]{20,}", "[REDACTED_API_KEY]"),
-    (r"\bsk-[A-Za-z0-9_\-]{20,}", "[REDACTED_API_KEY]"),
+    (r"\b(xai-[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_\-]{20,})", "[REDACTED_API_KEY]"),
     (r"\b(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})", "[REDACTED_GH_TOKEN]"),
     (r"\b(xox[abeoprs]|xapp)-[0-9A-Za-z\-]{10,}", "[REDACTED_SLACK_TOKEN]"),
     (r"\b(AKIA|ASIA)[0-9A-Z]{16}\b", "[REDACTED_AWS_KEY]"),
@@ -441,8 +420,7 @@ def scrub_all(obj):
 
 
 def visible(text, newlines=True):
-    """Text safe for a terminal: what it would not print as itself (controls, escape sequences,
-    bidi, zero-width, tag characters...) as escapes; tabs, newlines stay (or \\n). Display only."""
+    """For display: what would not print as itself (controls, bidi...) escaped, but \\t and \\n."""
     def escaped(match):     # \x0d, \u200b, \U000e0041; or the character, if it prints as itself
         import unicodedata
         char = match.group()
@@ -477,13 +455,11 @@ def data_dir_problem(path):
 
 def read_regular(path, cap):
     """(first cap+1 bytes, size) of a regular file (never a device, pipe or socket), or None."""
-    try:
+    with suppress(OSError):
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))     # a FIFO must not block
         with open(fd, "rb") as f:
             info = os.fstat(fd)
             return (f.read(cap + 1), info.st_size) if stat.S_ISREG(info.st_mode) else None
-    except OSError:
-        return None
 
 
 def clean_text(text):
@@ -527,8 +503,7 @@ def needs_approval(call, free_dirs=()):
 
 
 def approval_text(call, full=False):
-    """(text, hidden): what an approval shows: the command, or the resolved path, whether it
-    exists and the content (or a diff); controls visible; unless full, capped (hidden: how much)."""
+    """(text, characters hidden) of an approval: the command, or resolved path and content/diff."""
     head = "bash (sandbox: %s)" % call.sandbox.label if call.sandbox else "bash"
     body = str(call.args.get("command"))
     if call.name.startswith("mcp__"):
@@ -557,9 +532,7 @@ def approval_text(call, full=False):
 
 
 def arg_problem(name, args):
-    """Why a call's arguments cannot run ("error: ..."), or None; asked before any approval or file
-    access. The first (command, path, query) is a string, non-empty unless optional, of at most
-    ARG_CAP characters; no text holds a NUL or a lone surrogate (but a file name's byte)."""
+    """Why a call's arguments cannot run ("error: ..."), or None; before approval or file access."""
     if name not in TOOLS:       # an MCP tool: its server checks its arguments
         return None
     spec = TOOLS[name].args
@@ -574,13 +547,10 @@ def arg_problem(name, args):
         texts = args.get(k) if isinstance(args.get(k), list) else [args.get(k)]
         if any(re.search("[\0\ud800-\udc7f\udd00-\udfff]", t) for t in texts if isinstance(t, str)):
             return "error: not run: the %s holds a NUL or a lone surrogate, which text cannot" % k
-    return None
 
 
 def allow_matches(call, patterns):
-    """--allow: whether a pattern matches the call: a glob on bash's command (`*`, `?` never stand
-    for a shell operator: `git *` matches `git log`, not `git log; rm -rf ~`), on the other tools'
-    resolved path (a relative one only inside cwd), on an MCP tool's name (mcp__SERVER__TOOL)."""
+    """--allow: a glob on bash's command, a resolved path (a relative one: in cwd), an MCP name."""
     if call.name not in TOOLS:      # an MCP tool
         return any(fnmatch.fnmatchcase(call.name, p) for p in patterns)
     value = call.args.get("command" if call.name == "bash" else "path")
@@ -598,10 +568,8 @@ def allow_matches(call, patterns):
 
 
 def rule_globs(call, rules):
-    """The globs of the --allow/--deny rules for this call: any plain glob; xAI CLI's Bash(glob),
-    Write(glob), Edit(glob), Read(glob) of their kind of tool (Bash(git:*): git*; no glob: any)."""
-    kinds = {"Bash": "bash", "Write": "write_file", "Edit": "write_file",
-             "Read": "read_file list_files"}
+    """--allow/--deny globs for this call: plain ones, xAI CLI's Bash(...), Write/Edit/Read(...)."""
+    kinds = dict(Bash="bash", Write="write_file", Edit="write_file", Read="read_file list_files")
     found = [(re.fullmatch(r"(Bash|Write|Edit|Read)(?:\((.*)\))?", r, re.S), r) for r in rules]
     return [r if not m else re.sub(r":\*$", "*", m[2]) if m[2] is not None else
             "*" if call.name == "bash" else "/**" for m, r in found
@@ -648,8 +616,7 @@ class Client:
 
     def __init__(self, base_url, api_key, timeout=300.0, max_retries=4, backoff=1.0, notice=None):
         u = urllib_parse.urlsplit(base_url)
-        self.https = u.scheme == "https"
-        self.host = u.hostname or "localhost"
+        self.https, self.host = u.scheme == "https", u.hostname or "localhost"
         self.port = u.port or (443 if self.https else 80)
         self.proxy = find_proxy(u.scheme, self.host)
         # through a plain-http proxy the request line names the whole URL (https: a CONNECT tunnel)
@@ -681,20 +648,11 @@ class Client:
             conn.set_tunnel(self.host, self.port, self.proxy[2])
         return conn, False
 
-    def _release(self, conn, reusable):
-        with self._lock:
-            self._busy.discard(conn)
-            if reusable:
-                self._idle.append(conn)
-                return
-        conn.close()
-
     def abort(self):
         """Break every request in flight (from another thread, to cancel)."""
         with self._lock:
-            busy = list(self._busy)
-        for conn in busy:
-            self._shut(conn)
+            for conn in self._busy:
+                self._shut(conn)
 
     def _shut(self, conn):
         """Break conn's request: to cancel, or at its deadline (conn.reading: see _send)."""
@@ -703,9 +661,8 @@ class Client:
 
     def close(self):
         with self._lock:
-            idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.close()
+            while self._idle:
+                self._idle.pop().close()
 
     def _send(self, conn, reused, request, cancel):
         ssl = sys.modules.get("ssl")
@@ -718,10 +675,9 @@ class Client:
                 if cancel.is_set():      # abort() may have come before the socket
                     raise Cancelled("cancelled")
                 return conn.getresponse()
-            except closed:
+            except closed:      # the server closed the idle keep-alive: reconnect once, not a retry
                 if not again or cancel.is_set():
                     raise
-            # The server closed an idle keep-alive connection: reconnect once, not a retry.
             conn.close()
 
     def get(self, path, payload=None):
@@ -735,8 +691,7 @@ class Client:
             return self.get(re.sub("/v1$", "", self.prefix) + path, payload)
 
     def post(self, path, payload, on_stream=None, cancel=None, no_retry=None, cap=REPLY_CAP):
-        """The JSON reply, or on_stream(reader) for an event stream; retries dropped connections,
-        timeouts, 429 and 5xx with backoff (then a TransientError); else HTTPStatusError."""
+        """The JSON reply (or on_stream(reader)); faults, 429 and 5xx retried with backoff."""
         headers = {**self.headers, "User-Agent": "grok.py/" + __version__}
         if self.conv_id:
             headers["x-grok-conv-id"] = self.conv_id
@@ -763,7 +718,6 @@ class Client:
     def _attempt(self, request, cancel, on_stream=None, no_retry=None, cap=REPLY_CAP):
         """One try of a request (method, URL, body, headers) within GROK_TIMEOUT and `cap` bytes."""
         conn, reused = self._connect()      # (imports http.client, without ssl for plain http)
-        import http.client
         with self._lock:
             self._busy.add(conn)
         reusable, started = False, time.monotonic()
@@ -772,7 +726,7 @@ class Client:
             deadline.start()        # it shuts the socket, cutting any read, however slow
         try:
             resp = self._send(conn, reused, request, cancel)
-            reader, ctype = ReplyReader(resp, cap), resp.getheader("Content-Type") or ""
+            reader, ctype = ReplyReader(resp, cap), resp.getheader("Content-Type") or "-"
             page = "html" in ctype and resp.status not in RETRY_STATUSES     # no API's answer
             if resp.status >= 300 and not page:
                 error = self._refusal(resp, reader, no_retry)
@@ -782,18 +736,20 @@ class Client:
                 result = on_stream(reader)
                 reader.read()       # the end of the chunked body, so the connection can be reused
             else:
-                result = self._json(request, resp, reader.read())
+                result = self._json(request, resp, ctype, reader.read())
             reusable = not resp.will_close
             return result
         except Exception as e:      # a read cut at the deadline may end in any of these
-            if self.timeout and time.monotonic() - started >= self.timeout:
-                e = TimeoutError()
-            elif not isinstance(e, (OSError, StreamBroken, http.client.HTTPException, ValueError)):
-                raise       # (ValueError: defensive: no parse error in http.client ends the REPL)
-            raise self._fault(e)
+            late = self.timeout and time.monotonic() - started >= self.timeout
+            raise self._fault(TimeoutError() if late else e)
         finally:
             deadline.cancel()
-            self._release(conn, reusable)       # (shut by a late deadline: _send reconnects)
+            with self._lock:
+                self._busy.discard(conn)
+                if reusable:        # (shut by a late deadline: _send reconnects)
+                    self._idle.append(conn)
+            if not reusable:
+                conn.close()
 
     def _refusal(self, resp, reader, no_retry):
         """The error of a non-2xx reply: for 429, 5xx a RetryableFault unless no_retry(it)."""
@@ -812,9 +768,8 @@ class Client:
         what = ("rate limited" if status == 429 else "server error", status, err.server_message())
         return RetryableFault(scrub("%s (HTTP %d): %s" % what), wait)
 
-    def _json(self, request, resp, data):
+    def _json(self, request, resp, ctype, data):
         """The reply's JSON; if it is HTML or no JSON, a UserError naming the URL and the reply."""
-        ctype = resp.getheader("Content-Type") or "-"
         with suppress(ValueError, RecursionError):
             if "html" not in ctype:
                 return json.loads(data.decode("utf-8", "replace"))
@@ -827,30 +782,30 @@ class Client:
                               % (method, url, resp.status, ctype, said)))
 
     def _fault(self, e):
-        """The RetryableFault saying what went wrong, or an error where retrying cannot help."""
+        """What to raise for e: a RetryableFault, an error retrying cannot help, or e (no fault)."""
         import http.client
+        if not isinstance(e, (OSError, StreamBroken, http.client.HTTPException, ValueError)):
+            return e        # (ValueError: defensive: no parse error in http.client ends the REPL)
         ssl = sys.modules.get("ssl")
         if ssl and isinstance(e, ssl.CertificateError):
             why = getattr(e, "verify_message", None) or e
             return UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL,"
                              " or point SSL_CERT_FILE at your CA bundle" % (self.host, why))
-        where = "%s:%d, the server in GROK_BASE_URL" % (self.host, self.port)
-        if self.proxy:
-            where = "%s:%d, the proxy in HTTP%s_PROXY" % (*self.proxy[:2], "S" * self.https)
+        where = ("%s:%d, the proxy in HTTP%s_PROXY" % (*self.proxy[:2], "S" * self.https)
+                 if self.proxy else "%s:%d, the server in GROK_BASE_URL" % (self.host, self.port))
+        host, name, short = self.host, type(e).__name__, str(e)[:100]
         problems = (        # the first whose exception types e is one of
-            (socket.gaierror, "cannot resolve host {where} (DNS)"),
-            (ConnectionRefusedError, "connection refused by {where}: is it running?"),
-            ((socket.timeout, TimeoutError), "no complete reply from {host} within the timeout"
-                                             " (GROK_TIMEOUT, for the whole reply)"),
-            (StreamBroken, "the reply stream from {host} broke off: {e}"),
+            (socket.gaierror, "cannot resolve host %s (DNS)" % where),
+            (ConnectionRefusedError, "connection refused by %s: is it running?" % where),
+            ((socket.timeout, TimeoutError), "no complete reply from %s within the timeout"
+                                             " (GROK_TIMEOUT, for the whole reply)" % host),
+            (StreamBroken, "the reply stream from %s broke off: %s" % (host, e)),
             ((http.client.RemoteDisconnected, http.client.IncompleteRead, ConnectionResetError,
-              BrokenPipeError), "connection to {host} dropped ({name})"),
+              BrokenPipeError), "connection to %s dropped (%s)" % (host, name)),
             ((ValueError, http.client.BadStatusLine, http.client.LineTooLong,
-              http.client.UnknownProtocol), "garbled reply from {host} ({name}: {short})"),
-            (Exception, "network error talking to {host}: {e}"))
-        problem = next(text for kinds, text in problems if isinstance(e, kinds))
-        problem = scrub(problem.format(host=self.host, where=where, e=e, name=type(e).__name__,
-                                       short=str(e)[:100]))
+              http.client.UnknownProtocol), "garbled reply from %s (%s: %s)" % (host, name, short)),
+            (Exception, "network error talking to %s: %s" % (host, e)))
+        problem = scrub(next(text for kinds, text in problems if isinstance(e, kinds)))
         if isinstance(e, (socket.gaierror, ConnectionRefusedError)):      # nothing answers there
             return TransientError(problem)
         return RetryableFault(problem, broke=isinstance(e, StreamBroken))
@@ -879,8 +834,7 @@ class ReplyReader:
 
 
 def find_proxy(scheme, host):
-    """(host, port, headers) of the proxy in http_proxy / https_proxy (or upper case), unless
-    no_proxy exempts host; headers: Proxy-Authorization for a user:password in its URL."""
+    """(host, port, headers) of the http(s)_proxy, or None (none set, or no_proxy exempts host)."""
     url = os.environ.get(scheme + "_proxy") or os.environ.get(scheme.upper() + "_PROXY")
     if not url:
         return None
@@ -913,19 +867,17 @@ class ChatResult:
 
 
 def read_chat_stream(resp, on_delta, on_thought=None):
-    """A ChatResult of an SSE chat stream: usage may come in any chunk, reasoning_content goes to
-    on_thought. An error sent in the stream (as llama.cpp's error: lines) raises HTTPStatusError."""
+    """A ChatResult of an SSE chat stream; an error in it (llama.cpp: an error: line) is raised."""
     parts, finish, usage, response_id = [], None, None, None
     for line in iter(resp.readline, b""):
         field, _, data = line.strip().partition(b":")
-        data, chunk = data.strip(), None
+        data = data.strip()
         if field == b"data" and data == b"[DONE]":
             break
-        if field == b"data":
-            try:
-                chunk = json.loads(data.decode("utf-8", "replace"))
-            except (ValueError, RecursionError):
-                raise StreamBroken("a stream chunk was not JSON: %r" % data[:80])
+        try:
+            chunk = json.loads(data.decode("utf-8", "replace")) if field == b"data" else None
+        except (ValueError, RecursionError):
+            raise StreamBroken("a stream chunk was not JSON: %r" % data[:80])
         if field == b"error" or isinstance(chunk, dict) and chunk.get("error"):
             code = re.search(rb'"code"\s*:\s*([45]\d\d)\b', data)      # the status, else 500
             raise HTTPStatusError(int(code.group(1)) if code else 500, data)
@@ -933,10 +885,8 @@ def read_chat_stream(resp, on_delta, on_thought=None):
             continue
         usage = chunk["usage"] if isinstance(chunk.get("usage"), dict) else usage
         response_id = chunk.get("id", response_id)
-        choices = chunk.get("choices")
-        for choice in choices if isinstance(choices, list) else ():
-            if not isinstance(choice, dict):
-                continue
+        choices = chunk.get("choices") if isinstance(chunk.get("choices"), list) else ()
+        for choice in (c for c in choices if isinstance(c, dict)):
             delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
             deliver(delta.get("reasoning_content"), on_thought)
             parts.append(deliver(delta.get("content"), on_delta))
@@ -949,18 +899,16 @@ def read_chat_stream(resp, on_delta, on_thought=None):
 
 def deliver(piece, callback):
     """piece if it is text (given to callback, if any), else ""."""
-    if not isinstance(piece, str) or not piece:
-        return ""
-    if callback:
+    piece = piece if isinstance(piece, str) else ""
+    if piece and callback:
         callback(piece)
     return piece
 
 
 def parse_chat_reply(obj, on_thought=None):
     obj = obj if isinstance(obj, dict) else {}
-    choices = obj.get("choices")
+    choices, usage = obj.get("choices"), obj.get("usage")
     choice = choices[0] if isinstance(choices, list) and choices else None
-    usage = obj.get("usage")
     if not isinstance(choice, dict):
         if obj.get("error"):
             raise HTTPStatusError(500, json.dumps(obj).encode())
@@ -971,17 +919,15 @@ def parse_chat_reply(obj, on_thought=None):
 
 
 class ResponseStreamer:
-    """The decoded text of the top-level "response" string of a JSON object arriving in pieces, as
-    it comes; tool_calls: whether that list is, so far, "unknown", "empty" or "nonempty"."""
+    """The text of the top-level "response" string of a JSON object fed in pieces, as it comes."""
 
-    # raw JSON string text up to the last whole character: an escape waits for its end, and a high
-    # surrogate for what follows it (\uD83D\uDE00 is one character)
+    # raw string text to its last whole character: an escape or a surrogate pair waits for its end
     WHOLE = r'(?s)(?:[^\\]|\\[^u]|\\u(?![dD][89abAB]).{4}|\\u.{4}(?=[^\\]|\\[^u]|\\u.{4}))*'
 
     def __init__(self):
-        self.depth, self.cut, self.key, self.tool_calls = 0, 0, None, "unknown"     # cut: given out
-        self.raw = None     # the string being read: its raw text, if a top-level key or response
-        self.colon = self.calls = self.escaped = self.is_key = self.response = False
+        self.tool_calls = "unknown"     # the "tool_calls" list so far: "empty", "nonempty" or this
+        self.key, self.raw, self.depth, self.cut = None, None, 0, 0     # raw: the string being read
+        self.colon = self.calls = self.escaped = self.response = False
 
     def feed(self, text):
         out = []
@@ -989,14 +935,13 @@ class ResponseStreamer:
             if self.raw is None:
                 self._structure(ch)
             elif ch == '"' and not self.escaped:        # the end of the string
-                if self.is_key:
+                if self.depth == 1 and not self.colon:      # a top-level key
                     self.key = self._decode("".join(self.raw))
                 out.append(self._take(whole=True))
                 self.raw, self.response = None, False
             else:
                 self.escaped = ch == "\\" and not self.escaped
-                if self.is_key or self.response:
-                    self.raw.append(ch)
+                self.raw.append(ch)
         out.append(self._take())
         return "".join(out)
 
@@ -1004,8 +949,8 @@ class ResponseStreamer:
         if self.calls and self.depth == 2 and ch not in " \t\r\n]":
             self.tool_calls = "nonempty"
         if ch == '"':
-            self.raw, self.is_key = [], self.depth == 1 and not self.colon
-            self.response, self.cut = self.depth == 1 and self.colon and self.key == "response", 0
+            self.raw, self.cut = [], 0
+            self.response = self.depth == 1 and self.colon and self.key == "response"
         elif ch in "{[":
             self.depth += 1
             if self.depth == 2 and ch == "[" and self.key == "tool_calls":
@@ -1043,11 +988,10 @@ class Contract(namedtuple("Contract", "name extra_properties extra_prompt max_to
                                                    "args": tool.schema()},
                   "required": ["tool", "args"], "additionalProperties": False}
                  for name, tool in tools.items()]
-        props = dict(self.extra_properties)
         items = {"anyOf": calls} if calls else {"type": "object"}   # {} breaks llama.cpp's grammars
-        props.update({"tool_calls": {"type": "array", "items": items,
-                                     "maxItems": MAX_CALLS if calls else 0},
-                      "response": {"type": ["string", "null"]}, "done": {"type": "boolean"}})
+        props = {**self.extra_properties, "tool_calls": {"type": "array", "items": items,
+                                                         "maxItems": MAX_CALLS if calls else 0},
+                 "response": {"type": ["string", "null"]}, "done": {"type": "boolean"}}
         return {"type": "object", "properties": props, "required": list(props)}
 
 
@@ -1152,7 +1096,7 @@ class Sandbox:
             self.tmp = os.environ["TMPDIR"] = tempfile.mkdtemp(prefix="grok-", dir=self.tmp)
             __import__("atexit").register(__import__("shutil").rmtree, self.tmp, True)
         for self.backend in [b for b in ("bwrap", "landlock") if forced in ("", b)]:
-            problems.append(getattr(self, "probe_" + self.backend)(cwd))
+            problems.append(self.probe(cwd))
             if not problems[-1]:
                 break
         if problems[-1]:
@@ -1160,14 +1104,13 @@ class Sandbox:
         self.label = "%s (%s%s)" % (profile, self.backend, ", no network" * net_off)
         sys.stderr.write("sandbox: %s\n" % self.label)
 
-    def probe_bwrap(self, cwd):
-        self.bwrap = shutil.which("bwrap")
-        if not self.bwrap:
-            return "bubblewrap is not installed (apt-get install bubblewrap)"
-        probe = subprocess.run(self.wrap(["true"], cwd)[0], capture_output=True, errors="replace")
-        return probe.returncode and "bubblewrap fails here: %s" % probe.stderr.strip()[:300]
-
-    def probe_landlock(self, cwd):
+    def probe(self, cwd):       # why self.backend cannot work here ("" or 0: it can)
+        if self.backend == "bwrap":
+            self.bwrap = shutil.which("bwrap")
+            if not self.bwrap:
+                return "bubblewrap is not installed (apt-get install bubblewrap)"
+            ran = subprocess.run(self.wrap(["true"], cwd)[0], capture_output=True, errors="replace")
+            return ran.returncode and "bubblewrap fails here: %s" % ran.stderr.strip()[:300]
         import ctypes
         self.libc = ctypes.CDLL(None, use_errno=True)      # syscall 444, flag 1: the Landlock ABI
         abi = self.abi = self.libc.syscall(444, None, 0, 1) if sys.platform == "linux" else -1
@@ -1215,8 +1158,7 @@ def kill_group(proc):
 
 
 class Lifeline:
-    """Commands never outlive grok, SIGKILL too: a watchdog shell reads a pipe only grok writes, a
-    line per change naming the live process groups of its commands; at its end it kills those."""
+    """Commands die with grok, SIGKILL too: a watchdog kills their groups when grok's pipe ends."""
     lock, fd, groups = _thread.allocate_lock(), None, set()      # (threading's Lock)
 
     @classmethod
@@ -1232,10 +1174,9 @@ class Lifeline:
             cls.groups = {g for g in cls.groups | {add and add.pid} if g and alive(g, os.killpg)}
             with suppress(OSError):     # (the watchdog was killed: nothing to tell)
                 os.write(cls.fd, (" ".join("-%d" % g for g in cls.groups) + "\n").encode())
-        if add:         # the line its shell waits for; then its stdin is empty
-            with suppress(OSError):
+        if add:         # the line its shell waits for; then its stdin is closed, empty
+            with suppress(OSError), add.stdin:
                 add.stdin.write(b"\n")
-                add.stdin.close()
 
 
 def alive(pid, send=os.kill):
@@ -1246,18 +1187,14 @@ def alive(pid, send=os.kill):
         return not isinstance(e, ProcessLookupError)
 
 
-# What a tool gets to run a call, never the agent: the call's cwd and sandbox, bash's timeout, the
-# set of commands running (a stop kills them), the environment for tools (no API key), the turn's
-# cancel Event, ask(question, options), search(query) paid by the session, withdraw(name, reason).
-ToolContext = namedtuple("ToolContext", "cwd sandbox bash_timeout procs env cancel ask search "
-                                        "withdraw")
+# What a tool gets, never the agent. timeout: bash's; procs: the commands running (a stop kills
+# them); env: without the API key; cancel: the turn's; ask(question, options), search, withdraw.
+ToolContext = namedtuple("ToolContext", "cwd sandbox timeout procs env cancel ask search withdraw")
 
 
 def tool_bash(args, ctx):
-    # The command starts when the watchdog knows it: Lifeline.update sends the line it waits for
-    argv, preexec = [TOOL_SHELL, "-c", "read -r _ || exit; " + args["command"]], None
-    if ctx.sandbox:
-        argv, preexec = ctx.sandbox.wrap(argv, ctx.cwd)
+    argv = [TOOL_SHELL, "-c", "read -r _ || exit; " + args["command"]]
+    argv, preexec = ctx.sandbox.wrap(argv, ctx.cwd) if ctx.sandbox else (argv, None)
     try:
         proc = subprocess.Popen(argv, cwd=ctx.cwd, env=ctx.env, preexec_fn=preexec,
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -1265,7 +1202,7 @@ def tool_bash(args, ctx):
     except (OSError, subprocess.SubprocessError) as e:
         return ToolResult("error: cannot start %s: %s" % (TOOL_SHELL, e), ok=False)
     ctx.procs.add(proc)
-    Lifeline.update(proc)
+    Lifeline.update(proc)       # `read -r _` holds the command until the watchdog knows its group
     out, total = bytearray(), [0]
 
     def read():         # on a thread, so the tool waits for the process, not in fixed sleeps
@@ -1275,7 +1212,7 @@ def tool_bash(args, ctx):
                 out.extend(chunk)
                 del out[OUTPUT_HEAD:-OUTPUT_TAIL]       # the first and the last bytes are kept
     reader = threading.Thread(target=read, daemon=True)
-    code, waited, limit = None, 0.0, ctx.bash_timeout       # limit 0: none
+    code, waited, limit = None, 0.0, ctx.timeout       # limit 0: none
     try:
         reader.start()      # no thread to be had (a process limit): the command is killed
         while code is None and not ctx.cancel.is_set() and not 0 < limit <= waited:
@@ -1292,9 +1229,8 @@ def tool_bash(args, ctx):
         Lifeline.update()
     reader.join(1 if note else 0.2)     # background children may keep the output open
     omitted = total[0] - len(out)
-    cut = "\n[... %d bytes omitted: output truncated ...]\n" % omitted if omitted > 0 else ""
-    text = (out[:OUTPUT_HEAD].decode(errors="replace") + cut
-            + out[OUTPUT_HEAD:].decode(errors="replace"))
+    cut = b"\n[... %d bytes omitted: output truncated ...]\n" % omitted if omitted > 0 else b""
+    text = (out[:OUTPUT_HEAD] + cut + out[OUTPUT_HEAD:]).decode(errors="replace")
     text = text.replace("\x00", "\\0") if text.strip() or note else "(no output)"
     background = "" if note or not reader.is_alive() else (
         "\n[background processes are still running; their output is not captured and they may "
@@ -1306,14 +1242,13 @@ def tool_bash(args, ctx):
 
 def tool_read_file(args, ctx):
     path = canonical(ctx.cwd, args["path"])
-    got = read_regular(path, READ_CAP)
-    if got is None:
+    data, size = read_regular(path, READ_CAP) or (None, 0)
+    if data is None:
         why = ("no such file: %s" if not os.path.exists(path)
                else "%s is a directory (use list_files)" if os.path.isdir(path)
                else "%s is not readable (permission denied)" if not os.access(path, os.R_OK)
                else "%s is not a regular file (a device, pipe or socket): not read")
         return ToolResult("error: " + why % path, ok=False)
-    data, size = got
     if b"\x00" in data[:8192]:
         return ToolResult("binary file (%d bytes), not shown: %s" % (size, path), ok=False)
     text = data[:READ_CAP].decode("utf-8", "replace")
@@ -1338,10 +1273,9 @@ def atomic_write(path, data, private=True):
             with suppress(FileNotFoundError):
                 os.chmod(tmp, os.stat(path).st_mode & 0o7777)
         os.replace(tmp, path)
-    except BaseException:
-        with suppress(OSError):
+    finally:
+        with suppress(OSError):     # left by a failure; once replaced, tmp is gone
             os.unlink(tmp)
-        raise
 
 
 def tool_write_file(args, ctx):
@@ -1373,14 +1307,13 @@ def tool_list_files(args, ctx):
         return ToolResult("error: cannot list %s: %s" % (path, e.strerror or e), ok=False)
     lines = []
     for entry in entries[:LIST_CAP]:
-        name = entry.name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        name = clean_text(entry.name)
         try:
-            line = ("link %s -> %s" % (name, os.readlink(entry.path)) if entry.is_symlink()
-                    else "dir  %s/" % name if entry.is_dir()
-                    else "file %s %d" % (name, entry.stat().st_size))
+            lines.append("link %s -> %s" % (name, os.readlink(entry.path)) if entry.is_symlink()
+                         else "dir  %s/" % name if entry.is_dir()
+                         else "file %s %d" % (name, entry.stat().st_size))
         except OSError:
-            line = "?    %s" % name
-        lines.append(line)
+            lines.append("?    %s" % name)
     if len(entries) > LIST_CAP:
         lines.append("[... %d more entries not shown]" % (len(entries) - LIST_CAP))
     return ToolResult("\n".join(lines) if lines else "(empty directory)")
@@ -1391,8 +1324,7 @@ def tool_ask_user(args, ctx):
     options = [str(o) for o in (options if isinstance(options, list) else [options])]
     answer = ctx.ask(args["question"], options)
     if answer is None:
-        return ToolResult("no user available in this mode: decide yourself and say what you "
-                          "assumed", ok=False)
+        return ToolResult("no user available in this mode: decide and say what you assumed", False)
     return ToolResult("the user answered: %s" % answer)
 
 
@@ -1403,7 +1335,7 @@ def tool_web_search(args, ctx):
         return ToolResult("not run: %s; answer with what you have" % e, ok=False)
     except HTTPStatusError as e:
         if e.status in (404, 405, 410, 501):
-            return ctx.withdraw("web_search", "the server has no Responses API (HTTP %d)" % e.status)
+            return ctx.withdraw("web_search", "the server has no Responses API (%s)" % e)
         return ToolResult("web search failed: HTTP %d: %s" % (e.status, e.server_message()), False)
     except (TransientError, UserError, ContractError) as e:        # ContractError: too long a reply
         return ToolResult("web search failed: %s" % e, ok=False)
@@ -1430,10 +1362,8 @@ class Tool(namedtuple("Tool", "run doc args input", defaults=(None,))):
     def schema(self):
         if self.input:      # an MCP tool's own JSON schema of its args
             return self.input
-        props = {k: {"type": t.rstrip("?")} for k, t in self.args.items()}
-        for prop in props.values():
-            if prop["type"] == "array":
-                prop["items"] = {"type": "string"}
+        props = {k: {"type": "array", "items": {"type": "string"}} if t.startswith("array")
+                 else {"type": t.rstrip("?")} for k, t in self.args.items()}
         return {"type": "object", "properties": props, "additionalProperties": False,
                 "required": [k for k, t in self.args.items() if not t.endswith("?")]}
 
@@ -1481,11 +1411,9 @@ def key_arg(name, args):
 
 # --- MCP: the tools of MCP servers (stdio, newline-delimited JSON-RPC 2.0) ---
 
-MCP_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")  # ours
-
-
 class McpServer:
     """A stdio MCP server: its process, a thread routing its answers to requests by id, tools."""
+    ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")  # ours
 
     def __init__(self, name, spec, cwd):
         self.name, self.spec, self.cwd, self.proc, self.tools = name, spec, cwd, None, {}
@@ -1496,7 +1424,7 @@ class McpServer:
         return float(self.spec.get(key) or Config.number(env_ms, default * 1000, 1e9) / 1000)
 
     def start(self):
-        env = dict({k: v for k, v in os.environ.items() if k in MCP_ENV}, **self.spec["env"])
+        env = dict({k: v for k, v in os.environ.items() if k in self.ENV}, **self.spec["env"])
         try:
             self.proc = subprocess.Popen([self.spec["command"]] + self.spec["args"], cwd=self.cwd,
                                          env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -1518,8 +1446,9 @@ class McpServer:
         tools, page, self.changed = {}, {}, False
         for _ in range(100):
             page = self.request("tools/list", page and {"cursor": page["nextCursor"]}, timeout)
+            listed = page.get("tools") if isinstance(page.get("tools"), list) else ()
             tools.update(("mcp__%s__%s" % (self.name, tool["name"]), self.tool(tool))
-                         for tool in page.get("tools") or () if isinstance(tool, dict))
+                         for tool in listed if isinstance(tool, dict) and "name" in tool)
             if not page.get("nextCursor"):
                 break
         self.tools, self.state = tools, "%d tool%s" % (len(tools), "s" * (len(tools) != 1))
@@ -1665,14 +1594,14 @@ def mcp_config(cfg, files, ask, notice):
             import tomllib      # novermin: 3.11+; before, the notice below
             table = tomllib.loads(data.decode("utf-8", "replace")).get("mcp_servers")
             specs = mcp_specs(table, path, notice)
-        except (ImportError, ValueError) as e:
+        except (ImportError, ValueError, RecursionError) as e:
             why = "reading TOML needs Python 3.11 or newer" if isinstance(e, ImportError) else e
             notice("%s: [mcp_servers] skipped: %s" % (path, why))
     for path in files:
         try:
             with open(path, "rb") as f:
                 specs.update(mcp_specs(json.loads(f.read()).get("mcpServers"), path, notice))
-        except (OSError, ValueError, AttributeError) as e:
+        except (OSError, ValueError, AttributeError, RecursionError) as e:
             raise UserError("--mcp-config %s: %s" % (path, getattr(e, "strerror", None) or e))
     return dict(specs, **project_mcp(cfg, ask, notice)) if ask is not False else specs
 
@@ -1685,7 +1614,7 @@ def project_mcp(cfg, ask, notice):
         return {}
     try:
         specs = mcp_specs(json.loads(data).get("mcpServers"), path, notice)
-    except (ValueError, AttributeError) as e:
+    except (ValueError, AttributeError, RecursionError) as e:
         return notice("%s is not used: %s" % (path, e)) or {}
     import hashlib
     store, safe = os.path.join(cfg.data_dir, "mcp-approved"), not data_dir_problem(cfg.data_dir)
@@ -3873,16 +3802,14 @@ def arg_parser(prog="grok", description="A minimal agent harness for xAI's Grok 
     p.add_argument("--reasoning-effort", "--effort", dest="effort", choices=EFFORTS, metavar="E",
                    help="%s: sent as reasoning_effort (unless refused)" % ", ".join(EFFORTS))
     p.add_argument("--cwd", metavar="DIR", help="working directory for the tools")
-    p.add_argument("-y", "--always-approve", "--yolo", action="store_true",
-                   help="run bash/write_file without asking")
+    p.add_argument("-y", "--always-approve", "--yolo", action="store_true", help="skip approvals")
     p.add_argument("--sandbox", choices=("workspace", "read-only", "off"), help="see README")
     p.add_argument("--sandbox-network", choices=("on", "off"), help="off: commands get no network")
     p.add_argument("--mcp-config", action="append", default=[], metavar="FILE",
                    help="start the MCP servers of this .mcp.json-style file (repeatable)")
     which = p.add_mutually_exclusive_group()      # which session
     which.add_argument("-r", "--resume", metavar="ID", help="continue a saved session")
-    which.add_argument("-c", "--continue", dest="cont", action="store_true",
-                       help="continue the latest session")
+    which.add_argument("-c", "--continue", dest="cont", action="store_true", help="latest session")
     which.add_argument("-s", "--session-id", metavar="UUID", help="a new session with this id")
     p.add_argument("message", nargs="*", help="start the chat with this message")
     return p
