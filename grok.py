@@ -615,8 +615,7 @@ class Client:
 
     def __init__(self, base_url, api_key, timeout=300.0, max_retries=4, backoff=1.0, notice=None):
         u = urllib_parse.urlsplit(base_url)
-        self.https = u.scheme == "https"
-        self.host = u.hostname or "localhost"
+        self.https, self.host = u.scheme == "https", u.hostname or "localhost"
         self.port = u.port or (443 if self.https else 80)
         self.proxy = find_proxy(u.scheme, self.host)
         # through a plain-http proxy the request line names the whole URL (https: a CONNECT tunnel)
@@ -648,20 +647,11 @@ class Client:
             conn.set_tunnel(self.host, self.port, self.proxy[2])
         return conn, False
 
-    def _release(self, conn, reusable):
-        with self._lock:
-            self._busy.discard(conn)
-            if reusable:
-                self._idle.append(conn)
-                return
-        conn.close()
-
     def abort(self):
         """Break every request in flight (from another thread, to cancel)."""
         with self._lock:
-            busy = list(self._busy)
-        for conn in busy:
-            self._shut(conn)
+            for conn in self._busy:
+                self._shut(conn)
 
     def _shut(self, conn):
         """Break conn's request: to cancel, or at its deadline (conn.reading: see _send)."""
@@ -670,9 +660,8 @@ class Client:
 
     def close(self):
         with self._lock:
-            idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.close()
+            while self._idle:
+                self._idle.pop().close()
 
     def _send(self, conn, reused, request, cancel):
         ssl = sys.modules.get("ssl")
@@ -685,10 +674,9 @@ class Client:
                 if cancel.is_set():      # abort() may have come before the socket
                     raise Cancelled("cancelled")
                 return conn.getresponse()
-            except closed:
+            except closed:      # the server closed the idle keep-alive: reconnect once, not a retry
                 if not again or cancel.is_set():
                     raise
-            # The server closed an idle keep-alive connection: reconnect once, not a retry.
             conn.close()
 
     def get(self, path, payload=None):
@@ -702,8 +690,7 @@ class Client:
             return self.get(re.sub("/v1$", "", self.prefix) + path, payload)
 
     def post(self, path, payload, on_stream=None, cancel=None, no_retry=None, cap=REPLY_CAP):
-        """The JSON reply, or on_stream(reader) for an event stream; retries dropped connections,
-        timeouts, 429 and 5xx with backoff (then a TransientError); else HTTPStatusError."""
+        """The JSON reply (or on_stream(reader)); faults, 429 and 5xx retried with backoff."""
         headers = {**self.headers, "User-Agent": "grok.py/" + __version__}
         if self.conv_id:
             headers["x-grok-conv-id"] = self.conv_id
@@ -730,7 +717,6 @@ class Client:
     def _attempt(self, request, cancel, on_stream=None, no_retry=None, cap=REPLY_CAP):
         """One try of a request (method, URL, body, headers) within GROK_TIMEOUT and `cap` bytes."""
         conn, reused = self._connect()      # (imports http.client, without ssl for plain http)
-        import http.client
         with self._lock:
             self._busy.add(conn)
         reusable, started = False, time.monotonic()
@@ -739,7 +725,7 @@ class Client:
             deadline.start()        # it shuts the socket, cutting any read, however slow
         try:
             resp = self._send(conn, reused, request, cancel)
-            reader, ctype = ReplyReader(resp, cap), resp.getheader("Content-Type") or ""
+            reader, ctype = ReplyReader(resp, cap), resp.getheader("Content-Type") or "-"
             page = "html" in ctype and resp.status not in RETRY_STATUSES     # no API's answer
             if resp.status >= 300 and not page:
                 error = self._refusal(resp, reader, no_retry)
@@ -749,18 +735,20 @@ class Client:
                 result = on_stream(reader)
                 reader.read()       # the end of the chunked body, so the connection can be reused
             else:
-                result = self._json(request, resp, reader.read())
+                result = self._json(request, resp, ctype, reader.read())
             reusable = not resp.will_close
             return result
         except Exception as e:      # a read cut at the deadline may end in any of these
-            if self.timeout and time.monotonic() - started >= self.timeout:
-                e = TimeoutError()
-            elif not isinstance(e, (OSError, StreamBroken, http.client.HTTPException, ValueError)):
-                raise       # (ValueError: defensive: no parse error in http.client ends the REPL)
-            raise self._fault(e)
+            late = self.timeout and time.monotonic() - started >= self.timeout
+            raise self._fault(TimeoutError() if late else e)
         finally:
             deadline.cancel()
-            self._release(conn, reusable)       # (shut by a late deadline: _send reconnects)
+            with self._lock:
+                self._busy.discard(conn)
+                if reusable:        # (shut by a late deadline: _send reconnects)
+                    self._idle.append(conn)
+            if not reusable:
+                conn.close()
 
     def _refusal(self, resp, reader, no_retry):
         """The error of a non-2xx reply: for 429, 5xx a RetryableFault unless no_retry(it)."""
@@ -779,9 +767,8 @@ class Client:
         what = ("rate limited" if status == 429 else "server error", status, err.server_message())
         return RetryableFault(scrub("%s (HTTP %d): %s" % what), wait)
 
-    def _json(self, request, resp, data):
+    def _json(self, request, resp, ctype, data):
         """The reply's JSON; if it is HTML or no JSON, a UserError naming the URL and the reply."""
-        ctype = resp.getheader("Content-Type") or "-"
         with suppress(ValueError, RecursionError):
             if "html" not in ctype:
                 return json.loads(data.decode("utf-8", "replace"))
@@ -794,30 +781,30 @@ class Client:
                               % (method, url, resp.status, ctype, said)))
 
     def _fault(self, e):
-        """The RetryableFault saying what went wrong, or an error where retrying cannot help."""
+        """What to raise for e: a RetryableFault, an error retrying cannot help, or e (no fault)."""
         import http.client
+        if not isinstance(e, (OSError, StreamBroken, http.client.HTTPException, ValueError)):
+            return e        # (ValueError: defensive: no parse error in http.client ends the REPL)
         ssl = sys.modules.get("ssl")
         if ssl and isinstance(e, ssl.CertificateError):
             why = getattr(e, "verify_message", None) or e
             return UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL,"
                              " or point SSL_CERT_FILE at your CA bundle" % (self.host, why))
-        where = "%s:%d, the server in GROK_BASE_URL" % (self.host, self.port)
-        if self.proxy:
-            where = "%s:%d, the proxy in HTTP%s_PROXY" % (*self.proxy[:2], "S" * self.https)
+        where = ("%s:%d, the proxy in HTTP%s_PROXY" % (*self.proxy[:2], "S" * self.https)
+                 if self.proxy else "%s:%d, the server in GROK_BASE_URL" % (self.host, self.port))
+        host, name, short = self.host, type(e).__name__, str(e)[:100]
         problems = (        # the first whose exception types e is one of
-            (socket.gaierror, "cannot resolve host {where} (DNS)"),
-            (ConnectionRefusedError, "connection refused by {where}: is it running?"),
-            ((socket.timeout, TimeoutError), "no complete reply from {host} within the timeout"
-                                             " (GROK_TIMEOUT, for the whole reply)"),
-            (StreamBroken, "the reply stream from {host} broke off: {e}"),
+            (socket.gaierror, "cannot resolve host %s (DNS)" % where),
+            (ConnectionRefusedError, "connection refused by %s: is it running?" % where),
+            ((socket.timeout, TimeoutError), "no complete reply from %s within the timeout"
+                                             " (GROK_TIMEOUT, for the whole reply)" % host),
+            (StreamBroken, "the reply stream from %s broke off: %s" % (host, e)),
             ((http.client.RemoteDisconnected, http.client.IncompleteRead, ConnectionResetError,
-              BrokenPipeError), "connection to {host} dropped ({name})"),
+              BrokenPipeError), "connection to %s dropped (%s)" % (host, name)),
             ((ValueError, http.client.BadStatusLine, http.client.LineTooLong,
-              http.client.UnknownProtocol), "garbled reply from {host} ({name}: {short})"),
-            (Exception, "network error talking to {host}: {e}"))
-        problem = next(text for kinds, text in problems if isinstance(e, kinds))
-        problem = scrub(problem.format(host=self.host, where=where, e=e, name=type(e).__name__,
-                                       short=str(e)[:100]))
+              http.client.UnknownProtocol), "garbled reply from %s (%s: %s)" % (host, name, short)),
+            (Exception, "network error talking to %s: %s" % (host, e)))
+        problem = scrub(next(text for kinds, text in problems if isinstance(e, kinds)))
         if isinstance(e, (socket.gaierror, ConnectionRefusedError)):      # nothing answers there
             return TransientError(problem)
         return RetryableFault(problem, broke=isinstance(e, StreamBroken))
@@ -846,8 +833,7 @@ class ReplyReader:
 
 
 def find_proxy(scheme, host):
-    """(host, port, headers) of the proxy in http_proxy / https_proxy (or upper case), unless
-    no_proxy exempts host; headers: Proxy-Authorization for a user:password in its URL."""
+    """(host, port, headers) of the http(s)_proxy, or None (none set, or no_proxy exempts host)."""
     url = os.environ.get(scheme + "_proxy") or os.environ.get(scheme.upper() + "_PROXY")
     if not url:
         return None
@@ -880,19 +866,17 @@ class ChatResult:
 
 
 def read_chat_stream(resp, on_delta, on_thought=None):
-    """A ChatResult of an SSE chat stream: usage may come in any chunk, reasoning_content goes to
-    on_thought. An error sent in the stream (as llama.cpp's error: lines) raises HTTPStatusError."""
+    """A ChatResult of an SSE chat stream; an error in it (llama.cpp: an error: line) is raised."""
     parts, finish, usage, response_id = [], None, None, None
     for line in iter(resp.readline, b""):
         field, _, data = line.strip().partition(b":")
-        data, chunk = data.strip(), None
+        data = data.strip()
         if field == b"data" and data == b"[DONE]":
             break
-        if field == b"data":
-            try:
-                chunk = json.loads(data.decode("utf-8", "replace"))
-            except (ValueError, RecursionError):
-                raise StreamBroken("a stream chunk was not JSON: %r" % data[:80])
+        try:
+            chunk = json.loads(data.decode("utf-8", "replace")) if field == b"data" else None
+        except (ValueError, RecursionError):
+            raise StreamBroken("a stream chunk was not JSON: %r" % data[:80])
         if field == b"error" or isinstance(chunk, dict) and chunk.get("error"):
             code = re.search(rb'"code"\s*:\s*([45]\d\d)\b', data)      # the status, else 500
             raise HTTPStatusError(int(code.group(1)) if code else 500, data)
@@ -900,10 +884,8 @@ def read_chat_stream(resp, on_delta, on_thought=None):
             continue
         usage = chunk["usage"] if isinstance(chunk.get("usage"), dict) else usage
         response_id = chunk.get("id", response_id)
-        choices = chunk.get("choices")
-        for choice in choices if isinstance(choices, list) else ():
-            if not isinstance(choice, dict):
-                continue
+        choices = chunk.get("choices") if isinstance(chunk.get("choices"), list) else ()
+        for choice in (c for c in choices if isinstance(c, dict)):
             delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
             deliver(delta.get("reasoning_content"), on_thought)
             parts.append(deliver(delta.get("content"), on_delta))
@@ -916,18 +898,16 @@ def read_chat_stream(resp, on_delta, on_thought=None):
 
 def deliver(piece, callback):
     """piece if it is text (given to callback, if any), else ""."""
-    if not isinstance(piece, str) or not piece:
-        return ""
-    if callback:
+    piece = piece if isinstance(piece, str) else ""
+    if piece and callback:
         callback(piece)
     return piece
 
 
 def parse_chat_reply(obj, on_thought=None):
     obj = obj if isinstance(obj, dict) else {}
-    choices = obj.get("choices")
+    choices, usage = obj.get("choices"), obj.get("usage")
     choice = choices[0] if isinstance(choices, list) and choices else None
-    usage = obj.get("usage")
     if not isinstance(choice, dict):
         if obj.get("error"):
             raise HTTPStatusError(500, json.dumps(obj).encode())
@@ -938,17 +918,15 @@ def parse_chat_reply(obj, on_thought=None):
 
 
 class ResponseStreamer:
-    """The decoded text of the top-level "response" string of a JSON object arriving in pieces, as
-    it comes; tool_calls: whether that list is, so far, "unknown", "empty" or "nonempty"."""
+    """The text of the top-level "response" string of a JSON object fed in pieces, as it comes."""
 
-    # raw JSON string text up to the last whole character: an escape waits for its end, and a high
-    # surrogate for what follows it (\uD83D\uDE00 is one character)
+    # raw string text to its last whole character: an escape or a surrogate pair waits for its end
     WHOLE = r'(?s)(?:[^\\]|\\[^u]|\\u(?![dD][89abAB]).{4}|\\u.{4}(?=[^\\]|\\[^u]|\\u.{4}))*'
 
     def __init__(self):
-        self.depth, self.cut, self.key, self.tool_calls = 0, 0, None, "unknown"     # cut: given out
-        self.raw = None     # the string being read: its raw text, if a top-level key or response
-        self.colon = self.calls = self.escaped = self.is_key = self.response = False
+        self.tool_calls = "unknown"     # the "tool_calls" list so far: "empty", "nonempty" or this
+        self.key, self.raw, self.depth, self.cut = None, None, 0, 0     # raw: the string being read
+        self.colon = self.calls = self.escaped = self.response = False
 
     def feed(self, text):
         out = []
@@ -956,14 +934,13 @@ class ResponseStreamer:
             if self.raw is None:
                 self._structure(ch)
             elif ch == '"' and not self.escaped:        # the end of the string
-                if self.is_key:
+                if self.depth == 1 and not self.colon:      # a top-level key
                     self.key = self._decode("".join(self.raw))
                 out.append(self._take(whole=True))
                 self.raw, self.response = None, False
             else:
                 self.escaped = ch == "\\" and not self.escaped
-                if self.is_key or self.response:
-                    self.raw.append(ch)
+                self.raw.append(ch)
         out.append(self._take())
         return "".join(out)
 
@@ -971,8 +948,8 @@ class ResponseStreamer:
         if self.calls and self.depth == 2 and ch not in " \t\r\n]":
             self.tool_calls = "nonempty"
         if ch == '"':
-            self.raw, self.is_key = [], self.depth == 1 and not self.colon
-            self.response, self.cut = self.depth == 1 and self.colon and self.key == "response", 0
+            self.raw, self.cut = [], 0
+            self.response = self.depth == 1 and self.colon and self.key == "response"
         elif ch in "{[":
             self.depth += 1
             if self.depth == 2 and ch == "[" and self.key == "tool_calls":
@@ -1010,11 +987,10 @@ class Contract(namedtuple("Contract", "name extra_properties extra_prompt max_to
                                                    "args": tool.schema()},
                   "required": ["tool", "args"], "additionalProperties": False}
                  for name, tool in tools.items()]
-        props = dict(self.extra_properties)
         items = {"anyOf": calls} if calls else {"type": "object"}   # {} breaks llama.cpp's grammars
-        props.update({"tool_calls": {"type": "array", "items": items,
-                                     "maxItems": MAX_CALLS if calls else 0},
-                      "response": {"type": ["string", "null"]}, "done": {"type": "boolean"}})
+        props = {**self.extra_properties, "tool_calls": {"type": "array", "items": items,
+                                                         "maxItems": MAX_CALLS if calls else 0},
+                 "response": {"type": ["string", "null"]}, "done": {"type": "boolean"}}
         return {"type": "object", "properties": props, "required": list(props)}
 
 
@@ -1119,7 +1095,7 @@ class Sandbox:
             self.tmp = os.environ["TMPDIR"] = tempfile.mkdtemp(prefix="grok-", dir=self.tmp)
             __import__("atexit").register(__import__("shutil").rmtree, self.tmp, True)
         for self.backend in [b for b in ("bwrap", "landlock") if forced in ("", b)]:
-            problems.append(getattr(self, "probe_" + self.backend)(cwd))
+            problems.append(self.probe(cwd))
             if not problems[-1]:
                 break
         if problems[-1]:
@@ -1127,14 +1103,13 @@ class Sandbox:
         self.label = "%s (%s%s)" % (profile, self.backend, ", no network" * net_off)
         sys.stderr.write("sandbox: %s\n" % self.label)
 
-    def probe_bwrap(self, cwd):
-        self.bwrap = shutil.which("bwrap")
-        if not self.bwrap:
-            return "bubblewrap is not installed (apt-get install bubblewrap)"
-        probe = subprocess.run(self.wrap(["true"], cwd)[0], capture_output=True, errors="replace")
-        return probe.returncode and "bubblewrap fails here: %s" % probe.stderr.strip()[:300]
-
-    def probe_landlock(self, cwd):
+    def probe(self, cwd):       # why self.backend cannot work here ("" or 0: it can)
+        if self.backend == "bwrap":
+            self.bwrap = shutil.which("bwrap")
+            if not self.bwrap:
+                return "bubblewrap is not installed (apt-get install bubblewrap)"
+            ran = subprocess.run(self.wrap(["true"], cwd)[0], capture_output=True, errors="replace")
+            return ran.returncode and "bubblewrap fails here: %s" % ran.stderr.strip()[:300]
         import ctypes
         self.libc = ctypes.CDLL(None, use_errno=True)      # syscall 444, flag 1: the Landlock ABI
         abi = self.abi = self.libc.syscall(444, None, 0, 1) if sys.platform == "linux" else -1
@@ -1182,8 +1157,7 @@ def kill_group(proc):
 
 
 class Lifeline:
-    """Commands never outlive grok, SIGKILL too: a watchdog shell reads a pipe only grok writes, a
-    line per change naming the live process groups of its commands; at its end it kills those."""
+    """Commands die with grok, SIGKILL too: a watchdog kills their groups when grok's pipe ends."""
     lock, fd, groups = _thread.allocate_lock(), None, set()      # (threading's Lock)
 
     @classmethod
@@ -1199,10 +1173,9 @@ class Lifeline:
             cls.groups = {g for g in cls.groups | {add and add.pid} if g and alive(g, os.killpg)}
             with suppress(OSError):     # (the watchdog was killed: nothing to tell)
                 os.write(cls.fd, (" ".join("-%d" % g for g in cls.groups) + "\n").encode())
-        if add:         # the line its shell waits for; then its stdin is empty
-            with suppress(OSError):
+        if add:         # the line its shell waits for; then its stdin is closed, empty
+            with suppress(OSError), add.stdin:
                 add.stdin.write(b"\n")
-                add.stdin.close()
 
 
 def alive(pid, send=os.kill):
@@ -1213,18 +1186,14 @@ def alive(pid, send=os.kill):
         return not isinstance(e, ProcessLookupError)
 
 
-# What a tool gets to run a call, never the agent: the call's cwd and sandbox, bash's timeout, the
-# set of commands running (a stop kills them), the environment for tools (no API key), the turn's
-# cancel Event, ask(question, options), search(query) paid by the session, withdraw(name, reason).
-ToolContext = namedtuple("ToolContext", "cwd sandbox bash_timeout procs env cancel ask search "
-                                        "withdraw")
+# What a tool gets, never the agent. timeout: bash's; procs: the commands running (a stop kills
+# them); env: without the API key; cancel: the turn's; ask(question, options), search, withdraw.
+ToolContext = namedtuple("ToolContext", "cwd sandbox timeout procs env cancel ask search withdraw")
 
 
 def tool_bash(args, ctx):
-    # The command starts when the watchdog knows it: Lifeline.update sends the line it waits for
-    argv, preexec = [TOOL_SHELL, "-c", "read -r _ || exit; " + args["command"]], None
-    if ctx.sandbox:
-        argv, preexec = ctx.sandbox.wrap(argv, ctx.cwd)
+    argv = [TOOL_SHELL, "-c", "read -r _ || exit; " + args["command"]]
+    argv, preexec = ctx.sandbox.wrap(argv, ctx.cwd) if ctx.sandbox else (argv, None)
     try:
         proc = subprocess.Popen(argv, cwd=ctx.cwd, env=ctx.env, preexec_fn=preexec,
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -1232,7 +1201,7 @@ def tool_bash(args, ctx):
     except (OSError, subprocess.SubprocessError) as e:
         return ToolResult("error: cannot start %s: %s" % (TOOL_SHELL, e), ok=False)
     ctx.procs.add(proc)
-    Lifeline.update(proc)
+    Lifeline.update(proc)       # `read -r _` holds the command until the watchdog knows its group
     out, total = bytearray(), [0]
 
     def read():         # on a thread, so the tool waits for the process, not in fixed sleeps
@@ -1242,7 +1211,7 @@ def tool_bash(args, ctx):
                 out.extend(chunk)
                 del out[OUTPUT_HEAD:-OUTPUT_TAIL]       # the first and the last bytes are kept
     reader = threading.Thread(target=read, daemon=True)
-    code, waited, limit = None, 0.0, ctx.bash_timeout       # limit 0: none
+    code, waited, limit = None, 0.0, ctx.timeout       # limit 0: none
     try:
         reader.start()      # no thread to be had (a process limit): the command is killed
         while code is None and not ctx.cancel.is_set() and not 0 < limit <= waited:
@@ -1259,9 +1228,8 @@ def tool_bash(args, ctx):
         Lifeline.update()
     reader.join(1 if note else 0.2)     # background children may keep the output open
     omitted = total[0] - len(out)
-    cut = "\n[... %d bytes omitted: output truncated ...]\n" % omitted if omitted > 0 else ""
-    text = (out[:OUTPUT_HEAD].decode(errors="replace") + cut
-            + out[OUTPUT_HEAD:].decode(errors="replace"))
+    cut = b"\n[... %d bytes omitted: output truncated ...]\n" % omitted if omitted > 0 else b""
+    text = (out[:OUTPUT_HEAD] + cut + out[OUTPUT_HEAD:]).decode(errors="replace")
     text = text.replace("\x00", "\\0") if text.strip() or note else "(no output)"
     background = "" if note or not reader.is_alive() else (
         "\n[background processes are still running; their output is not captured and they may "
@@ -1273,14 +1241,13 @@ def tool_bash(args, ctx):
 
 def tool_read_file(args, ctx):
     path = canonical(ctx.cwd, args["path"])
-    got = read_regular(path, READ_CAP)
-    if got is None:
+    data, size = read_regular(path, READ_CAP) or (None, 0)
+    if data is None:
         why = ("no such file: %s" if not os.path.exists(path)
                else "%s is a directory (use list_files)" if os.path.isdir(path)
                else "%s is not readable (permission denied)" if not os.access(path, os.R_OK)
                else "%s is not a regular file (a device, pipe or socket): not read")
         return ToolResult("error: " + why % path, ok=False)
-    data, size = got
     if b"\x00" in data[:8192]:
         return ToolResult("binary file (%d bytes), not shown: %s" % (size, path), ok=False)
     text = data[:READ_CAP].decode("utf-8", "replace")
@@ -1305,10 +1272,9 @@ def atomic_write(path, data, private=True):
             with suppress(FileNotFoundError):
                 os.chmod(tmp, os.stat(path).st_mode & 0o7777)
         os.replace(tmp, path)
-    except BaseException:
-        with suppress(OSError):
+    finally:
+        with suppress(OSError):     # left by a failure; once replaced, tmp is gone
             os.unlink(tmp)
-        raise
 
 
 def tool_write_file(args, ctx):
@@ -1340,14 +1306,13 @@ def tool_list_files(args, ctx):
         return ToolResult("error: cannot list %s: %s" % (path, e.strerror or e), ok=False)
     lines = []
     for entry in entries[:LIST_CAP]:
-        name = entry.name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        name = clean_text(entry.name)
         try:
-            line = ("link %s -> %s" % (name, os.readlink(entry.path)) if entry.is_symlink()
-                    else "dir  %s/" % name if entry.is_dir()
-                    else "file %s %d" % (name, entry.stat().st_size))
+            lines.append("link %s -> %s" % (name, os.readlink(entry.path)) if entry.is_symlink()
+                         else "dir  %s/" % name if entry.is_dir()
+                         else "file %s %d" % (name, entry.stat().st_size))
         except OSError:
-            line = "?    %s" % name
-        lines.append(line)
+            lines.append("?    %s" % name)
     if len(entries) > LIST_CAP:
         lines.append("[... %d more entries not shown]" % (len(entries) - LIST_CAP))
     return ToolResult("\n".join(lines) if lines else "(empty directory)")
@@ -1358,8 +1323,7 @@ def tool_ask_user(args, ctx):
     options = [str(o) for o in (options if isinstance(options, list) else [options])]
     answer = ctx.ask(args["question"], options)
     if answer is None:
-        return ToolResult("no user available in this mode: decide yourself and say what you "
-                          "assumed", ok=False)
+        return ToolResult("no user available in this mode: decide and say what you assumed", False)
     return ToolResult("the user answered: %s" % answer)
 
 
@@ -1370,7 +1334,7 @@ def tool_web_search(args, ctx):
         return ToolResult("not run: %s; answer with what you have" % e, ok=False)
     except HTTPStatusError as e:
         if e.status in (404, 405, 410, 501):
-            return ctx.withdraw("web_search", "the server has no Responses API (HTTP %d)" % e.status)
+            return ctx.withdraw("web_search", "the server has no Responses API (%s)" % e)
         return ToolResult("web search failed: HTTP %d: %s" % (e.status, e.server_message()), False)
     except (TransientError, UserError, ContractError) as e:        # ContractError: too long a reply
         return ToolResult("web search failed: %s" % e, ok=False)
@@ -1397,10 +1361,8 @@ class Tool(namedtuple("Tool", "run doc args input", defaults=(None,))):
     def schema(self):
         if self.input:      # an MCP tool's own JSON schema of its args
             return self.input
-        props = {k: {"type": t.rstrip("?")} for k, t in self.args.items()}
-        for prop in props.values():
-            if prop["type"] == "array":
-                prop["items"] = {"type": "string"}
+        props = {k: {"type": "array", "items": {"type": "string"}} if t.startswith("array")
+                 else {"type": t.rstrip("?")} for k, t in self.args.items()}
         return {"type": "object", "properties": props, "additionalProperties": False,
                 "required": [k for k, t in self.args.items() if not t.endswith("?")]}
 
@@ -1448,11 +1410,9 @@ def key_arg(name, args):
 
 # --- MCP: the tools of MCP servers (stdio, newline-delimited JSON-RPC 2.0) ---
 
-MCP_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")  # ours
-
-
 class McpServer:
     """A stdio MCP server: its process, a thread routing its answers to requests by id, tools."""
+    ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")  # ours
 
     def __init__(self, name, spec, cwd):
         self.name, self.spec, self.cwd, self.proc, self.tools = name, spec, cwd, None, {}
@@ -1463,7 +1423,7 @@ class McpServer:
         return float(self.spec.get(key) or Config.number(env_ms, default * 1000, 1e9) / 1000)
 
     def start(self):
-        env = dict({k: v for k, v in os.environ.items() if k in MCP_ENV}, **self.spec["env"])
+        env = dict({k: v for k, v in os.environ.items() if k in self.ENV}, **self.spec["env"])
         try:
             self.proc = subprocess.Popen([self.spec["command"]] + self.spec["args"], cwd=self.cwd,
                                          env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -1485,8 +1445,9 @@ class McpServer:
         tools, page, self.changed = {}, {}, False
         for _ in range(100):
             page = self.request("tools/list", page and {"cursor": page["nextCursor"]}, timeout)
+            listed = page.get("tools") if isinstance(page.get("tools"), list) else ()
             tools.update(("mcp__%s__%s" % (self.name, tool["name"]), self.tool(tool))
-                         for tool in page.get("tools") or () if isinstance(tool, dict))
+                         for tool in listed if isinstance(tool, dict) and "name" in tool)
             if not page.get("nextCursor"):
                 break
         self.tools, self.state = tools, "%d tool%s" % (len(tools), "s" * (len(tools) != 1))
@@ -1632,14 +1593,14 @@ def mcp_config(cfg, files, ask, notice):
             import tomllib      # novermin: 3.11+; before, the notice below
             table = tomllib.loads(data.decode("utf-8", "replace")).get("mcp_servers")
             specs = mcp_specs(table, path, notice)
-        except (ImportError, ValueError) as e:
+        except (ImportError, ValueError, RecursionError) as e:
             why = "reading TOML needs Python 3.11 or newer" if isinstance(e, ImportError) else e
             notice("%s: [mcp_servers] skipped: %s" % (path, why))
     for path in files:
         try:
             with open(path, "rb") as f:
                 specs.update(mcp_specs(json.loads(f.read()).get("mcpServers"), path, notice))
-        except (OSError, ValueError, AttributeError) as e:
+        except (OSError, ValueError, AttributeError, RecursionError) as e:
             raise UserError("--mcp-config %s: %s" % (path, getattr(e, "strerror", None) or e))
     return dict(specs, **project_mcp(cfg, ask, notice)) if ask is not False else specs
 
@@ -1652,7 +1613,7 @@ def project_mcp(cfg, ask, notice):
         return {}
     try:
         specs = mcp_specs(json.loads(data).get("mcpServers"), path, notice)
-    except (ValueError, AttributeError) as e:
+    except (ValueError, AttributeError, RecursionError) as e:
         return notice("%s is not used: %s" % (path, e)) or {}
     import hashlib
     store, safe = os.path.join(cfg.data_dir, "mcp-approved"), not data_dir_problem(cfg.data_dir)
@@ -3275,8 +3236,7 @@ def read_prompt(args, notice):
 
 
 def piped_input(stdin):
-    """A pipe's or file's text, read to its end; but a pipe grok's own parent holds open for writing
-    (it started grok and may never close it) only once it has data or EOF within STDIN_WAIT s."""
+    """A pipe's or file's text; none from a pipe grok's parent holds open, idle for STDIN_WAIT s."""
     with suppress(OSError, ValueError, AttributeError):
         fd = stdin.fileno()
         kind = stat.S_IFMT(os.fstat(fd).st_mode)
@@ -3841,16 +3801,14 @@ def arg_parser(prog="grok", description="A minimal agent harness for xAI's Grok 
     p.add_argument("--reasoning-effort", "--effort", dest="effort", choices=EFFORTS, metavar="E",
                    help="%s: sent as reasoning_effort (unless refused)" % ", ".join(EFFORTS))
     p.add_argument("--cwd", metavar="DIR", help="working directory for the tools")
-    p.add_argument("-y", "--always-approve", "--yolo", action="store_true",
-                   help="run bash/write_file without asking")
+    p.add_argument("-y", "--always-approve", "--yolo", action="store_true", help="skip approvals")
     p.add_argument("--sandbox", choices=("workspace", "read-only", "off"), help="see README")
     p.add_argument("--sandbox-network", choices=("on", "off"), help="off: commands get no network")
     p.add_argument("--mcp-config", action="append", default=[], metavar="FILE",
                    help="start the MCP servers of this .mcp.json-style file (repeatable)")
     which = p.add_mutually_exclusive_group()      # which session
     which.add_argument("-r", "--resume", metavar="ID", help="continue a saved session")
-    which.add_argument("-c", "--continue", dest="cont", action="store_true",
-                       help="continue the latest session")
+    which.add_argument("-c", "--continue", dest="cont", action="store_true", help="latest session")
     which.add_argument("-s", "--session-id", metavar="UUID", help="a new session with this id")
     p.add_argument("message", nargs="*", help="start the chat with this message")
     return p
