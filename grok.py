@@ -78,7 +78,7 @@ def read_env_file(path, names):
 
 
 def own_setting(names, files=ENV_FILES[:2]):
-    """(value, source) of the first of `names` set in the environment or `files`; else ("", None)"""
+    """(value, source): the first of `names` in the environment or your .env `files`; ("", None)"""
     for source in ["$" + n for n in names] + list(files):
         value = (os.environ.get(source[1:], "").strip() if source.startswith("$")
                  else read_env_file(os.path.expanduser(source), names))
@@ -157,7 +157,6 @@ class Config:
         share = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
         data = os.environ.get("GROK_DATA_DIR") or os.path.join(share, "grok-agent")
         self.skills_dir, self.data_dir = os.path.expanduser(skills), os.path.expanduser(data)
-        self.read_dirs = (self.skills_dir,)     # read_file/list_files run there unasked, as in cwd
         sandbox = sandbox or os.environ.get("GROK_SANDBOX") or "off"     # its backend: chosen once
         self.sandbox = None if sandbox == "off" != net else Sandbox(sandbox, net == "off", self.cwd)
         self.frozen = True
@@ -885,10 +884,8 @@ def read_chat_stream(resp, on_delta, on_thought=None):
             continue
         usage = chunk["usage"] if isinstance(chunk.get("usage"), dict) else usage
         response_id = chunk.get("id", response_id)
-        choices = chunk.get("choices")
-        for choice in choices if isinstance(choices, list) else ():
-            if not isinstance(choice, dict):
-                continue
+        choices = chunk.get("choices") if isinstance(chunk.get("choices"), list) else ()
+        for choice in (c for c in choices if isinstance(c, dict)):
             delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
             deliver(delta.get("reasoning_content"), on_thought)
             parts.append(deliver(delta.get("content"), on_delta))
@@ -2135,7 +2132,8 @@ class ToolRunner:
         self.cancel, self.search, self.specs, self.mcp = link.cancel, link.search, mcp or {}, []
         self.tool_names, self.withdrawn = list(cfg.tools), {}   # withdrawn: name -> result
         self.procs, self.session_always, self.tool_count = set(), set(), 0     # procs: bash running
-        self.read_dirs, self.lock = list(cfg.read_dirs), threading.Lock()   # agent mode adds to it
+        self.read_dirs = [cfg.skills_dir]   # read unasked, as cwd is; agent mode adds its workspace
+        self.lock = threading.Lock()
 
     def start_mcp(self, cwd):
         self.mcp = self.mcp or start_mcp(self.specs, cwd, self.notice)
@@ -3204,8 +3202,7 @@ def read_prompt(args, notice):
 
 
 def piped_input(stdin):
-    """A pipe's or file's text, read to its end; but a pipe grok's own parent holds open for writing
-    (it started grok and may never close it) only once it has data or EOF within STDIN_WAIT s."""
+    """A pipe's or file's text; none from a pipe grok's parent holds open, idle for STDIN_WAIT s."""
     with suppress(OSError, ValueError, AttributeError):
         fd = stdin.fileno()
         kind = stat.S_IFMT(os.fstat(fd).st_mode)
