@@ -1948,7 +1948,6 @@ class Ledger:
         return cost
 
     def count(self, result, model):
-        """A model call's cost, set on the result and added with its tokens to the turn's."""
         result.cost = self.add_cost(result.usage, model)
         for key in self.turn:
             self.turn[key] += result.cost if key == "cost" else result.tokens[key]
@@ -2083,7 +2082,6 @@ class Link:
         return UserError("the request was rejected (HTTP %d): %s%s" % (e.status, msg, hint))
 
     def search(self, query):
-        """A web search (the Responses API's tool), paid through the ledger: the server's reply."""
         payload = {"model": self.model, "input": [{"role": "user", "content": query}],
                    "tools": [{"type": "web_search"}]}
         return self.ledger.paid(lambda: self.client.post("/responses", payload, cancel=self.cancel),
@@ -2152,7 +2150,7 @@ class ToolRunner:
         items = [ToolCall(i, c["tool"], c["args"], "call_%d_%d" % (step_no, i + 1), cwd,
                           scrub(key_arg(c["tool"], c["args"])), self.cfg.sandbox)
                  for i, c in enumerate(calls)]
-        results, runnable = [None] * len(items), []
+        results = [None] * len(items)
         for item in items:
             if item.index >= MAX_CALLS:     # (a server may not hold a model to the schema)
                 capped = "error: not run: one reply runs at most %d tool calls; ask again for it"
@@ -2162,8 +2160,7 @@ class ToolRunner:
             elif item.name == "ask_user":
                 self.ui.tool_start(item)
                 results[item.index] = self.finish_tool(item, self.call_tool(item))
-            else:
-                runnable.append(item)
+        runnable = [item for item, result in zip(items, results) if result is None]
         for item in runnable:
             self.ui.tool_start(item)
         self.run_together(runnable, results)
@@ -2177,8 +2174,7 @@ class ToolRunner:
 
         def work():
             with suppress(IndexError):      # (pop is atomic: IndexError when all are taken)
-                while True:
-                    item = todo.pop()
+                for item in iter(todo.pop, None):
                     try:
                         result = self.call_tool(item)
                     except Exception as e:      # Cancelled: a thread must never print a traceback
