@@ -1885,8 +1885,7 @@ def find_session(directory, key):
 # --- The loop: run_turn() -> query() + execute() ---
 
 class UI:
-    """A front end's hooks of a turn, each optional: stream_reset() (a new reply: what was streamed
-    is void), approve(call) ('yes', 'no', 'always'; None: no), ask_user() (None: no one)."""
+    """A front end's hooks of a turn, each optional (here a no-op: no approval, no one to ask)."""
 
     def _skip(self, *args):
         return None
@@ -1946,11 +1945,6 @@ class Ledger:
             self.record({"type": "usage", "kind": kind, "model": model, "usage": usage or {},
                          "cost_usd": cost})
         return cost
-
-    def count(self, result, model):
-        result.cost = self.add_cost(result.usage, model)
-        for key in self.turn:
-            self.turn[key] += result.cost if key == "cost" else result.tokens[key]
 
     def reserve(self, estimate=0.0):
         """Before a paid request: LimitReached at the limit, or if `estimate` USD more passes it."""
@@ -2128,10 +2122,9 @@ class ToolRunner:
     def __init__(self, cfg, ui, ui_lock, notice, link, stop, mcp=None):
         self.cfg, self.ui, self.ui_lock, self.notice, self.stop = cfg, ui, ui_lock, notice, stop
         self.cancel, self.search, self.specs, self.mcp = link.cancel, link.search, mcp or {}, []
-        self.tool_names, self.withdrawn = list(cfg.tools), {}   # withdrawn: name -> result
+        self.tool_names, self.withdrawn, self.lock = list(cfg.tools), {}, threading.Lock()
         self.procs, self.session_always, self.tool_count = set(), set(), 0     # procs: bash running
         self.read_dirs = [cfg.skills_dir]   # read unasked, as cwd is; agent mode adds its workspace
-        self.lock = threading.Lock()
 
     def start_mcp(self, cwd):
         self.mcp = self.mcp or start_mcp(self.specs, cwd, self.notice)
@@ -2267,8 +2260,7 @@ class Agent:
         self.ledger = Ledger(cfg, self.once, lambda entry: self.session.append(entry))
         self.link = Link(cfg, contract, self.cancel, self.notice, self.ledger, key)
         self.runner = ToolRunner(cfg, self.ui, self.ui_lock, self.notice, self.link, self.stop, mcp)
-        self.request = None             # the running turn's request: compaction keeps it verbatim
-        self.prompt_skills = find_skills(cfg.skills_dir)
+        self.request, self.prompt_skills = None, find_skills(cfg.skills_dir)
         self.skills_seen = (None, self.prompt_skills)       # (stamp, skills) the model knows of
         self.open_session(session or Session(cfg.data_dir, warn=self.notice), resume)
 
@@ -2356,7 +2348,9 @@ class Agent:
             result = self.link.chat(self.messages, self.runner.tools(), ui=self.ui)
         except ContextOverflow as e:
             result = self.after_overflow(e)
-        self.ledger.count(result, self.link.model)
+        result.cost = self.ledger.add_cost(result.usage, self.link.model)
+        for key in self.ledger.turn:        # the turn's tokens and cost
+            self.ledger.turn[key] += result.cost if key == "cost" else result.tokens[key]
         self.last_usage = result.usage
         tokens = result.tokens["input"] + result.tokens["output"]
         self.context_tokens = tokens or estimate_tokens(self.messages)
@@ -2389,7 +2383,7 @@ class Agent:
         self.ledger.turn, self.rounds, self.strikes = dict.fromkeys(TURN_KEYS, 0), 0, 0
         self.streak = (None, 0)     # the last round's calls and results, and rounds in a row
         self.note_skills()
-        self.request = {"role": "user", "content": clean_text(text)}
+        self.request = {"role": "user", "content": clean_text(text)}   # kept verbatim by compaction
         self.add(self.request)
         try:
             answer = None
