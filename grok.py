@@ -1994,8 +1994,7 @@ class Link:
             cap = max(REPLY_CAP, 1024 * payload["max_tokens"])
             try:
                 obj = self.client.post("/chat/completions", payload, cancel=self.cancel, cap=cap,
-                                       on_stream=read or None,
-                                       no_retry=lambda e: contract and self.format_rejected(e))
+                                       on_stream=read, no_retry=contract and self.format_rejected)
             except ContractError as e:         # the reply passed the size cap: a strike
                 return ChatResult(None, "length", problem="%s; reply much shorter" % e)
             except StreamBroken as e:
@@ -2472,8 +2471,7 @@ class Agent:
             kill_group(proc)
 
     def settle_cancelled(self, note=INTERRUPTED[0], unrun=UNRUN):
-        """After a cancelled or failed turn, stop all; an unfinished turn ends in the history
-        (once): `unrun` answers its calls without results, a reply ends in `note`."""
+        """After a cancelled or failed turn: stop all; end the turn in the history (idempotent)."""
         self.stop()
         last = self.messages[-1]
         answered = last["role"] == "assistant" and not tool_calls_in(last)
