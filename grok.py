@@ -2565,8 +2565,7 @@ def transcript(messages, window):
 
 
 def final_reply(text):
-    answer = {"tool_calls": [], "response": text, "done": True}
-    return {"role": "assistant", "content": json.dumps(answer)}
+    return dict(role="assistant", content=json.dumps(dict(tool_calls=[], response=text, done=True)))
 
 
 def tool_calls_in(message):
