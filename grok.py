@@ -3402,8 +3402,8 @@ def open_agent(cfg, ui, contract, args, new_if_busy=False):
 
 
 # --- Front end: ACP server (Agent Client Protocol v1) ---
-# Newline-delimited JSON-RPC 2.0 on stdin/stdout. The main thread reads; each session/prompt runs in a worker thread
-# that streams session/update notifications and, for approvals, asks the client and waits for its answer.
+# Newline-delimited JSON-RPC 2.0 on stdin/stdout. The main thread reads; a session/prompt runs in a
+# worker thread that streams session/update notifications and asks the client for approvals.
 
 ACP_VERSION = 1
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
@@ -3414,7 +3414,8 @@ PERMISSION_OPTIONS = [{"optionId": k, "name": name, "kind": k} for k, name in (
     ("allow_once", "Allow once"), ("allow_always", "Always allow"), ("reject_once", "Reject"))]
 APPROVALS = {"allow_once": "yes", "allow_always": "always"}     # what approve() answers; else "no"
 DEFERRED = object()             # a request answered later, from a worker thread
-AUTH_METHODS = {"cached_token": "API key from a .env file", "xai.api_key": "API key from the environment"}
+AUTH_METHODS = {"cached_token": "API key from a .env file",
+                "xai.api_key": "API key from the environment"}
 AGENT_CAPABILITIES = {"loadSession": True, "mcpCapabilities": {"http": False, "sse": False},
                       "promptCapabilities": dict(image=False, audio=False, embeddedContext=True)}
 AGENT_INFO = {"name": "grok", "title": "grok.py", "version": __version__}
@@ -3577,26 +3578,24 @@ class AcpSession(UI):
     def notice(self, text):
         self.server.log(text)
 
-    # -- session/load: the history as the updates a live turn would have sent
     def replay(self):
+        """session/load: the history (checked on load) as the updates a live turn would send."""
         messages = self.agent.messages[1:]
         not_typed = ("Tool results:", corrective_message("").split(":")[0], "[the user cancelled")
-        for i, message in enumerate(messages):
-            role, text, kind = message.get("role"), message.get("content"), message.get("kind")
-            typed = isinstance(text, str) and not text.startswith(not_typed)
-            if role == "user" and kind != "note" and typed:     # what a person typed, or a summary
+        for message, following in zip(messages, messages[1:] + [{}]):
+            role, text, kind = message["role"], message["content"], message.get("kind")
+            if role == "user" and kind != "note" and not text.startswith(not_typed):
                 update = "agent_thought_chunk" if kind == "summary" else "user_message_chunk"
                 self.chunk(update, text)
-                self.said = False
-            if role != "assistant" or not isinstance(text, str):
+                self.said = False       # typed by a person, or a summary: its answer needs no gap
+            if role != "assistant":
                 continue
             try:
                 reply = parse_reply(text, list(TOOLS) + list(self.agent.runner.tools()))
             except ContractError:
                 continue            # an invalid reply the model was asked to redo
             self.say(reply)
-            following = (messages[i + 1:] or [{}])[0].get("content")
-            results = split_tool_results(following, reply["tool_calls"])
+            results = split_tool_results(following.get("content"), reply["tool_calls"])
             for call, (output, ok) in zip(reply["tool_calls"], results):
                 fields = acp_tool_fields(call["tool"], call["args"], self.agent.cwd, diff=False)
                 if output is not None:
@@ -3612,7 +3611,7 @@ class AcpServer:
         self.cfg, self.out, self.sessions, self.workers = cfg, out, {}, []
         self.key, self.mcp = (cfg.api_key, cfg.key_source), {}     # the key may come later (.env)
         self.request_ids = itertools.count(1)   # next() and the dict's get/pop are atomic: no lock
-        self.pending = {}               # id of a request we sent -> [Event, answer]
+        self.pending = {}               # id of a request we sent -> the queue its answer goes in
         self.write_lock = threading.Lock()
         self.closed = threading.Event()     # stdin ended or stdout broke: nobody can answer
         self.methods = {"initialize": self.initialize, "authenticate": self.authenticate,
@@ -3642,15 +3641,14 @@ class AcpServer:
     def request(self, method, params, cancel):
         """Ask the client and wait for its answer message; None if cancelled or closed."""
         request_id = next(self.request_ids)
-        slot = self.pending[request_id] = [threading.Event(), None]
+        answers = self.pending[request_id] = queue.SimpleQueue()
         self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
         try:
-            while not slot[0].wait(0.05):
-                if self.closed.is_set() or cancel.is_set():
-                    return None
+            while not (self.closed.is_set() or cancel.is_set()):
+                with suppress(queue.Empty):
+                    return answers.get(timeout=0.05)
         finally:
             self.pending.pop(request_id, None)
-        return slot[1]
 
     def log(self, text):
         sys.stderr.write(visible(scrub(text)) + "\n")     # QuietStderr: never raises
@@ -3665,20 +3663,18 @@ class AcpServer:
             worker.join()
 
     def handle(self, line):
-        """A request (always answered), a notification (never, not even an unknown one) or the
-        client's answer to a request of ours, which wakes the thread waiting for it."""
+        """A request (always answered), a notification (never) or an answer to a request of ours."""
         try:
             message = json.loads(line.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError, RecursionError) as e:      # (nested too deep)
+        except (ValueError, RecursionError) as e:      # not UTF-8, not JSON, or nested too deep
             return self.respond(None, RpcError(PARSE_ERROR, "Parse error: %s" % e))
         if not isinstance(message, dict) or message.get("jsonrpc", "2.0") != "2.0":
             message = {"id": None}      # answered as an invalid request
         method, request_id = message.get("method"), message.get("id")
         if method is None and "id" in message and ("result" in message or "error" in message):
-            slot = self.pending.get(request_id) if isinstance(request_id, (str, int)) else None
-            if slot is not None:
-                slot[1] = message
-                slot[0].set()
+            answers = self.pending.get(request_id) if isinstance(request_id, (str, int)) else None
+            if answers is not None:     # (not yet given up on): wakes the thread waiting for it
+                answers.put(message)
         elif "id" in message or not isinstance(method, str):
             self.call(method, request_id, message.get("params"))
         elif method == "session/cancel" and isinstance(message.get("params"), dict):
@@ -3737,8 +3733,8 @@ class AcpServer:
 
     def start(self, cwd, mcp, **resume):
         """A new AcpSession whose Agent works in cwd with these MCP servers; resume: its session."""
-        session = AcpSession(self)
-        session.agent = Agent(self.cfg, session, cwd=cwd, mcp=dict(self.mcp, **mcp), key=self.key, **resume)
+        session, mcp = AcpSession(self), dict(self.mcp, **mcp)
+        session.agent = Agent(self.cfg, session, cwd=cwd, mcp=mcp, key=self.key, **resume)
         session.id = session.agent.session.id
         self.sessions[session.id] = session
         return session
@@ -3747,12 +3743,12 @@ class AcpServer:
     def initialize(self, params, request_id):
         if type(params.get("protocolVersion")) is not int:
             raise bad_params("protocolVersion must be an integer")
-        try:        # the methods clients of xAI's CLI look for; authenticate checks the key again
+        auth = []       # methods xAI's CLI's clients look for; authenticate checks the key again
+        with suppress(RpcError):        # no key: none
             self.need_key()
             method = "xai.api_key" if self.key[1].startswith("$") else "cached_token"
-            auth = [dict(id=method, name=AUTH_METHODS[method], description="the key in " + self.key[1])]
-        except RpcError:
-            auth = []
+            where = "the key in " + self.key[1]
+            auth = [dict(id=method, name=AUTH_METHODS[method], description=where)]
         return {"protocolVersion": ACP_VERSION, "agentCapabilities": AGENT_CAPABILITIES,
                 "agentInfo": AGENT_INFO, "authMethods": auth}
 
@@ -3806,20 +3802,21 @@ class AcpServer:
             raise RpcError(INVALID_REQUEST, "session %s is running a prompt" % session.id)
         session.busy = True
         session.agent.cancel.clear()    # a stop from now on cancels this prompt
-        worker = threading.Thread(target=self.run_prompt, args=(session, request_id, text), daemon=True)
+        worker = threading.Thread(target=self.run_prompt, args=(session, request_id, text))
+        worker.daemon = True
         self.workers = [w for w in self.workers if w.is_alive()] + [worker]
         worker.start()
         return DEFERRED
 
     def run_prompt(self, session, request_id, text):
-        agent, note, error = session.agent, None, None
+        agent, note, error = session.agent, {}, None
         session.finish_reason, session.request_id, session.said = None, None, False
         try:
             agent.run_turn(text)
             reason = STOP_REASONS.get(session.finish_reason, "end_turn")
         except Exception as e:
             reason = "cancelled" if agent.cancel.is_set() else turn_end(e)[2]
-            note = str(e) if reason == "max_turn_requests" else None
+            note = {"message": str(e)} if reason == "max_turn_requests" else {}
             error = None if reason else self.rpc_error(e)
             if error and isinstance(e, LimitReached):      # the cost limit
                 error.payload["data"] = {"reason": "cost_limit", "costUsd": agent.ledger.cost_usd}
@@ -3828,12 +3825,11 @@ class AcpServer:
             session.update("tool_call_update", toolCallId=call_id, status="failed", content=ended)
         session.fields.clear()
         t = agent.ledger.turn      # read before the next prompt starts a new count
-        usage = {"inputTokens": t["input"], "outputTokens": t["output"], "thoughtTokens": t["reasoning"],
-                 "cachedReadTokens": t["cached"], "totalTokens": t["total"]}
+        usage = {"inputTokens": t["input"], "outputTokens": t["output"], "totalTokens": t["total"],
+                 "thoughtTokens": t["reasoning"], "cachedReadTokens": t["cached"]}
         meta = dict(usage, usage=dict(usage), costUsd=round(t["cost"], 8), model=agent.link.model,
                     sessionCostUsd=round(agent.ledger.cost_usd, 8), requestId=session.request_id)
-        if note:
-            meta["message"] = note
+        meta.update(note)       # why the tool round limit ended the turn
         session.busy = False
         self.respond(request_id, error or {"stopReason": reason, "_meta": meta})
 
@@ -3852,10 +3848,9 @@ class AcpServer:
 def acp_main(cfg, mcp_files):
     """`grok --acp` / `grok agent stdio`: serve ACP until stdin closes; exit 0. A project's
     .mcp.json is not read: the editor passes the servers it chose in session/new."""
-    out = os.fdopen(os.dup(1), "wb")
+    server = AcpServer(cfg, os.fdopen(os.dup(1), "wb"))
     os.dup2(2, 1)       # from here a stray print or child writes to stderr; stdout is protocol only
     sys.stdout = sys.stderr
-    server = AcpServer(cfg, out)
     server.mcp = mcp_config(cfg, mcp_files, False, server.log)
     try:
         server.serve(sys.stdin.buffer)
