@@ -3405,7 +3405,6 @@ def open_agent(cfg, ui, contract, args, new_if_busy=False):
 # Newline-delimited JSON-RPC 2.0 on stdin/stdout. The main thread reads; a session/prompt runs in a
 # worker thread that streams session/update notifications and asks the client for approvals.
 
-ACP_VERSION = 1
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
 INTERNAL_ERROR, AUTH_REQUIRED, RESOURCE_NOT_FOUND = -32603, -32000, -32002  # the last two: ACP's
 TOOL_KINDS = {"bash": "execute", "read_file": "read", "write_file": "edit", "list_files": "search",
@@ -3418,7 +3417,8 @@ AUTH_METHODS = {"cached_token": "API key from a .env file",
                 "xai.api_key": "API key from the environment"}
 AGENT_CAPABILITIES = {"loadSession": True, "mcpCapabilities": {"http": False, "sse": False},
                       "promptCapabilities": dict(image=False, audio=False, embeddedContext=True)}
-AGENT_INFO = {"name": "grok", "title": "grok.py", "version": __version__}
+ACP_INIT = {"protocolVersion": 1, "agentCapabilities": AGENT_CAPABILITIES,     # + authMethods
+            "agentInfo": {"name": "grok", "title": "grok.py", "version": __version__}}
 
 
 def bad_params(problem):
@@ -3431,8 +3431,7 @@ def text_content(text):
 
 def acp_tool_fields(name, args, cwd, diff=True):
     """title, kind, rawInput, locations and a diff for write_file (AcpServer.send scrubs them)."""
-    shown = key_arg(name, args)
-    title = "%s: %s" % (name, shown) if shown else name
+    title = ": ".join(filter(None, (name, key_arg(name, args))))
     fields = {"title": title[:200], "kind": TOOL_KINDS.get(name, "other"), "rawInput": args}
     if name not in ("read_file", "write_file") or arg_problem(name, args):
         return fields
@@ -3572,11 +3571,35 @@ class AcpSession(UI):
                     content=content + text_content(result.output))
 
     def step_finish(self, step, info):
-        self.finish_reason = info.get("finish_reason")
-        self.request_id = info.get("id") or self.request_id
+        self.finish_reason, self.request_id = info["finish_reason"], info["id"] or self.request_id
 
     def notice(self, text):
         self.server.log(text)
+
+    def run(self, request_id, text):
+        """session/prompt's turn, on a worker thread; answers the request when the turn ends."""
+        agent, ledger, note, error = self.agent, self.agent.ledger, {}, None
+        self.finish_reason, self.request_id, self.said = None, None, False
+        try:
+            agent.run_turn(text)
+            reason = STOP_REASONS.get(self.finish_reason, "end_turn")
+        except Exception as e:
+            reason = "cancelled" if agent.cancel.is_set() else turn_end(e)[2]
+            note = {"message": str(e)} if reason == "max_turn_requests" else {}
+            error = None if reason else self.server.rpc_error(e)
+            if error and isinstance(e, LimitReached):      # the cost limit
+                error.payload["data"] = {"reason": "cost_limit", "costUsd": ledger.cost_usd}
+        ended = text_content("not run: the turn ended (%s)" % (reason or "error"))
+        for call_id in self.fields:      # announced, never run
+            self.update("tool_call_update", toolCallId=call_id, status="failed", content=ended)
+        self.fields.clear()
+        t = ledger.turn      # read before the next prompt starts a new count
+        usage = {"inputTokens": t["input"], "outputTokens": t["output"], "totalTokens": t["total"],
+                 "thoughtTokens": t["reasoning"], "cachedReadTokens": t["cached"]}
+        meta = dict(usage, usage=dict(usage), costUsd=round(t["cost"], 8), model=agent.link.model,
+                    sessionCostUsd=round(ledger.cost_usd, 8), requestId=self.request_id, **note)
+        self.busy = False
+        self.server.respond(request_id, error or {"stopReason": reason, "_meta": meta})
 
     def replay(self):
         """session/load: the history (checked on load) as the updates a live turn would send."""
@@ -3672,9 +3695,8 @@ class AcpServer:
             message = {"id": None}      # answered as an invalid request
         method, request_id = message.get("method"), message.get("id")
         if method is None and "id" in message and ("result" in message or "error" in message):
-            answers = self.pending.get(request_id) if isinstance(request_id, (str, int)) else None
-            if answers is not None:     # (not yet given up on): wakes the thread waiting for it
-                answers.put(message)
+            with suppress(KeyError, TypeError):     # else not (or no longer) awaited, or unhashable
+                self.pending[request_id].put(message)       # wakes the thread waiting for it
         elif "id" in message or not isinstance(method, str):
             self.call(method, request_id, message.get("params"))
         elif method == "session/cancel" and isinstance(message.get("params"), dict):
@@ -3749,8 +3771,7 @@ class AcpServer:
             method = "xai.api_key" if self.key[1].startswith("$") else "cached_token"
             where = "the key in " + self.key[1]
             auth = [dict(id=method, name=AUTH_METHODS[method], description=where)]
-        return {"protocolVersion": ACP_VERSION, "agentCapabilities": AGENT_CAPABILITIES,
-                "agentInfo": AGENT_INFO, "authMethods": auth}
+        return dict(ACP_INIT, authMethods=auth)
 
     def authenticate(self, params, request_id):
         method = params.get("methodId")
@@ -3802,36 +3823,10 @@ class AcpServer:
             raise RpcError(INVALID_REQUEST, "session %s is running a prompt" % session.id)
         session.busy = True
         session.agent.cancel.clear()    # a stop from now on cancels this prompt
-        worker = threading.Thread(target=self.run_prompt, args=(session, request_id, text))
-        worker.daemon = True
+        worker = threading.Thread(target=session.run, args=(request_id, text), daemon=True)
         self.workers = [w for w in self.workers if w.is_alive()] + [worker]
         worker.start()
         return DEFERRED
-
-    def run_prompt(self, session, request_id, text):
-        agent, note, error = session.agent, {}, None
-        session.finish_reason, session.request_id, session.said = None, None, False
-        try:
-            agent.run_turn(text)
-            reason = STOP_REASONS.get(session.finish_reason, "end_turn")
-        except Exception as e:
-            reason = "cancelled" if agent.cancel.is_set() else turn_end(e)[2]
-            note = {"message": str(e)} if reason == "max_turn_requests" else {}
-            error = None if reason else self.rpc_error(e)
-            if error and isinstance(e, LimitReached):      # the cost limit
-                error.payload["data"] = {"reason": "cost_limit", "costUsd": agent.ledger.cost_usd}
-        ended = text_content("not run: the turn ended (%s)" % (reason or "error"))
-        for call_id in session.fields:      # announced, never run
-            session.update("tool_call_update", toolCallId=call_id, status="failed", content=ended)
-        session.fields.clear()
-        t = agent.ledger.turn      # read before the next prompt starts a new count
-        usage = {"inputTokens": t["input"], "outputTokens": t["output"], "totalTokens": t["total"],
-                 "thoughtTokens": t["reasoning"], "cachedReadTokens": t["cached"]}
-        meta = dict(usage, usage=dict(usage), costUsd=round(t["cost"], 8), model=agent.link.model,
-                    sessionCostUsd=round(agent.ledger.cost_usd, 8), requestId=session.request_id)
-        meta.update(note)       # why the tool round limit ended the turn
-        session.busy = False
-        self.respond(request_id, error or {"stopReason": reason, "_meta": meta})
 
     def cancel(self, params, request_id=None):
         session = self.sessions.get(str(params.get("sessionId")))      # str: never unhashable
