@@ -3513,9 +3513,6 @@ class AcpSession(UI):
         params = {"sessionId": self.id, "update": dict(sessionUpdate=session_update, **fields)}
         self.server.send({"jsonrpc": "2.0", "method": "session/update", "params": params})
 
-    def chunk(self, kind, text):
-        self.update(kind, content={"type": "text", "text": text})
-
     def say(self, reply, streamed=False):
         if isinstance(reply.get("thinking"), str) and reply["thinking"].strip():
             self.thought(reply["thinking"])
@@ -3525,7 +3522,7 @@ class AcpSession(UI):
     def message(self, text, streamed=False):
         """Answer text; each round's starts a paragraph of its own (a stream's pieces join)."""
         gap = self.said and not (streamed and self.streamed)
-        self.chunk("agent_message_chunk", "\n\n" * gap + text)
+        self.update("agent_message_chunk", content={"type": "text", "text": "\n\n" * gap + text})
         self.said, self.streamed = True, streamed
 
     # -- UI hooks, called from the worker thread that runs the turn
@@ -3536,7 +3533,7 @@ class AcpSession(UI):
         self.message(text, streamed=True)
 
     def thought(self, text):
-        self.chunk("agent_thought_chunk", text)
+        self.update("agent_thought_chunk", content={"type": "text", "text": text})
 
     def reply(self, reply, step):
         self.say(reply, self.streamed)
@@ -3609,7 +3606,7 @@ class AcpSession(UI):
             role, text, kind = message["role"], message["content"], message.get("kind")
             if role == "user" and kind != "note" and not text.startswith(not_typed):
                 update = "agent_thought_chunk" if kind == "summary" else "user_message_chunk"
-                self.chunk(update, text)
+                self.update(update, content={"type": "text", "text": text})
                 self.said = False       # typed by a person, or a summary: its answer needs no gap
             if role != "assistant":
                 continue
@@ -3766,7 +3763,7 @@ class AcpServer:
         if type(params.get("protocolVersion")) is not int:
             raise bad_params("protocolVersion must be an integer")
         auth = []       # methods xAI's CLI's clients look for; authenticate checks the key again
-        with suppress(RpcError):        # no key: none
+        with suppress(RpcError):        # no key (yet): no method
             self.need_key()
             method = "xai.api_key" if self.key[1].startswith("$") else "cached_token"
             where = "the key in " + self.key[1]
@@ -3796,10 +3793,9 @@ class AcpServer:
             self.need_key()
             store = Session(self.cfg.data_dir, session_id, warn=self.log)
             bad = os.sep in session_id or "\x00" in session_id or session_id.startswith(".")
-            if bad or not os.path.isfile(store.path):
-                where = "%s in %s" % (json.dumps(session_id), store.dir)
-                raise RpcError(RESOURCE_NOT_FOUND, "no session " + where)
             try:
+                if bad or not os.path.isfile(store.path):
+                    raise UserError("no session %s in %s" % (json.dumps(session_id), store.dir))
                 session = self.start(cwd or self.cfg.cwd, mcp, session=store, resume=True)
             except UserError as e:
                 raise RpcError(RESOURCE_NOT_FOUND, str(e))
