@@ -3457,20 +3457,19 @@ def acp_prompt_text(blocks):
     for block in blocks:
         if not isinstance(block, dict) or not isinstance(block.get("type"), str):
             raise bad_params("each prompt item must be a content block with a \"type\"")
-        kind = block["type"]
+        kind, res = block["type"], block.get("resource")
+        res = res if isinstance(res, dict) else {}
         if kind == "text":
             if not isinstance(block.get("text"), str):
                 raise bad_params("a text content block needs a \"text\" string")
             parts.append(block["text"])
         elif kind == "resource_link":
             parts.append("[file: %s]" % uri_path(block.get("uri") or block.get("name")))
-        elif kind == "resource":
-            res = block.get("resource") if isinstance(block.get("resource"), dict) else {}
+        elif kind == "resource" and isinstance(res.get("text"), str):
             where = uri_path(res.get("uri"))
-            if isinstance(res.get("text"), str):
-                parts.append("[file: %s]\n%s\n[end of file: %s]" % (where, res["text"], where))
-            else:
-                parts.append("[file: %s (binary, not included)]" % where)
+            parts.append("[file: %s]\n%s\n[end of file: %s]" % (where, res["text"], where))
+        elif kind == "resource":
+            parts.append("[file: %s (binary, not included)]" % uri_path(res.get("uri")))
         else:
             raise bad_params("%s content blocks are not supported" % json.dumps(kind))
     text = "\n\n".join(p for p in parts if p.strip())
@@ -3486,15 +3485,15 @@ def uri_path(uri):
 
 
 def split_tool_results(text, calls):
-    """[(output or None, ok)] per call, read back from the tool-results message after a reply."""
-    text = text if isinstance(text, str) and text.startswith("Tool results:") else ""
+    """[(call, output or None, ok)], read back from the tool-results message after a reply."""
+    text = text if text.startswith("Tool results:") else ""
     rest, cut, failed = text.rpartition("\n\n[Self-correction] ")
     rest, results = rest if cut else text, []
     for i, call in reversed(list(enumerate(calls, 1))):
         head = "\n\n[%d] %s %s\n" % (i, call["tool"], scrub(key_arg(call["tool"], call["args"])))
         before, found, output = rest.rpartition(head)
         ok = "[%d] %s (" % (i, call["tool"]) not in failed
-        results.insert(0, (output, ok) if found else (None, False))
+        results.insert(0, (call, output, ok) if found else (call, None, False))
         rest = before if found else rest
     return results
 
@@ -3504,6 +3503,7 @@ class AcpSession(UI):
 
     def __init__(self, server):
         self.server, self.id, self.agent, self.busy = server, None, None, False
+        self.notice = server.log        # the UI hook: a line on stderr
         self.calls = itertools.count(1)     # numbers toolCallIds (a turn and a load never overlap)
         self.ids = []           # the toolCallIds of the last reply's calls, in call order
         self.fields = {}        # toolCallId -> what tool_call announced, for open calls
@@ -3524,6 +3524,31 @@ class AcpSession(UI):
         gap = self.said and not (streamed and self.streamed)
         self.update("agent_message_chunk", content={"type": "text", "text": "\n\n" * gap + text})
         self.said, self.streamed = True, streamed
+
+    def run(self, request_id, text):
+        """session/prompt's turn, on a worker thread; answers the request when the turn ends."""
+        agent, ledger, note, error = self.agent, self.agent.ledger, {}, None
+        self.finish_reason, self.request_id, self.said = None, None, False
+        try:
+            agent.run_turn(text)
+            reason = STOP_REASONS.get(self.finish_reason, "end_turn")
+        except Exception as e:
+            reason = "cancelled" if agent.cancel.is_set() else turn_end(e)[2]
+            note = {"message": str(e)} if reason == "max_turn_requests" else {}
+            error = None if reason else self.server.rpc_error(e)
+            if error and isinstance(e, LimitReached):      # the cost limit
+                error.payload["data"] = {"reason": "cost_limit", "costUsd": ledger.cost_usd}
+        ended = text_content("not run: the turn ended (%s)" % (reason or "error"))
+        for call_id in self.fields:      # announced, never run
+            self.update("tool_call_update", toolCallId=call_id, status="failed", content=ended)
+        self.fields.clear()
+        t = ledger.turn      # read before the next prompt starts a new count
+        usage = {"inputTokens": t["input"], "outputTokens": t["output"], "totalTokens": t["total"],
+                 "thoughtTokens": t["reasoning"], "cachedReadTokens": t["cached"]}
+        meta = dict(usage, usage=dict(usage), costUsd=round(t["cost"], 8), model=agent.link.model,
+                    sessionCostUsd=round(ledger.cost_usd, 8), requestId=self.request_id, **note)
+        self.busy = False
+        self.server.respond(request_id, error or {"stopReason": reason, "_meta": meta})
 
     # -- UI hooks, called from the worker thread that runs the turn
     def step_start(self, step):
@@ -3570,39 +3595,11 @@ class AcpSession(UI):
     def step_finish(self, step, info):
         self.finish_reason, self.request_id = info["finish_reason"], info["id"] or self.request_id
 
-    def notice(self, text):
-        self.server.log(text)
-
-    def run(self, request_id, text):
-        """session/prompt's turn, on a worker thread; answers the request when the turn ends."""
-        agent, ledger, note, error = self.agent, self.agent.ledger, {}, None
-        self.finish_reason, self.request_id, self.said = None, None, False
-        try:
-            agent.run_turn(text)
-            reason = STOP_REASONS.get(self.finish_reason, "end_turn")
-        except Exception as e:
-            reason = "cancelled" if agent.cancel.is_set() else turn_end(e)[2]
-            note = {"message": str(e)} if reason == "max_turn_requests" else {}
-            error = None if reason else self.server.rpc_error(e)
-            if error and isinstance(e, LimitReached):      # the cost limit
-                error.payload["data"] = {"reason": "cost_limit", "costUsd": ledger.cost_usd}
-        ended = text_content("not run: the turn ended (%s)" % (reason or "error"))
-        for call_id in self.fields:      # announced, never run
-            self.update("tool_call_update", toolCallId=call_id, status="failed", content=ended)
-        self.fields.clear()
-        t = ledger.turn      # read before the next prompt starts a new count
-        usage = {"inputTokens": t["input"], "outputTokens": t["output"], "totalTokens": t["total"],
-                 "thoughtTokens": t["reasoning"], "cachedReadTokens": t["cached"]}
-        meta = dict(usage, usage=dict(usage), costUsd=round(t["cost"], 8), model=agent.link.model,
-                    sessionCostUsd=round(ledger.cost_usd, 8), requestId=self.request_id, **note)
-        self.busy = False
-        self.server.respond(request_id, error or {"stopReason": reason, "_meta": meta})
-
     def replay(self):
         """session/load: the history (checked on load) as the updates a live turn would send."""
         messages = self.agent.messages[1:]
         not_typed = ("Tool results:", corrective_message("").split(":")[0], "[the user cancelled")
-        for message, following in zip(messages, messages[1:] + [{}]):
+        for message, following in zip(messages, messages[1:] + [{"content": ""}]):
             role, text, kind = message["role"], message["content"], message.get("kind")
             if role == "user" and kind != "note" and not text.startswith(not_typed):
                 update = "agent_thought_chunk" if kind == "summary" else "user_message_chunk"
@@ -3615,8 +3612,7 @@ class AcpSession(UI):
             except ContractError:
                 continue            # an invalid reply the model was asked to redo
             self.say(reply)
-            results = split_tool_results(following.get("content"), reply["tool_calls"])
-            for call, (output, ok) in zip(reply["tool_calls"], results):
+            for call, output, ok in split_tool_results(following["content"], reply["tool_calls"]):
                 fields = acp_tool_fields(call["tool"], call["args"], self.agent.cwd, diff=False)
                 if output is not None:
                     fields["content"] = text_content(output)
