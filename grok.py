@@ -3405,8 +3405,7 @@ class AcpSession(UI):
         self.update("agent_message_chunk", content={"type": "text", "text": "\n\n" * gap + text})
         self.said, self.streamed = True, streamed
 
-    def run(self, request_id, text):
-        """session/prompt's turn, on a worker thread; answers the request when the turn ends."""
+    def run_prompt(self, rpc_id, text):
         agent, ledger, note, error = self.agent, self.agent.ledger, {}, None
         self.finish_reason, self.request_id, self.said = None, None, False
         try:
@@ -3428,7 +3427,7 @@ class AcpSession(UI):
         meta = dict(usage, usage=dict(usage), costUsd=round(t["cost"], 8), model=agent.link.model,
                     sessionCostUsd=round(ledger.cost_usd, 8), requestId=self.request_id, **note)
         self.busy = False
-        self.server.respond(request_id, error or {"stopReason": reason, "_meta": meta})
+        self.server.respond(rpc_id, error or {"stopReason": reason, "_meta": meta})
 
     # -- UI hooks, called from the worker thread that runs the turn
     def step_start(self, step):
@@ -3456,10 +3455,9 @@ class AcpSession(UI):
         answer = self.server.request("session/request_permission", asked, cancel=self.agent.cancel)
         if "error" in (answer or {}):
             self.notice("the permission request failed: %s" % json.dumps(answer["error"])[:200])
-        with suppress(TypeError, KeyError):     # no answer (a cancel, no client), or no outcome
+        with suppress(TypeError, KeyError):     # no answer (a cancel, no client), outcome or option
             outcome = answer["result"]["outcome"]
-            if outcome["outcome"] == "selected":
-                return APPROVALS.get(outcome["optionId"], "no")
+            return APPROVALS[outcome["optionId"]] if outcome["outcome"] == "selected" else "no"
         return "no"
 
     def tool_start(self, call):
@@ -3508,8 +3506,7 @@ class AcpServer:
         self.key, self.mcp = (cfg.api_key, cfg.key_source), {}     # the key may come later (.env)
         self.request_ids = itertools.count(1)   # next() and the dict's get/pop are atomic: no lock
         self.pending = {}               # id of a request we sent -> the queue its answer goes in
-        self.write_lock = threading.Lock()
-        self.closed = threading.Event()     # stdin ended or stdout broke: nobody can answer
+        self.out_lock, self.closed = threading.Lock(), threading.Event()  # closed: nobody answers
         self.methods = {"initialize": self.initialize, "authenticate": self.authenticate,
                         "session/new": self.new_session, "session/load": self.load_session,
                         "session/prompt": self.prompt, "session/cancel": self.cancel}
@@ -3517,7 +3514,7 @@ class AcpServer:
     # -- the wire
     def send(self, message):
         data = (strict_json(scrub_all(message), ensure_ascii=False) + "\n").encode(errors="replace")
-        with self.write_lock:
+        with self.out_lock:
             if self.out is None:
                 return
             try:
@@ -3596,13 +3593,12 @@ class AcpServer:
         if isinstance(e, RpcError):
             return e
         message, code, _ = turn_end(e)
-        if code == 4 and os.environ.get("GROK_DEBUG"):
-            self.log("".join(traceback.format_exception(type(e), e, e.__traceback__)))
-        elif code == 4:
-            self.log(message)
+        if code == 4:       # a bug
+            trace = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+            self.log(trace if os.environ.get("GROK_DEBUG") else message)
         return RpcError(INTERNAL_ERROR, message)
 
-    # -- helpers for the methods
+    # -- the methods, and what they share
     def need_key(self):
         if not self.key[0]:     # one put in a .env file since the start: scrubbed as configured
             self.key = find_api_key()
@@ -3634,7 +3630,6 @@ class AcpServer:
         self.sessions[session.id] = session
         return session
 
-    # -- methods
     def initialize(self, params, request_id):
         if type(params.get("protocolVersion")) is not int:
             raise bad_params("protocolVersion must be an integer")
@@ -3695,7 +3690,7 @@ class AcpServer:
             raise RpcError(INVALID_REQUEST, "session %s is running a prompt" % session.id)
         session.busy = True
         session.agent.cancel.clear()    # a stop from now on cancels this prompt
-        worker = threading.Thread(target=session.run, args=(request_id, text), daemon=True)
+        worker = threading.Thread(target=session.run_prompt, args=(request_id, text), daemon=True)
         self.workers = [w for w in self.workers if w.is_alive()] + [worker]
         worker.start()
         return DEFERRED
