@@ -3282,8 +3282,7 @@ def open_agent(cfg, ui, contract, args, new_if_busy=False):
 
 
 # --- Front end: ACP server (Agent Client Protocol v1) ---
-# Newline-delimited JSON-RPC 2.0 on stdin/stdout. The main thread reads; a session/prompt runs in a
-# worker thread that streams session/update notifications and asks the client for approvals.
+# Newline-delimited JSON-RPC 2.0 on stdin/stdout: the main thread reads; a worker runs each prompt.
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
 INTERNAL_ERROR, AUTH_REQUIRED, RESOURCE_NOT_FOUND = -32603, -32000, -32002  # the last two: ACP's
@@ -3337,21 +3336,20 @@ def acp_prompt_text(blocks):
     for block in blocks:
         if not isinstance(block, dict) or not isinstance(block.get("type"), str):
             raise bad_params("each prompt item must be a content block with a \"type\"")
-        kind, res = block["type"], block.get("resource")
-        res = res if isinstance(res, dict) else {}
-        if kind == "text":
+        res = block.get("resource") if isinstance(block.get("resource"), dict) else {}
+        if block["type"] == "text":
             if not isinstance(block.get("text"), str):
                 raise bad_params("a text content block needs a \"text\" string")
             parts.append(block["text"])
-        elif kind == "resource_link":
+        elif block["type"] == "resource_link":
             parts.append("[file: %s]" % uri_path(block.get("uri") or block.get("name")))
-        elif kind == "resource" and isinstance(res.get("text"), str):
+        elif block["type"] == "resource" and isinstance(res.get("text"), str):
             where = uri_path(res.get("uri"))
             parts.append("[file: %s]\n%s\n[end of file: %s]" % (where, res["text"], where))
-        elif kind == "resource":
+        elif block["type"] == "resource":
             parts.append("[file: %s (binary, not included)]" % uri_path(res.get("uri")))
         else:
-            raise bad_params("%s content blocks are not supported" % json.dumps(kind))
+            raise bad_params("%s content blocks are not supported" % json.dumps(block["type"]))
     text = "\n\n".join(p for p in parts if p.strip())
     if not text.strip():
         raise bad_params("the prompt has no text")
@@ -3385,8 +3383,7 @@ class AcpSession(UI):
         self.server, self.id, self.agent, self.busy = server, None, None, False
         self.notice = server.log        # the UI hook: a line on stderr
         self.calls = itertools.count(1)     # numbers toolCallIds (a turn and a load never overlap)
-        self.ids = []           # the toolCallIds of the last reply's calls, in call order
-        self.fields = {}        # toolCallId -> what tool_call announced, for open calls
+        self.ids, self.fields = [], {}  # the last reply's toolCallIds; open calls' announced fields
         self.streamed, self.said, self.finish_reason, self.request_id = False, False, None, None
 
     def update(self, session_update, **fields):
@@ -3696,9 +3693,8 @@ class AcpServer:
         return DEFERRED
 
     def cancel(self, params, request_id=None):
-        session = self.sessions.get(str(params.get("sessionId")))      # str: never unhashable
-        if session is not None:
-            session.agent.stop()
+        with suppress(KeyError):        # no such session; str: never unhashable
+            self.sessions[str(params.get("sessionId"))].agent.stop()
 
     def stop_all(self):
         """Cancel every running turn: its model call, running tools, a pending approval."""
