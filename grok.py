@@ -3633,9 +3633,8 @@ class AcpServer:
         auth = []       # methods xAI's CLI's clients look for; authenticate checks the key again
         with suppress(RpcError):        # no key (yet): no method
             self.need_key()
-            method = "xai.api_key" if self.key[1].startswith("$") else "cached_token"
-            where = "the key in " + self.key[1]
-            auth = [dict(id=method, name=AUTH_METHODS[method], description=where)]
+            kind = "xai.api_key" if self.key[1].startswith("$") else "cached_token"
+            auth = [dict(id=kind, name=AUTH_METHODS[kind], description="the key in " + self.key[1])]
         return dict(ACP_INIT, authMethods=auth)
 
     def authenticate(self, params, request_id):
