@@ -3269,10 +3269,8 @@ def open_agent(cfg, ui, contract, args, new_if_busy=False):
 
 
 # --- Front end: ACP server (Agent Client Protocol v1) ---
-# Newline-delimited JSON-RPC 2.0 on stdin/stdout. The main thread reads; each session/prompt runs in a worker thread
-# that streams session/update notifications and, for approvals, asks the client and waits for its answer.
+# Newline-delimited JSON-RPC 2.0 on stdin/stdout: the main thread reads; a worker runs each prompt.
 
-ACP_VERSION = 1
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
 INTERNAL_ERROR, AUTH_REQUIRED, RESOURCE_NOT_FOUND = -32603, -32000, -32002  # the last two: ACP's
 TOOL_KINDS = {"bash": "execute", "read_file": "read", "write_file": "edit", "list_files": "search",
@@ -3281,10 +3279,12 @@ PERMISSION_OPTIONS = [{"optionId": k, "name": name, "kind": k} for k, name in (
     ("allow_once", "Allow once"), ("allow_always", "Always allow"), ("reject_once", "Reject"))]
 APPROVALS = {"allow_once": "yes", "allow_always": "always"}     # what approve() answers; else "no"
 DEFERRED = object()             # a request answered later, from a worker thread
-AUTH_METHODS = {"cached_token": "API key from a .env file", "xai.api_key": "API key from the environment"}
+AUTH_METHODS = {"cached_token": "API key from a .env file",
+                "xai.api_key": "API key from the environment"}
 AGENT_CAPABILITIES = {"loadSession": True, "mcpCapabilities": {"http": False, "sse": False},
                       "promptCapabilities": dict(image=False, audio=False, embeddedContext=True)}
-AGENT_INFO = {"name": "grok", "title": "grok.py", "version": __version__}
+ACP_INIT = {"protocolVersion": 1, "agentCapabilities": AGENT_CAPABILITIES,     # + authMethods
+            "agentInfo": {"name": "grok", "title": "grok.py", "version": __version__}}
 
 
 def bad_params(problem):
@@ -3297,8 +3297,7 @@ def text_content(text):
 
 def acp_tool_fields(name, args, cwd, diff=True):
     """title, kind, rawInput, locations and a diff for write_file (AcpServer.send scrubs them)."""
-    shown = key_arg(name, args)
-    title = "%s: %s" % (name, shown) if shown else name
+    title = ": ".join(filter(None, (name, key_arg(name, args))))
     fields = {"title": title[:200], "kind": TOOL_KINDS.get(name, "other"), "rawInput": args}
     if name not in ("read_file", "write_file") or arg_problem(name, args):
         return fields
@@ -3324,22 +3323,20 @@ def acp_prompt_text(blocks):
     for block in blocks:
         if not isinstance(block, dict) or not isinstance(block.get("type"), str):
             raise bad_params("each prompt item must be a content block with a \"type\"")
-        kind = block["type"]
-        if kind == "text":
+        res = block.get("resource") if isinstance(block.get("resource"), dict) else {}
+        if block["type"] == "text":
             if not isinstance(block.get("text"), str):
                 raise bad_params("a text content block needs a \"text\" string")
             parts.append(block["text"])
-        elif kind == "resource_link":
+        elif block["type"] == "resource_link":
             parts.append("[file: %s]" % uri_path(block.get("uri") or block.get("name")))
-        elif kind == "resource":
-            res = block.get("resource") if isinstance(block.get("resource"), dict) else {}
+        elif block["type"] == "resource" and isinstance(res.get("text"), str):
             where = uri_path(res.get("uri"))
-            if isinstance(res.get("text"), str):
-                parts.append("[file: %s]\n%s\n[end of file: %s]" % (where, res["text"], where))
-            else:
-                parts.append("[file: %s (binary, not included)]" % where)
+            parts.append("[file: %s]\n%s\n[end of file: %s]" % (where, res["text"], where))
+        elif block["type"] == "resource":
+            parts.append("[file: %s (binary, not included)]" % uri_path(res.get("uri")))
         else:
-            raise bad_params("%s content blocks are not supported" % json.dumps(kind))
+            raise bad_params("%s content blocks are not supported" % json.dumps(block["type"]))
     text = "\n\n".join(p for p in parts if p.strip())
     if not text.strip():
         raise bad_params("the prompt has no text")
@@ -3353,15 +3350,15 @@ def uri_path(uri):
 
 
 def split_tool_results(text, calls):
-    """[(output or None, ok)] per call, read back from the tool-results message after a reply."""
-    text = text if isinstance(text, str) and text.startswith("Tool results:") else ""
+    """[(call, output or None, ok)], read back from the tool-results message after a reply."""
+    text = text if text.startswith("Tool results:") else ""
     rest, cut, failed = text.rpartition("\n\n[Self-correction] ")
     rest, results = rest if cut else text, []
     for i, call in reversed(list(enumerate(calls, 1))):
         head = "\n\n[%d] %s %s\n" % (i, call["tool"], scrub(key_arg(call["tool"], call["args"])))
         before, found, output = rest.rpartition(head)
         ok = "[%d] %s (" % (i, call["tool"]) not in failed
-        results.insert(0, (output, ok) if found else (None, False))
+        results.insert(0, (call, output, ok) if found else (call, None, False))
         rest = before if found else rest
     return results
 
@@ -3371,17 +3368,14 @@ class AcpSession(UI):
 
     def __init__(self, server):
         self.server, self.id, self.agent, self.busy = server, None, None, False
+        self.notice = server.log        # the UI hook: a line on stderr
         self.calls = itertools.count(1)     # numbers toolCallIds (a turn and a load never overlap)
-        self.ids = []           # the toolCallIds of the last reply's calls, in call order
-        self.fields = {}        # toolCallId -> what tool_call announced, for open calls
+        self.ids, self.fields = [], {}  # the last reply's toolCallIds; open calls' announced fields
         self.streamed, self.said, self.finish_reason, self.request_id = False, False, None, None
 
     def update(self, session_update, **fields):
         params = {"sessionId": self.id, "update": dict(sessionUpdate=session_update, **fields)}
         self.server.send({"jsonrpc": "2.0", "method": "session/update", "params": params})
-
-    def chunk(self, kind, text):
-        self.update(kind, content={"type": "text", "text": text})
 
     def say(self, reply, streamed=False):
         if isinstance(reply.get("thinking"), str) and reply["thinking"].strip():
@@ -3392,8 +3386,32 @@ class AcpSession(UI):
     def message(self, text, streamed=False):
         """Answer text; each round's starts a paragraph of its own (a stream's pieces join)."""
         gap = self.said and not (streamed and self.streamed)
-        self.chunk("agent_message_chunk", "\n\n" * gap + text)
+        self.update("agent_message_chunk", content={"type": "text", "text": "\n\n" * gap + text})
         self.said, self.streamed = True, streamed
+
+    def run_prompt(self, rpc_id, text):
+        agent, ledger, note, error = self.agent, self.agent.ledger, {}, None
+        self.finish_reason, self.request_id, self.said = None, None, False
+        try:
+            agent.run_turn(text)
+            reason = STOP_REASONS.get(self.finish_reason, "end_turn")
+        except Exception as e:
+            reason = "cancelled" if agent.cancel.is_set() else turn_end(e)[2]
+            note = {"message": str(e)} if reason == "max_turn_requests" else {}
+            error = None if reason else self.server.rpc_error(e)
+            if error and isinstance(e, LimitReached):      # the cost limit
+                error.payload["data"] = {"reason": "cost_limit", "costUsd": ledger.cost_usd}
+        ended = text_content("not run: the turn ended (%s)" % (reason or "error"))
+        for call_id in self.fields:      # announced, never run
+            self.update("tool_call_update", toolCallId=call_id, status="failed", content=ended)
+        self.fields.clear()
+        t = ledger.turn      # read before the next prompt starts a new count
+        usage = {"inputTokens": t["input"], "outputTokens": t["output"], "totalTokens": t["total"],
+                 "thoughtTokens": t["reasoning"], "cachedReadTokens": t["cached"]}
+        meta = dict(usage, usage=dict(usage), costUsd=round(t["cost"], 8), model=agent.link.model,
+                    sessionCostUsd=round(ledger.cost_usd, 8), requestId=self.request_id, **note)
+        self.busy = False
+        self.server.respond(rpc_id, error or {"stopReason": reason, "_meta": meta})
 
     # -- UI hooks, called from the worker thread that runs the turn
     def step_start(self, step):
@@ -3403,7 +3421,7 @@ class AcpSession(UI):
         self.message(text, streamed=True)
 
     def thought(self, text):
-        self.chunk("agent_thought_chunk", text)
+        self.update("agent_thought_chunk", content={"type": "text", "text": text})
 
     def reply(self, reply, step):
         self.say(reply, self.streamed)
@@ -3421,10 +3439,9 @@ class AcpSession(UI):
         answer = self.server.request("session/request_permission", asked, cancel=self.agent.cancel)
         if "error" in (answer or {}):
             self.notice("the permission request failed: %s" % json.dumps(answer["error"])[:200])
-        with suppress(TypeError, KeyError):     # no answer (a cancel, no client), or no outcome
+        with suppress(TypeError, KeyError):     # no answer (a cancel, no client), outcome or option
             outcome = answer["result"]["outcome"]
-            if outcome["outcome"] == "selected":
-                return APPROVALS.get(outcome["optionId"], "no")
+            return APPROVALS[outcome["optionId"]] if outcome["outcome"] == "selected" else "no"
         return "no"
 
     def tool_start(self, call):
@@ -3438,33 +3455,26 @@ class AcpSession(UI):
                     content=content + text_content(result.output))
 
     def step_finish(self, step, info):
-        self.finish_reason = info.get("finish_reason")
-        self.request_id = info.get("id") or self.request_id
+        self.finish_reason, self.request_id = info["finish_reason"], info["id"] or self.request_id
 
-    def notice(self, text):
-        self.server.log(text)
-
-    # -- session/load: the history as the updates a live turn would have sent
     def replay(self):
+        """session/load: the history (checked on load) as the updates a live turn would send."""
         messages = self.agent.messages[1:]
         not_typed = ("Tool results:", corrective_message("").split(":")[0], "[the user cancelled")
-        for i, message in enumerate(messages):
-            role, text, kind = message.get("role"), message.get("content"), message.get("kind")
-            typed = isinstance(text, str) and not text.startswith(not_typed)
-            if role == "user" and kind != "note" and typed:     # what a person typed, or a summary
+        for message, following in zip(messages, messages[1:] + [{"content": ""}]):
+            role, text, kind = message["role"], message["content"], message.get("kind")
+            if role == "user" and kind != "note" and not text.startswith(not_typed):
                 update = "agent_thought_chunk" if kind == "summary" else "user_message_chunk"
-                self.chunk(update, text)
-                self.said = False
-            if role != "assistant" or not isinstance(text, str):
+                self.update(update, content={"type": "text", "text": text})
+                self.said = False       # typed by a person, or a summary: its answer needs no gap
+            if role != "assistant":
                 continue
             try:
                 reply = parse_reply(text, list(TOOLS) + list(self.agent.runner.tools()))
             except ContractError:
                 continue            # an invalid reply the model was asked to redo
             self.say(reply)
-            following = (messages[i + 1:] or [{}])[0].get("content")
-            results = split_tool_results(following, reply["tool_calls"])
-            for call, (output, ok) in zip(reply["tool_calls"], results):
+            for call, output, ok in split_tool_results(following["content"], reply["tool_calls"]):
                 fields = acp_tool_fields(call["tool"], call["args"], self.agent.cwd, diff=False)
                 if output is not None:
                     fields["content"] = text_content(output)
@@ -3479,9 +3489,8 @@ class AcpServer:
         self.cfg, self.out, self.sessions, self.workers = cfg, out, {}, []
         self.key, self.mcp = (cfg.api_key, cfg.key_source), {}     # the key may come later (.env)
         self.request_ids = itertools.count(1)   # next() and the dict's get/pop are atomic: no lock
-        self.pending = {}               # id of a request we sent -> [Event, answer]
-        self.write_lock = threading.Lock()
-        self.closed = threading.Event()     # stdin ended or stdout broke: nobody can answer
+        self.pending = {}               # id of a request we sent -> the queue its answer goes in
+        self.out_lock, self.closed = threading.Lock(), threading.Event()  # closed: nobody answers
         self.methods = {"initialize": self.initialize, "authenticate": self.authenticate,
                         "session/new": self.new_session, "session/load": self.load_session,
                         "session/prompt": self.prompt, "session/cancel": self.cancel}
@@ -3489,7 +3498,7 @@ class AcpServer:
     # -- the wire
     def send(self, message):
         data = (strict_json(scrub_all(message), ensure_ascii=False) + "\n").encode(errors="replace")
-        with self.write_lock:
+        with self.out_lock:
             if self.out is None:
                 return
             try:
@@ -3509,15 +3518,14 @@ class AcpServer:
     def request(self, method, params, cancel):
         """Ask the client and wait for its answer message; None if cancelled or closed."""
         request_id = next(self.request_ids)
-        slot = self.pending[request_id] = [threading.Event(), None]
+        answers = self.pending[request_id] = queue.SimpleQueue()
         self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
         try:
-            while not slot[0].wait(0.05):
-                if self.closed.is_set() or cancel.is_set():
-                    return None
+            while not (self.closed.is_set() or cancel.is_set()):
+                with suppress(queue.Empty):
+                    return answers.get(timeout=0.05)
         finally:
             self.pending.pop(request_id, None)
-        return slot[1]
 
     def log(self, text):
         sys.stderr.write(visible(scrub(text)) + "\n")     # QuietStderr: never raises
@@ -3532,20 +3540,17 @@ class AcpServer:
             worker.join()
 
     def handle(self, line):
-        """A request (always answered), a notification (never, not even an unknown one) or the
-        client's answer to a request of ours, which wakes the thread waiting for it."""
+        """A request (always answered), a notification (never) or an answer to a request of ours."""
         try:
             message = json.loads(line.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError, RecursionError) as e:      # (nested too deep)
+        except (ValueError, RecursionError) as e:      # not UTF-8, not JSON, or nested too deep
             return self.respond(None, RpcError(PARSE_ERROR, "Parse error: %s" % e))
         if not isinstance(message, dict) or message.get("jsonrpc", "2.0") != "2.0":
             message = {"id": None}      # answered as an invalid request
         method, request_id = message.get("method"), message.get("id")
         if method is None and "id" in message and ("result" in message or "error" in message):
-            slot = self.pending.get(request_id) if isinstance(request_id, (str, int)) else None
-            if slot is not None:
-                slot[1] = message
-                slot[0].set()
+            with suppress(KeyError, TypeError):     # else not (or no longer) awaited, or unhashable
+                self.pending[request_id].put(message)       # wakes the thread waiting for it
         elif "id" in message or not isinstance(method, str):
             self.call(method, request_id, message.get("params"))
         elif method == "session/cancel" and isinstance(message.get("params"), dict):
@@ -3572,13 +3577,12 @@ class AcpServer:
         if isinstance(e, RpcError):
             return e
         message, code, _ = turn_end(e)
-        if code == 4 and os.environ.get("GROK_DEBUG"):
-            self.log("".join(traceback.format_exception(type(e), e, e.__traceback__)))
-        elif code == 4:
-            self.log(message)
+        if code == 4:       # a bug
+            trace = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+            self.log(trace if os.environ.get("GROK_DEBUG") else message)
         return RpcError(INTERNAL_ERROR, message)
 
-    # -- helpers for the methods
+    # -- the methods, and what they share
     def need_key(self):
         if not self.key[0]:     # one put in a .env file since the start: scrubbed as configured
             self.key = find_api_key()
@@ -3604,24 +3608,21 @@ class AcpServer:
 
     def start(self, cwd, mcp, **resume):
         """A new AcpSession whose Agent works in cwd with these MCP servers; resume: its session."""
-        session = AcpSession(self)
-        session.agent = Agent(self.cfg, session, cwd=cwd, mcp=dict(self.mcp, **mcp), key=self.key, **resume)
+        session, mcp = AcpSession(self), dict(self.mcp, **mcp)
+        session.agent = Agent(self.cfg, session, cwd=cwd, mcp=mcp, key=self.key, **resume)
         session.id = session.agent.session.id
         self.sessions[session.id] = session
         return session
 
-    # -- methods
     def initialize(self, params, request_id):
         if type(params.get("protocolVersion")) is not int:
             raise bad_params("protocolVersion must be an integer")
-        try:        # the methods clients of xAI's CLI look for; authenticate checks the key again
+        auth = []       # methods xAI's CLI's clients look for; authenticate checks the key again
+        with suppress(RpcError):        # no key (yet): no method
             self.need_key()
-            method = "xai.api_key" if self.key[1].startswith("$") else "cached_token"
-            auth = [dict(id=method, name=AUTH_METHODS[method], description="the key in " + self.key[1])]
-        except RpcError:
-            auth = []
-        return {"protocolVersion": ACP_VERSION, "agentCapabilities": AGENT_CAPABILITIES,
-                "agentInfo": AGENT_INFO, "authMethods": auth}
+            kind = "xai.api_key" if self.key[1].startswith("$") else "cached_token"
+            auth = [dict(id=kind, name=AUTH_METHODS[kind], description="the key in " + self.key[1])]
+        return dict(ACP_INIT, authMethods=auth)
 
     def authenticate(self, params, request_id):
         method = params.get("methodId")
@@ -3646,10 +3647,9 @@ class AcpServer:
             self.need_key()
             store = Session(self.cfg.data_dir, session_id, warn=self.log)
             bad = os.sep in session_id or "\x00" in session_id or session_id.startswith(".")
-            if bad or not os.path.isfile(store.path):
-                where = "%s in %s" % (json.dumps(session_id), store.dir)
-                raise RpcError(RESOURCE_NOT_FOUND, "no session " + where)
             try:
+                if bad or not os.path.isfile(store.path):
+                    raise UserError("no session %s in %s" % (json.dumps(session_id), store.dir))
                 session = self.start(cwd or self.cfg.cwd, mcp, session=store, resume=True)
             except UserError as e:
                 raise RpcError(RESOURCE_NOT_FOUND, str(e))
@@ -3673,41 +3673,14 @@ class AcpServer:
             raise RpcError(INVALID_REQUEST, "session %s is running a prompt" % session.id)
         session.busy = True
         session.agent.cancel.clear()    # a stop from now on cancels this prompt
-        worker = threading.Thread(target=self.run_prompt, args=(session, request_id, text), daemon=True)
+        worker = threading.Thread(target=session.run_prompt, args=(request_id, text), daemon=True)
         self.workers = [w for w in self.workers if w.is_alive()] + [worker]
         worker.start()
         return DEFERRED
 
-    def run_prompt(self, session, request_id, text):
-        agent, note, error = session.agent, None, None
-        session.finish_reason, session.request_id, session.said = None, None, False
-        try:
-            agent.run_turn(text)
-            reason = STOP_REASONS.get(session.finish_reason, "end_turn")
-        except Exception as e:
-            reason = "cancelled" if agent.cancel.is_set() else turn_end(e)[2]
-            note = str(e) if reason == "max_turn_requests" else None
-            error = None if reason else self.rpc_error(e)
-            if error and isinstance(e, LimitReached):      # the cost limit
-                error.payload["data"] = {"reason": "cost_limit", "costUsd": agent.ledger.cost_usd}
-        ended = text_content("not run: the turn ended (%s)" % (reason or "error"))
-        for call_id in session.fields:      # announced, never run
-            session.update("tool_call_update", toolCallId=call_id, status="failed", content=ended)
-        session.fields.clear()
-        t = agent.ledger.turn      # read before the next prompt starts a new count
-        usage = {"inputTokens": t["input"], "outputTokens": t["output"], "thoughtTokens": t["reasoning"],
-                 "cachedReadTokens": t["cached"], "totalTokens": t["total"]}
-        meta = dict(usage, usage=dict(usage), costUsd=round(t["cost"], 8), model=agent.link.model,
-                    sessionCostUsd=round(agent.ledger.cost_usd, 8), requestId=session.request_id)
-        if note:
-            meta["message"] = note
-        session.busy = False
-        self.respond(request_id, error or {"stopReason": reason, "_meta": meta})
-
     def cancel(self, params, request_id=None):
-        session = self.sessions.get(str(params.get("sessionId")))      # str: never unhashable
-        if session is not None:
-            session.agent.stop()
+        with suppress(KeyError):        # no such session; str: never unhashable
+            self.sessions[str(params.get("sessionId"))].agent.stop()
 
     def stop_all(self):
         """Cancel every running turn: its model call, running tools, a pending approval."""
@@ -3719,10 +3692,9 @@ class AcpServer:
 def acp_main(cfg, mcp_files):
     """`grok --acp` / `grok agent stdio`: serve ACP until stdin closes; exit 0. A project's
     .mcp.json is not read: the editor passes the servers it chose in session/new."""
-    out = os.fdopen(os.dup(1), "wb")
+    server = AcpServer(cfg, os.fdopen(os.dup(1), "wb"))
     os.dup2(2, 1)       # from here a stray print or child writes to stderr; stdout is protocol only
     sys.stdout = sys.stderr
-    server = AcpServer(cfg, out)
     server.mcp = mcp_config(cfg, mcp_files, False, server.log)
     try:
         server.serve(sys.stdin.buffer)
