@@ -2172,7 +2172,6 @@ class ToolRunner:
                     except Exception as e:      # Cancelled: a thread must never print a traceback
                         result = ToolResult("error: %s" % (e or "cancelled"), ok=False)
                     finished.put((item, result))
-
         with suppress(RuntimeError):        # "can't start new thread": fewer threads, or none
             while len(items) > 1 and len(threads) < min(MAX_CALLS, len(items)):
                 threads.append(threading.Thread(target=work, daemon=True))
