@@ -37,25 +37,19 @@ DEFAULT_MODEL = "grok-4.3"
 KEY_VARS = ("GROK_API_KEY", "XAI_API_KEY")
 ENV_FILES = ("~/.grok/.env", "~/.claude/.env", "./.env")     # your own key before a project's
 
-# USD per 1M tokens: input, cached input, output.
 PRICES = {"grok-4.3": (1.25, 0.20, 2.50), "grok-4.20": (1.25, 0.20, 2.50),
-          "grok-3-mini": (0.30, 0.075, 0.50)}
+          "grok-3-mini": (0.30, 0.075, 0.50)}      # USD per 1M tokens: input, cached input, output
 RETIRED_MODELS = ("grok-4-1-fast", "grok-4-fast", "grok-code-fast-1", "grok-3", "grok-4-0709")
 WINDOWS = {"grok-4.3": 1000000, "grok-4.20": 2000000, "grok-3-mini": 131072}
 DEFAULT_WINDOW = 131072
 
-BASH_TIMEOUT = 180          # seconds
-OUTPUT_HEAD = 30000         # bytes of tool output kept from the start ...
-OUTPUT_TAIL = 5000          # ... and from the end
+OUTPUT_HEAD, OUTPUT_TAIL = 30000, 5000      # bytes of tool output kept from its start, its end
 PIPED_CAP = 100000          # bytes of piped stdin added to a -p prompt
 STDIN_WAIT = 1.0            # seconds of silence that end a stdin pipe grok's parent holds open
-READ_CAP = 100000           # bytes read_file returns
-LIST_CAP = 500              # entries list_files returns
+READ_CAP, LIST_CAP = 100000, 500    # bytes read_file returns, entries list_files returns
 ARG_CAP = 100000            # characters of a command or path run, of any argument the history keeps
-APPROVAL_LINES = 40         # lines of a command or file shown at an approval before "s shows all"
-APPROVAL_CHARS = 4000       # ... and characters
-RULES_CAP = 8000            # bytes per AGENTS.md / GROK.md file
-RULES_TOTAL_CAP = 24000     # bytes of project rules in all
+APPROVAL_LINES, APPROVAL_CHARS = 40, 4000      # of a command or file shown before "s shows all"
+RULES_CAP, RULES_TOTAL_CAP = 8000, 24000    # bytes of project rules per AGENTS.md/GROK.md, in all
 MAX_STRIKES = 3             # invalid replies in a row before a turn fails
 LOOP_NUDGE, LOOP_STOP = 2, 3    # rounds in a row, same calls and results: told, then stopped
 RETRY_STATUSES = (408, 429) + tuple(s for s in range(500, 600) if s not in (501, 505))
@@ -84,8 +78,7 @@ def read_env_file(path, names):
 
 
 def own_setting(names, files=ENV_FILES[:2]):
-    """(value, where it came from) of the first of `names` set in the environment, else in the .env
-    `files` (by default the person's own, never a project's ./.env); ("", None) if none is."""
+    """(value, source): the first of `names` in the environment or your .env `files`; ("", None)"""
     for source in ["$" + n for n in names] + list(files):
         value = (os.environ.get(source[1:], "").strip() if source.startswith("$")
                  else read_env_file(os.path.expanduser(source), names))
@@ -98,8 +91,7 @@ def find_api_key():
     """(key, where it came from) or (None, None); a key with a space or a control: UserError."""
     key, source = own_setting(KEY_VARS, ENV_FILES)
     if any(ord(c) < 33 or 127 <= ord(c) < 160 for c in key):
-        raise UserError("the API key in %s contains whitespace or control characters (not shown):"
-                        " fix it" % source)
+        raise UserError("the API key in %s has whitespace or control characters: fix it" % source)
     if source == "./.env":
         sys.stderr.write("grok: using the API key in ./.env (no key of your own is set)\n")
     return key or None, source
@@ -119,45 +111,52 @@ def append_private(path, text):
 
 
 def ask_api_key():
-    """On a terminal: (the key typed, not shown; "the terminal"), saved to ~/.grok/.env if agreed"""
+    """(key typed on a terminal, "the terminal"), kept in ~/.grok/.env if agreed; none: UserError"""
     key, path = "", os.path.expanduser(ENV_FILES[0])
     with suppress(EOFError):
         if sys.stdin.isatty() and sys.stderr.isatty():
             import getpass
             sys.stderr.write("grok: no API key yet (make one at https://console.x.ai)\n")
             key = "".join(getpass.getpass("API key (hidden; empty to quit): ", sys.stderr).split())
-    if key and (ask_tty("save it to ~/.grok/.env (0600)? [Y/n] ") or "y").lower()[0] == "y":
+    if not key:
+        raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put "
+                        "GROK_API_KEY=... in " + ", ".join(ENV_FILES))
+    if (ask_tty("save it to ~/.grok/.env (0600)? [Y/n] ") or "y").lower()[0] == "y":
         try:
             os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
             append_private(path, "\nGROK_API_KEY=%s\n" % key)
             sys.stderr.write("grok: saved to %s\n" % path)
         except OSError as e:
             sys.stderr.write("grok: not saved (%s: %s)\n" % (path, e.strerror or e))
-    return (key, "the terminal") if key else (None, None)
+    return key, "the terminal"
 
 
 class Config:
-    """Settings: from flags, with an environment fallback; read once and never changed after (what a
-    session changes, such as its model, window, cost limit or cwd, lives on its Agent)."""
+    """Settings from flags, else the environment: read once (a session changes its Agent's)."""
 
     def __init__(self, model=None, cwd=None, always_approve=False, require_key=True, effort=None,
                  sandbox=None, net=None, tools=None, deny=(), rules=None, system_prompt=None,
                  max_iterations=None):
-        self.read_key(require_key)
-        self.read_server()
+        self.api_key, self.key_source = find_api_key()
+        if require_key and not self.api_key:
+            self.api_key, self.key_source = ask_api_key()
+        self.read_env(max_iterations)
         if model == "grok-build" != os.environ.get("GROK_MODEL"):
             model = None        # xAI's CLI's model name, which its clients pass: the default here
         self.model = model or own_setting(["GROK_MODEL"])[0] or DEFAULT_MODEL
         self.reasoning_effort = effort
         self.summary_model = os.environ.get("GROK_SUMMARY_MODEL") or self.model
-        self.read_limits(max_iterations)
-        self.read_paths()
         self.tools = list(TOOLS) if tools is None else tools
         self.deny, self.rules, self.system_prompt = deny, rules, system_prompt
         self.always_approve = always_approve or env_flag("GROK_ALWAYS_APPROVE")
         self.cwd = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
         if not os.path.isdir(self.cwd):
             raise UserError("--cwd: no such directory: %s" % self.cwd)
+        here = os.path.dirname(os.path.realpath(__file__))
+        skills = os.environ.get("GROK_SKILLS_DIR") or os.path.join(here, "skills")
+        share = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
+        data = os.environ.get("GROK_DATA_DIR") or os.path.join(share, "grok-agent")
+        self.skills_dir, self.data_dir = os.path.expanduser(skills), os.path.expanduser(data)
         sandbox = sandbox or os.environ.get("GROK_SANDBOX") or "off"     # its backend: chosen once
         self.sandbox = None if sandbox == "off" != net else Sandbox(sandbox, net == "off", self.cwd)
         self.frozen = True
@@ -167,15 +166,8 @@ class Config:
             raise AttributeError("Config is read once: %s belongs on the session's Agent" % name)
         object.__setattr__(self, name, value)
 
-    def read_key(self, require_key):
-        self.api_key, self.key_source = find_api_key()
-        if require_key and not self.api_key:
-            self.api_key, self.key_source = ask_api_key()
-        if require_key and not self.api_key:
-            raise UserError("no API key: set GROK_API_KEY or XAI_API_KEY, or put "
-                            "GROK_API_KEY=... in " + ", ".join(ENV_FILES))
-
-    def read_server(self):
+    def read_env(self, max_iterations):
+        """The settings only the environment gives: the server, how to talk to it, the limits."""
         self.base_url = (own_setting(["GROK_BASE_URL"])[0] or DEFAULT_BASE_URL).rstrip("/")
         url = check_base_url(self.base_url)
         self.xai = ("." + url.hostname).endswith(".x.ai")
@@ -186,8 +178,6 @@ class Config:
         self.max_retries = int(self.number("GROK_MAX_RETRIES", 4, 20))
         self.backoff = self.number("GROK_RETRY_BACKOFF", 1.0, 60)
         self.stream = env_flag("GROK_STREAM", True)
-
-    def read_limits(self, max_iterations):
         self.cost_limit = self.number("COST_LIMIT", 10.0)
         self.compact_threshold = self.number("COMPACT_THRESHOLD", 75.0, 100)
         self.window_set = int(self.number("GROK_CONTEXT_WINDOW", 0, 1e9))
@@ -195,18 +185,9 @@ class Config:
         rounds = int(self.number("GROK_MAX_ITERATIONS", 25))
         self.max_iterations = rounds if max_iterations is None else max_iterations
         self.loop_detection = env_flag("GROK_LOOP_DETECTION", True)
-        self.bash_timeout = self.number("GROK_BASH_TIMEOUT", BASH_TIMEOUT)
+        self.bash_timeout = self.number("GROK_BASH_TIMEOUT", 180)
         temperature = os.environ.get("GROK_TEMPERATURE", "0.5").strip()      # empty: not sent
         self.temperature = self.number("GROK_TEMPERATURE", 0.5, 100) if temperature else None
-
-    def read_paths(self):
-        here = os.path.dirname(os.path.realpath(__file__))
-        skills = os.environ.get("GROK_SKILLS_DIR") or os.path.join(here, "skills")
-        self.skills_dir = os.path.expanduser(skills)
-        share = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
-        data = os.environ.get("GROK_DATA_DIR") or os.path.join(share, "grok-agent")
-        self.data_dir = os.path.expanduser(data)
-        self.read_dirs = (self.skills_dir,)     # read_file/list_files run there unasked, as in cwd
 
     @staticmethod
     def number(name, default, most=1e6):
@@ -241,12 +222,11 @@ def check_base_url(url):
 def env_prices(xai):
     """GROK_PRICES (USD per 1M tokens in, cached, out); unset: on xAI None (its table), else ()."""
     value = os.environ.get("GROK_PRICES", "").strip()
-    prices = ()
     with suppress(ValueError):
         prices = tuple(float(p) for p in value.split(",")) if value else (None if xai else ())
-    if value and (len(prices) != 3 or not all(0 <= p <= 10000 for p in prices)):      # (not NaN)
-        raise UserError("GROK_PRICES must be IN,CACHED,OUT in USD per 1M tokens, not %r" % value)
-    return prices
+        if not value or len(prices) == 3 and all(0 <= p <= 10000 for p in prices):    # (not NaN)
+            return prices
+    raise UserError("GROK_PRICES must be IN,CACHED,OUT in USD per 1M tokens, not %r" % value)
 
 
 def model_entry(table, model, default=None):
@@ -266,8 +246,7 @@ USAGE_FIELDS = (("input", "prompt_tokens"), ("output", "completion_tokens"),
 
 
 def usage_numbers(usage):
-    """The one reader of a usage object: {input, output, reasoning, cached, total, ticks} >= 0 (0,
-    or None for ticks, if absent), and "odd": whether a value was ignored (NaN, negative, text)."""
+    """The one usage reader: USAGE_FIELDS >= 0 (0 if absent, ticks None); "odd": a value ignored."""
     n = {"odd": False}
     for name, chat in USAGE_FIELDS:
         for path in (chat, chat.replace("prompt", "input").replace("completion", "output")):
@@ -409,8 +388,7 @@ SECRETS = set()         # the configured key and URL password: Config adds them
 SECRET_PATTERNS = (      # compiled on first use (re caches them)
     (r"(?s)-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----.*?"
      r"(-----END [A-Z ]*PRIVATE KEY( BLOCK)?-----|\Z)", "[REDACTED_PRIVATE_KEY]"),
-    (r"\bxai-[A-Za-z0-9]{20,}", "[REDACTED_API_KEY]"),
-    (r"\bsk-[A-Za-z0-9_\-]{20,}", "[REDACTED_API_KEY]"),
+    (r"\b(xai-[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_\-]{20,})", "[REDACTED_API_KEY]"),
     (r"\b(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})", "[REDACTED_GH_TOKEN]"),
     (r"\b(xox[abeoprs]|xapp)-[0-9A-Za-z\-]{10,}", "[REDACTED_SLACK_TOKEN]"),
     (r"\b(AKIA|ASIA)[0-9A-Z]{16}\b", "[REDACTED_AWS_KEY]"),
@@ -441,8 +419,7 @@ def scrub_all(obj):
 
 
 def visible(text, newlines=True):
-    """Text safe for a terminal: what it would not print as itself (controls, escape sequences,
-    bidi, zero-width, tag characters...) as escapes; tabs, newlines stay (or \\n). Display only."""
+    """For display: what would not print as itself (controls, bidi...) escaped, but \\t and \\n."""
     def escaped(match):     # \x0d, \u200b, \U000e0041; or the character, if it prints as itself
         import unicodedata
         char = match.group()
@@ -477,13 +454,11 @@ def data_dir_problem(path):
 
 def read_regular(path, cap):
     """(first cap+1 bytes, size) of a regular file (never a device, pipe or socket), or None."""
-    try:
+    with suppress(OSError):
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))     # a FIFO must not block
         with open(fd, "rb") as f:
             info = os.fstat(fd)
             return (f.read(cap + 1), info.st_size) if stat.S_ISREG(info.st_mode) else None
-    except OSError:
-        return None
 
 
 def clean_text(text):
@@ -527,8 +502,7 @@ def needs_approval(call, free_dirs=()):
 
 
 def approval_text(call, full=False):
-    """(text, hidden): what an approval shows: the command, or the resolved path, whether it
-    exists and the content (or a diff); controls visible; unless full, capped (hidden: how much)."""
+    """(text, characters hidden) of an approval: the command, or resolved path and content/diff."""
     head = "bash (sandbox: %s)" % call.sandbox.label if call.sandbox else "bash"
     body = str(call.args.get("command"))
     if call.name.startswith("mcp__"):
@@ -557,9 +531,7 @@ def approval_text(call, full=False):
 
 
 def arg_problem(name, args):
-    """Why a call's arguments cannot run ("error: ..."), or None; asked before any approval or file
-    access. The first (command, path, query) is a string, non-empty unless optional, of at most
-    ARG_CAP characters; no text holds a NUL or a lone surrogate (but a file name's byte)."""
+    """Why a call's arguments cannot run ("error: ..."), or None; before approval or file access."""
     if name not in TOOLS:       # an MCP tool: its server checks its arguments
         return None
     spec = TOOLS[name].args
@@ -574,13 +546,10 @@ def arg_problem(name, args):
         texts = args.get(k) if isinstance(args.get(k), list) else [args.get(k)]
         if any(re.search("[\0\ud800-\udc7f\udd00-\udfff]", t) for t in texts if isinstance(t, str)):
             return "error: not run: the %s holds a NUL or a lone surrogate, which text cannot" % k
-    return None
 
 
 def allow_matches(call, patterns):
-    """--allow: whether a pattern matches the call: a glob on bash's command (`*`, `?` never stand
-    for a shell operator: `git *` matches `git log`, not `git log; rm -rf ~`), on the other tools'
-    resolved path (a relative one only inside cwd), on an MCP tool's name (mcp__SERVER__TOOL)."""
+    """--allow: a glob on bash's command, a resolved path (a relative one: in cwd), an MCP name."""
     if call.name not in TOOLS:      # an MCP tool
         return any(fnmatch.fnmatchcase(call.name, p) for p in patterns)
     value = call.args.get("command" if call.name == "bash" else "path")
@@ -598,10 +567,8 @@ def allow_matches(call, patterns):
 
 
 def rule_globs(call, rules):
-    """The globs of the --allow/--deny rules for this call: any plain glob; xAI CLI's Bash(glob),
-    Write(glob), Edit(glob), Read(glob) of their kind of tool (Bash(git:*): git*; no glob: any)."""
-    kinds = {"Bash": "bash", "Write": "write_file", "Edit": "write_file",
-             "Read": "read_file list_files"}
+    """--allow/--deny globs for this call: plain ones, xAI CLI's Bash(...), Write/Edit/Read(...)."""
+    kinds = dict(Bash="bash", Write="write_file", Edit="write_file", Read="read_file list_files")
     found = [(re.fullmatch(r"(Bash|Write|Edit|Read)(?:\((.*)\))?", r, re.S), r) for r in rules]
     return [r if not m else re.sub(r":\*$", "*", m[2]) if m[2] is not None else
             "*" if call.name == "bash" else "/**" for m, r in found
@@ -648,8 +615,7 @@ class Client:
 
     def __init__(self, base_url, api_key, timeout=300.0, max_retries=4, backoff=1.0, notice=None):
         u = urllib_parse.urlsplit(base_url)
-        self.https = u.scheme == "https"
-        self.host = u.hostname or "localhost"
+        self.https, self.host = u.scheme == "https", u.hostname or "localhost"
         self.port = u.port or (443 if self.https else 80)
         self.proxy = find_proxy(u.scheme, self.host)
         # through a plain-http proxy the request line names the whole URL (https: a CONNECT tunnel)
@@ -681,20 +647,11 @@ class Client:
             conn.set_tunnel(self.host, self.port, self.proxy[2])
         return conn, False
 
-    def _release(self, conn, reusable):
-        with self._lock:
-            self._busy.discard(conn)
-            if reusable:
-                self._idle.append(conn)
-                return
-        conn.close()
-
     def abort(self):
         """Break every request in flight (from another thread, to cancel)."""
         with self._lock:
-            busy = list(self._busy)
-        for conn in busy:
-            self._shut(conn)
+            for conn in self._busy:
+                self._shut(conn)
 
     def _shut(self, conn):
         """Break conn's request: to cancel, or at its deadline (conn.reading: see _send)."""
@@ -703,9 +660,8 @@ class Client:
 
     def close(self):
         with self._lock:
-            idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.close()
+            while self._idle:
+                self._idle.pop().close()
 
     def _send(self, conn, reused, request, cancel):
         ssl = sys.modules.get("ssl")
@@ -718,10 +674,9 @@ class Client:
                 if cancel.is_set():      # abort() may have come before the socket
                     raise Cancelled("cancelled")
                 return conn.getresponse()
-            except closed:
+            except closed:      # the server closed the idle keep-alive: reconnect once, not a retry
                 if not again or cancel.is_set():
                     raise
-            # The server closed an idle keep-alive connection: reconnect once, not a retry.
             conn.close()
 
     def get(self, path, payload=None):
@@ -735,8 +690,7 @@ class Client:
             return self.get(re.sub("/v1$", "", self.prefix) + path, payload)
 
     def post(self, path, payload, on_stream=None, cancel=None, no_retry=None, cap=REPLY_CAP):
-        """The JSON reply, or on_stream(reader) for an event stream; retries dropped connections,
-        timeouts, 429 and 5xx with backoff (then a TransientError); else HTTPStatusError."""
+        """The JSON reply (or on_stream(reader)); faults, 429 and 5xx retried with backoff."""
         headers = {**self.headers, "User-Agent": "grok.py/" + __version__}
         if self.conv_id:
             headers["x-grok-conv-id"] = self.conv_id
@@ -763,7 +717,6 @@ class Client:
     def _attempt(self, request, cancel, on_stream=None, no_retry=None, cap=REPLY_CAP):
         """One try of a request (method, URL, body, headers) within GROK_TIMEOUT and `cap` bytes."""
         conn, reused = self._connect()      # (imports http.client, without ssl for plain http)
-        import http.client
         with self._lock:
             self._busy.add(conn)
         reusable, started = False, time.monotonic()
@@ -772,7 +725,7 @@ class Client:
             deadline.start()        # it shuts the socket, cutting any read, however slow
         try:
             resp = self._send(conn, reused, request, cancel)
-            reader, ctype = ReplyReader(resp, cap), resp.getheader("Content-Type") or ""
+            reader, ctype = ReplyReader(resp, cap), resp.getheader("Content-Type") or "-"
             page = "html" in ctype and resp.status not in RETRY_STATUSES     # no API's answer
             if resp.status >= 300 and not page:
                 error = self._refusal(resp, reader, no_retry)
@@ -782,18 +735,20 @@ class Client:
                 result = on_stream(reader)
                 reader.read()       # the end of the chunked body, so the connection can be reused
             else:
-                result = self._json(request, resp, reader.read())
+                result = self._json(request, resp, ctype, reader.read())
             reusable = not resp.will_close
             return result
         except Exception as e:      # a read cut at the deadline may end in any of these
-            if self.timeout and time.monotonic() - started >= self.timeout:
-                e = TimeoutError()
-            elif not isinstance(e, (OSError, StreamBroken, http.client.HTTPException, ValueError)):
-                raise       # (ValueError: defensive: no parse error in http.client ends the REPL)
-            raise self._fault(e)
+            late = self.timeout and time.monotonic() - started >= self.timeout
+            raise self._fault(TimeoutError() if late else e)
         finally:
             deadline.cancel()
-            self._release(conn, reusable)       # (shut by a late deadline: _send reconnects)
+            with self._lock:
+                self._busy.discard(conn)
+                if reusable:        # (shut by a late deadline: _send reconnects)
+                    self._idle.append(conn)
+            if not reusable:
+                conn.close()
 
     def _refusal(self, resp, reader, no_retry):
         """The error of a non-2xx reply: for 429, 5xx a RetryableFault unless no_retry(it)."""
@@ -812,9 +767,8 @@ class Client:
         what = ("rate limited" if status == 429 else "server error", status, err.server_message())
         return RetryableFault(scrub("%s (HTTP %d): %s" % what), wait)
 
-    def _json(self, request, resp, data):
+    def _json(self, request, resp, ctype, data):
         """The reply's JSON; if it is HTML or no JSON, a UserError naming the URL and the reply."""
-        ctype = resp.getheader("Content-Type") or "-"
         with suppress(ValueError, RecursionError):
             if "html" not in ctype:
                 return json.loads(data.decode("utf-8", "replace"))
@@ -827,30 +781,30 @@ class Client:
                               % (method, url, resp.status, ctype, said)))
 
     def _fault(self, e):
-        """The RetryableFault saying what went wrong, or an error where retrying cannot help."""
+        """What to raise for e: a RetryableFault, an error retrying cannot help, or e (no fault)."""
         import http.client
+        if not isinstance(e, (OSError, StreamBroken, http.client.HTTPException, ValueError)):
+            return e        # (ValueError: defensive: no parse error in http.client ends the REPL)
         ssl = sys.modules.get("ssl")
         if ssl and isinstance(e, ssl.CertificateError):
             why = getattr(e, "verify_message", None) or e
             return UserError("the TLS certificate of %s is not trusted (%s): check GROK_BASE_URL,"
                              " or point SSL_CERT_FILE at your CA bundle" % (self.host, why))
-        where = "%s:%d, the server in GROK_BASE_URL" % (self.host, self.port)
-        if self.proxy:
-            where = "%s:%d, the proxy in HTTP%s_PROXY" % (*self.proxy[:2], "S" * self.https)
+        where = ("%s:%d, the proxy in HTTP%s_PROXY" % (*self.proxy[:2], "S" * self.https)
+                 if self.proxy else "%s:%d, the server in GROK_BASE_URL" % (self.host, self.port))
+        host, name, short = self.host, type(e).__name__, str(e)[:100]
         problems = (        # the first whose exception types e is one of
-            (socket.gaierror, "cannot resolve host {where} (DNS)"),
-            (ConnectionRefusedError, "connection refused by {where}: is it running?"),
-            ((socket.timeout, TimeoutError), "no complete reply from {host} within the timeout"
-                                             " (GROK_TIMEOUT, for the whole reply)"),
-            (StreamBroken, "the reply stream from {host} broke off: {e}"),
+            (socket.gaierror, "cannot resolve host %s (DNS)" % where),
+            (ConnectionRefusedError, "connection refused by %s: is it running?" % where),
+            ((socket.timeout, TimeoutError), "no complete reply from %s within the timeout"
+                                             " (GROK_TIMEOUT, for the whole reply)" % host),
+            (StreamBroken, "the reply stream from %s broke off: %s" % (host, e)),
             ((http.client.RemoteDisconnected, http.client.IncompleteRead, ConnectionResetError,
-              BrokenPipeError), "connection to {host} dropped ({name})"),
+              BrokenPipeError), "connection to %s dropped (%s)" % (host, name)),
             ((ValueError, http.client.BadStatusLine, http.client.LineTooLong,
-              http.client.UnknownProtocol), "garbled reply from {host} ({name}: {short})"),
-            (Exception, "network error talking to {host}: {e}"))
-        problem = next(text for kinds, text in problems if isinstance(e, kinds))
-        problem = scrub(problem.format(host=self.host, where=where, e=e, name=type(e).__name__,
-                                       short=str(e)[:100]))
+              http.client.UnknownProtocol), "garbled reply from %s (%s: %s)" % (host, name, short)),
+            (Exception, "network error talking to %s: %s" % (host, e)))
+        problem = scrub(next(text for kinds, text in problems if isinstance(e, kinds)))
         if isinstance(e, (socket.gaierror, ConnectionRefusedError)):      # nothing answers there
             return TransientError(problem)
         return RetryableFault(problem, broke=isinstance(e, StreamBroken))
@@ -879,8 +833,7 @@ class ReplyReader:
 
 
 def find_proxy(scheme, host):
-    """(host, port, headers) of the proxy in http_proxy / https_proxy (or upper case), unless
-    no_proxy exempts host; headers: Proxy-Authorization for a user:password in its URL."""
+    """(host, port, headers) of the http(s)_proxy, or None (none set, or no_proxy exempts host)."""
     url = os.environ.get(scheme + "_proxy") or os.environ.get(scheme.upper() + "_PROXY")
     if not url:
         return None
@@ -913,19 +866,17 @@ class ChatResult:
 
 
 def read_chat_stream(resp, on_delta, on_thought=None):
-    """A ChatResult of an SSE chat stream: usage may come in any chunk, reasoning_content goes to
-    on_thought. An error sent in the stream (as llama.cpp's error: lines) raises HTTPStatusError."""
+    """A ChatResult of an SSE chat stream; an error in it (llama.cpp: an error: line) is raised."""
     parts, finish, usage, response_id = [], None, None, None
     for line in iter(resp.readline, b""):
         field, _, data = line.strip().partition(b":")
-        data, chunk = data.strip(), None
+        data = data.strip()
         if field == b"data" and data == b"[DONE]":
             break
-        if field == b"data":
-            try:
-                chunk = json.loads(data.decode("utf-8", "replace"))
-            except (ValueError, RecursionError):
-                raise StreamBroken("a stream chunk was not JSON: %r" % data[:80])
+        try:
+            chunk = json.loads(data.decode("utf-8", "replace")) if field == b"data" else None
+        except (ValueError, RecursionError):
+            raise StreamBroken("a stream chunk was not JSON: %r" % data[:80])
         if field == b"error" or isinstance(chunk, dict) and chunk.get("error"):
             code = re.search(rb'"code"\s*:\s*([45]\d\d)\b', data)      # the status, else 500
             raise HTTPStatusError(int(code.group(1)) if code else 500, data)
@@ -933,10 +884,8 @@ def read_chat_stream(resp, on_delta, on_thought=None):
             continue
         usage = chunk["usage"] if isinstance(chunk.get("usage"), dict) else usage
         response_id = chunk.get("id", response_id)
-        choices = chunk.get("choices")
-        for choice in choices if isinstance(choices, list) else ():
-            if not isinstance(choice, dict):
-                continue
+        choices = chunk.get("choices") if isinstance(chunk.get("choices"), list) else ()
+        for choice in (c for c in choices if isinstance(c, dict)):
             delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
             deliver(delta.get("reasoning_content"), on_thought)
             parts.append(deliver(delta.get("content"), on_delta))
@@ -949,18 +898,16 @@ def read_chat_stream(resp, on_delta, on_thought=None):
 
 def deliver(piece, callback):
     """piece if it is text (given to callback, if any), else ""."""
-    if not isinstance(piece, str) or not piece:
-        return ""
-    if callback:
+    piece = piece if isinstance(piece, str) else ""
+    if piece and callback:
         callback(piece)
     return piece
 
 
 def parse_chat_reply(obj, on_thought=None):
     obj = obj if isinstance(obj, dict) else {}
-    choices = obj.get("choices")
+    choices, usage = obj.get("choices"), obj.get("usage")
     choice = choices[0] if isinstance(choices, list) and choices else None
-    usage = obj.get("usage")
     if not isinstance(choice, dict):
         if obj.get("error"):
             raise HTTPStatusError(500, json.dumps(obj).encode())
@@ -971,17 +918,15 @@ def parse_chat_reply(obj, on_thought=None):
 
 
 class ResponseStreamer:
-    """The decoded text of the top-level "response" string of a JSON object arriving in pieces, as
-    it comes; tool_calls: whether that list is, so far, "unknown", "empty" or "nonempty"."""
+    """The text of the top-level "response" string of a JSON object fed in pieces, as it comes."""
 
-    # raw JSON string text up to the last whole character: an escape waits for its end, and a high
-    # surrogate for what follows it (\uD83D\uDE00 is one character)
+    # raw string text to its last whole character: an escape or a surrogate pair waits for its end
     WHOLE = r'(?s)(?:[^\\]|\\[^u]|\\u(?![dD][89abAB]).{4}|\\u.{4}(?=[^\\]|\\[^u]|\\u.{4}))*'
 
     def __init__(self):
-        self.depth, self.cut, self.key, self.tool_calls = 0, 0, None, "unknown"     # cut: given out
-        self.raw = None     # the string being read: its raw text, if a top-level key or response
-        self.colon = self.calls = self.escaped = self.is_key = self.response = False
+        self.tool_calls = "unknown"     # the "tool_calls" list so far: "empty", "nonempty" or this
+        self.key, self.raw, self.depth, self.cut = None, None, 0, 0     # raw: the string being read
+        self.colon = self.calls = self.escaped = self.response = False
 
     def feed(self, text):
         out = []
@@ -989,14 +934,13 @@ class ResponseStreamer:
             if self.raw is None:
                 self._structure(ch)
             elif ch == '"' and not self.escaped:        # the end of the string
-                if self.is_key:
+                if self.depth == 1 and not self.colon:      # a top-level key
                     self.key = self._decode("".join(self.raw))
                 out.append(self._take(whole=True))
                 self.raw, self.response = None, False
             else:
                 self.escaped = ch == "\\" and not self.escaped
-                if self.is_key or self.response:
-                    self.raw.append(ch)
+                self.raw.append(ch)
         out.append(self._take())
         return "".join(out)
 
@@ -1004,8 +948,8 @@ class ResponseStreamer:
         if self.calls and self.depth == 2 and ch not in " \t\r\n]":
             self.tool_calls = "nonempty"
         if ch == '"':
-            self.raw, self.is_key = [], self.depth == 1 and not self.colon
-            self.response, self.cut = self.depth == 1 and self.colon and self.key == "response", 0
+            self.raw, self.cut = [], 0
+            self.response = self.depth == 1 and self.colon and self.key == "response"
         elif ch in "{[":
             self.depth += 1
             if self.depth == 2 and ch == "[" and self.key == "tool_calls":
@@ -1043,11 +987,10 @@ class Contract(namedtuple("Contract", "name extra_properties extra_prompt max_to
                                                    "args": tool.schema()},
                   "required": ["tool", "args"], "additionalProperties": False}
                  for name, tool in tools.items()]
-        props = dict(self.extra_properties)
         items = {"anyOf": calls} if calls else {"type": "object"}   # {} breaks llama.cpp's grammars
-        props.update({"tool_calls": {"type": "array", "items": items,
-                                     "maxItems": MAX_CALLS if calls else 0},
-                      "response": {"type": ["string", "null"]}, "done": {"type": "boolean"}})
+        props = {**self.extra_properties, "tool_calls": {"type": "array", "items": items,
+                                                         "maxItems": MAX_CALLS if calls else 0},
+                 "response": {"type": ["string", "null"]}, "done": {"type": "boolean"}}
         return {"type": "object", "properties": props, "required": list(props)}
 
 
@@ -1152,7 +1095,7 @@ class Sandbox:
             self.tmp = os.environ["TMPDIR"] = tempfile.mkdtemp(prefix="grok-", dir=self.tmp)
             __import__("atexit").register(__import__("shutil").rmtree, self.tmp, True)
         for self.backend in [b for b in ("bwrap", "landlock") if forced in ("", b)]:
-            problems.append(getattr(self, "probe_" + self.backend)(cwd))
+            problems.append(self.probe(cwd))
             if not problems[-1]:
                 break
         if problems[-1]:
@@ -1160,14 +1103,13 @@ class Sandbox:
         self.label = "%s (%s%s)" % (profile, self.backend, ", no network" * net_off)
         sys.stderr.write("sandbox: %s\n" % self.label)
 
-    def probe_bwrap(self, cwd):
-        self.bwrap = shutil.which("bwrap")
-        if not self.bwrap:
-            return "bubblewrap is not installed (apt-get install bubblewrap)"
-        probe = subprocess.run(self.wrap(["true"], cwd)[0], capture_output=True, errors="replace")
-        return probe.returncode and "bubblewrap fails here: %s" % probe.stderr.strip()[:300]
-
-    def probe_landlock(self, cwd):
+    def probe(self, cwd):       # why self.backend cannot work here ("" or 0: it can)
+        if self.backend == "bwrap":
+            self.bwrap = shutil.which("bwrap")
+            if not self.bwrap:
+                return "bubblewrap is not installed (apt-get install bubblewrap)"
+            ran = subprocess.run(self.wrap(["true"], cwd)[0], capture_output=True, errors="replace")
+            return ran.returncode and "bubblewrap fails here: %s" % ran.stderr.strip()[:300]
         import ctypes
         self.libc = ctypes.CDLL(None, use_errno=True)      # syscall 444, flag 1: the Landlock ABI
         abi = self.abi = self.libc.syscall(444, None, 0, 1) if sys.platform == "linux" else -1
@@ -1215,8 +1157,7 @@ def kill_group(proc):
 
 
 class Lifeline:
-    """Commands never outlive grok, SIGKILL too: a watchdog shell reads a pipe only grok writes, a
-    line per change naming the live process groups of its commands; at its end it kills those."""
+    """Commands die with grok, SIGKILL too: a watchdog kills their groups when grok's pipe ends."""
     lock, fd, groups = _thread.allocate_lock(), None, set()      # (threading's Lock)
 
     @classmethod
@@ -1232,10 +1173,9 @@ class Lifeline:
             cls.groups = {g for g in cls.groups | {add and add.pid} if g and alive(g, os.killpg)}
             with suppress(OSError):     # (the watchdog was killed: nothing to tell)
                 os.write(cls.fd, (" ".join("-%d" % g for g in cls.groups) + "\n").encode())
-        if add:         # the line its shell waits for; then its stdin is empty
-            with suppress(OSError):
+        if add:         # the line its shell waits for; then its stdin is closed, empty
+            with suppress(OSError), add.stdin:
                 add.stdin.write(b"\n")
-                add.stdin.close()
 
 
 def alive(pid, send=os.kill):
@@ -1246,18 +1186,14 @@ def alive(pid, send=os.kill):
         return not isinstance(e, ProcessLookupError)
 
 
-# What a tool gets to run a call, never the agent: the call's cwd and sandbox, bash's timeout, the
-# set of commands running (a stop kills them), the environment for tools (no API key), the turn's
-# cancel Event, ask(question, options), search(query) paid by the session, withdraw(name, reason).
-ToolContext = namedtuple("ToolContext", "cwd sandbox bash_timeout procs env cancel ask search "
-                                        "withdraw")
+# What a tool gets, never the agent. timeout: bash's; procs: the commands running (a stop kills
+# them); env: without the API key; cancel: the turn's; ask(question, options), search, withdraw.
+ToolContext = namedtuple("ToolContext", "cwd sandbox timeout procs env cancel ask search withdraw")
 
 
 def tool_bash(args, ctx):
-    # The command starts when the watchdog knows it: Lifeline.update sends the line it waits for
-    argv, preexec = [TOOL_SHELL, "-c", "read -r _ || exit; " + args["command"]], None
-    if ctx.sandbox:
-        argv, preexec = ctx.sandbox.wrap(argv, ctx.cwd)
+    argv = [TOOL_SHELL, "-c", "read -r _ || exit; " + args["command"]]
+    argv, preexec = ctx.sandbox.wrap(argv, ctx.cwd) if ctx.sandbox else (argv, None)
     try:
         proc = subprocess.Popen(argv, cwd=ctx.cwd, env=ctx.env, preexec_fn=preexec,
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -1265,7 +1201,7 @@ def tool_bash(args, ctx):
     except (OSError, subprocess.SubprocessError) as e:
         return ToolResult("error: cannot start %s: %s" % (TOOL_SHELL, e), ok=False)
     ctx.procs.add(proc)
-    Lifeline.update(proc)
+    Lifeline.update(proc)       # `read -r _` holds the command until the watchdog knows its group
     out, total = bytearray(), [0]
 
     def read():         # on a thread, so the tool waits for the process, not in fixed sleeps
@@ -1275,7 +1211,7 @@ def tool_bash(args, ctx):
                 out.extend(chunk)
                 del out[OUTPUT_HEAD:-OUTPUT_TAIL]       # the first and the last bytes are kept
     reader = threading.Thread(target=read, daemon=True)
-    code, waited, limit = None, 0.0, ctx.bash_timeout       # limit 0: none
+    code, waited, limit = None, 0.0, ctx.timeout       # limit 0: none
     try:
         reader.start()      # no thread to be had (a process limit): the command is killed
         while code is None and not ctx.cancel.is_set() and not 0 < limit <= waited:
@@ -1292,9 +1228,8 @@ def tool_bash(args, ctx):
         Lifeline.update()
     reader.join(1 if note else 0.2)     # background children may keep the output open
     omitted = total[0] - len(out)
-    cut = "\n[... %d bytes omitted: output truncated ...]\n" % omitted if omitted > 0 else ""
-    text = (out[:OUTPUT_HEAD].decode(errors="replace") + cut
-            + out[OUTPUT_HEAD:].decode(errors="replace"))
+    cut = b"\n[... %d bytes omitted: output truncated ...]\n" % omitted if omitted > 0 else b""
+    text = (out[:OUTPUT_HEAD] + cut + out[OUTPUT_HEAD:]).decode(errors="replace")
     text = text.replace("\x00", "\\0") if text.strip() or note else "(no output)"
     background = "" if note or not reader.is_alive() else (
         "\n[background processes are still running; their output is not captured and they may "
@@ -1306,14 +1241,13 @@ def tool_bash(args, ctx):
 
 def tool_read_file(args, ctx):
     path = canonical(ctx.cwd, args["path"])
-    got = read_regular(path, READ_CAP)
-    if got is None:
+    data, size = read_regular(path, READ_CAP) or (None, 0)
+    if data is None:
         why = ("no such file: %s" if not os.path.exists(path)
                else "%s is a directory (use list_files)" if os.path.isdir(path)
                else "%s is not readable (permission denied)" if not os.access(path, os.R_OK)
                else "%s is not a regular file (a device, pipe or socket): not read")
         return ToolResult("error: " + why % path, ok=False)
-    data, size = got
     if b"\x00" in data[:8192]:
         return ToolResult("binary file (%d bytes), not shown: %s" % (size, path), ok=False)
     text = data[:READ_CAP].decode("utf-8", "replace")
@@ -1338,10 +1272,9 @@ def atomic_write(path, data, private=True):
             with suppress(FileNotFoundError):
                 os.chmod(tmp, os.stat(path).st_mode & 0o7777)
         os.replace(tmp, path)
-    except BaseException:
-        with suppress(OSError):
+    finally:
+        with suppress(OSError):     # left by a failure; once replaced, tmp is gone
             os.unlink(tmp)
-        raise
 
 
 def tool_write_file(args, ctx):
@@ -1373,14 +1306,13 @@ def tool_list_files(args, ctx):
         return ToolResult("error: cannot list %s: %s" % (path, e.strerror or e), ok=False)
     lines = []
     for entry in entries[:LIST_CAP]:
-        name = entry.name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        name = clean_text(entry.name)
         try:
-            line = ("link %s -> %s" % (name, os.readlink(entry.path)) if entry.is_symlink()
-                    else "dir  %s/" % name if entry.is_dir()
-                    else "file %s %d" % (name, entry.stat().st_size))
+            lines.append("link %s -> %s" % (name, os.readlink(entry.path)) if entry.is_symlink()
+                         else "dir  %s/" % name if entry.is_dir()
+                         else "file %s %d" % (name, entry.stat().st_size))
         except OSError:
-            line = "?    %s" % name
-        lines.append(line)
+            lines.append("?    %s" % name)
     if len(entries) > LIST_CAP:
         lines.append("[... %d more entries not shown]" % (len(entries) - LIST_CAP))
     return ToolResult("\n".join(lines) if lines else "(empty directory)")
@@ -1391,8 +1323,7 @@ def tool_ask_user(args, ctx):
     options = [str(o) for o in (options if isinstance(options, list) else [options])]
     answer = ctx.ask(args["question"], options)
     if answer is None:
-        return ToolResult("no user available in this mode: decide yourself and say what you "
-                          "assumed", ok=False)
+        return ToolResult("no user available in this mode: decide and say what you assumed", False)
     return ToolResult("the user answered: %s" % answer)
 
 
@@ -1403,7 +1334,7 @@ def tool_web_search(args, ctx):
         return ToolResult("not run: %s; answer with what you have" % e, ok=False)
     except HTTPStatusError as e:
         if e.status in (404, 405, 410, 501):
-            return ctx.withdraw("web_search", "the server has no Responses API (HTTP %d)" % e.status)
+            return ctx.withdraw("web_search", "the server has no Responses API (%s)" % e)
         return ToolResult("web search failed: HTTP %d: %s" % (e.status, e.server_message()), False)
     except (TransientError, UserError, ContractError) as e:        # ContractError: too long a reply
         return ToolResult("web search failed: %s" % e, ok=False)
@@ -1430,10 +1361,8 @@ class Tool(namedtuple("Tool", "run doc args input", defaults=(None,))):
     def schema(self):
         if self.input:      # an MCP tool's own JSON schema of its args
             return self.input
-        props = {k: {"type": t.rstrip("?")} for k, t in self.args.items()}
-        for prop in props.values():
-            if prop["type"] == "array":
-                prop["items"] = {"type": "string"}
+        props = {k: {"type": "array", "items": {"type": "string"}} if t.startswith("array")
+                 else {"type": t.rstrip("?")} for k, t in self.args.items()}
         return {"type": "object", "properties": props, "additionalProperties": False,
                 "required": [k for k, t in self.args.items() if not t.endswith("?")]}
 
@@ -1481,11 +1410,9 @@ def key_arg(name, args):
 
 # --- MCP: the tools of MCP servers (stdio, newline-delimited JSON-RPC 2.0) ---
 
-MCP_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")  # ours
-
-
 class McpServer:
     """A stdio MCP server: its process, a thread routing its answers to requests by id, tools."""
+    ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")  # ours
 
     def __init__(self, name, spec, cwd):
         self.name, self.spec, self.cwd, self.proc, self.tools = name, spec, cwd, None, {}
@@ -1496,7 +1423,7 @@ class McpServer:
         return float(self.spec.get(key) or Config.number(env_ms, default * 1000, 1e9) / 1000)
 
     def start(self):
-        env = dict({k: v for k, v in os.environ.items() if k in MCP_ENV}, **self.spec["env"])
+        env = dict({k: v for k, v in os.environ.items() if k in self.ENV}, **self.spec["env"])
         try:
             self.proc = subprocess.Popen([self.spec["command"]] + self.spec["args"], cwd=self.cwd,
                                          env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -1518,8 +1445,9 @@ class McpServer:
         tools, page, self.changed = {}, {}, False
         for _ in range(100):
             page = self.request("tools/list", page and {"cursor": page["nextCursor"]}, timeout)
+            listed = page.get("tools") if isinstance(page.get("tools"), list) else ()
             tools.update(("mcp__%s__%s" % (self.name, tool["name"]), self.tool(tool))
-                         for tool in page.get("tools") or () if isinstance(tool, dict))
+                         for tool in listed if isinstance(tool, dict) and "name" in tool)
             if not page.get("nextCursor"):
                 break
         self.tools, self.state = tools, "%d tool%s" % (len(tools), "s" * (len(tools) != 1))
@@ -1665,14 +1593,14 @@ def mcp_config(cfg, files, ask, notice):
             import tomllib      # novermin: 3.11+; before, the notice below
             table = tomllib.loads(data.decode("utf-8", "replace")).get("mcp_servers")
             specs = mcp_specs(table, path, notice)
-        except (ImportError, ValueError) as e:
+        except (ImportError, ValueError, RecursionError) as e:
             why = "reading TOML needs Python 3.11 or newer" if isinstance(e, ImportError) else e
             notice("%s: [mcp_servers] skipped: %s" % (path, why))
     for path in files:
         try:
             with open(path, "rb") as f:
                 specs.update(mcp_specs(json.loads(f.read()).get("mcpServers"), path, notice))
-        except (OSError, ValueError, AttributeError) as e:
+        except (OSError, ValueError, AttributeError, RecursionError) as e:
             raise UserError("--mcp-config %s: %s" % (path, getattr(e, "strerror", None) or e))
     return dict(specs, **project_mcp(cfg, ask, notice)) if ask is not False else specs
 
@@ -1685,7 +1613,7 @@ def project_mcp(cfg, ask, notice):
         return {}
     try:
         specs = mcp_specs(json.loads(data).get("mcpServers"), path, notice)
-    except (ValueError, AttributeError) as e:
+    except (ValueError, AttributeError, RecursionError) as e:
         return notice("%s is not used: %s" % (path, e)) or {}
     import hashlib
     store, safe = os.path.join(cfg.data_dir, "mcp-approved"), not data_dir_problem(cfg.data_dir)
@@ -1736,15 +1664,13 @@ def find_skills(skills_dir):
 
 
 def find_project_rules(cwd):
-    """[(path, text)]: ~/.grok/AGENTS.md, then AGENTS.md and GROK.md from the git root down to cwd
-    (else cwd's only) in directories others cannot write; a symlink only into the tree; capped."""
+    """[(path, text)], capped: ~/.grok/AGENTS.md, then AGENTS.md, GROK.md from git root to cwd."""
     up = [cwd]
-    while os.path.dirname(up[-1]) != up[-1]:
+    while not os.path.exists(os.path.join(up[-1], ".git")) and os.path.dirname(up[-1]) != up[-1]:
         up.append(os.path.dirname(up[-1]))
-    tops = [i for i, d in enumerate(up) if os.path.exists(os.path.join(d, ".git"))]
-    dirs = up[:tops[0] + 1] if tops else [cwd]      # not in a git repository: cwd only
+    dirs = up if os.path.exists(os.path.join(up[-1], ".git")) else [cwd]    # else cwd only
     root = os.path.realpath(dirs[-1])
-    paths = [os.path.join(os.path.expanduser("~"), ".grok", "AGENTS.md")] + [
+    paths = [os.path.expanduser("~/.grok/AGENTS.md")] + [
         os.path.join(d, name) for d in reversed(dirs) if not open_to_others(d, (os.getuid(), 0))
         for name in ("AGENTS.md", "GROK.md")]
     found, seen, budget = [], set(), RULES_TOTAL_CAP
@@ -1757,22 +1683,20 @@ def find_project_rules(cwd):
         data, size = read_regular(path, cap) or (None, 0)
         if data is None:
             continue
-        text = data[:cap].decode("utf-8", "replace")
+        text = data[:cap].decode("utf-8", "replace").strip()
         if not cap:
             text = "[not included: %s]" % in_all
         elif len(data) > cap:     # cut at a character boundary, and say so
             total = ", the " + in_all if cap < RULES_CAP else ""
             text = "%s\n[truncated: only the first %d of %d bytes of this file are included%s]" % (
-                text.rstrip("\ufffd").strip(), cap, size, total)
-        else:
-            text = text.strip()
+                text.rstrip("\ufffd").rstrip(), cap, size, total)
         if text:
             budget -= min(len(data), cap)
             found.append((path, scrub(text)))
     return found
 
 
-def build_system_prompt(cfg, contract, cwd, tools=None):
+def build_system_prompt(cfg, contract, cwd, tools):
     override = cfg.system_prompt        # --system-prompt-override: for the guidance and the context
     parts = [
         override or "You are Grok, an agent working on the user's computer through tools.",
@@ -1786,10 +1710,8 @@ def build_system_prompt(cfg, contract, cwd, tools=None):
         " query) instead of answering from memory; prefer acting over asking; check your work"
         " with tools before you say it is done.",
         "- Answers are plain text for a terminal: concise, no markdown."][:override and 5]
-    if contract.extra_prompt:
-        parts.append(contract.extra_prompt)
-    tools = (tools or TOOLS).items()
-    parts += ["", "TOOLS:"] + ["- " + tool_line(name, cfg.bash_timeout, t) for name, t in tools]
+    parts += [contract.extra_prompt] if contract.extra_prompt else []
+    parts += ["", "TOOLS:"] + ["- " + tool_line(n, cfg.bash_timeout, t) for n, t in tools.items()]
     parts += ["", "RULES (follow them):", cfg.rules] if cfg.rules else []
     if override:
         return "\n".join(parts)
@@ -1841,8 +1763,7 @@ class Session:
             os.write(self.fd, b"\n")
 
     def append(self, record=None):
-        """A record written (none: the file only opened); a new session's header goes with its
-        first, so only then is the file made. Failing, it warns once; the chat goes on unsaved."""
+        """A record appended (None: open only), a new session's header first; failing: a warning."""
         if self.disabled:
             return
         try:
@@ -1899,9 +1820,7 @@ class Session:
                     if not all(isinstance(m, dict) and m.get("role") in ("user", "assistant")
                                and isinstance(m.get("content"), str) for m in new):
                         raise ValueError("not a message as the API takes it")
-                    if kind == "reset":
-                        messages = []
-                    messages += new
+                    messages = messages + new if kind == "message" else new
                 elif kind == "usage" and 0 <= float(rec.get("cost_usd") or 0) < 1e6:
                     cost += float(rec.get("cost_usd") or 0)
                 else:
@@ -1966,8 +1885,7 @@ def find_session(directory, key):
 # --- The loop: run_turn() -> query() + execute() ---
 
 class UI:
-    """A front end's hooks of a turn, each optional: stream_reset() (a reply starts: what was streamed
-    before is void), approve(call) ('yes', 'no', 'always'; None: no), ask_user() (None: no one)."""
+    """A front end's hooks of a turn, each optional (here a no-op: no approval, no one to ask)."""
 
     def _skip(self, *args):
         return None
@@ -1976,15 +1894,8 @@ class UI:
     answer = notice = thought = ask_user = approve = invalid = _skip
 
 
-ToolCall = namedtuple("ToolCall", "index name args id cwd shown sandbox")     # shown: scrubbed
-
-
-STOP_REASONS = {"length": "max_tokens", "content_filter": "refusal"}    # else end_turn
-
-
 def turn_end(e):
-    """How a turn (or a run) that raised e ended, the one table every front end reads:
-    (message, exit code, ACP stop reason; None: ACP answers an error). Exit code 4: a bug."""
+    """How a turn that raised e ended, for all front ends: (message, exit code, ACP stop reason)."""
     if isinstance(e, Terminated):
         return "terminated by signal %d" % e.args[0], 128 + e.args[0], "cancelled"
     if isinstance(e, (KeyboardInterrupt, Cancelled)):
@@ -2007,11 +1918,12 @@ SUMMARY_PROMPT = ("You summarise an AI agent's conversation and tool history so 
                   "continue. Keep the user's goals and requests, decisions, facts learned, files "
                   "and commands involved, and open tasks. Be concise; plain text.")
 TURN_KEYS = ("input", "output", "reasoning", "cached", "total", "cost")
+STOP_REASONS = {"length": "max_tokens", "content_filter": "refusal"}    # else end_turn
+ToolCall = namedtuple("ToolCall", "index name args id cwd shown sandbox")     # shown: scrubbed
 
 
 class Ledger:
-    """What a session spends: its cost, the USD paid requests in flight reserve, the running turn's
-    usage and cost, and its cost limit (COST_LIMIT; /cost changes it for the session)."""
+    """A session's cost, the reserves of requests in flight, the turn's usage, the limit (/cost)."""
 
     def __init__(self, cfg, once, record):
         self.cfg, self.once, self.record, self.limit = cfg, once, record, cfg.cost_limit
@@ -2034,21 +1946,15 @@ class Ledger:
                          "cost_usd": cost})
         return cost
 
-    def count(self, result, model):
-        """A model call's cost, set on the result and added with its tokens to the turn's."""
-        result.cost = self.add_cost(result.usage, model)
-        for key in self.turn:
-            self.turn[key] += result.cost if key == "cost" else result.tokens[key]
-
     def reserve(self, estimate=0.0):
-        """Before each paid request: LimitReached at the limit or if `estimate` USD more passes it."""
+        """Before a paid request: LimitReached at the limit, or if `estimate` USD more passes it."""
         with self.lock:
-            spent, limit = self.cost_usd + self.reserved, self.limit
-            if 0 < limit <= spent:
-                raise LimitReached("cost limit reached: $%.4f of $%.2f (COST_LIMIT)" % (spent, limit))
-            if 0 < limit < spent + estimate:
+            spent, cap = self.cost_usd + self.reserved, self.limit
+            if 0 < cap <= spent:
+                raise LimitReached("cost limit reached: $%.4f of $%.2f (COST_LIMIT)" % (spent, cap))
+            if 0 < cap < spent + estimate:
                 raise LimitReached("it would pass the cost limit: $%.4f spent or reserved, about "
-                                   "$%.2f more, of $%.2f (COST_LIMIT)" % (spent, estimate, limit))
+                                   "$%.2f more, of $%.2f (COST_LIMIT)" % (spent, estimate, cap))
             self.reserved += estimate
 
     def paid(self, post, model):
@@ -2066,25 +1972,21 @@ class Ledger:
 
 
 class Link:
-    """The session's link to the server: the client, the model, what the server takes of a request
-    (response_format's form, optional fields, streaming) and the model's context window."""
+    """The session's link to the server: client, model, context window, what the server takes."""
 
     def __init__(self, cfg, contract, cancel, notice, ledger, key=None):
         self.cfg, self.contract, self.cancel, self.notice = cfg, contract, cancel, notice
         self.ledger, self.key = ledger, key or (cfg.api_key, cfg.key_source)
         self.client = Client(cfg.base_url, self.key[0], cfg.timeout, cfg.max_retries, cfg.backoff,
                              notice=notice)
-        self.format_level = 0           # 0 json_schema, 1 json_object + schema, 2 plain json_object
-        # Request fields a server may reject: each is dropped for the session, with one notice.
         wanted = {"temperature": cfg.temperature, "reasoning_effort": cfg.reasoning_effort}
-        self.optional = {k: v for k, v in wanted.items() if v is not None}
-        self.stream, self.partial = cfg.stream, ""      # partial: the answer text shown so far
+        self.optional = {k: v for k, v in wanted.items() if v is not None}     # a server may refuse
+        self.stream, self.partial, self.format_level = cfg.stream, "", 0    # partial: shown so far
         self.use_model(cfg.model)
 
     def chat(self, messages, tools=None, model=None, max_tokens=None, ui=None):
-        """One chat completion, under the contract offering `tools` (None: free text), its reply
-        shown on `ui` as it comes; falling back on response_format and streaming as needed."""
-        stream, self.partial, contract = True, "", tools is not None
+        """One chat completion under the contract for `tools` (None: free text), shown on `ui`."""
+        stream, self.partial, contract, thought = True, "", tools is not None, ui and ui.thought
         while True:
             self.ledger.reserve()
             payload = self.payload(messages, tools, model, max_tokens, self.stream and stream)
@@ -2092,8 +1994,7 @@ class Link:
             cap = max(REPLY_CAP, 1024 * payload["max_tokens"])
             try:
                 obj = self.client.post("/chat/completions", payload, cancel=self.cancel, cap=cap,
-                                       on_stream=read or None,
-                                       no_retry=lambda e: contract and self.format_rejected(e))
+                                       on_stream=read, no_retry=contract and self.format_rejected)
             except ContractError as e:         # the reply passed the size cap: a strike
                 return ChatResult(None, "length", problem="%s; reply much shorter" % e)
             except StreamBroken as e:
@@ -2104,14 +2005,13 @@ class Link:
                 if not self.fall_back(e, contract):
                     raise e.overflow() or self.api_error(e)
             else:
-                return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, ui and ui.thought)
+                return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, thought)
 
     def payload(self, messages, tools, model, max_tokens, stream):
         """A chat request's body; the kind of a stored message is not sent."""
-        sent = [{"role": m["role"], "content": m["content"]} for m in messages]
         max_tokens = max_tokens or self.cfg.max_tokens or self.contract.max_tokens
-        payload = {"model": model or self.model, "messages": sent, "max_tokens": max_tokens}
-        payload.update(self.optional)
+        payload = dict(model=model or self.model, max_tokens=max_tokens, **self.optional)
+        payload["messages"] = [{"role": m["role"], "content": m["content"]} for m in messages]
         if tools is not None:       # under the contract
             schema = self.contract.schema(tools)
             named = {"name": self.contract.name, "schema": schema}
@@ -2138,22 +2038,21 @@ class Link:
 
     def fall_back(self, e, contract):
         """Whether the request can go again without what the server rejected (for the session)."""
+        bad = e.status in (400, 422)
+        rejected = [k for k in self.optional if bad and e.mentions(k, k.replace("_", ""))]
         if contract and self.format_rejected(e) and self.format_level < 2:
             self.format_level += 1
             self.notice("the server rejected response_format; falling back to %s" % (
                 "json_object (the schema is still sent)" if self.format_level == 1 else
                 "plain json_object (the schema is only described in the prompt)"))
-            return True
-        bad = e.status in (400, 422)
-        rejected = [k for k in self.optional if bad and e.mentions(k, k.replace("_", ""))]
-        if rejected:
+        elif rejected:
             self.optional = {k: v for k, v in self.optional.items() if k not in rejected}
-            self.notice("the server rejected %s: not sent for the rest of the session" % ", ".join(rejected))
-            return True
-        if self.stream and bad and e.mentions("stream") and not e.overflow():
+            self.notice("the server rejected %s: not sent again this session" % ", ".join(rejected))
+        elif self.stream and bad and e.mentions("stream") and not e.overflow():
             self.stream = False
-            return True
-        return False
+        else:
+            return False
+        return True
 
     @staticmethod
     def format_rejected(e):
@@ -2176,7 +2075,6 @@ class Link:
         return UserError("the request was rejected (HTTP %d): %s%s" % (e.status, msg, hint))
 
     def search(self, query):
-        """A web search (the Responses API's tool), paid through the ledger: the server's reply."""
         payload = {"model": self.model, "input": [{"role": "user", "content": query}],
                    "tools": [{"type": "web_search"}]}
         return self.ledger.paid(lambda: self.client.post("/responses", payload, cancel=self.cancel),
@@ -2187,17 +2085,16 @@ class Link:
         cfg, self.model, self.windows = self.cfg, model, {}
         self.window_key = "%s %s" % (cfg.base_url, model)
         mine = not open_to_others(cfg.data_dir, (os.getuid(),))     # else a planted file is unread
-        got = mine and read_regular(os.path.join(cfg.data_dir, "windows.json"), 1 << 20)
+        got = mine and read_regular(cfg.data_dir + "/windows.json", 1 << 20)
         with suppress(TypeError, ValueError, AttributeError):      # no file, no JSON object
-            said = json.loads(got[0]).items() if got else ()
+            said = json.loads(got[0]).items() if got else ()    # (no file: json is not imported)
             self.windows = {k: n for k, n in said if type(n) is int and n >= 0}
         told = cfg.window_set or self.windows.get(self.window_key)
         self.window = told or model_entry(WINDOWS, model, DEFAULT_WINDOW)
         self.window_known = bool(told or cfg.xai)       # else the window is a guess
 
     def learn_window(self):
-        """Ask a server other than xAI's for the model's window, the three ways vLLM, llama.cpp and
-        Ollama answer, at once and briefly; what it says, or its silence, is remembered."""
+        """Ask a non-xAI server for its window (the vLLM, llama.cpp, Ollama ways); remember it."""
         if self.window_known or self.window_key in self.windows:       # (0: asked, not told)
             return
         from concurrent.futures import ThreadPoolExecutor
@@ -2219,16 +2116,14 @@ class Link:
 
 
 class ToolRunner:
-    """A session's tools: those offered (built-in ones not withdrawn, the MCP servers'), approvals
-    (an [a]lways answer lasts the session), and running a reply's calls, at once where they can."""
+    """A session's tools: those offered, approvals ([a]lways lasts the session), running calls."""
 
     def __init__(self, cfg, ui, ui_lock, notice, link, stop, mcp=None):
         self.cfg, self.ui, self.ui_lock, self.notice, self.stop = cfg, ui, ui_lock, notice, stop
         self.cancel, self.search, self.specs, self.mcp = link.cancel, link.search, mcp or {}, []
-        self.tool_names, self.withdrawn = list(cfg.tools), {}   # withdrawn: name -> result
+        self.tool_names, self.withdrawn, self.lock = list(cfg.tools), {}, threading.Lock()
         self.procs, self.session_always, self.tool_count = set(), set(), 0     # procs: bash running
-        self.read_dirs = list(cfg.read_dirs)    # agent mode adds its workspace
-        self.lock = threading.Lock()
+        self.read_dirs = [cfg.skills_dir]   # read unasked, as cwd is; agent mode adds its workspace
 
     def start_mcp(self, cwd):
         self.mcp = self.mcp or start_mcp(self.specs, cwd, self.notice)
@@ -2247,7 +2142,7 @@ class ToolRunner:
         items = [ToolCall(i, c["tool"], c["args"], "call_%d_%d" % (step_no, i + 1), cwd,
                           scrub(key_arg(c["tool"], c["args"])), self.cfg.sandbox)
                  for i, c in enumerate(calls)]
-        results, runnable = [None] * len(items), []
+        results = [None] * len(items)
         for item in items:
             if item.index >= MAX_CALLS:     # (a server may not hold a model to the schema)
                 capped = "error: not run: one reply runs at most %d tool calls; ask again for it"
@@ -2257,8 +2152,7 @@ class ToolRunner:
             elif item.name == "ask_user":
                 self.ui.tool_start(item)
                 results[item.index] = self.finish_tool(item, self.call_tool(item))
-            else:
-                runnable.append(item)
+        runnable = [item for item, result in zip(items, results) if result is None]
         for item in runnable:
             self.ui.tool_start(item)
         self.run_together(runnable, results)
@@ -2267,20 +2161,17 @@ class ToolRunner:
         return list(zip(items, results))
 
     def run_together(self, items, results):
-        """Run tool calls on a pool of at most MAX_CALLS threads, each result finished on this
-        thread as it comes: the one place tools run. One call runs here, all if no thread starts."""
+        """The one place tools run: up to MAX_CALLS threads, each result finished on this thread."""
         todo, finished, threads = items[::-1], queue.Queue(), []
 
         def work():
             with suppress(IndexError):      # (pop is atomic: IndexError when all are taken)
-                while True:
-                    item = todo.pop()
+                for item in iter(todo.pop, None):
                     try:
                         result = self.call_tool(item)
                     except Exception as e:      # Cancelled: a thread must never print a traceback
                         result = ToolResult("error: %s" % (e or "cancelled"), ok=False)
                     finished.put((item, result))
-
         with suppress(RuntimeError):        # "can't start new thread": fewer threads, or none
             while len(items) > 1 and len(threads) < min(MAX_CALLS, len(items)):
                 threads.append(threading.Thread(target=work, daemon=True))
@@ -2312,7 +2203,7 @@ class ToolRunner:
 
     def withdraw(self, name, reason):
         """A tool the server lacks: not offered again; later calls get this result, unsent."""
-        text = "%s is unavailable: %s; it is withdrawn for the rest of this session" % (name, reason)
+        text = "%s is unavailable: %s; withdrawn for the rest of this session" % (name, reason)
         with self.lock:
             if name in self.tool_names:
                 self.tool_names.remove(name)
@@ -2327,21 +2218,17 @@ class ToolRunner:
             if self.cancel.is_set():        # the turn was cancelled after this call was approved
                 raise Cancelled("cancelled")
             why = self.withdrawn.get(item.name) or arg_problem(item.name, item.args)     # not run
-            if why:
-                result = ToolResult(why, False)
-            else:
-                result = self.tools()[item.name].run(item.args, self.context(item))
+            env = {k: v for k, v in os.environ.items() if k not in KEY_VARS}
+            ctx = ToolContext(item.cwd, item.sandbox, self.cfg.bash_timeout, self.procs, env,
+                              self.cancel, self.ui.ask_user, self.search, self.withdraw)
+            result = ToolResult(why, False) if why else self.tools()[item.name].run(item.args, ctx)
         except (KeyboardInterrupt, Cancelled):
             raise
         except Exception as e:      # a tool never raises into the loop
-            result = ToolResult("error: %s failed: %s: %s" % (item.name, type(e).__name__, e), ok=False)
+            failed = "error: %s failed: %s: %s" % (item.name, type(e).__name__, e)
+            result = ToolResult(failed, ok=False)
         result.started, result.finished = started, time.time()
         return result
-
-    def context(self, item):
-        env = {k: v for k, v in os.environ.items() if k not in KEY_VARS}
-        return ToolContext(item.cwd, item.sandbox, self.cfg.bash_timeout, self.procs, env,
-                           self.cancel, self.ui.ask_user, self.search, self.withdraw)
 
     def finish_tool(self, item, result):
         if not result.finished:     # it did not run
@@ -2362,8 +2249,7 @@ class ToolRunner:
 
 
 class Agent:
-    """One conversation with the model: the session (messages, file, cwd), the turn loop, cancelling
-    and compaction. Its parts: the ledger (cost), the link (the server) and the runner (tools)."""
+    """One conversation with the model: its session, turn loop, cancelling and compaction."""
 
     def __init__(self, cfg, ui=None, contract=MINIMAL, session=None, resume=False, cwd=None,
                  mcp=None, key=None):
@@ -2372,8 +2258,7 @@ class Agent:
         self.ledger = Ledger(cfg, self.once, lambda entry: self.session.append(entry))
         self.link = Link(cfg, contract, self.cancel, self.notice, self.ledger, key)
         self.runner = ToolRunner(cfg, self.ui, self.ui_lock, self.notice, self.link, self.stop, mcp)
-        self.request = None             # the running turn's request: compaction keeps it verbatim
-        self.prompt_skills = find_skills(cfg.skills_dir)
+        self.request, self.prompt_skills = None, find_skills(cfg.skills_dir)
         self.skills_seen = (None, self.prompt_skills)       # (stamp, skills) the model knows of
         self.open_session(session or Session(cfg.data_dir, warn=self.notice), resume)
 
@@ -2381,27 +2266,27 @@ class Agent:
         """Go on in `session`: a new one, or a saved one resumed with its history, cost and cwd."""
         if resume and os.path.isfile(session.path):
             session.append()    # the lock first: one process per session, nothing interleaves
-        system, messages, self.ledger.cost_usd, cwd = session.load() if resume else (None, [], 0.0, None)
+        system, messages, cost, cwd = session.load() if resume else (None, [], 0.0, None)
         self.cwd = cwd if cwd and os.path.isdir(cwd) else self.home
         self.runner.start_mcp(self.cwd)       # the session is ours
-        system = system or build_system_prompt(self.cfg, self.contract, self.cwd, self.runner.tools())
+        system = system or build_system_prompt(self.cfg, self.contract, self.cwd,
+                                               self.runner.tools())
         self.messages = [{"role": "system", "content": system}] + messages
         self.context_tokens = estimate_tokens(self.messages) if resume else 0
-        replies = [m["content"] for m in messages if m["role"] == "assistant"]
-        self.runner.tool_count, self.runner.session_always = sum(map(tool_calls_in, replies)), set()
-        self.step_no, self.last_usage = 0, {}
+        self.runner.tool_count, self.ledger.cost_usd = sum(map(tool_calls_in, messages)), cost
+        self.runner.session_always, self.step_no, self.last_usage = set(), 0, {}
         if not resume or session.legacy:    # a new session file, its header first
             if session.legacy:      # a bash grok's session is only read: it goes on in a new file
                 session = Session(self.cfg.data_dir, warn=self.notice)
                 self.notice("a session of the bash grok, continued as session %s" % session.id)
-            session.header = {"type": "session", "version": 1, "id": session.id,
-                              "created": now_iso(), "cwd": self.cwd, "model": self.link.model,
-                              "contract": self.contract.name, "system": self.messages[0]["content"]}
-            if len(self.messages) > 1:
-                session.append({"type": "reset", "messages": self.messages[1:]})
+            session.header = dict(type="session", version=1, id=session.id, created=now_iso(),
+                                  cwd=self.cwd, model=self.link.model, contract=self.contract.name,
+                                  system=system)
+            if messages:
+                session.append({"type": "reset", "messages": messages})
         self.session, self.link.client.conv_id = session, session.id
         if resume:      # killed mid-turn (SIGKILL, a crash): close that turn as a cancel would have
-            self.close_turn(INTERRUPTED[1])
+            self.settle_cancelled(INTERRUPTED[1])
 
     # -- bookkeeping ---------------------------------------------------------
     def notice(self, text):
@@ -2411,8 +2296,8 @@ class Agent:
     def once(self, key, text, remember=False):
         """A notice given once a session; remember: once ever (the keys kept in the data dir)."""
         key, path = scrub(key), os.path.join(self.cfg.data_dir, "told")
-        told = remember and (read_regular(path, 65536) or [b""])[0].decode("utf-8", "replace")
-        if key not in self.said and key not in (told or "").split("\n"):
+        told = (remember and read_regular(path, 65536) or [b""])[0].decode("utf-8", "replace")
+        if key not in self.said and key not in told.split("\n"):
             self.said.add(key)
             self.notice(text)
             if remember and not data_dir_problem(self.cfg.data_dir):
@@ -2461,7 +2346,9 @@ class Agent:
             result = self.link.chat(self.messages, self.runner.tools(), ui=self.ui)
         except ContextOverflow as e:
             result = self.after_overflow(e)
-        self.ledger.count(result, self.link.model)
+        result.cost = self.ledger.add_cost(result.usage, self.link.model)
+        for key in self.ledger.turn:        # the turn's tokens and cost
+            self.ledger.turn[key] += result.cost if key == "cost" else result.tokens[key]
         self.last_usage = result.usage
         tokens = result.tokens["input"] + result.tokens["output"]
         self.context_tokens = tokens or estimate_tokens(self.messages)
@@ -2494,7 +2381,7 @@ class Agent:
         self.ledger.turn, self.rounds, self.strikes = dict.fromkeys(TURN_KEYS, 0), 0, 0
         self.streak = (None, 0)     # the last round's calls and results, and rounds in a row
         self.note_skills()
-        self.request = {"role": "user", "content": clean_text(text)}
+        self.request = {"role": "user", "content": clean_text(text)}   # kept verbatim by compaction
         self.add(self.request)
         try:
             answer = None
@@ -2518,27 +2405,26 @@ class Agent:
             reply = parse_reply(result.content, names, result.finish_reason)
         except ContractError as e:
             return self.strike(result, e)
-        self.strikes, content = 0, kept_reply(result.content, reply)
-        calls, answer, limit = reply["tool_calls"], reply.get("response") or "", self.cfg.max_iterations
+        self.strikes, content, limit = 0, kept_reply(result.content, reply), self.cfg.max_iterations
+        calls, answer = reply["tool_calls"], reply.get("response") or ""
         if calls and 0 < limit <= self.rounds and reply["done"] and answer.strip():
             self.notice("tool round limit reached: the answer ends the turn, its calls did not run")
             calls = reply["tool_calls"] = []
             content = json.dumps(reply)
         self.add({"role": "assistant", "content": content})
         self.ui.reply(reply, self.step_no)
-        if not calls:
-            self.finish_step(result)
-            return answer
-        self.rounds += 1
+        self.rounds += bool(calls)
         try:        # the model call is complete even when a tool is denied or cancelled
-            if 0 < limit < self.rounds:
+            if calls and 0 < limit < self.rounds:
                 raise LimitReached("tool round limit reached: the model still wanted tools after "
                                    "%d round%s; its last calls were not run (GROK_MAX_ITERATIONS "
                                    "or --max-tool-rounds raise it, 0 = no limit)"
                                    % (limit, "" if limit == 1 else "s"), "rounds")
-            results = self.runner.execute(calls, self.step_no, self.cwd)
+            results = self.runner.execute(calls, self.step_no, self.cwd) if calls else []
         finally:
             self.finish_step(result)
+        if not calls:
+            return answer
         note = LAST_ROUND % limit if self.rounds == limit else None
         same = self.seen(results)       # rounds in a row with these calls and results
         self.add({"role": "user", "content": tool_results_message(results, NUDGE.get(same, note))})
@@ -2583,25 +2469,18 @@ class Agent:
         for proc in list(self.runner.procs):
             kill_group(proc)
 
-    def settle_cancelled(self, *notes):
-        """After a cancelled or failed turn: stop all, close the turn (idempotent); stopped till then."""
+    def settle_cancelled(self, note=INTERRUPTED[0], unrun=UNRUN):
+        """After a cancelled or failed turn: stop all; end the turn in the history (idempotent)."""
         self.stop()
-        self.close_turn(*notes)
-        self.cancel.clear()
-
-    def close_turn(self, note=INTERRUPTED[0], unrun=UNRUN):
-        """End an unfinished turn in the history: `unrun` for tool calls that got no results, and a reply
-        `note` with the answer text shown so far. Nothing when the turn had ended (or the last is a note)."""
         last = self.messages[-1]
-        answered = last["role"] == "assistant" and not tool_calls_in(last["content"])
-        ended = last.get("kind") == "note" or answered
-        if len(self.messages) < 2 or ended:
-            return
-        if last["role"] == "assistant":
-            self.add({"role": "user", "content": unrun})
-        elif self.link.partial.strip():
-            note = self.link.partial.rstrip() + "\n\n" + note
-        self.add(final_reply(note))
+        answered = last["role"] == "assistant" and not tool_calls_in(last)
+        if len(self.messages) > 1 and not answered and last.get("kind") != "note":
+            if last["role"] == "assistant":
+                self.add({"role": "user", "content": unrun})
+            elif self.link.partial.strip():
+                note = self.link.partial.rstrip() + "\n\n" + note
+            self.add(final_reply(note))
+        self.cancel.clear()
 
     # -- compaction ----------------------------------------------------------
     def maybe_compact(self):
@@ -2614,10 +2493,9 @@ class Agent:
             self.compact()
 
     def compact(self, keep=6, to_request=False):
-        """Summarise older history, keeping the recent tail and, mid-turn, the request verbatim;
-        False: too little. to_request (after an overflow): all of it if need be (request quoted)."""
+        """Summarise all but the recent tail (to_request: all if need be); False: too little."""
         self.link.learn_window()
-        pct = self.cfg.compact_threshold if self.cfg.compact_threshold > 0 else 75.0
+        pct = self.cfg.compact_threshold or 75.0
         history = self.messages[1:]
         cut = compact_cut(history, keep, self.link.window * pct / 200.0)
         cut = len(history) if cut is None and to_request and len(history) > 1 else cut
@@ -2627,20 +2505,18 @@ class Agent:
         summary, how = self.summarise(old)
         if self.request and not any(m is self.request for m in tail):
             request = self.request["content"]
-            rest = "\n[... the rest of the request is in the summary]" * (len(request) > 4000)
-            summary["content"] += "\n\n[The request being worked on, verbatim]\n" + request[:4000]
-            summary["content"] += rest
+            summary += "\n\n[The request being worked on, verbatim]\n" + request[:4000]
+            summary += "\n[... the rest of the request is in the summary]" * (len(request) > 4000)
         before = estimate_tokens(self.messages)
-        self.reset([summary] + tail)
+        self.reset([{"role": "user", "kind": "summary", "content": summary}] + tail)
         self.context_tokens = estimate_tokens(self.messages)
         self.notice("%s (about %d -> %d tokens)" % (how, before, self.context_tokens))
         if self.context_pct() >= pct:
-            self.notice("the recent messages alone still fill %.0f%% of the context window"
-                        % self.context_pct())
+            self.notice("the recent messages still fill %.0f%% of the window" % self.context_pct())
         return True
 
     def summarise(self, old):
-        """(the message for `old`, what was done): its summary, unless cut off or not smaller."""
+        """(the text for `old`, what was done): its summary, unless cut off or not smaller."""
         model, window = self.cfg.summary_model, self.link.window
         window = window if model == self.link.model else model_entry(WINDOWS, model, DEFAULT_WINDOW)
         text = "Conversation to summarise:\n\n" + transcript(old, window)
@@ -2654,13 +2530,12 @@ class Agent:
                           % (model, e))
         self.ledger.add_cost(result.usage, model, kind="compaction")
         text, cut_off = (result.content or "").strip(), result.finish_reason == "length"
-        how = "compacted %d older messages into a summary" % len(old)
-        summary = "[Summary of the earlier conversation, compacted]\n" + text
-        if cut_off or not text or len(text) // 4 >= old_tokens:
-            why = "cut off at %d tokens" % limit if cut_off else "not smaller"
-            how = "dropped the %d oldest messages: the summary was %s" % (len(old), why)
-            summary = "[%d older messages were dropped to fit the context window]" % len(old)
-        return {"role": "user", "kind": "summary", "content": summary}, how
+        if text and not cut_off and len(text) // 4 < old_tokens:
+            return ("[Summary of the earlier conversation, compacted]\n" + text,
+                    "compacted %d older messages into a summary" % len(old))
+        why = "cut off at %d tokens" % limit if cut_off else "not smaller"
+        return ("[%d older messages were dropped to fit the context window]" % len(old),
+                "dropped the %d oldest messages: the summary was %s" % (len(old), why))
 
     def close(self):
         self.link.client.close()
@@ -2669,8 +2544,7 @@ class Agent:
 
 
 def compact_cut(history, keep, room):
-    """Where the kept tail starts, or None: about `keep` messages from the end, fewer while over
-    `room` tokens, at an assistant reply (tool results stay with their calls, roles alternate)."""
+    """Where the kept tail starts (at a reply, so results stay with their calls), or None."""
     cut = None
     for i, m in enumerate(history[2:], 2):
         over = i <= len(history) - keep or estimate_tokens(history[cut or 0:]) > room
@@ -2681,8 +2555,7 @@ def compact_cut(history, keep, room):
 
 def transcript(messages, window):
     """Messages as text for the summariser: each capped, the whole within its `window`."""
-    text = "\n\n".join("[%s] %s" % (m.get("role"), str(m.get("content", ""))[:3000])
-                       for m in messages)
+    text = "\n\n".join("[%s] %s" % (m["role"], str(m["content"])[:3000]) for m in messages)
     limit = max(1000, window - 3000)    # characters: fits even at a token each, beside the summary
     head, extra = limit // 3, len(text) - limit
     if extra <= 0:
@@ -2691,48 +2564,46 @@ def transcript(messages, window):
 
 
 def final_reply(text):
-    """An assistant message that ends the turn with `text` as its answer."""
-    return {"role": "assistant", "content": json.dumps({"tool_calls": [], "response": text, "done": True})}
+    return dict(role="assistant", content=json.dumps(dict(tool_calls=[], response=text, done=True)))
 
 
-def tool_calls_in(content):
+def tool_calls_in(message):
     with suppress(ContractError, AttributeError):
-        calls = extract_json_object(str(content)).get("tool_calls")
-        return len(calls) if isinstance(calls, list) else 0
+        calls = extract_json_object(str(message["content"])).get("tool_calls")
+        return len(calls) if isinstance(calls, list) and message["role"] == "assistant" else 0
     return 0
 
 
 def tool_results_message(results, note=None):
     """The one user message that carries a round's results, in call order."""
-    text = "Tool results:\n\n" + "\n\n".join("[%d] %s %s\n%s" % (i.index + 1, i.name, i.shown, r.output)
-                                             for i, r in results)
+    text = "Tool results:\n\n" + "\n\n".join(
+        "[%d] %s %s\n%s" % (i.index + 1, i.name, i.shown, r.output) for i, r in results)
     failed = ["[%d] %s (%s)" % (item.index + 1, item.name, failure_reason(result.output))
               for item, result in results if not result.ok]
     if failed:
-        text += ("\n\n[Self-correction] These tool calls failed: %s. Before you go on, work out "
-                 "what went wrong and adjust: wrong arguments, a missing prerequisite, or another tool."
-                 % "; ".join(failed))
+        text += ("\n\n[Self-correction] These tool calls failed: %s. Before you go on, work "
+                 "out what went wrong and adjust: wrong arguments, a missing prerequisite, or "
+                 "another tool." % "; ".join(failed))
     return text + "\n\n" + note if note else text
 
 
 def failure_reason(output):
     """One short line saying why a tool call failed: bash's closing note, else the first line."""
-    lines = [line.strip() for line in output.strip().splitlines() if line.strip()] or ["no output"]
-    reason = lines[-1].strip("[]") if lines[-1].startswith("[") and lines[-1].endswith("]") else lines[0]
+    lines = [line.strip() for line in output.splitlines() if line.strip()] or ["no output"]
+    reason = lines[-1].strip("[]") if re.fullmatch(r"\[.*\]", lines[-1]) else lines[0]
     return reason if len(reason) <= 100 else reason[:97] + "..."
 
 
 def find_window(obj, depth=0):
-    """The context window in a server's self-description: the first positive integer under a known
-    key (Ollama's "llama.context_length" too, and num_ctx in its parameters text), a few levels deep."""
-    keys = ("num_ctx", "n_ctx", "max_model_len", "context_length", "context_window", "max_context_length")
+    """The context window in a server's self-description (a positive int under a known key)."""
+    keys = "num_ctx n_ctx max_model_len context_length context_window max_context_length".split()
     for key, value in obj.items() if isinstance(obj, dict) else ():
         text = value if key == "parameters" and isinstance(value, str) else ""
         found = re.search(r"\bnum_ctx\s+(\d+)", text)
         if found or (str(key).split(".")[-1] in keys and type(value) is int and value > 0):
             return int(found.group(1)) if found else value
     children = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, list) else ()
-    return next(filter(None, (find_window(c, depth + 1) for c in children)), None) if depth < 3 else None
+    return next(filter(None, (find_window(c, depth + 1) for c in children if depth < 3)), None)
 
 
 def estimate_tokens(messages):
@@ -2745,10 +2616,11 @@ def now_iso():
 
 # --- Front end: the interactive REPL (minimal mode) ---
 
-def tolerate_unencodable(stream):
-    """Print "?" for what stream cannot encode: a lone surrogate, non-ASCII on an ASCII terminal."""
-    with suppress(AttributeError, ValueError, OSError):
-        stream.reconfigure(errors="replace")
+def tolerate_unencodable():
+    """Print "?" for what stdout or stderr cannot encode: a lone surrogate, non-ASCII on ASCII."""
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(AttributeError, ValueError, OSError):
+            stream.reconfigure(errors="replace")
 
 
 def ask_tty(prompt):
@@ -2834,8 +2706,6 @@ class TerminalUI(UI):
 
     def __init__(self, out=None):
         self.out = out or sys.stdout
-        for stream in (self.out, sys.stderr):
-            tolerate_unencodable(stream)
         plain = os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb"
         self.color = not plain and self.out.isatty()
         self.streamed = self.open_line = False
@@ -2937,9 +2807,8 @@ class TerminalUI(UI):
         full = False
         while True:
             text, hidden = approval_text(call, full)
-            more = " / [s]how all" if hidden else ""
-            ask = self.fitted("  run it? [y]es / [N]o / [a]lways%s:" % more)
-            said = ask_tty("%s\n%s " % (self.paint("1", self.fitted(text)), ask))
+            ask = "  run it? [y]es / [N]o / [a]lways%s:" % (" / [s]how all" if hidden else "")
+            said = ask_tty("%s\n%s " % (self.paint("1", self.fitted(text)), self.fitted(ask)))
             if said is None:
                 self.notice("no terminal to ask for approval: %s denied" % call.name
                             + " (use --always-approve / -y)")
@@ -2953,7 +2822,8 @@ class TerminalUI(UI):
     def ask_user(self, question, options):
         self.pause()
         lines = ["", self.paint("1", self.fitted(visible(question)))]
-        lines += [self.fitted("  %d) %s" % (i, visible(o, False)), "   ") for i, o in enumerate(options, 1)]
+        lines += [self.fitted("  %d) %s" % (i, visible(o, False)), "   ")
+                  for i, o in enumerate(options, 1)]
         answer = ask_tty("\n".join(lines) + "\n  answer (number or text): ")
         number = int(answer) if answer and answer.isdecimal() else 0
         return options[number - 1] if 0 < number <= len(options) else answer
@@ -3001,14 +2871,12 @@ def save_history(readline, data_dir):
 
 
 def read_line(keys, prompt="> "):
-    """One message, stripped. On a terminal: a line typed during the last turn, else lines
-    joined while one ends in \\ (typed on after "... ") or more are waiting (a paste)."""
+    """One message: a line typed during the turn, else input (joined after a \\ and in a paste)."""
     line, rest = keys.take()
     if line is not None:
         sys.stdout.write(prompt + line + "\n")
         return line.strip()
-    # A no-op SIGALRM 4 times a second: CPython's readline handles signals only when its select()
-    # returns, so a Ctrl-C or SIGTERM just before it starts waiting would wait for a key press.
+    # No-op SIGALRMs (4/s): readline handles a Ctrl-C or SIGTERM only when its select() returns.
     previous = signal.signal(signal.SIGALRM, lambda signum, frame: None)
     signal.setitimer(signal.ITIMER_REAL, 0.25, 0.25)
     try:
@@ -3132,8 +3000,7 @@ class QuietStderr:
 
 
 class HeadlessUI(UI):
-    """`grok -p`: the answer with progress on stderr (text, xAI's plain), or the EVENTS of a JSON
-    format (xAI's json: one object at the end). Hooks run on the main thread: none interleave."""
+    """`grok -p`: the answer (progress on stderr) or a format's EVENTS; hooks run on one thread."""
     EVENTS = {"json": "step_start text tool_use step_finish error",         # grok's own
               "streaming-json": "text thought tool_call tool_call_update usage end error",
               "result": "error"}
@@ -3146,7 +3013,6 @@ class HeadlessUI(UI):
         self.partial = False                    # a write was cut off mid-line (an interrupt)
         self.printed = self.attempt = ""        # the answer text shown; that of the stream going on
         self.held = []                          # notices that came while the answer's line was open
-        tolerate_unencodable(sys.stdout)
         self.shown = visible if sys.stdout.isatty() else str     # the answer on a terminal
 
     def write(self, text):
@@ -3224,8 +3090,7 @@ class HeadlessUI(UI):
         self.attempt = ""
 
     def stream_text(self, text, final_hint):
-        # The answer is shown as it arrives (text, xAI's events) once the reply is known to call no
-        # tools. A retried or repeated stream prints only what goes beyond what is already there.
+        # Shown as it comes once the reply calls no tools; a retried stream prints only what is new.
         if self.json or self.result or final_hint != "empty":
             return
         self.attempt += text
@@ -3243,14 +3108,16 @@ class HeadlessUI(UI):
     def tool_start(self, call, status="in_progress"):
         self.announced.add(call.id)
         fields = dict({"locations": []}, **acp_tool_fields(call.name, call.args, call.cwd, False))
-        self.emit("tool_call", toolCallId=call.id, status=status, toolName=call.name, content=[], **fields)
+        self.emit("tool_call", toolCallId=call.id, status=status, toolName=call.name, content=[],
+                  **fields)
         if not self.json:
             self.notice("[%s] %s" % (call.name, call.shown))
 
     def tool_end(self, call, result):
         if self.events and call.id not in self.announced:       # refused before it started
             self.tool_start(call, "pending")
-        self.emit("tool_call_update", toolCallId=call.id, status="completed" if result.ok else "failed",
+        status = "completed" if result.ok else "failed"
+        self.emit("tool_call_update", toolCallId=call.id, status=status,
                   content=text_content(result.output), rawOutput=None, locations=[])
         if not self.json and result.output.startswith("error: "):  # why a bad call did not run
             self.notice("✗ [%s] %s" % (call.name, failure_reason(result.output)))
@@ -3299,8 +3166,7 @@ class HeadlessUI(UI):
 
 
 def read_prompt(args, notice):
-    """-p's prompt (`-`: stdin), --prompt-file's and --prompt-json's text below it, then text piped
-    in on stdin (not with --output-format), cut at PIPED_CAP."""
+    """-p's prompt (`-`: stdin), then --prompt-file's, --prompt-json's and piped text, if any."""
     stdin = getattr(sys.stdin, "buffer", None)
     parts = [stdin.read().decode("utf-8", "replace") if args.prompt == "-" else args.prompt]
     got = args.prompt_file and read_regular(os.path.expanduser(args.prompt_file), PIPED_CAP)
@@ -3322,8 +3188,7 @@ def read_prompt(args, notice):
 
 
 def piped_input(stdin):
-    """A pipe's or file's text, read to its end; but a pipe grok's own parent holds open for writing
-    (it started grok and may never close it) only once it has data or EOF within STDIN_WAIT s."""
+    """A pipe's or file's text; none from a pipe grok's parent holds open, idle for STDIN_WAIT s."""
     with suppress(OSError, ValueError, AttributeError):
         fd = stdin.fileno()
         kind = stat.S_IFMT(os.fstat(fd).st_mode)
@@ -3380,7 +3245,8 @@ def open_agent(cfg, ui, contract, args, new_if_busy=False):
         raise UserError("--session-id must be a UUID (got %r)" % new_id)
     if new_id and os.path.exists(os.path.join(cfg.data_dir, "sessions", new_id + ".jsonl")):
         raise UserError("session %s is already in use (--resume continues it)" % new_id)
-    ask = None if isinstance(ui, HeadlessUI) else lambda text: (ask_tty(text) or "").lower() in ("y", "yes")
+    ask = None if isinstance(ui, HeadlessUI) else (
+        lambda text: (ask_tty(text) or "").lower() in ("y", "yes"))
     mcp = mcp_config(cfg, args.mcp_config, ask, ui.notice)
     session_id = args.resume and find_session(cfg.data_dir, args.resume)
     if args.cont:       # the newest session typed into
@@ -3402,10 +3268,8 @@ def open_agent(cfg, ui, contract, args, new_if_busy=False):
 
 
 # --- Front end: ACP server (Agent Client Protocol v1) ---
-# Newline-delimited JSON-RPC 2.0 on stdin/stdout. The main thread reads; each session/prompt runs in a worker thread
-# that streams session/update notifications and, for approvals, asks the client and waits for its answer.
+# Newline-delimited JSON-RPC 2.0 on stdin/stdout: the main thread reads; a worker runs each prompt.
 
-ACP_VERSION = 1
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
 INTERNAL_ERROR, AUTH_REQUIRED, RESOURCE_NOT_FOUND = -32603, -32000, -32002  # the last two: ACP's
 TOOL_KINDS = {"bash": "execute", "read_file": "read", "write_file": "edit", "list_files": "search",
@@ -3414,10 +3278,12 @@ PERMISSION_OPTIONS = [{"optionId": k, "name": name, "kind": k} for k, name in (
     ("allow_once", "Allow once"), ("allow_always", "Always allow"), ("reject_once", "Reject"))]
 APPROVALS = {"allow_once": "yes", "allow_always": "always"}     # what approve() answers; else "no"
 DEFERRED = object()             # a request answered later, from a worker thread
-AUTH_METHODS = {"cached_token": "API key from a .env file", "xai.api_key": "API key from the environment"}
+AUTH_METHODS = {"cached_token": "API key from a .env file",
+                "xai.api_key": "API key from the environment"}
 AGENT_CAPABILITIES = {"loadSession": True, "mcpCapabilities": {"http": False, "sse": False},
                       "promptCapabilities": dict(image=False, audio=False, embeddedContext=True)}
-AGENT_INFO = {"name": "grok", "title": "grok.py", "version": __version__}
+ACP_INIT = {"protocolVersion": 1, "agentCapabilities": AGENT_CAPABILITIES,     # + authMethods
+            "agentInfo": {"name": "grok", "title": "grok.py", "version": __version__}}
 
 
 def bad_params(problem):
@@ -3430,8 +3296,7 @@ def text_content(text):
 
 def acp_tool_fields(name, args, cwd, diff=True):
     """title, kind, rawInput, locations and a diff for write_file (AcpServer.send scrubs them)."""
-    shown = key_arg(name, args)
-    title = "%s: %s" % (name, shown) if shown else name
+    title = ": ".join(filter(None, (name, key_arg(name, args))))
     fields = {"title": title[:200], "kind": TOOL_KINDS.get(name, "other"), "rawInput": args}
     if name not in ("read_file", "write_file") or arg_problem(name, args):
         return fields
@@ -3457,22 +3322,20 @@ def acp_prompt_text(blocks):
     for block in blocks:
         if not isinstance(block, dict) or not isinstance(block.get("type"), str):
             raise bad_params("each prompt item must be a content block with a \"type\"")
-        kind = block["type"]
-        if kind == "text":
+        res = block.get("resource") if isinstance(block.get("resource"), dict) else {}
+        if block["type"] == "text":
             if not isinstance(block.get("text"), str):
                 raise bad_params("a text content block needs a \"text\" string")
             parts.append(block["text"])
-        elif kind == "resource_link":
+        elif block["type"] == "resource_link":
             parts.append("[file: %s]" % uri_path(block.get("uri") or block.get("name")))
-        elif kind == "resource":
-            res = block.get("resource") if isinstance(block.get("resource"), dict) else {}
+        elif block["type"] == "resource" and isinstance(res.get("text"), str):
             where = uri_path(res.get("uri"))
-            if isinstance(res.get("text"), str):
-                parts.append("[file: %s]\n%s\n[end of file: %s]" % (where, res["text"], where))
-            else:
-                parts.append("[file: %s (binary, not included)]" % where)
+            parts.append("[file: %s]\n%s\n[end of file: %s]" % (where, res["text"], where))
+        elif block["type"] == "resource":
+            parts.append("[file: %s (binary, not included)]" % uri_path(res.get("uri")))
         else:
-            raise bad_params("%s content blocks are not supported" % json.dumps(kind))
+            raise bad_params("%s content blocks are not supported" % json.dumps(block["type"]))
     text = "\n\n".join(p for p in parts if p.strip())
     if not text.strip():
         raise bad_params("the prompt has no text")
@@ -3486,15 +3349,15 @@ def uri_path(uri):
 
 
 def split_tool_results(text, calls):
-    """[(output or None, ok)] per call, read back from the tool-results message after a reply."""
-    text = text if isinstance(text, str) and text.startswith("Tool results:") else ""
+    """[(call, output or None, ok)], read back from the tool-results message after a reply."""
+    text = text if text.startswith("Tool results:") else ""
     rest, cut, failed = text.rpartition("\n\n[Self-correction] ")
     rest, results = rest if cut else text, []
     for i, call in reversed(list(enumerate(calls, 1))):
         head = "\n\n[%d] %s %s\n" % (i, call["tool"], scrub(key_arg(call["tool"], call["args"])))
         before, found, output = rest.rpartition(head)
         ok = "[%d] %s (" % (i, call["tool"]) not in failed
-        results.insert(0, (output, ok) if found else (None, False))
+        results.insert(0, (call, output, ok) if found else (call, None, False))
         rest = before if found else rest
     return results
 
@@ -3504,17 +3367,14 @@ class AcpSession(UI):
 
     def __init__(self, server):
         self.server, self.id, self.agent, self.busy = server, None, None, False
+        self.notice = server.log        # the UI hook: a line on stderr
         self.calls = itertools.count(1)     # numbers toolCallIds (a turn and a load never overlap)
-        self.ids = []           # the toolCallIds of the last reply's calls, in call order
-        self.fields = {}        # toolCallId -> what tool_call announced, for open calls
+        self.ids, self.fields = [], {}  # the last reply's toolCallIds; open calls' announced fields
         self.streamed, self.said, self.finish_reason, self.request_id = False, False, None, None
 
     def update(self, session_update, **fields):
         params = {"sessionId": self.id, "update": dict(sessionUpdate=session_update, **fields)}
         self.server.send({"jsonrpc": "2.0", "method": "session/update", "params": params})
-
-    def chunk(self, kind, text):
-        self.update(kind, content={"type": "text", "text": text})
 
     def say(self, reply, streamed=False):
         if isinstance(reply.get("thinking"), str) and reply["thinking"].strip():
@@ -3525,8 +3385,32 @@ class AcpSession(UI):
     def message(self, text, streamed=False):
         """Answer text; each round's starts a paragraph of its own (a stream's pieces join)."""
         gap = self.said and not (streamed and self.streamed)
-        self.chunk("agent_message_chunk", "\n\n" * gap + text)
+        self.update("agent_message_chunk", content={"type": "text", "text": "\n\n" * gap + text})
         self.said, self.streamed = True, streamed
+
+    def run_prompt(self, rpc_id, text):
+        agent, ledger, note, error = self.agent, self.agent.ledger, {}, None
+        self.finish_reason, self.request_id, self.said = None, None, False
+        try:
+            agent.run_turn(text)
+            reason = STOP_REASONS.get(self.finish_reason, "end_turn")
+        except Exception as e:
+            reason = "cancelled" if agent.cancel.is_set() else turn_end(e)[2]
+            note = {"message": str(e)} if reason == "max_turn_requests" else {}
+            error = None if reason else self.server.rpc_error(e)
+            if error and isinstance(e, LimitReached):      # the cost limit
+                error.payload["data"] = {"reason": "cost_limit", "costUsd": ledger.cost_usd}
+        ended = text_content("not run: the turn ended (%s)" % (reason or "error"))
+        for call_id in self.fields:      # announced, never run
+            self.update("tool_call_update", toolCallId=call_id, status="failed", content=ended)
+        self.fields.clear()
+        t = ledger.turn      # read before the next prompt starts a new count
+        usage = {"inputTokens": t["input"], "outputTokens": t["output"], "totalTokens": t["total"],
+                 "thoughtTokens": t["reasoning"], "cachedReadTokens": t["cached"]}
+        meta = dict(usage, usage=dict(usage), costUsd=round(t["cost"], 8), model=agent.link.model,
+                    sessionCostUsd=round(ledger.cost_usd, 8), requestId=self.request_id, **note)
+        self.busy = False
+        self.server.respond(rpc_id, error or {"stopReason": reason, "_meta": meta})
 
     # -- UI hooks, called from the worker thread that runs the turn
     def step_start(self, step):
@@ -3536,7 +3420,7 @@ class AcpSession(UI):
         self.message(text, streamed=True)
 
     def thought(self, text):
-        self.chunk("agent_thought_chunk", text)
+        self.update("agent_thought_chunk", content={"type": "text", "text": text})
 
     def reply(self, reply, step):
         self.say(reply, self.streamed)
@@ -3554,10 +3438,9 @@ class AcpSession(UI):
         answer = self.server.request("session/request_permission", asked, cancel=self.agent.cancel)
         if "error" in (answer or {}):
             self.notice("the permission request failed: %s" % json.dumps(answer["error"])[:200])
-        with suppress(TypeError, KeyError):     # no answer (a cancel, no client), or no outcome
+        with suppress(TypeError, KeyError):     # no answer (a cancel, no client), outcome or option
             outcome = answer["result"]["outcome"]
-            if outcome["outcome"] == "selected":
-                return APPROVALS.get(outcome["optionId"], "no")
+            return APPROVALS[outcome["optionId"]] if outcome["outcome"] == "selected" else "no"
         return "no"
 
     def tool_start(self, call):
@@ -3571,33 +3454,26 @@ class AcpSession(UI):
                     content=content + text_content(result.output))
 
     def step_finish(self, step, info):
-        self.finish_reason = info.get("finish_reason")
-        self.request_id = info.get("id") or self.request_id
+        self.finish_reason, self.request_id = info["finish_reason"], info["id"] or self.request_id
 
-    def notice(self, text):
-        self.server.log(text)
-
-    # -- session/load: the history as the updates a live turn would have sent
     def replay(self):
+        """session/load: the history (checked on load) as the updates a live turn would send."""
         messages = self.agent.messages[1:]
         not_typed = ("Tool results:", corrective_message("").split(":")[0], "[the user cancelled")
-        for i, message in enumerate(messages):
-            role, text, kind = message.get("role"), message.get("content"), message.get("kind")
-            typed = isinstance(text, str) and not text.startswith(not_typed)
-            if role == "user" and kind != "note" and typed:     # what a person typed, or a summary
+        for message, following in zip(messages, messages[1:] + [{"content": ""}]):
+            role, text, kind = message["role"], message["content"], message.get("kind")
+            if role == "user" and kind != "note" and not text.startswith(not_typed):
                 update = "agent_thought_chunk" if kind == "summary" else "user_message_chunk"
-                self.chunk(update, text)
-                self.said = False
-            if role != "assistant" or not isinstance(text, str):
+                self.update(update, content={"type": "text", "text": text})
+                self.said = False       # typed by a person, or a summary: its answer needs no gap
+            if role != "assistant":
                 continue
             try:
                 reply = parse_reply(text, list(TOOLS) + list(self.agent.runner.tools()))
             except ContractError:
                 continue            # an invalid reply the model was asked to redo
             self.say(reply)
-            following = (messages[i + 1:] or [{}])[0].get("content")
-            results = split_tool_results(following, reply["tool_calls"])
-            for call, (output, ok) in zip(reply["tool_calls"], results):
+            for call, output, ok in split_tool_results(following["content"], reply["tool_calls"]):
                 fields = acp_tool_fields(call["tool"], call["args"], self.agent.cwd, diff=False)
                 if output is not None:
                     fields["content"] = text_content(output)
@@ -3612,9 +3488,8 @@ class AcpServer:
         self.cfg, self.out, self.sessions, self.workers = cfg, out, {}, []
         self.key, self.mcp = (cfg.api_key, cfg.key_source), {}     # the key may come later (.env)
         self.request_ids = itertools.count(1)   # next() and the dict's get/pop are atomic: no lock
-        self.pending = {}               # id of a request we sent -> [Event, answer]
-        self.write_lock = threading.Lock()
-        self.closed = threading.Event()     # stdin ended or stdout broke: nobody can answer
+        self.pending = {}               # id of a request we sent -> the queue its answer goes in
+        self.out_lock, self.closed = threading.Lock(), threading.Event()  # closed: nobody answers
         self.methods = {"initialize": self.initialize, "authenticate": self.authenticate,
                         "session/new": self.new_session, "session/load": self.load_session,
                         "session/prompt": self.prompt, "session/cancel": self.cancel}
@@ -3622,7 +3497,7 @@ class AcpServer:
     # -- the wire
     def send(self, message):
         data = (strict_json(scrub_all(message), ensure_ascii=False) + "\n").encode(errors="replace")
-        with self.write_lock:
+        with self.out_lock:
             if self.out is None:
                 return
             try:
@@ -3642,15 +3517,14 @@ class AcpServer:
     def request(self, method, params, cancel):
         """Ask the client and wait for its answer message; None if cancelled or closed."""
         request_id = next(self.request_ids)
-        slot = self.pending[request_id] = [threading.Event(), None]
+        answers = self.pending[request_id] = queue.SimpleQueue()
         self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
         try:
-            while not slot[0].wait(0.05):
-                if self.closed.is_set() or cancel.is_set():
-                    return None
+            while not (self.closed.is_set() or cancel.is_set()):
+                with suppress(queue.Empty):
+                    return answers.get(timeout=0.05)
         finally:
             self.pending.pop(request_id, None)
-        return slot[1]
 
     def log(self, text):
         sys.stderr.write(visible(scrub(text)) + "\n")     # QuietStderr: never raises
@@ -3665,20 +3539,17 @@ class AcpServer:
             worker.join()
 
     def handle(self, line):
-        """A request (always answered), a notification (never, not even an unknown one) or the
-        client's answer to a request of ours, which wakes the thread waiting for it."""
+        """A request (always answered), a notification (never) or an answer to a request of ours."""
         try:
             message = json.loads(line.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError, RecursionError) as e:      # (nested too deep)
+        except (ValueError, RecursionError) as e:      # not UTF-8, not JSON, or nested too deep
             return self.respond(None, RpcError(PARSE_ERROR, "Parse error: %s" % e))
         if not isinstance(message, dict) or message.get("jsonrpc", "2.0") != "2.0":
             message = {"id": None}      # answered as an invalid request
         method, request_id = message.get("method"), message.get("id")
         if method is None and "id" in message and ("result" in message or "error" in message):
-            slot = self.pending.get(request_id) if isinstance(request_id, (str, int)) else None
-            if slot is not None:
-                slot[1] = message
-                slot[0].set()
+            with suppress(KeyError, TypeError):     # else not (or no longer) awaited, or unhashable
+                self.pending[request_id].put(message)       # wakes the thread waiting for it
         elif "id" in message or not isinstance(method, str):
             self.call(method, request_id, message.get("params"))
         elif method == "session/cancel" and isinstance(message.get("params"), dict):
@@ -3705,13 +3576,12 @@ class AcpServer:
         if isinstance(e, RpcError):
             return e
         message, code, _ = turn_end(e)
-        if code == 4 and os.environ.get("GROK_DEBUG"):
-            self.log("".join(traceback.format_exception(type(e), e, e.__traceback__)))
-        elif code == 4:
-            self.log(message)
+        if code == 4:       # a bug
+            trace = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+            self.log(trace if os.environ.get("GROK_DEBUG") else message)
         return RpcError(INTERNAL_ERROR, message)
 
-    # -- helpers for the methods
+    # -- the methods, and what they share
     def need_key(self):
         if not self.key[0]:     # one put in a .env file since the start: scrubbed as configured
             self.key = find_api_key()
@@ -3737,24 +3607,21 @@ class AcpServer:
 
     def start(self, cwd, mcp, **resume):
         """A new AcpSession whose Agent works in cwd with these MCP servers; resume: its session."""
-        session = AcpSession(self)
-        session.agent = Agent(self.cfg, session, cwd=cwd, mcp=dict(self.mcp, **mcp), key=self.key, **resume)
+        session, mcp = AcpSession(self), dict(self.mcp, **mcp)
+        session.agent = Agent(self.cfg, session, cwd=cwd, mcp=mcp, key=self.key, **resume)
         session.id = session.agent.session.id
         self.sessions[session.id] = session
         return session
 
-    # -- methods
     def initialize(self, params, request_id):
         if type(params.get("protocolVersion")) is not int:
             raise bad_params("protocolVersion must be an integer")
-        try:        # the methods clients of xAI's CLI look for; authenticate checks the key again
+        auth = []       # methods xAI's CLI's clients look for; authenticate checks the key again
+        with suppress(RpcError):        # no key (yet): no method
             self.need_key()
-            method = "xai.api_key" if self.key[1].startswith("$") else "cached_token"
-            auth = [dict(id=method, name=AUTH_METHODS[method], description="the key in " + self.key[1])]
-        except RpcError:
-            auth = []
-        return {"protocolVersion": ACP_VERSION, "agentCapabilities": AGENT_CAPABILITIES,
-                "agentInfo": AGENT_INFO, "authMethods": auth}
+            kind = "xai.api_key" if self.key[1].startswith("$") else "cached_token"
+            auth = [dict(id=kind, name=AUTH_METHODS[kind], description="the key in " + self.key[1])]
+        return dict(ACP_INIT, authMethods=auth)
 
     def authenticate(self, params, request_id):
         method = params.get("methodId")
@@ -3779,10 +3646,9 @@ class AcpServer:
             self.need_key()
             store = Session(self.cfg.data_dir, session_id, warn=self.log)
             bad = os.sep in session_id or "\x00" in session_id or session_id.startswith(".")
-            if bad or not os.path.isfile(store.path):
-                where = "%s in %s" % (json.dumps(session_id), store.dir)
-                raise RpcError(RESOURCE_NOT_FOUND, "no session " + where)
             try:
+                if bad or not os.path.isfile(store.path):
+                    raise UserError("no session %s in %s" % (json.dumps(session_id), store.dir))
                 session = self.start(cwd or self.cfg.cwd, mcp, session=store, resume=True)
             except UserError as e:
                 raise RpcError(RESOURCE_NOT_FOUND, str(e))
@@ -3806,41 +3672,14 @@ class AcpServer:
             raise RpcError(INVALID_REQUEST, "session %s is running a prompt" % session.id)
         session.busy = True
         session.agent.cancel.clear()    # a stop from now on cancels this prompt
-        worker = threading.Thread(target=self.run_prompt, args=(session, request_id, text), daemon=True)
+        worker = threading.Thread(target=session.run_prompt, args=(request_id, text), daemon=True)
         self.workers = [w for w in self.workers if w.is_alive()] + [worker]
         worker.start()
         return DEFERRED
 
-    def run_prompt(self, session, request_id, text):
-        agent, note, error = session.agent, None, None
-        session.finish_reason, session.request_id, session.said = None, None, False
-        try:
-            agent.run_turn(text)
-            reason = STOP_REASONS.get(session.finish_reason, "end_turn")
-        except Exception as e:
-            reason = "cancelled" if agent.cancel.is_set() else turn_end(e)[2]
-            note = str(e) if reason == "max_turn_requests" else None
-            error = None if reason else self.rpc_error(e)
-            if error and isinstance(e, LimitReached):      # the cost limit
-                error.payload["data"] = {"reason": "cost_limit", "costUsd": agent.ledger.cost_usd}
-        ended = text_content("not run: the turn ended (%s)" % (reason or "error"))
-        for call_id in session.fields:      # announced, never run
-            session.update("tool_call_update", toolCallId=call_id, status="failed", content=ended)
-        session.fields.clear()
-        t = agent.ledger.turn      # read before the next prompt starts a new count
-        usage = {"inputTokens": t["input"], "outputTokens": t["output"], "thoughtTokens": t["reasoning"],
-                 "cachedReadTokens": t["cached"], "totalTokens": t["total"]}
-        meta = dict(usage, usage=dict(usage), costUsd=round(t["cost"], 8), model=agent.link.model,
-                    sessionCostUsd=round(agent.ledger.cost_usd, 8), requestId=session.request_id)
-        if note:
-            meta["message"] = note
-        session.busy = False
-        self.respond(request_id, error or {"stopReason": reason, "_meta": meta})
-
     def cancel(self, params, request_id=None):
-        session = self.sessions.get(str(params.get("sessionId")))      # str: never unhashable
-        if session is not None:
-            session.agent.stop()
+        with suppress(KeyError):        # no such session; str: never unhashable
+            self.sessions[str(params.get("sessionId"))].agent.stop()
 
     def stop_all(self):
         """Cancel every running turn: its model call, running tools, a pending approval."""
@@ -3852,10 +3691,9 @@ class AcpServer:
 def acp_main(cfg, mcp_files):
     """`grok --acp` / `grok agent stdio`: serve ACP until stdin closes; exit 0. A project's
     .mcp.json is not read: the editor passes the servers it chose in session/new."""
-    out = os.fdopen(os.dup(1), "wb")
+    server = AcpServer(cfg, os.fdopen(os.dup(1), "wb"))
     os.dup2(2, 1)       # from here a stray print or child writes to stderr; stdout is protocol only
     sys.stdout = sys.stderr
-    server = AcpServer(cfg, out)
     server.mcp = mcp_config(cfg, mcp_files, False, server.log)
     try:
         server.serve(sys.stdin.buffer)
@@ -3878,8 +3716,7 @@ def arg_parser(prog="grok", description="A minimal agent harness for xAI's Grok 
             near = flag and difflib.get_close_matches(flag[1], self._option_string_actions, 1, 0.7)
             raise UserError(message + ("; did you mean %s?" % near[0] if near else ""))
 
-    # An explicit width, or argparse imports shutil (with bz2, lzma, zlib: 2.5 ms) on every start;
-    # asked once, not by each of the ~50 formatters argparse makes (a failing ioctl each, off a terminal).
+    # A width, asked once: else argparse imports shutil (2.5 ms) and each of ~50 formatters asks.
     width = terminal_width() - 2
     p = Parser(prog=prog, description=description, epilog=ENV_HELP,
                formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(prog, width=width))
@@ -3888,16 +3725,14 @@ def arg_parser(prog="grok", description="A minimal agent harness for xAI's Grok 
     p.add_argument("--reasoning-effort", "--effort", dest="effort", choices=EFFORTS, metavar="E",
                    help="%s: sent as reasoning_effort (unless refused)" % ", ".join(EFFORTS))
     p.add_argument("--cwd", metavar="DIR", help="working directory for the tools")
-    p.add_argument("-y", "--always-approve", "--yolo", action="store_true",
-                   help="run bash/write_file without asking")
+    p.add_argument("-y", "--always-approve", "--yolo", action="store_true", help="skip approvals")
     p.add_argument("--sandbox", choices=("workspace", "read-only", "off"), help="see README")
     p.add_argument("--sandbox-network", choices=("on", "off"), help="off: commands get no network")
     p.add_argument("--mcp-config", action="append", default=[], metavar="FILE",
                    help="start the MCP servers of this .mcp.json-style file (repeatable)")
     which = p.add_mutually_exclusive_group()      # which session
     which.add_argument("-r", "--resume", metavar="ID", help="continue a saved session")
-    which.add_argument("-c", "--continue", dest="cont", action="store_true",
-                       help="continue the latest session")
+    which.add_argument("-c", "--continue", dest="cont", action="store_true", help="latest session")
     which.add_argument("-s", "--session-id", metavar="UUID", help="a new session with this id")
     p.add_argument("message", nargs="*", help="start the chat with this message")
     return p
@@ -3938,8 +3773,7 @@ exit codes: 0 ok, 1 user error, 2 network/server, 3 agent or tool error, 4 inter
     DEFAULT_BASE_URL, DEFAULT_MODEL)
 
 
-# Flags of xAI's CLI grok has nothing for ({flag: values}): accepted, named in one notice; quietly
-# ("q") where grok does what they ask anyway (no plan mode, subagents, memory, updates, leader).
+# xAI CLI flags grok lacks ({flag: nargs}): accepted, named in a notice; quiet ("q") if done anyway
 XAI_FLAGS = {"--check": 0, "--experimental-memory": 0, "--restore-code": 0, "--oauth": 0,
              "--fork-session": 0, "--include-partial-messages": 0, "--leader": 0, "--reauth": 0,
              "--agent-profile": None, "--agent": None, "--agents": None, "--worktree": "?",
@@ -4017,12 +3851,13 @@ def on_signal(signum, frame):
     raise Terminated(signum)
 
 
-def guarded(prog, body, on_error=None):
+def guarded(prog, body, on_error=lambda message: None):
     """body(), each failure a message on stderr and an exit code (also to on_error(message))."""
     for fd, name in enumerate(("stdin", "stdout", "stderr")):
         if getattr(sys, name) is None:      # its fd was closed from the start (`grok -p hi >&-`)
             silence(fd)
             setattr(sys, name, open(fd, "w" if fd else "r", closefd=False))
+    tolerate_unencodable()
     sys.stderr = QuietStderr(sys.stderr)
     try:
         for signum in (signal.SIGTERM, signal.SIGHUP):
@@ -4039,14 +3874,12 @@ def guarded(prog, body, on_error=None):
             sys.stderr.write("%s: %s\n" % (prog, visible(scrub(message))))
         elif isinstance(e, KeyboardInterrupt):
             sys.stderr.write("\n")      # after the ^C the terminal shows
-    if on_error:
-        on_error(message)
+    on_error(message)
     return code
 
 
 def json_requested(argv):
-    """The JSON output argv asks for (json, streaming-json, result) or None, read before (and even
-    if) the flags parse; what follows `--` is no flag."""
+    """The JSON output (json, streaming-json, result) argv asks for, or None: before flags parse."""
     fmt = None
     for i, arg in enumerate(argv[:argv.index("--")] if "--" in argv else argv):
         name, eq, value = arg.partition("=")
@@ -4068,14 +3901,13 @@ def list_models(argv):
         raise UserError("usage: grok models [--json]")
     cfg = Config(require_key=False)
     client = Client(cfg.base_url, cfg.api_key, min(cfg.timeout or 15, 15))     # (redirects refused)
-    ids = []
+    ids = list(WINDOWS)
     try:
-        ids = server_models(client)
+        ids = server_models(client) or ids
     except Exception as e:          # unreachable, refused, not a model list: the built-in table
-        why = (e.problem if isinstance(e, RetryableFault) else str(e) or type(e).__name__)[:200]
+        why = (str(e) or type(e).__name__)[:200]       # a RetryableFault's str() is its problem
         note = "cannot list the models of %s (%s); the built-in list follows" % (cfg.base_url, why)
         sys.stderr.write(visible(scrub("grok: " + note)) + "\n")
-    ids = list(ids or WINDOWS)
     ids = ids if cfg.model in ids else [cfg.model] + ids
     rows = [{"id": i, "default": i == cfg.model} for i in ids]
     lines = ["* %s (default)" % i if i == cfg.model else "- " + i for i in ids]

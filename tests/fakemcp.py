@@ -1,7 +1,8 @@
 """A fake MCP server on stdio, for the faults a real one rarely shows. `fakemcp.py hang` never
 answers initialize. Tools: echo, env, big (10 MB of text), die (exits mid-call), garbage (answers
 with what is not JSON-RPC), silent (never answers), ping (pings the client first), grow (adds a
-tool and says so: notifications/tools/list_changed). tools/list comes in two pages. FAKEMCP_LOG
+tool and says so: notifications/tools/list_changed). tools/list comes in two pages (`fakemcp.py
+odd-list`: a tool without a name, then a page whose tools are not a list). FAKEMCP_LOG
 names a file that gets every line received. Stdlib only."""
 
 import json
@@ -87,6 +88,10 @@ for line in sys.stdin:
                 "serverInfo": {"name": "fake", "version": "1"},
             },
         )
+    elif method == "tools/list" and sys.argv[1:] == ["odd-list"]:  # a nameless tool; no list
+        cursor = (msg.get("params") or {}).get("cursor")
+        odd = [{"description": "nameless"}, {"name": "echo", "inputSchema": schema("echo")}]
+        result(request_id, {"tools": 5} if cursor else {"tools": odd, "nextCursor": "2"})
     elif method == "tools/list":
         page = TOOLS[4:] if (msg.get("params") or {}).get("cursor") == "2" else TOOLS[:4]
         listed = {

@@ -166,6 +166,27 @@ def test_project_mcp_json_headless_only_with_y(run, fake, real, isolated_env):
     assert "mcp__proj__add" in schema_tools(fake.chat_requests()[1])
 
 
+def test_a_nested_too_deep_mcp_json_or_config_is_not_used_and_not_an_internal_error(
+    run, fake, isolated_env, tmp_path
+):
+    deep = "[" * 100000 + "]" * 100000
+    (isolated_env.work / ".mcp.json").write_text(deep)
+    fake.add(answer("went on"))
+    r = run("-p", "hi", "-y")
+    assert (r.returncode, r.stdout) == (0, "went on\n"), r.stderr
+    assert ".mcp.json is not used: maximum recursion depth exceeded" in r.stderr
+    (tmp_path / "deep.json").write_text(deep)
+    r = run("-p", "hi", "--mcp-config", tmp_path / "deep.json")
+    assert r.returncode == 1
+    assert "--mcp-config %s: maximum recursion" % (tmp_path / "deep.json") in r.stderr
+    (isolated_env.home / ".grok").mkdir(exist_ok=True)
+    (isolated_env.home / ".grok" / "config.toml").write_text("mcp_servers = " + deep)
+    fake.add(answer("went on"))
+    r = run("-p", "hi")
+    assert (r.returncode, r.stdout) == (0, "went on\n"), r.stderr
+    assert "config.toml: [mcp_servers] skipped: maximum recursion depth exceeded" in r.stderr
+
+
 def repl(run, tmp_path, *args, script=GROK):
     return PtyProcess(
         [sys.executable, str(script)] + list(args),
@@ -358,6 +379,19 @@ def test_handshake_pings_pages_errors_and_a_changed_tool_list(run, fake, tmp_pat
         "mcp__f__silent" in offered[0] and "mcp__f__extra" not in offered[3]
     )  # both pages of tools/list
     assert "mcp__f__extra" in offered[4]
+
+
+def test_a_nameless_tool_or_a_page_without_a_list_is_skipped_without_a_traceback(
+    run, fake, tmp_path
+):
+    config = mcp_json(tmp_path / "servers.json", f=fake_server(tmp_path, "odd-list"))
+    fake.add(answer("done"))
+    r = run("-p", "go", "--mcp-config", config, "-y")
+    assert (r.returncode, r.stdout) == (0, "done\n"), r.stderr
+    assert "MCP server f: 1 tool\n" in r.stderr and "Traceback" not in r.stderr
+    assert [n for n in schema_tools(fake.chat_requests()[0]) if n.startswith("mcp__")] == [
+        "mcp__f__echo"
+    ]
 
 
 def test_bad_mcp_config_file_is_a_user_error(run, tmp_path):
