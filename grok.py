@@ -1696,7 +1696,7 @@ def find_project_rules(cwd):
     return found
 
 
-def build_system_prompt(cfg, contract, cwd, tools):
+def build_system_prompt(cfg, contract, cwd, tools, skills):
     override = cfg.system_prompt        # --system-prompt-override: for the guidance and the context
     parts = [
         override or "You are Grok, an agent working on the user's computer through tools.",
@@ -1723,7 +1723,7 @@ def build_system_prompt(cfg, contract, cwd, tools):
                   TOOL_SHELL, os.environ.get("SHELL") or "unknown"),
               "- working directory: %s" % cwd]
     found = {"SKILLS (load one with read_file when it fits the task):":
-             ["- %s: %s (%s)" % skill for skill in find_skills(cfg.skills_dir)],
+             ["- %s: %s (%s)" % skill for skill in skills],
              "PROJECT RULES (follow them; where they differ, the later, more specific file wins):":
              ["\nFrom %s:\n%s" % rule for rule in find_project_rules(cwd)]}
     for heading, lines in found.items():
@@ -2269,8 +2269,8 @@ class Agent:
         system, messages, cost, cwd = session.load() if resume else (None, [], 0.0, None)
         self.cwd = cwd if cwd and os.path.isdir(cwd) else self.home
         self.runner.start_mcp(self.cwd)       # the session is ours
-        system = system or build_system_prompt(self.cfg, self.contract, self.cwd,
-                                               self.runner.tools())
+        tools, skills = self.runner.tools(), self.prompt_skills     # the skills the model knows of
+        system = system or build_system_prompt(self.cfg, self.contract, self.cwd, tools, skills)
         self.messages = [{"role": "system", "content": system}] + messages
         self.context_tokens = estimate_tokens(self.messages) if resume else 0
         self.runner.tool_count, self.ledger.cost_usd = sum(map(tool_calls_in, messages)), cost
@@ -2310,7 +2310,8 @@ class Agent:
         self.session.append({"type": "message", "message": message})
 
     def reset(self, messages):
-        self.messages = self.messages[:1] + messages
+        """A new history after the system prompt; its tokens are not counted until the next call."""
+        self.messages, self.context_tokens = self.messages[:1] + messages, 0
         self.skills_seen = (None, self.prompt_skills)       # a skills note may be gone: look again
         self.session.append({"type": "reset", "messages": messages})
 
@@ -2919,7 +2920,6 @@ def run_line(agent, ui, line, keys, commands, help_text):
                 ui.write(sessions_text(agent, ui.width()))
             elif name == "/clear":
                 agent.reset([])
-                agent.context_tokens = 0
                 ui.write("conversation cleared\n")
             elif name == "/model":
                 switch_model(agent, ui, arg.strip())

@@ -597,3 +597,17 @@ def test_settings_are_read_once_and_what_a_session_changes_lives_on_its_agent(en
     finally:
         agent.close()
         other.close()
+
+
+def test_a_new_history_counts_nothing_of_the_last_ones_context(engine, fake):
+    # Agent mode starts each step on a new history, as /clear does: the last call's context size
+    # must not carry over into the new history's compaction check and context display.
+    agent = engine.Agent(engine.Config())
+    try:
+        fake.add(answer("done", usage={"prompt_tokens": 80000, "completion_tokens": 10, "total_tokens": 80010}))
+        assert agent.run_turn("hi") == "done"
+        assert agent.context_pct() > 75
+        agent.reset([])
+        assert agent.context_pct() == 0
+    finally:
+        agent.close()
