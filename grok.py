@@ -1946,6 +1946,12 @@ class Ledger:
                          "cost_usd": cost})
         return cost
 
+    def count(self, result, model):
+        """A model call's cost, set on the result and added with its tokens to the turn's."""
+        result.cost = self.add_cost(result.usage, model)
+        for key in self.turn:
+            self.turn[key] += result.cost if key == "cost" else result.tokens[key]
+
     def reserve(self, estimate=0.0):
         """Before a paid request: LimitReached at the limit, or if `estimate` USD more passes it."""
         with self.lock:
@@ -2347,9 +2353,7 @@ class Agent:
             result = self.link.chat(self.messages, self.runner.tools(), ui=self.ui)
         except ContextOverflow as e:
             result = self.after_overflow(e)
-        result.cost = self.ledger.add_cost(result.usage, self.link.model)
-        for key in self.ledger.turn:        # the turn's tokens and cost
-            self.ledger.turn[key] += result.cost if key == "cost" else result.tokens[key]
+        self.ledger.count(result, self.link.model)
         self.last_usage = result.usage
         tokens = result.tokens["input"] + result.tokens["output"]
         self.context_tokens = tokens or estimate_tokens(self.messages)
