@@ -621,7 +621,7 @@ class Client:
         # through a plain-http proxy the request line names the whole URL (https: a CONNECT tunnel)
         via = self.proxy if not self.https else None
         self.prefix = ("http://" + u.netloc if via else "") + u.path.rstrip("/")
-        self.headers = {"Content-Type": "application/json",
+        self.headers = {"Content-Type": "application/json", "User-Agent": "grok.py/" + __version__,
                         "Authorization": "Bearer " + (api_key or ""), **(via[2] if via else {})}
         self.timeout, self.max_retries, self.backoff = timeout, max_retries, backoff
         self.notice = notice or (lambda text: None)
@@ -691,11 +691,9 @@ class Client:
 
     def post(self, path, payload, on_stream=None, cancel=None, no_retry=None, cap=REPLY_CAP):
         """The JSON reply (or on_stream(reader)); faults, 429 and 5xx retried with backoff."""
-        headers = {**self.headers, "User-Agent": "grok.py/" + __version__}
+        headers = dict(self.headers, Accept="text/event-stream" if on_stream else "*/*")
         if self.conv_id:
             headers["x-grok-conv-id"] = self.conv_id
-        if on_stream:
-            headers["Accept"] = "text/event-stream"
         request = ("POST", self.prefix + path, json_bytes(payload), headers)
         cancel, most = cancel or threading.Event(), self.max_retries
         attempt = breaks = delay = 0
@@ -908,10 +906,9 @@ def parse_chat_reply(obj, on_thought=None):
     obj = obj if isinstance(obj, dict) else {}
     choices, usage = obj.get("choices"), obj.get("usage")
     choice = choices[0] if isinstance(choices, list) and choices else None
-    if not isinstance(choice, dict):
-        if obj.get("error"):
-            raise HTTPStatusError(500, json.dumps(obj).encode())
-        return ChatResult(None, None, usage)
+    if not isinstance(choice, dict) and obj.get("error"):
+        raise HTTPStatusError(500, json.dumps(obj).encode())
+    choice = choice if isinstance(choice, dict) else {}
     msg = choice.get("message") if isinstance(choice.get("message"), dict) else {}
     deliver(msg.get("reasoning_content"), on_thought)
     return ChatResult(msg.get("content"), choice.get("finish_reason"), usage, obj.get("id"))
@@ -926,7 +923,7 @@ class ResponseStreamer:
     def __init__(self):
         self.tool_calls = "unknown"     # the "tool_calls" list so far: "empty", "nonempty" or this
         self.key, self.raw, self.depth, self.cut = None, None, 0, 0     # raw: the string being read
-        self.colon = self.calls = self.escaped = self.response = False
+        self.colon = self.escaped = self.response = False
 
     def feed(self, text):
         out = []
@@ -934,7 +931,7 @@ class ResponseStreamer:
             if self.raw is None:
                 self._structure(ch)
             elif ch == '"' and not self.escaped:        # the end of the string
-                if self.depth == 1 and not self.colon:      # a top-level key
+                if self.depth == 1:     # a top-level key (or a value: a key comes next)
                     self.key = self._decode("".join(self.raw))
                 out.append(self._take(whole=True))
                 self.raw, self.response = None, False
@@ -945,7 +942,7 @@ class ResponseStreamer:
         return "".join(out)
 
     def _structure(self, ch):
-        if self.calls and self.depth == 2 and ch not in " \t\r\n]":
+        if self.depth == 2 and self.key == "tool_calls" and ch not in " \t\r\n]":
             self.tool_calls = "nonempty"
         if ch == '"':
             self.raw, self.cut = [], 0
@@ -953,10 +950,9 @@ class ResponseStreamer:
         elif ch in "{[":
             self.depth += 1
             if self.depth == 2 and ch == "[" and self.key == "tool_calls":
-                self.calls, self.tool_calls = True, "empty"
+                self.tool_calls = "empty"
         elif ch in "}]":
             self.depth -= 1
-            self.calls = self.calls and self.depth > 1
         if not ch.isspace():
             self.colon = self.depth == 1 and ch == ":"
 
@@ -1007,11 +1003,10 @@ def extract_json_object(text):
     for brace in itertools.islice(re.finditer("{", text), 20):
         try:
             obj = decoder.raw_decode(text, brace.start())[0]
+            if broken is None or {"tool_calls", "response", "done"} & set(obj):    # not inner args
+                return obj
         except (ValueError, RecursionError) as e:
             broken = broken or e
-            continue
-        if broken is None or {"tool_calls", "response", "done"} & set(obj):    # never inner args
-            return obj
     raise ContractError("the reply is not a JSON object" + (" (%s)" % broken if broken else ""))
 
 
