@@ -867,19 +867,17 @@ def read_chat_stream(resp, on_delta, on_thought=None):
     """A ChatResult of an SSE chat stream; an error in it (llama.cpp: an error: line) is raised."""
     parts, finish, usage, response_id = [], None, None, None
     for line in iter(resp.readline, b""):
-        field, _, data = line.strip().partition(b":")
-        data = data.strip()
+        field, _, data = (part.strip() for part in line.partition(b":"))
         if field == b"data" and data == b"[DONE]":
             break
         try:
-            chunk = json.loads(data.decode("utf-8", "replace")) if field == b"data" else None
+            chunk = json.loads(data.decode("utf-8", "replace")) if field == b"data" else {}
         except (ValueError, RecursionError):
             raise StreamBroken("a stream chunk was not JSON: %r" % data[:80])
-        if field == b"error" or isinstance(chunk, dict) and chunk.get("error"):
+        chunk = chunk if isinstance(chunk, dict) else {}
+        if field == b"error" or chunk.get("error"):
             code = re.search(rb'"code"\s*:\s*([45]\d\d)\b', data)      # the status, else 500
             raise HTTPStatusError(int(code.group(1)) if code else 500, data)
-        if not isinstance(chunk, dict):
-            continue
         usage = chunk["usage"] if isinstance(chunk.get("usage"), dict) else usage
         response_id = chunk.get("id", response_id)
         choices = chunk.get("choices") if isinstance(chunk.get("choices"), list) else ()
@@ -995,11 +993,14 @@ REPLY_SHAPE = ('{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRI
                ' "done": BOOL}')
 
 
-def extract_json_object(text):
-    """The reply's JSON object amid fences or prose; raw control characters in its strings pass."""
+def extract_json_object(text, cut=False):
+    """The reply's JSON object amid fences or prose (if `cut`, all of it); control chars pass."""
     text, decoder, broken = text.strip(), json.JSONDecoder(strict=False), None
     with suppress(ValueError, RecursionError):
         return decoder.decode(text)
+    if cut:     # a reply cut off at max_tokens may still hold an inner object: never take that
+        raise ContractError("the reply was cut off at max_tokens before its JSON ended:"
+                            " reply shorter, with fewer tool calls")
     for brace in itertools.islice(re.finditer("{", text), 20):
         try:
             obj = decoder.raw_decode(text, brace.start())[0]
@@ -1014,12 +1015,7 @@ def parse_reply(content, tool_names, finish_reason=None):
     """Validate one assistant message against the contract; returns a clean dict."""
     if content is None or not str(content).strip():
         raise ContractError("the reply was empty")
-    try:        # a cut-off reply may still hold an inner object: never take that
-        cut = finish_reason == "length"
-        obj = json.loads(content, strict=False) if cut else extract_json_object(str(content))
-    except (ValueError, RecursionError):
-        raise ContractError("the reply was cut off at max_tokens before its JSON ended:"
-                            " reply shorter, with fewer tool calls")
+    obj = extract_json_object(str(content), cut=finish_reason == "length")
     if not isinstance(obj, dict):
         raise ContractError("the reply must be a JSON object")
     calls = obj.get("tool_calls") or []
