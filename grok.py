@@ -1907,7 +1907,6 @@ def turn_end(e):
     return bug, 4, None
 
 
-INTERRUPTED = ("[interrupted by the user]", "[interrupted: the session ended during this turn]")
 UNRUN = "[the user cancelled the tool calls before they finished]"
 NUDGE = {LOOP_NUDGE: "[Loop] You made these same tool calls and got these same results %d rounds "
                      "in a row: repeating them changes nothing. Answer now (\"done\": true), or "
@@ -2008,8 +2007,7 @@ class Link:
                 self.notice("the reply stream from %s broke off again (%s): asking once without "
                             "streaming, to see the server's answer" % (self.client.host, e))
             except HTTPStatusError as e:
-                if not self.fall_back(e, contract):
-                    raise e.overflow() or self.api_error(e)
+                self.fall_back(e, contract)     # or raises the error
             else:
                 return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, thought)
 
@@ -2043,7 +2041,7 @@ class Link:
         return read_chat_stream(resp, piece, ui.thought)
 
     def fall_back(self, e, contract):
-        """Whether the request can go again without what the server rejected (for the session)."""
+        """Drop what the server rejected (for the session) so the request can go again; else raise."""
         bad = e.status in (400, 422)
         rejected = [k for k in self.optional if bad and e.mentions(k, k.replace("_", ""))]
         if contract and self.format_rejected(e) and self.format_level < 2:
@@ -2057,8 +2055,7 @@ class Link:
         elif self.stream and bad and e.mentions("stream") and not e.overflow():
             self.stream = False
         else:
-            return False
-        return True
+            raise e.overflow() or self.api_error(e)
 
     @staticmethod
     def format_rejected(e):
@@ -2136,7 +2133,7 @@ class ToolRunner:
 
     def tools(self):
         """The tools offered now: built-in ones not withdrawn, the MCP servers' (may change)."""
-        tools = {name: TOOLS[name] for name in self.tool_names}
+        tools = {name: TOOLS[name] for name in self.tool_names if name not in self.withdrawn}
         for server in self.mcp:
             with suppress(ConnectionError):
                 server.changed and server.list_tools(30)
@@ -2211,8 +2208,7 @@ class ToolRunner:
         """A tool the server lacks: not offered again; later calls get this result, unsent."""
         text = "%s is unavailable: %s; withdrawn for the rest of this session" % (name, reason)
         with self.lock:
-            if name in self.tool_names:
-                self.tool_names.remove(name)
+            if name not in self.withdrawn:
                 self.withdrawn[name] = text
                 self.notice(text)
         return ToolResult(text, ok=False)
@@ -2292,7 +2288,7 @@ class Agent:
                 session.append({"type": "reset", "messages": messages})
         self.session, self.link.client.conv_id = session, session.id
         if resume:      # killed mid-turn (SIGKILL, a crash): close that turn as a cancel would have
-            self.settle_cancelled(INTERRUPTED[1])
+            self.settle_cancelled("[interrupted: the session ended during this turn]")
 
     # -- bookkeeping ---------------------------------------------------------
     def notice(self, text):
@@ -2474,7 +2470,7 @@ class Agent:
         for proc in list(self.runner.procs):
             kill_group(proc)
 
-    def settle_cancelled(self, note=INTERRUPTED[0], unrun=UNRUN):
+    def settle_cancelled(self, note="[interrupted by the user]", unrun=UNRUN):
         """After a cancelled or failed turn: stop all; end the turn in the history (idempotent)."""
         self.stop()
         last = self.messages[-1]
