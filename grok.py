@@ -2041,7 +2041,7 @@ class Link:
         return read_chat_stream(resp, piece, ui.thought)
 
     def fall_back(self, e, contract):
-        """Drop what the server rejected (for the session) so the request can go again; else raise."""
+        """Leave out what the server rejected (for the session) and ask again; else raise."""
         bad = e.status in (400, 422)
         rejected = [k for k in self.optional if bad and e.mentions(k, k.replace("_", ""))]
         if contract and self.format_rejected(e) and self.format_level < 2:
