@@ -152,11 +152,10 @@ class Config:
         self.cwd = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
         if not os.path.isdir(self.cwd):
             raise UserError("--cwd: no such directory: %s" % self.cwd)
-        here = os.path.dirname(os.path.realpath(__file__))
-        skills = os.environ.get("GROK_SKILLS_DIR") or os.path.join(here, "skills")
-        share = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
-        data = os.environ.get("GROK_DATA_DIR") or os.path.join(share, "grok-agent")
-        self.skills_dir, self.data_dir = os.path.expanduser(skills), os.path.expanduser(data)
+        skills = os.path.join(os.path.dirname(os.path.realpath(__file__)), "skills")
+        data = os.path.join(os.environ.get("XDG_DATA_HOME") or "~/.local/share", "grok-agent")
+        self.skills_dir = os.path.expanduser(os.environ.get("GROK_SKILLS_DIR") or skills)
+        self.data_dir = os.path.expanduser(os.environ.get("GROK_DATA_DIR") or data)
         sandbox = sandbox or os.environ.get("GROK_SANDBOX") or "off"     # its backend: chosen once
         self.sandbox = None if sandbox == "off" != net else Sandbox(sandbox, net == "off", self.cwd)
         self.frozen = True
@@ -454,11 +453,10 @@ def data_dir_problem(path):
 
 def read_regular(path, cap):
     """(first cap+1 bytes, size) of a regular file (never a device, pipe or socket), or None."""
-    with suppress(OSError):
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))     # a FIFO must not block
-        with open(fd, "rb") as f:
-            info = os.fstat(fd)
-            return (f.read(cap + 1), info.st_size) if stat.S_ISREG(info.st_mode) else None
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)     # opening a FIFO must not block
+    with suppress(OSError), open(os.open(path, flags), "rb") as f:
+        info = os.fstat(f.fileno())
+        return (f.read(cap + 1), info.st_size) if stat.S_ISREG(info.st_mode) else None
 
 
 def clean_text(text):
