@@ -26,9 +26,11 @@ class Lazy:
 
 
 (json, re, threading, subprocess, signal, select, socket, termios, tempfile, glob, fnmatch, difflib,
- itertools, shutil, urllib_parse, _thread, queue, textwrap, traceback, argparse) = map(Lazy, (
+ itertools, shutil, urllib_parse, _thread, queue, textwrap, traceback, argparse, getpass, hashlib,
+ base64, fcntl, ctypes, unicodedata) = map(Lazy, (
     "json re threading subprocess signal select socket termios tempfile glob fnmatch difflib"
-    " itertools shutil urllib.parse _thread queue textwrap traceback argparse").split())
+    " itertools shutil urllib.parse _thread queue textwrap traceback argparse getpass hashlib"
+    " base64 fcntl ctypes unicodedata").split())
 
 # --- Constants and configuration ---
 
@@ -115,7 +117,6 @@ def ask_api_key():
     key, path = "", os.path.expanduser(ENV_FILES[0])
     with suppress(EOFError):
         if sys.stdin.isatty() and sys.stderr.isatty():
-            import getpass
             sys.stderr.write("grok: no API key yet (make one at https://console.x.ai)\n")
             key = "".join(getpass.getpass("API key (hidden; empty to quit): ", sys.stderr).split())
     if not key:
@@ -420,7 +421,6 @@ def scrub_all(obj):
 def visible(text, newlines=True):
     """For display: what would not print as itself (controls, bidi...) escaped, but \\t and \\n."""
     def escaped(match):     # \x0d, \u200b, \U000e0041; or the character, if it prints as itself
-        import unicodedata
         char = match.group()
         blank = re.match("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\uffa0"     # fillers,
                          "\ufe00-\ufe0f\U000e0000-\U000e0fff]", char)         # variation selectors
@@ -847,7 +847,6 @@ def find_proxy(scheme, host):
                         % (scheme, scheme.upper(), url))
     if u.username is None:
         return u.hostname, port, {}
-    import base64
     user = ":".join(urllib_parse.unquote(part or "") for part in (u.username, u.password)).encode()
     return u.hostname, port, {"Proxy-Authorization": "Basic " + base64.b64encode(user).decode()}
 
@@ -1108,7 +1107,6 @@ class Sandbox:
                 return "bubblewrap is not installed (apt-get install bubblewrap)"
             ran = subprocess.run(self.wrap(["true"], cwd)[0], capture_output=True, errors="replace")
             return ran.returncode and "bubblewrap fails here: %s" % ran.stderr.strip()[:300]
-        import ctypes
         self.libc = ctypes.CDLL(None, use_errno=True)      # syscall 444, flag 1: the Landlock ABI
         abi = self.abi = self.libc.syscall(444, None, 0, 1) if sys.platform == "linux" else -1
         if abi < 1:
@@ -1613,7 +1611,6 @@ def project_mcp(cfg, ask, notice):
         specs = mcp_specs(json.loads(data).get("mcpServers"), path, notice)
     except (ValueError, AttributeError, RecursionError) as e:
         return notice("%s is not used: %s" % (path, e)) or {}
-    import hashlib
     store, safe = os.path.join(cfg.data_dir, "mcp-approved"), not data_dir_problem(cfg.data_dir)
     known = (safe and read_regular(store, 1 << 20) or (b"",))[0]     # no approval others planted
     mark = ("%s %s\n" % (hashlib.sha256(data).hexdigest(), os.path.realpath(path))).encode()
@@ -1750,7 +1747,6 @@ class Session:
         os.chmod(self.dir, 0o700)
         self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o600)
         os.fchmod(self.fd, 0o600)
-        import fcntl
         try:        # an advisory lock, held while the file is open
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
