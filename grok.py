@@ -2705,8 +2705,8 @@ class EscKey:
 class TerminalUI(UI):
     """Minimal mode: one gray line per tool call, then the answer."""
 
-    def __init__(self, out=None):
-        self.out = out or sys.stdout
+    def __init__(self):
+        self.out = sys.stdout
         plain = os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb"
         self.color = not plain and self.out.isatty()
         self.streamed = self.open_line = False
