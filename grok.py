@@ -2629,15 +2629,13 @@ def ask_tty(prompt):
         keys.lock.acquire()         # the Esc watcher stops reading; the terminal edits lines again
         keys.mode(watching=False)
     try:
-        with open("/dev/tty", "r+b", buffering=0) as tty:      # unbuffered: a tty cannot seek
+        with suppress(OSError), open("/dev/tty", "r+b", buffering=0) as tty:  # a tty cannot seek
             try:
                 tty.write(prompt.encode("utf-8", "replace"))
                 return tty.readline().decode("utf-8", "replace").strip()
             except KeyboardInterrupt:
                 tty.write(b"\n")        # the cancel notice then starts on its own line
                 raise
-    except OSError:
-        return None
     finally:
         if keys:
             keys.lock.release()
@@ -2676,18 +2674,16 @@ class EscKey:
             termios.tcsetattr(self.fd, termios.TCSANOW, attrs)
 
     def watch(self):
-        while EscKey.active is self:
-            with self.lock:
-                try:
+        with suppress(OSError):     # the terminal is gone
+            while EscKey.active is self:
+                with self.lock:
                     if EscKey.active is not self or not select.select([self.fd], [], [], 0.1)[0]:
                         continue
                     data = os.read(self.fd, 1024)
                     if data.endswith(b"\x1b") and not select.select([self.fd], [], [], 0.05)[0]:
                         data = data[:-1]        # a lone Esc, not the start of an arrow key
                         signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
-                except OSError:
-                    return
-                self.typed += data
+                    self.typed += data
 
     def take(self):
         """(the lines typed meanwhile or None, the unfinished rest), edited as a terminal would."""
@@ -2703,8 +2699,8 @@ class EscKey:
 class TerminalUI(UI):
     """Minimal mode: one gray line per tool call, then the answer."""
 
-    def __init__(self, out=None):
-        self.out = out or sys.stdout
+    def __init__(self):
+        self.out = sys.stdout
         plain = os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb"
         self.color = not plain and self.out.isatty()
         self.streamed = self.open_line = False
@@ -2858,15 +2854,10 @@ def save_history(readline, data_dir):
     """Via a 0600 temp file and a rename: a symlink planted as history is replaced, not followed."""
     if readline is None or data_dir_problem(data_dir):
         return
-    with suppress(OSError):
-        fd, tmp = tempfile.mkstemp(dir=data_dir, prefix=".history-")
-        os.close(fd)
-        try:
-            readline.write_history_file(tmp)
-            os.replace(tmp, os.path.join(data_dir, "history"))
-        finally:        # a failed write leaves no temp file (after the rename there is none)
-            with suppress(OSError):
-                os.unlink(tmp)
+    # A failed write leaves no temp file; after the rename, deleting it fails (and is suppressed).
+    with suppress(OSError), tempfile.NamedTemporaryFile(dir=data_dir, prefix=".history-") as tmp:
+        readline.write_history_file(tmp.name)
+        os.replace(tmp.name, os.path.join(data_dir, "history"))
 
 
 def read_line(keys, prompt="> "):
@@ -2880,13 +2871,11 @@ def read_line(keys, prompt="> "):
     signal.setitimer(signal.ITIMER_REAL, 0.25, 0.25)
     try:
         lines = [rest + input(prompt + rest)]     # an unfinished line typed meanwhile leads on
-        while lines[-1].endswith("\\") or select.select([sys.stdin], [], [], 0.01)[0]:
-            more = lines[-1].endswith("\\")
-            lines[-1] = lines[-1][:-1] if more else lines[-1]
-            try:
+        with suppress(EOFError):        # Ctrl-D after a \ or in a paste: the message so far
+            while lines[-1].endswith("\\") or select.select([sys.stdin], [], [], 0.01)[0]:
+                more = lines[-1].endswith("\\")
+                lines[-1] = lines[-1][:-1] if more else lines[-1]
                 lines.append(input("... " if more else ""))
-            except EOFError:
-                break
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
