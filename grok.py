@@ -27,10 +27,10 @@ class Lazy:
 
 (json, re, threading, subprocess, signal, select, socket, termios, tempfile, glob, fnmatch, difflib,
  itertools, shutil, urllib_parse, _thread, queue, textwrap, traceback, argparse, getpass, hashlib,
- base64, fcntl, ctypes, unicodedata) = map(Lazy, (
+ base64, fcntl, ctypes, unicodedata, urllib_request) = map(Lazy, (
     "json re threading subprocess signal select socket termios tempfile glob fnmatch difflib"
     " itertools shutil urllib.parse _thread queue textwrap traceback argparse getpass hashlib"
-    " base64 fcntl ctypes unicodedata").split())
+    " base64 fcntl ctypes unicodedata urllib.request").split())
 
 # --- Constants and configuration ---
 
@@ -831,10 +831,7 @@ class ReplyReader:
 def find_proxy(scheme, host):
     """(host, port, headers) of the http(s)_proxy, or None (none set, or no_proxy exempts host)."""
     url = os.environ.get(scheme + "_proxy") or os.environ.get(scheme.upper() + "_PROXY")
-    if not url:
-        return None
-    import urllib.request
-    if urllib.request.proxy_bypass_environment(host):
+    if not url or urllib_request.proxy_bypass_environment(host):
         return None
     u = urllib_parse.urlsplit(url if "://" in url else "http://" + url)
     port = None
