@@ -3486,7 +3486,7 @@ class AcpSession(UI):
 
 
 class AcpServer:
-    """The JSON-RPC side: reads requests, answers them, keeps the sessions."""
+    """The JSON-RPC side: answers requests (acp_main reads them), keeps the sessions."""
 
     def __init__(self, cfg, out):
         self.cfg, self.out, self.sessions, self.workers = cfg, out, {}, []
@@ -3533,14 +3533,6 @@ class AcpServer:
     def log(self, text):
         sys.stderr.write(visible(scrub(text)) + "\n")     # QuietStderr: never raises
         sys.stderr.flush()
-
-    def serve(self, stream):
-        for line in iter(stream.readline, b""):
-            if line.strip():
-                self.handle(line)
-        self.stop_all()     # the client is gone: cancel what runs, start nothing more
-        for worker in list(self.workers):       # in-flight prompts still get their answers
-            worker.join()
 
     def handle(self, line):
         """A request (always answered), a notification (never) or an answer to a request of ours."""
@@ -3649,9 +3641,8 @@ class AcpServer:
         if session is None:         # not held by this process yet: open its file
             self.need_key()
             store = Session(self.cfg.data_dir, session_id, warn=self.log)
-            bad = os.sep in session_id or "\x00" in session_id or session_id.startswith(".")
-            try:
-                if bad or not os.path.isfile(store.path):
+            try:        # (isfile is False for a path that holds a NUL)
+                if os.sep in session_id or session_id[0] == "." or not os.path.isfile(store.path):
                     raise UserError("no session %s in %s" % (json.dumps(session_id), store.dir))
                 session = self.start(cwd or self.cfg.cwd, mcp, session=store, resume=True)
             except UserError as e:
@@ -3693,14 +3684,18 @@ class AcpServer:
 
 
 def acp_main(cfg, mcp_files):
-    """`grok --acp` / `grok agent stdio`: serve ACP until stdin closes; exit 0. A project's
-    .mcp.json is not read: the editor passes the servers it chose in session/new."""
+    """Serve ACP until stdin closes; exit 0. No .mcp.json: the editor sends its MCP servers."""
     server = AcpServer(cfg, os.fdopen(os.dup(1), "wb"))
     os.dup2(2, 1)       # from here a stray print or child writes to stderr; stdout is protocol only
     sys.stdout = sys.stderr
     server.mcp = mcp_config(cfg, mcp_files, False, server.log)
     try:
-        server.serve(sys.stdin.buffer)
+        for line in iter(sys.stdin.buffer.readline, b""):
+            if line.strip():
+                server.handle(line)
+        server.stop_all()     # the client is gone: cancel what runs, start nothing more
+        for worker in list(server.workers):       # in-flight prompts still get their answers
+            worker.join()
     finally:
         server.stop_all()
         for session in list(server.sessions.values()):
