@@ -1202,13 +1202,13 @@ def tool_bash(args, ctx):
         return ToolResult("error: cannot start %s: %s" % (TOOL_SHELL, e), ok=False)
     ctx.procs.add(proc)
     Lifeline.update(proc)       # `read -r _` holds the command until the watchdog knows its group
-    out, total = bytearray(), [0]
+    out, omitted = bytearray(), [0]
 
     def read():         # on a thread, so the tool waits for the process, not in fixed sleeps
         with suppress(OSError, ValueError):
             for chunk in iter(lambda: proc.stdout.read1(65536), b""):
-                total[0] += len(chunk)
                 out.extend(chunk)
+                omitted[0] += max(0, len(out) - OUTPUT_HEAD - OUTPUT_TAIL)
                 del out[OUTPUT_HEAD:-OUTPUT_TAIL]       # the first and the last bytes are kept
     reader = threading.Thread(target=read, daemon=True)
     code, waited, limit = None, 0.0, ctx.timeout       # limit 0: none
@@ -1227,8 +1227,7 @@ def tool_bash(args, ctx):
         ctx.procs.discard(proc)
         Lifeline.update()
     reader.join(1 if note else 0.2)     # background children may keep the output open
-    omitted = total[0] - len(out)
-    cut = b"\n[... %d bytes omitted: output truncated ...]\n" % omitted if omitted > 0 else b""
+    cut = b"\n[... %d bytes omitted: output truncated ...]\n" % omitted[0] if omitted[0] else b""
     text = (out[:OUTPUT_HEAD] + cut + out[OUTPUT_HEAD:]).decode(errors="replace")
     text = text.replace("\x00", "\\0") if text.strip() or note else "(no output)"
     background = "" if note or not reader.is_alive() else (
@@ -1358,13 +1357,11 @@ def responses_answer(obj):
 class Tool(namedtuple("Tool", "run doc args input", defaults=(None,))):
     """Its function, what it does, {argument: JSON type} ("?": optional; the first is displayed)."""
 
-    def schema(self):
-        if self.input:      # an MCP tool's own JSON schema of its args
-            return self.input
+    def schema(self):       # input: an MCP tool's own JSON schema of its args
         props = {k: {"type": "array", "items": {"type": "string"}} if t.startswith("array")
                  else {"type": t.rstrip("?")} for k, t in self.args.items()}
-        return {"type": "object", "properties": props, "additionalProperties": False,
-                "required": [k for k, t in self.args.items() if not t.endswith("?")]}
+        return self.input or {"type": "object", "properties": props, "additionalProperties": False,
+                              "required": [k for k, t in self.args.items() if not t.endswith("?")]}
 
 
 TOOLS = {
