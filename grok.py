@@ -1482,10 +1482,9 @@ class McpServer:
         deadline = time.time() + timeout if timeout > 0 else float("inf")
         try:
             while not slot[0].wait(0.05):
-                failed = self.state.startswith("failed")
+                failed = self.state.startswith("failed") and self.state[8:]
                 late = time.time() > deadline and "no answer to %s within %gs" % (method, timeout)
-                stop = cancel and cancel.is_set() and "cancelled by the user"
-                why = self.state[8:] if failed else stop or late
+                why = failed or cancel and cancel.is_set() and "cancelled by the user" or late
                 if why:
                     cancelled = {"requestId": request_id, "reason": why}
                     self.send(method="notifications/cancelled", params=cancelled)
