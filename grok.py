@@ -1503,6 +1503,7 @@ class McpServer:
 
     def read(self):
         """Answers wake their requests; a ping is answered; a changed tool list is read again."""
+        why = "closed its output"
         for line in iter(lambda: self.proc.stdout.readline(16 << 20), b""):
             with suppress(ValueError, RecursionError):
                 message = None
@@ -1520,8 +1521,6 @@ class McpServer:
             elif slot and not method:
                 slot[1] = message
                 slot[0].set()
-        else:
-            why = "closed its output"
         self.drain.join(1)     # a dying server's last words
         if not self.state.startswith("failed"):     # requests see it; a reason told stays
             self.state = "failed: the server %s%s" % (why, self.stderr_tail())
