@@ -2167,7 +2167,7 @@ class ToolRunner:
                     try:
                         result = self.call_tool(item)
                     except Exception as e:      # Cancelled: a thread must never print a traceback
-                        result = ToolResult("error: %s" % (e or "cancelled"), ok=False)
+                        result = ToolResult("error: %s" % e, ok=False)
                     finished.put((item, result))
         with suppress(RuntimeError):        # "can't start new thread": fewer threads, or none
             while len(items) > 1 and len(threads) < min(MAX_CALLS, len(items)):
