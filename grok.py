@@ -619,7 +619,7 @@ class Client:
         # through a plain-http proxy the request line names the whole URL (https: a CONNECT tunnel)
         via = self.proxy if not self.https else None
         self.prefix = ("http://" + u.netloc if via else "") + u.path.rstrip("/")
-        self.headers = {"Content-Type": "application/json",
+        self.headers = {"Content-Type": "application/json", "User-Agent": "grok.py/" + __version__,
                         "Authorization": "Bearer " + (api_key or ""), **(via[2] if via else {})}
         self.timeout, self.max_retries, self.backoff = timeout, max_retries, backoff
         self.notice = notice or (lambda text: None)
@@ -689,11 +689,9 @@ class Client:
 
     def post(self, path, payload, on_stream=None, cancel=None, no_retry=None, cap=REPLY_CAP):
         """The JSON reply (or on_stream(reader)); faults, 429 and 5xx retried with backoff."""
-        headers = {**self.headers, "User-Agent": "grok.py/" + __version__}
+        headers = dict(self.headers, Accept="text/event-stream" if on_stream else "*/*")
         if self.conv_id:
             headers["x-grok-conv-id"] = self.conv_id
-        if on_stream:
-            headers["Accept"] = "text/event-stream"
         request = ("POST", self.prefix + path, json_bytes(payload), headers)
         cancel, most = cancel or threading.Event(), self.max_retries
         attempt = breaks = delay = 0
@@ -866,19 +864,17 @@ def read_chat_stream(resp, on_delta, on_thought=None):
     """A ChatResult of an SSE chat stream; an error in it (llama.cpp: an error: line) is raised."""
     parts, finish, usage, response_id = [], None, None, None
     for line in iter(resp.readline, b""):
-        field, _, data = line.strip().partition(b":")
-        data = data.strip()
+        field, _, data = (part.strip() for part in line.partition(b":"))
         if field == b"data" and data == b"[DONE]":
             break
         try:
-            chunk = json.loads(data.decode("utf-8", "replace")) if field == b"data" else None
+            chunk = json.loads(data.decode("utf-8", "replace")) if field == b"data" else {}
         except (ValueError, RecursionError):
             raise StreamBroken("a stream chunk was not JSON: %r" % data[:80])
-        if field == b"error" or isinstance(chunk, dict) and chunk.get("error"):
+        chunk = chunk if isinstance(chunk, dict) else {}
+        if field == b"error" or chunk.get("error"):
             code = re.search(rb'"code"\s*:\s*([45]\d\d)\b', data)      # the status, else 500
             raise HTTPStatusError(int(code.group(1)) if code else 500, data)
-        if not isinstance(chunk, dict):
-            continue
         usage = chunk["usage"] if isinstance(chunk.get("usage"), dict) else usage
         response_id = chunk.get("id", response_id)
         choices = chunk.get("choices") if isinstance(chunk.get("choices"), list) else ()
@@ -905,10 +901,9 @@ def parse_chat_reply(obj, on_thought=None):
     obj = obj if isinstance(obj, dict) else {}
     choices, usage = obj.get("choices"), obj.get("usage")
     choice = choices[0] if isinstance(choices, list) and choices else None
-    if not isinstance(choice, dict):
-        if obj.get("error"):
-            raise HTTPStatusError(500, json.dumps(obj).encode())
-        return ChatResult(None, None, usage)
+    if not isinstance(choice, dict) and obj.get("error"):
+        raise HTTPStatusError(500, json.dumps(obj).encode())
+    choice = choice if isinstance(choice, dict) else {}
     msg = choice.get("message") if isinstance(choice.get("message"), dict) else {}
     deliver(msg.get("reasoning_content"), on_thought)
     return ChatResult(msg.get("content"), choice.get("finish_reason"), usage, obj.get("id"))
@@ -923,7 +918,7 @@ class ResponseStreamer:
     def __init__(self):
         self.tool_calls = "unknown"     # the "tool_calls" list so far: "empty", "nonempty" or this
         self.key, self.raw, self.depth, self.cut = None, None, 0, 0     # raw: the string being read
-        self.colon = self.calls = self.escaped = self.response = False
+        self.colon = self.escaped = self.response = False
 
     def feed(self, text):
         out = []
@@ -931,7 +926,7 @@ class ResponseStreamer:
             if self.raw is None:
                 self._structure(ch)
             elif ch == '"' and not self.escaped:        # the end of the string
-                if self.depth == 1 and not self.colon:      # a top-level key
+                if self.depth == 1:     # a top-level key (or a value: a key comes next)
                     self.key = self._decode("".join(self.raw))
                 out.append(self._take(whole=True))
                 self.raw, self.response = None, False
@@ -942,7 +937,7 @@ class ResponseStreamer:
         return "".join(out)
 
     def _structure(self, ch):
-        if self.calls and self.depth == 2 and ch not in " \t\r\n]":
+        if self.depth == 2 and self.key == "tool_calls" and ch not in " \t\r\n]":
             self.tool_calls = "nonempty"
         if ch == '"':
             self.raw, self.cut = [], 0
@@ -950,10 +945,9 @@ class ResponseStreamer:
         elif ch in "{[":
             self.depth += 1
             if self.depth == 2 and ch == "[" and self.key == "tool_calls":
-                self.calls, self.tool_calls = True, "empty"
+                self.tool_calls = "empty"
         elif ch in "}]":
             self.depth -= 1
-            self.calls = self.calls and self.depth > 1
         if not ch.isspace():
             self.colon = self.depth == 1 and ch == ":"
 
@@ -996,19 +990,21 @@ REPLY_SHAPE = ('{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRI
                ' "done": BOOL}')
 
 
-def extract_json_object(text):
-    """The reply's JSON object amid fences or prose; raw control characters in its strings pass."""
+def extract_json_object(text, cut=False):
+    """The reply's JSON object amid fences or prose (if `cut`, all of it); control chars pass."""
     text, decoder, broken = text.strip(), json.JSONDecoder(strict=False), None
     with suppress(ValueError, RecursionError):
         return decoder.decode(text)
+    if cut:     # a reply cut off at max_tokens may still hold an inner object: never take that
+        raise ContractError("the reply was cut off at max_tokens before its JSON ended:"
+                            " reply shorter, with fewer tool calls")
     for brace in itertools.islice(re.finditer("{", text), 20):
         try:
             obj = decoder.raw_decode(text, brace.start())[0]
+            if broken is None or {"tool_calls", "response", "done"} & set(obj):    # not inner args
+                return obj
         except (ValueError, RecursionError) as e:
             broken = broken or e
-            continue
-        if broken is None or {"tool_calls", "response", "done"} & set(obj):    # never inner args
-            return obj
     raise ContractError("the reply is not a JSON object" + (" (%s)" % broken if broken else ""))
 
 
@@ -1016,12 +1012,7 @@ def parse_reply(content, tool_names, finish_reason=None):
     """Validate one assistant message against the contract; returns a clean dict."""
     if content is None or not str(content).strip():
         raise ContractError("the reply was empty")
-    try:        # a cut-off reply may still hold an inner object: never take that
-        cut = finish_reason == "length"
-        obj = json.loads(content, strict=False) if cut else extract_json_object(str(content))
-    except (ValueError, RecursionError):
-        raise ContractError("the reply was cut off at max_tokens before its JSON ended:"
-                            " reply shorter, with fewer tool calls")
+    obj = extract_json_object(str(content), cut=finish_reason == "length")
     if not isinstance(obj, dict):
         raise ContractError("the reply must be a JSON object")
     calls = obj.get("tool_calls") or []
