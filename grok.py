@@ -920,7 +920,7 @@ class ResponseStreamer:
             if self.raw is None:
                 self._structure(ch)
             elif ch == '"' and not self.escaped:        # the end of the string
-                if self.depth == 1:     # a top-level key (or a value: a key comes next)
+                if self.depth == 1:     # a top-level key, or a value (the next key replaces it)
                     self.key = self._decode("".join(self.raw))
                 out.append(self._take(whole=True))
                 self.raw, self.response = None, False
