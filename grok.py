@@ -27,10 +27,10 @@ class Lazy:
 
 (json, re, threading, subprocess, signal, select, socket, termios, tempfile, glob, fnmatch, difflib,
  itertools, shutil, urllib_parse, _thread, queue, textwrap, traceback, argparse, getpass, hashlib,
- base64, fcntl, ctypes, unicodedata, urllib_request) = map(Lazy, (
+ base64, fcntl, ctypes, unicodedata, urllib_request, email_utils) = map(Lazy, (
     "json re threading subprocess signal select socket termios tempfile glob fnmatch difflib"
     " itertools shutil urllib.parse _thread queue textwrap traceback argparse getpass hashlib"
-    " base64 fcntl ctypes unicodedata urllib.request").split())
+    " base64 fcntl ctypes unicodedata urllib.request email.utils").split())
 
 # --- Constants and configuration ---
 
@@ -595,9 +595,8 @@ def parse_retry_after(value, now=None, per_second=1):
     try:
         seconds = float(value) / per_second
     except (TypeError, ValueError):
-        import email.utils
         with suppress(TypeError, ValueError, OverflowError):    # (parsedate_tz: None if no date)
-            seconds = email.utils.mktime_tz(email.utils.parsedate_tz(value)) - (now or time.time())
+            seconds = email_utils.mktime_tz(email_utils.parsedate_tz(value)) - (now or time.time())
     return None if seconds != seconds else min(RETRY_AFTER_CAP, max(0.0, seconds))     # (not NaN)
 
 
