@@ -1797,9 +1797,8 @@ class Session:
             if not self.legacy:
                 return [line for line in data.splitlines() if line.strip()]
             obj = json.loads(data.decode("utf-8", "replace"))
-            records = [{"type": "message", "message": m} for m in obj["messages"]]
-            records.append({"type": "cwd", "cwd": obj.get("working_dir")})
-            return [json_bytes(r) for r in records]
+            records = [dict(type="message", message=m) for m in obj["messages"]]
+            return [json_bytes(r) for r in records + [dict(type="cwd", cwd=obj.get("working_dir"))]]
         except OSError as e:
             raise UserError("cannot read session %s: %s" % (source, e.strerror or e))
         except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
@@ -3718,7 +3717,6 @@ def arg_parser(prog="grok", description="A minimal agent harness for xAI's Grok 
             flag = re.search(r"(?:unrecognized arguments|ambiguous option): (--?[^\s=]+)", message)
             near = flag and difflib.get_close_matches(flag[1], self._option_string_actions, 1, 0.7)
             raise UserError(message + ("; did you mean %s?" % near[0] if near else ""))
-
     # A width, asked once: else argparse imports shutil (2.5 ms) and each of ~50 formatters asks.
     width = terminal_width() - 2
     p = Parser(prog=prog, description=description, epilog=ENV_HELP,
@@ -3951,7 +3949,6 @@ def main(argv=None):
             if len(agent.messages) > 1 and sys.stdin.isatty():
                 ui.write(ui.line("90", "session {0} (grok --resume {0})".format(agent.session.id)))
             agent.close()
-
     return guarded("grok", body, on_error)
 
 
