@@ -26,9 +26,11 @@ class Lazy:
 
 
 (json, re, threading, subprocess, signal, select, socket, termios, tempfile, glob, fnmatch, difflib,
- itertools, shutil, urllib_parse, _thread, queue, textwrap, traceback, argparse) = map(Lazy, (
+ itertools, shutil, urllib_parse, _thread, queue, textwrap, traceback, argparse, getpass, hashlib,
+ base64, fcntl, ctypes, unicodedata) = map(Lazy, (
     "json re threading subprocess signal select socket termios tempfile glob fnmatch difflib"
-    " itertools shutil urllib.parse _thread queue textwrap traceback argparse").split())
+    " itertools shutil urllib.parse _thread queue textwrap traceback argparse getpass hashlib"
+    " base64 fcntl ctypes unicodedata").split())
 
 # --- Constants and configuration ---
 
@@ -115,7 +117,6 @@ def ask_api_key():
     key, path = "", os.path.expanduser(ENV_FILES[0])
     with suppress(EOFError):
         if sys.stdin.isatty() and sys.stderr.isatty():
-            import getpass
             sys.stderr.write("grok: no API key yet (make one at https://console.x.ai)\n")
             key = "".join(getpass.getpass("API key (hidden; empty to quit): ", sys.stderr).split())
     if not key:
@@ -152,11 +153,10 @@ class Config:
         self.cwd = os.path.abspath(os.path.expanduser(cwd or os.getcwd()))
         if not os.path.isdir(self.cwd):
             raise UserError("--cwd: no such directory: %s" % self.cwd)
-        here = os.path.dirname(os.path.realpath(__file__))
-        skills = os.environ.get("GROK_SKILLS_DIR") or os.path.join(here, "skills")
-        share = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
-        data = os.environ.get("GROK_DATA_DIR") or os.path.join(share, "grok-agent")
-        self.skills_dir, self.data_dir = os.path.expanduser(skills), os.path.expanduser(data)
+        skills = os.path.join(os.path.dirname(os.path.realpath(__file__)), "skills")
+        data = os.path.join(os.environ.get("XDG_DATA_HOME") or "~/.local/share", "grok-agent")
+        self.skills_dir = os.path.expanduser(os.environ.get("GROK_SKILLS_DIR") or skills)
+        self.data_dir = os.path.expanduser(os.environ.get("GROK_DATA_DIR") or data)
         sandbox = sandbox or os.environ.get("GROK_SANDBOX") or "off"     # its backend: chosen once
         self.sandbox = None if sandbox == "off" != net else Sandbox(sandbox, net == "off", self.cwd)
         self.frozen = True
@@ -421,7 +421,6 @@ def scrub_all(obj):
 def visible(text, newlines=True):
     """For display: what would not print as itself (controls, bidi...) escaped, but \\t and \\n."""
     def escaped(match):     # \x0d, \u200b, \U000e0041; or the character, if it prints as itself
-        import unicodedata
         char = match.group()
         blank = re.match("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\uffa0"     # fillers,
                          "\ufe00-\ufe0f\U000e0000-\U000e0fff]", char)         # variation selectors
@@ -454,11 +453,10 @@ def data_dir_problem(path):
 
 def read_regular(path, cap):
     """(first cap+1 bytes, size) of a regular file (never a device, pipe or socket), or None."""
-    with suppress(OSError):
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))     # a FIFO must not block
-        with open(fd, "rb") as f:
-            info = os.fstat(fd)
-            return (f.read(cap + 1), info.st_size) if stat.S_ISREG(info.st_mode) else None
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)     # opening a FIFO must not block
+    with suppress(OSError), open(os.open(path, flags), "rb") as f:
+        info = os.fstat(f.fileno())
+        return (f.read(cap + 1), info.st_size) if stat.S_ISREG(info.st_mode) else None
 
 
 def clean_text(text):
@@ -621,7 +619,7 @@ class Client:
         # through a plain-http proxy the request line names the whole URL (https: a CONNECT tunnel)
         via = self.proxy if not self.https else None
         self.prefix = ("http://" + u.netloc if via else "") + u.path.rstrip("/")
-        self.headers = {"Content-Type": "application/json",
+        self.headers = {"Content-Type": "application/json", "User-Agent": "grok.py/" + __version__,
                         "Authorization": "Bearer " + (api_key or ""), **(via[2] if via else {})}
         self.timeout, self.max_retries, self.backoff = timeout, max_retries, backoff
         self.notice = notice or (lambda text: None)
@@ -691,11 +689,9 @@ class Client:
 
     def post(self, path, payload, on_stream=None, cancel=None, no_retry=None, cap=REPLY_CAP):
         """The JSON reply (or on_stream(reader)); faults, 429 and 5xx retried with backoff."""
-        headers = {**self.headers, "User-Agent": "grok.py/" + __version__}
+        headers = dict(self.headers, Accept="text/event-stream" if on_stream else "*/*")
         if self.conv_id:
             headers["x-grok-conv-id"] = self.conv_id
-        if on_stream:
-            headers["Accept"] = "text/event-stream"
         request = ("POST", self.prefix + path, json_bytes(payload), headers)
         cancel, most = cancel or threading.Event(), self.max_retries
         attempt = breaks = delay = 0
@@ -849,7 +845,6 @@ def find_proxy(scheme, host):
                         % (scheme, scheme.upper(), url))
     if u.username is None:
         return u.hostname, port, {}
-    import base64
     user = ":".join(urllib_parse.unquote(part or "") for part in (u.username, u.password)).encode()
     return u.hostname, port, {"Proxy-Authorization": "Basic " + base64.b64encode(user).decode()}
 
@@ -869,19 +864,17 @@ def read_chat_stream(resp, on_delta, on_thought=None):
     """A ChatResult of an SSE chat stream; an error in it (llama.cpp: an error: line) is raised."""
     parts, finish, usage, response_id = [], None, None, None
     for line in iter(resp.readline, b""):
-        field, _, data = line.strip().partition(b":")
-        data = data.strip()
+        field, _, data = (part.strip() for part in line.partition(b":"))
         if field == b"data" and data == b"[DONE]":
             break
         try:
-            chunk = json.loads(data.decode("utf-8", "replace")) if field == b"data" else None
+            chunk = json.loads(data.decode("utf-8", "replace")) if field == b"data" else {}
         except (ValueError, RecursionError):
             raise StreamBroken("a stream chunk was not JSON: %r" % data[:80])
-        if field == b"error" or isinstance(chunk, dict) and chunk.get("error"):
+        chunk = chunk if isinstance(chunk, dict) else {}
+        if field == b"error" or chunk.get("error"):
             code = re.search(rb'"code"\s*:\s*([45]\d\d)\b', data)      # the status, else 500
             raise HTTPStatusError(int(code.group(1)) if code else 500, data)
-        if not isinstance(chunk, dict):
-            continue
         usage = chunk["usage"] if isinstance(chunk.get("usage"), dict) else usage
         response_id = chunk.get("id", response_id)
         choices = chunk.get("choices") if isinstance(chunk.get("choices"), list) else ()
@@ -908,10 +901,9 @@ def parse_chat_reply(obj, on_thought=None):
     obj = obj if isinstance(obj, dict) else {}
     choices, usage = obj.get("choices"), obj.get("usage")
     choice = choices[0] if isinstance(choices, list) and choices else None
-    if not isinstance(choice, dict):
-        if obj.get("error"):
-            raise HTTPStatusError(500, json.dumps(obj).encode())
-        return ChatResult(None, None, usage)
+    if not isinstance(choice, dict) and obj.get("error"):
+        raise HTTPStatusError(500, json.dumps(obj).encode())
+    choice = choice if isinstance(choice, dict) else {}
     msg = choice.get("message") if isinstance(choice.get("message"), dict) else {}
     deliver(msg.get("reasoning_content"), on_thought)
     return ChatResult(msg.get("content"), choice.get("finish_reason"), usage, obj.get("id"))
@@ -926,7 +918,7 @@ class ResponseStreamer:
     def __init__(self):
         self.tool_calls = "unknown"     # the "tool_calls" list so far: "empty", "nonempty" or this
         self.key, self.raw, self.depth, self.cut = None, None, 0, 0     # raw: the string being read
-        self.colon = self.calls = self.escaped = self.response = False
+        self.colon = self.escaped = self.response = False
 
     def feed(self, text):
         out = []
@@ -934,7 +926,7 @@ class ResponseStreamer:
             if self.raw is None:
                 self._structure(ch)
             elif ch == '"' and not self.escaped:        # the end of the string
-                if self.depth == 1 and not self.colon:      # a top-level key
+                if self.depth == 1:     # a top-level key (or a value: a key comes next)
                     self.key = self._decode("".join(self.raw))
                 out.append(self._take(whole=True))
                 self.raw, self.response = None, False
@@ -945,7 +937,7 @@ class ResponseStreamer:
         return "".join(out)
 
     def _structure(self, ch):
-        if self.calls and self.depth == 2 and ch not in " \t\r\n]":
+        if self.depth == 2 and self.key == "tool_calls" and ch not in " \t\r\n]":
             self.tool_calls = "nonempty"
         if ch == '"':
             self.raw, self.cut = [], 0
@@ -953,10 +945,9 @@ class ResponseStreamer:
         elif ch in "{[":
             self.depth += 1
             if self.depth == 2 and ch == "[" and self.key == "tool_calls":
-                self.calls, self.tool_calls = True, "empty"
+                self.tool_calls = "empty"
         elif ch in "}]":
             self.depth -= 1
-            self.calls = self.calls and self.depth > 1
         if not ch.isspace():
             self.colon = self.depth == 1 and ch == ":"
 
@@ -999,19 +990,21 @@ REPLY_SHAPE = ('{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRI
                ' "done": BOOL}')
 
 
-def extract_json_object(text):
-    """The reply's JSON object amid fences or prose; raw control characters in its strings pass."""
+def extract_json_object(text, cut=False):
+    """The reply's JSON object amid fences or prose (if `cut`, all of it); control chars pass."""
     text, decoder, broken = text.strip(), json.JSONDecoder(strict=False), None
     with suppress(ValueError, RecursionError):
         return decoder.decode(text)
+    if cut:     # a reply cut off at max_tokens may still hold an inner object: never take that
+        raise ContractError("the reply was cut off at max_tokens before its JSON ended:"
+                            " reply shorter, with fewer tool calls")
     for brace in itertools.islice(re.finditer("{", text), 20):
         try:
             obj = decoder.raw_decode(text, brace.start())[0]
+            if broken is None or {"tool_calls", "response", "done"} & set(obj):    # not inner args
+                return obj
         except (ValueError, RecursionError) as e:
             broken = broken or e
-            continue
-        if broken is None or {"tool_calls", "response", "done"} & set(obj):    # never inner args
-            return obj
     raise ContractError("the reply is not a JSON object" + (" (%s)" % broken if broken else ""))
 
 
@@ -1019,12 +1012,7 @@ def parse_reply(content, tool_names, finish_reason=None):
     """Validate one assistant message against the contract; returns a clean dict."""
     if content is None or not str(content).strip():
         raise ContractError("the reply was empty")
-    try:        # a cut-off reply may still hold an inner object: never take that
-        cut = finish_reason == "length"
-        obj = json.loads(content, strict=False) if cut else extract_json_object(str(content))
-    except (ValueError, RecursionError):
-        raise ContractError("the reply was cut off at max_tokens before its JSON ended:"
-                            " reply shorter, with fewer tool calls")
+    obj = extract_json_object(str(content), cut=finish_reason == "length")
     if not isinstance(obj, dict):
         raise ContractError("the reply must be a JSON object")
     calls = obj.get("tool_calls") or []
@@ -1110,7 +1098,6 @@ class Sandbox:
                 return "bubblewrap is not installed (apt-get install bubblewrap)"
             ran = subprocess.run(self.wrap(["true"], cwd)[0], capture_output=True, errors="replace")
             return ran.returncode and "bubblewrap fails here: %s" % ran.stderr.strip()[:300]
-        import ctypes
         self.libc = ctypes.CDLL(None, use_errno=True)      # syscall 444, flag 1: the Landlock ABI
         abi = self.abi = self.libc.syscall(444, None, 0, 1) if sys.platform == "linux" else -1
         if abi < 1:
@@ -1202,13 +1189,13 @@ def tool_bash(args, ctx):
         return ToolResult("error: cannot start %s: %s" % (TOOL_SHELL, e), ok=False)
     ctx.procs.add(proc)
     Lifeline.update(proc)       # `read -r _` holds the command until the watchdog knows its group
-    out, total = bytearray(), [0]
+    out, omitted = bytearray(), [0]
 
     def read():         # on a thread, so the tool waits for the process, not in fixed sleeps
         with suppress(OSError, ValueError):
             for chunk in iter(lambda: proc.stdout.read1(65536), b""):
-                total[0] += len(chunk)
                 out.extend(chunk)
+                omitted[0] += max(0, len(out) - OUTPUT_HEAD - OUTPUT_TAIL)
                 del out[OUTPUT_HEAD:-OUTPUT_TAIL]       # the first and the last bytes are kept
     reader = threading.Thread(target=read, daemon=True)
     code, waited, limit = None, 0.0, ctx.timeout       # limit 0: none
@@ -1227,8 +1214,7 @@ def tool_bash(args, ctx):
         ctx.procs.discard(proc)
         Lifeline.update()
     reader.join(1 if note else 0.2)     # background children may keep the output open
-    omitted = total[0] - len(out)
-    cut = b"\n[... %d bytes omitted: output truncated ...]\n" % omitted if omitted > 0 else b""
+    cut = b"\n[... %d bytes omitted: output truncated ...]\n" % omitted[0] if omitted[0] else b""
     text = (out[:OUTPUT_HEAD] + cut + out[OUTPUT_HEAD:]).decode(errors="replace")
     text = text.replace("\x00", "\\0") if text.strip() or note else "(no output)"
     background = "" if note or not reader.is_alive() else (
@@ -1358,13 +1344,11 @@ def responses_answer(obj):
 class Tool(namedtuple("Tool", "run doc args input", defaults=(None,))):
     """Its function, what it does, {argument: JSON type} ("?": optional; the first is displayed)."""
 
-    def schema(self):
-        if self.input:      # an MCP tool's own JSON schema of its args
-            return self.input
+    def schema(self):       # input: an MCP tool's own JSON schema of its args
         props = {k: {"type": "array", "items": {"type": "string"}} if t.startswith("array")
                  else {"type": t.rstrip("?")} for k, t in self.args.items()}
-        return {"type": "object", "properties": props, "additionalProperties": False,
-                "required": [k for k, t in self.args.items() if not t.endswith("?")]}
+        return self.input or {"type": "object", "properties": props, "additionalProperties": False,
+                              "required": [k for k, t in self.args.items() if not t.endswith("?")]}
 
 
 TOOLS = {
@@ -1485,10 +1469,9 @@ class McpServer:
         deadline = time.time() + timeout if timeout > 0 else float("inf")
         try:
             while not slot[0].wait(0.05):
-                failed = self.state.startswith("failed")
+                failed = self.state.startswith("failed") and self.state[8:]
                 late = time.time() > deadline and "no answer to %s within %gs" % (method, timeout)
-                stop = cancel and cancel.is_set() and "cancelled by the user"
-                why = self.state[8:] if failed else stop or late
+                why = failed or cancel and cancel.is_set() and "cancelled by the user" or late
                 if why:
                     cancelled = {"requestId": request_id, "reason": why}
                     self.send(method="notifications/cancelled", params=cancelled)
@@ -1507,6 +1490,7 @@ class McpServer:
 
     def read(self):
         """Answers wake their requests; a ping is answered; a changed tool list is read again."""
+        why = "closed its output"
         for line in iter(lambda: self.proc.stdout.readline(16 << 20), b""):
             with suppress(ValueError, RecursionError):
                 message = None
@@ -1524,8 +1508,6 @@ class McpServer:
             elif slot and not method:
                 slot[1] = message
                 slot[0].set()
-        else:
-            why = "closed its output"
         self.drain.join(1)     # a dying server's last words
         if not self.state.startswith("failed"):     # requests see it; a reason told stays
             self.state = "failed: the server %s%s" % (why, self.stderr_tail())
@@ -1615,7 +1597,6 @@ def project_mcp(cfg, ask, notice):
         specs = mcp_specs(json.loads(data).get("mcpServers"), path, notice)
     except (ValueError, AttributeError, RecursionError) as e:
         return notice("%s is not used: %s" % (path, e)) or {}
-    import hashlib
     store, safe = os.path.join(cfg.data_dir, "mcp-approved"), not data_dir_problem(cfg.data_dir)
     known = (safe and read_regular(store, 1 << 20) or (b"",))[0]     # no approval others planted
     mark = ("%s %s\n" % (hashlib.sha256(data).hexdigest(), os.path.realpath(path))).encode()
@@ -1752,7 +1733,6 @@ class Session:
         os.chmod(self.dir, 0o700)
         self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o600)
         os.fchmod(self.fd, 0o600)
-        import fcntl
         try:        # an advisory lock, held while the file is open
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -1905,7 +1885,6 @@ def turn_end(e):
     return bug, 4, None
 
 
-INTERRUPTED = ("[interrupted by the user]", "[interrupted: the session ended during this turn]")
 UNRUN = "[the user cancelled the tool calls before they finished]"
 NUDGE = {LOOP_NUDGE: "[Loop] You made these same tool calls and got these same results %d rounds "
                      "in a row: repeating them changes nothing. Answer now (\"done\": true), or "
@@ -2006,8 +1985,7 @@ class Link:
                 self.notice("the reply stream from %s broke off again (%s): asking once without "
                             "streaming, to see the server's answer" % (self.client.host, e))
             except HTTPStatusError as e:
-                if not self.fall_back(e, contract):
-                    raise e.overflow() or self.api_error(e)
+                self.fall_back(e, contract)     # or raises the error
             else:
                 return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, thought)
 
@@ -2041,7 +2019,7 @@ class Link:
         return read_chat_stream(resp, piece, ui.thought)
 
     def fall_back(self, e, contract):
-        """Whether the request can go again without what the server rejected (for the session)."""
+        """Leave out what the server rejected (for the session) and ask again; else raise."""
         bad = e.status in (400, 422)
         rejected = [k for k in self.optional if bad and e.mentions(k, k.replace("_", ""))]
         if contract and self.format_rejected(e) and self.format_level < 2:
@@ -2055,8 +2033,7 @@ class Link:
         elif self.stream and bad and e.mentions("stream") and not e.overflow():
             self.stream = False
         else:
-            return False
-        return True
+            raise e.overflow() or self.api_error(e)
 
     @staticmethod
     def format_rejected(e):
@@ -2134,7 +2111,7 @@ class ToolRunner:
 
     def tools(self):
         """The tools offered now: built-in ones not withdrawn, the MCP servers' (may change)."""
-        tools = {name: TOOLS[name] for name in self.tool_names}
+        tools = {name: TOOLS[name] for name in self.tool_names if name not in self.withdrawn}
         for server in self.mcp:
             with suppress(ConnectionError):
                 server.changed and server.list_tools(30)
@@ -2174,7 +2151,7 @@ class ToolRunner:
                     try:
                         result = self.call_tool(item)
                     except Exception as e:      # Cancelled: a thread must never print a traceback
-                        result = ToolResult("error: %s" % (e or "cancelled"), ok=False)
+                        result = ToolResult("error: %s" % e, ok=False)
                     finished.put((item, result))
         with suppress(RuntimeError):        # "can't start new thread": fewer threads, or none
             while len(items) > 1 and len(threads) < min(MAX_CALLS, len(items)):
@@ -2209,8 +2186,7 @@ class ToolRunner:
         """A tool the server lacks: not offered again; later calls get this result, unsent."""
         text = "%s is unavailable: %s; withdrawn for the rest of this session" % (name, reason)
         with self.lock:
-            if name in self.tool_names:
-                self.tool_names.remove(name)
+            if name not in self.withdrawn:
                 self.withdrawn[name] = text
                 self.notice(text)
         return ToolResult(text, ok=False)
@@ -2290,7 +2266,7 @@ class Agent:
                 session.append({"type": "reset", "messages": messages})
         self.session, self.link.client.conv_id = session, session.id
         if resume:      # killed mid-turn (SIGKILL, a crash): close that turn as a cancel would have
-            self.settle_cancelled(INTERRUPTED[1])
+            self.settle_cancelled("[interrupted: the session ended during this turn]")
 
     # -- bookkeeping ---------------------------------------------------------
     def notice(self, text):
@@ -2472,7 +2448,7 @@ class Agent:
         for proc in list(self.runner.procs):
             kill_group(proc)
 
-    def settle_cancelled(self, note=INTERRUPTED[0], unrun=UNRUN):
+    def settle_cancelled(self, note="[interrupted by the user]", unrun=UNRUN):
         """After a cancelled or failed turn: stop all; end the turn in the history (idempotent)."""
         self.stop()
         last = self.messages[-1]
@@ -2633,15 +2609,13 @@ def ask_tty(prompt):
         keys.lock.acquire()         # the Esc watcher stops reading; the terminal edits lines again
         keys.mode(watching=False)
     try:
-        with open("/dev/tty", "r+b", buffering=0) as tty:      # unbuffered: a tty cannot seek
+        with suppress(OSError), open("/dev/tty", "r+b", buffering=0) as tty:  # a tty cannot seek
             try:
                 tty.write(prompt.encode("utf-8", "replace"))
                 return tty.readline().decode("utf-8", "replace").strip()
             except KeyboardInterrupt:
                 tty.write(b"\n")        # the cancel notice then starts on its own line
                 raise
-    except OSError:
-        return None
     finally:
         if keys:
             keys.lock.release()
@@ -2680,18 +2654,16 @@ class EscKey:
             termios.tcsetattr(self.fd, termios.TCSANOW, attrs)
 
     def watch(self):
-        while EscKey.active is self:
-            with self.lock:
-                try:
+        with suppress(OSError):     # the terminal is gone
+            while EscKey.active is self:
+                with self.lock:
                     if EscKey.active is not self or not select.select([self.fd], [], [], 0.1)[0]:
                         continue
                     data = os.read(self.fd, 1024)
                     if data.endswith(b"\x1b") and not select.select([self.fd], [], [], 0.05)[0]:
                         data = data[:-1]        # a lone Esc, not the start of an arrow key
                         signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
-                except OSError:
-                    return
-                self.typed += data
+                    self.typed += data
 
     def take(self):
         """(the lines typed meanwhile or None, the unfinished rest), edited as a terminal would."""
@@ -2707,8 +2679,8 @@ class EscKey:
 class TerminalUI(UI):
     """Minimal mode: one gray line per tool call, then the answer."""
 
-    def __init__(self, out=None):
-        self.out = out or sys.stdout
+    def __init__(self):
+        self.out = sys.stdout
         plain = os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb"
         self.color = not plain and self.out.isatty()
         self.streamed = self.open_line = False
@@ -2862,15 +2834,10 @@ def save_history(readline, data_dir):
     """Via a 0600 temp file and a rename: a symlink planted as history is replaced, not followed."""
     if readline is None or data_dir_problem(data_dir):
         return
-    with suppress(OSError):
-        fd, tmp = tempfile.mkstemp(dir=data_dir, prefix=".history-")
-        os.close(fd)
-        try:
-            readline.write_history_file(tmp)
-            os.replace(tmp, os.path.join(data_dir, "history"))
-        finally:        # a failed write leaves no temp file (after the rename there is none)
-            with suppress(OSError):
-                os.unlink(tmp)
+    # A failed write leaves no temp file; after the rename, deleting it fails (and is suppressed).
+    with suppress(OSError), tempfile.NamedTemporaryFile(dir=data_dir, prefix=".history-") as tmp:
+        readline.write_history_file(tmp.name)
+        os.replace(tmp.name, os.path.join(data_dir, "history"))
 
 
 def read_line(keys, prompt="> "):
@@ -2884,13 +2851,11 @@ def read_line(keys, prompt="> "):
     signal.setitimer(signal.ITIMER_REAL, 0.25, 0.25)
     try:
         lines = [rest + input(prompt + rest)]     # an unfinished line typed meanwhile leads on
-        while lines[-1].endswith("\\") or select.select([sys.stdin], [], [], 0.01)[0]:
-            more = lines[-1].endswith("\\")
-            lines[-1] = lines[-1][:-1] if more else lines[-1]
-            try:
+        with suppress(EOFError):        # Ctrl-D after a \ or in a paste: the message so far
+            while lines[-1].endswith("\\") or select.select([sys.stdin], [], [], 0.01)[0]:
+                more = lines[-1].endswith("\\")
+                lines[-1] = lines[-1][:-1] if more else lines[-1]
                 lines.append(input("... " if more else ""))
-            except EOFError:
-                break
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
@@ -3484,7 +3449,7 @@ class AcpSession(UI):
 
 
 class AcpServer:
-    """The JSON-RPC side: reads requests, answers them, keeps the sessions."""
+    """The JSON-RPC side: answers requests (acp_main reads them), keeps the sessions."""
 
     def __init__(self, cfg, out):
         self.cfg, self.out, self.sessions, self.workers = cfg, out, {}, []
@@ -3531,14 +3496,6 @@ class AcpServer:
     def log(self, text):
         sys.stderr.write(visible(scrub(text)) + "\n")     # QuietStderr: never raises
         sys.stderr.flush()
-
-    def serve(self, stream):
-        for line in iter(stream.readline, b""):
-            if line.strip():
-                self.handle(line)
-        self.stop_all()     # the client is gone: cancel what runs, start nothing more
-        for worker in list(self.workers):       # in-flight prompts still get their answers
-            worker.join()
 
     def handle(self, line):
         """A request (always answered), a notification (never) or an answer to a request of ours."""
@@ -3647,9 +3604,8 @@ class AcpServer:
         if session is None:         # not held by this process yet: open its file
             self.need_key()
             store = Session(self.cfg.data_dir, session_id, warn=self.log)
-            bad = os.sep in session_id or "\x00" in session_id or session_id.startswith(".")
-            try:
-                if bad or not os.path.isfile(store.path):
+            try:        # (isfile is False for a path that holds a NUL)
+                if os.sep in session_id or session_id[0] == "." or not os.path.isfile(store.path):
                     raise UserError("no session %s in %s" % (json.dumps(session_id), store.dir))
                 session = self.start(cwd or self.cfg.cwd, mcp, session=store, resume=True)
             except UserError as e:
@@ -3691,14 +3647,18 @@ class AcpServer:
 
 
 def acp_main(cfg, mcp_files):
-    """`grok --acp` / `grok agent stdio`: serve ACP until stdin closes; exit 0. A project's
-    .mcp.json is not read: the editor passes the servers it chose in session/new."""
+    """Serve ACP until stdin closes; exit 0. No .mcp.json: the editor sends its MCP servers."""
     server = AcpServer(cfg, os.fdopen(os.dup(1), "wb"))
     os.dup2(2, 1)       # from here a stray print or child writes to stderr; stdout is protocol only
     sys.stdout = sys.stderr
     server.mcp = mcp_config(cfg, mcp_files, False, server.log)
     try:
-        server.serve(sys.stdin.buffer)
+        for line in iter(sys.stdin.buffer.readline, b""):
+            if line.strip():
+                server.handle(line)
+        server.stop_all()     # the client is gone: cancel what runs, start nothing more
+        for worker in list(server.workers):       # in-flight prompts still get their answers
+            worker.join()
     finally:
         server.stop_all()
         for session in list(server.sessions.values()):

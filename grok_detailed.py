@@ -172,8 +172,8 @@ class DetailedUI(g.TerminalUI):
 
     LABEL = 10
 
-    def __init__(self, out=None):
-        g.TerminalUI.__init__(self, out)
+    def __init__(self):
+        g.TerminalUI.__init__(self)
         encoding = getattr(self.out, "encoding", None) or "ascii"
         try:
             "".join(GLYPHS.values()).encode(encoding)
