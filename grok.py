@@ -2074,7 +2074,7 @@ class Link:
         self.window_key = "%s %s" % (cfg.base_url, model)
         mine = not open_to_others(cfg.data_dir, (os.getuid(),))     # else a planted file is unread
         got = mine and read_regular(cfg.data_dir + "/windows.json", 1 << 20)
-        with suppress(TypeError, ValueError, AttributeError):      # no file, no JSON object
+        with suppress(TypeError, ValueError, AttributeError, RecursionError):  # not a JSON object
             said = json.loads(got[0]).items() if got else ()    # (no file: json is not imported)
             self.windows = {k: n for k, n in said if type(n) is int and n >= 0}
         told = cfg.window_set or self.windows.get(self.window_key)
