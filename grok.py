@@ -27,10 +27,10 @@ class Lazy:
 
 (json, re, threading, subprocess, signal, select, socket, termios, tempfile, glob, fnmatch, difflib,
  itertools, shutil, urllib_parse, _thread, queue, textwrap, traceback, argparse, getpass, hashlib,
- base64, fcntl, ctypes, unicodedata) = map(Lazy, (
+ base64, fcntl, ctypes, unicodedata, urllib_request) = map(Lazy, (
     "json re threading subprocess signal select socket termios tempfile glob fnmatch difflib"
     " itertools shutil urllib.parse _thread queue textwrap traceback argparse getpass hashlib"
-    " base64 fcntl ctypes unicodedata").split())
+    " base64 fcntl ctypes unicodedata urllib.request").split())
 
 # --- Constants and configuration ---
 
@@ -831,10 +831,7 @@ class ReplyReader:
 def find_proxy(scheme, host):
     """(host, port, headers) of the http(s)_proxy, or None (none set, or no_proxy exempts host)."""
     url = os.environ.get(scheme + "_proxy") or os.environ.get(scheme.upper() + "_PROXY")
-    if not url:
-        return None
-    import urllib.request
-    if urllib.request.proxy_bypass_environment(host):
+    if not url or urllib_request.proxy_bypass_environment(host):
         return None
     u = urllib_parse.urlsplit(url if "://" in url else "http://" + url)
     port = None
@@ -868,21 +865,17 @@ def read_chat_stream(resp, on_delta, on_thought=None):
         if field == b"data" and data == b"[DONE]":
             break
         try:
-            chunk = json.loads(data.decode("utf-8", "replace")) if field == b"data" else {}
+            chunk = json.loads(data.decode("utf-8", "replace")) if field == b"data" else None
         except (ValueError, RecursionError):
             raise StreamBroken("a stream chunk was not JSON: %r" % data[:80])
-        chunk = chunk if isinstance(chunk, dict) else {}
-        if field == b"error" or chunk.get("error"):
+        if field == b"error" or isinstance(chunk, dict) and chunk.get("error"):
             code = re.search(rb'"code"\s*:\s*([45]\d\d)\b', data)      # the status, else 500
             raise HTTPStatusError(int(code.group(1)) if code else 500, data)
-        usage = chunk["usage"] if isinstance(chunk.get("usage"), dict) else usage
-        response_id = chunk.get("id", response_id)
-        choices = chunk.get("choices") if isinstance(chunk.get("choices"), list) else ()
-        for choice in (c for c in choices if isinstance(c, dict)):
-            delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
-            deliver(delta.get("reasoning_content"), on_thought)
-            parts.append(deliver(delta.get("content"), on_delta))
-            finish = choice.get("finish_reason") or finish
+        delta = parse_chat_reply(chunk, on_thought, "delta")
+        parts.append(deliver(delta.content, on_delta))
+        finish = delta.finish_reason or finish
+        usage = delta.usage or usage
+        response_id = delta.id or response_id
     else:
         if finish is None:
             raise StreamBroken("no end of stream")
@@ -897,14 +890,15 @@ def deliver(piece, callback):
     return piece
 
 
-def parse_chat_reply(obj, on_thought=None):
+def parse_chat_reply(obj, on_thought=None, part="message"):
+    """A ChatResult of a reply's first choice (of a stream's chunk, with part "delta")."""
     obj = obj if isinstance(obj, dict) else {}
     choices, usage = obj.get("choices"), obj.get("usage")
     choice = choices[0] if isinstance(choices, list) and choices else None
     if not isinstance(choice, dict) and obj.get("error"):
         raise HTTPStatusError(500, json.dumps(obj).encode())
     choice = choice if isinstance(choice, dict) else {}
-    msg = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+    msg = choice.get(part) if isinstance(choice.get(part), dict) else {}
     deliver(msg.get("reasoning_content"), on_thought)
     return ChatResult(msg.get("content"), choice.get("finish_reason"), usage, obj.get("id"))
 
@@ -1189,13 +1183,13 @@ def tool_bash(args, ctx):
         return ToolResult("error: cannot start %s: %s" % (TOOL_SHELL, e), ok=False)
     ctx.procs.add(proc)
     Lifeline.update(proc)       # `read -r _` holds the command until the watchdog knows its group
-    out, total = bytearray(), [0]
+    out, omitted = bytearray(), [0]
 
     def read():         # on a thread, so the tool waits for the process, not in fixed sleeps
         with suppress(OSError, ValueError):
             for chunk in iter(lambda: proc.stdout.read1(65536), b""):
-                total[0] += len(chunk)
                 out.extend(chunk)
+                omitted[0] += max(0, len(out) - OUTPUT_HEAD - OUTPUT_TAIL)
                 del out[OUTPUT_HEAD:-OUTPUT_TAIL]       # the first and the last bytes are kept
     reader = threading.Thread(target=read, daemon=True)
     code, waited, limit = None, 0.0, ctx.timeout       # limit 0: none
@@ -1214,8 +1208,7 @@ def tool_bash(args, ctx):
         ctx.procs.discard(proc)
         Lifeline.update()
     reader.join(1 if note else 0.2)     # background children may keep the output open
-    omitted = total[0] - len(out)
-    cut = b"\n[... %d bytes omitted: output truncated ...]\n" % omitted if omitted > 0 else b""
+    cut = b"\n[... %d bytes omitted: output truncated ...]\n" % omitted[0] if omitted[0] else b""
     text = (out[:OUTPUT_HEAD] + cut + out[OUTPUT_HEAD:]).decode(errors="replace")
     text = text.replace("\x00", "\\0") if text.strip() or note else "(no output)"
     background = "" if note or not reader.is_alive() else (
@@ -1345,13 +1338,11 @@ def responses_answer(obj):
 class Tool(namedtuple("Tool", "run doc args input", defaults=(None,))):
     """Its function, what it does, {argument: JSON type} ("?": optional; the first is displayed)."""
 
-    def schema(self):
-        if self.input:      # an MCP tool's own JSON schema of its args
-            return self.input
+    def schema(self):       # input: an MCP tool's own JSON schema of its args
         props = {k: {"type": "array", "items": {"type": "string"}} if t.startswith("array")
                  else {"type": t.rstrip("?")} for k, t in self.args.items()}
-        return {"type": "object", "properties": props, "additionalProperties": False,
-                "required": [k for k, t in self.args.items() if not t.endswith("?")]}
+        return self.input or {"type": "object", "properties": props, "additionalProperties": False,
+                              "required": [k for k, t in self.args.items() if not t.endswith("?")]}
 
 
 TOOLS = {
@@ -1472,10 +1463,9 @@ class McpServer:
         deadline = time.time() + timeout if timeout > 0 else float("inf")
         try:
             while not slot[0].wait(0.05):
-                failed = self.state.startswith("failed")
+                failed = self.state.startswith("failed") and self.state[8:]
                 late = time.time() > deadline and "no answer to %s within %gs" % (method, timeout)
-                stop = cancel and cancel.is_set() and "cancelled by the user"
-                why = self.state[8:] if failed else stop or late
+                why = failed or cancel and cancel.is_set() and "cancelled by the user" or late
                 if why:
                     cancelled = {"requestId": request_id, "reason": why}
                     self.send(method="notifications/cancelled", params=cancelled)
@@ -1494,6 +1484,7 @@ class McpServer:
 
     def read(self):
         """Answers wake their requests; a ping is answered; a changed tool list is read again."""
+        why = "closed its output"
         for line in iter(lambda: self.proc.stdout.readline(16 << 20), b""):
             with suppress(ValueError, RecursionError):
                 message = None
@@ -1511,8 +1502,6 @@ class McpServer:
             elif slot and not method:
                 slot[1] = message
                 slot[0].set()
-        else:
-            why = "closed its output"
         self.drain.join(1)     # a dying server's last words
         if not self.state.startswith("failed"):     # requests see it; a reason told stays
             self.state = "failed: the server %s%s" % (why, self.stderr_tail())
@@ -3456,7 +3445,7 @@ class AcpSession(UI):
 
 
 class AcpServer:
-    """The JSON-RPC side: reads requests, answers them, keeps the sessions."""
+    """The JSON-RPC side: answers requests (acp_main reads them), keeps the sessions."""
 
     def __init__(self, cfg, out):
         self.cfg, self.out, self.sessions, self.workers = cfg, out, {}, []
@@ -3503,14 +3492,6 @@ class AcpServer:
     def log(self, text):
         sys.stderr.write(visible(scrub(text)) + "\n")     # QuietStderr: never raises
         sys.stderr.flush()
-
-    def serve(self, stream):
-        for line in iter(stream.readline, b""):
-            if line.strip():
-                self.handle(line)
-        self.stop_all()     # the client is gone: cancel what runs, start nothing more
-        for worker in list(self.workers):       # in-flight prompts still get their answers
-            worker.join()
 
     def handle(self, line):
         """A request (always answered), a notification (never) or an answer to a request of ours."""
@@ -3619,9 +3600,8 @@ class AcpServer:
         if session is None:         # not held by this process yet: open its file
             self.need_key()
             store = Session(self.cfg.data_dir, session_id, warn=self.log)
-            bad = os.sep in session_id or "\x00" in session_id or session_id.startswith(".")
-            try:
-                if bad or not os.path.isfile(store.path):
+            try:        # (isfile is False for a path that holds a NUL)
+                if os.sep in session_id or session_id[0] == "." or not os.path.isfile(store.path):
                     raise UserError("no session %s in %s" % (json.dumps(session_id), store.dir))
                 session = self.start(cwd or self.cfg.cwd, mcp, session=store, resume=True)
             except UserError as e:
@@ -3663,14 +3643,18 @@ class AcpServer:
 
 
 def acp_main(cfg, mcp_files):
-    """`grok --acp` / `grok agent stdio`: serve ACP until stdin closes; exit 0. A project's
-    .mcp.json is not read: the editor passes the servers it chose in session/new."""
+    """Serve ACP until stdin closes; exit 0. No .mcp.json: the editor sends its MCP servers."""
     server = AcpServer(cfg, os.fdopen(os.dup(1), "wb"))
     os.dup2(2, 1)       # from here a stray print or child writes to stderr; stdout is protocol only
     sys.stdout = sys.stderr
     server.mcp = mcp_config(cfg, mcp_files, False, server.log)
     try:
-        server.serve(sys.stdin.buffer)
+        for line in iter(sys.stdin.buffer.readline, b""):
+            if line.strip():
+                server.handle(line)
+        server.stop_all()     # the client is gone: cancel what runs, start nothing more
+        for worker in list(server.workers):       # in-flight prompts still get their answers
+            worker.join()
     finally:
         server.stop_all()
         for session in list(server.sessions.values()):
