@@ -27,10 +27,10 @@ class Lazy:
 
 (json, re, threading, subprocess, signal, select, socket, termios, tempfile, glob, fnmatch, difflib,
  itertools, shutil, urllib_parse, _thread, queue, textwrap, traceback, argparse, getpass, hashlib,
- base64, fcntl, ctypes, unicodedata) = map(Lazy, (
+ base64, fcntl, ctypes, unicodedata, urllib_request) = map(Lazy, (
     "json re threading subprocess signal select socket termios tempfile glob fnmatch difflib"
     " itertools shutil urllib.parse _thread queue textwrap traceback argparse getpass hashlib"
-    " base64 fcntl ctypes unicodedata").split())
+    " base64 fcntl ctypes unicodedata urllib.request").split())
 
 # --- Constants and configuration ---
 
@@ -831,10 +831,7 @@ class ReplyReader:
 def find_proxy(scheme, host):
     """(host, port, headers) of the http(s)_proxy, or None (none set, or no_proxy exempts host)."""
     url = os.environ.get(scheme + "_proxy") or os.environ.get(scheme.upper() + "_PROXY")
-    if not url:
-        return None
-    import urllib.request
-    if urllib.request.proxy_bypass_environment(host):
+    if not url or urllib_request.proxy_bypass_environment(host):
         return None
     u = urllib_parse.urlsplit(url if "://" in url else "http://" + url)
     port = None
@@ -868,21 +865,17 @@ def read_chat_stream(resp, on_delta, on_thought=None):
         if field == b"data" and data == b"[DONE]":
             break
         try:
-            chunk = json.loads(data.decode("utf-8", "replace")) if field == b"data" else {}
+            chunk = json.loads(data.decode("utf-8", "replace")) if field == b"data" else None
         except (ValueError, RecursionError):
             raise StreamBroken("a stream chunk was not JSON: %r" % data[:80])
-        chunk = chunk if isinstance(chunk, dict) else {}
-        if field == b"error" or chunk.get("error"):
+        if field == b"error" or isinstance(chunk, dict) and chunk.get("error"):
             code = re.search(rb'"code"\s*:\s*([45]\d\d)\b', data)      # the status, else 500
             raise HTTPStatusError(int(code.group(1)) if code else 500, data)
-        usage = chunk["usage"] if isinstance(chunk.get("usage"), dict) else usage
-        response_id = chunk.get("id", response_id)
-        choices = chunk.get("choices") if isinstance(chunk.get("choices"), list) else ()
-        for choice in (c for c in choices if isinstance(c, dict)):
-            delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
-            deliver(delta.get("reasoning_content"), on_thought)
-            parts.append(deliver(delta.get("content"), on_delta))
-            finish = choice.get("finish_reason") or finish
+        delta = parse_chat_reply(chunk, on_thought, "delta")
+        parts.append(deliver(delta.content, on_delta))
+        finish = delta.finish_reason or finish
+        usage = delta.usage or usage
+        response_id = delta.id or response_id
     else:
         if finish is None:
             raise StreamBroken("no end of stream")
@@ -897,14 +890,15 @@ def deliver(piece, callback):
     return piece
 
 
-def parse_chat_reply(obj, on_thought=None):
+def parse_chat_reply(obj, on_thought=None, part="message"):
+    """A ChatResult of a reply's first choice (of a stream's chunk, with part "delta")."""
     obj = obj if isinstance(obj, dict) else {}
     choices, usage = obj.get("choices"), obj.get("usage")
     choice = choices[0] if isinstance(choices, list) and choices else None
     if not isinstance(choice, dict) and obj.get("error"):
         raise HTTPStatusError(500, json.dumps(obj).encode())
     choice = choice if isinstance(choice, dict) else {}
-    msg = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+    msg = choice.get(part) if isinstance(choice.get(part), dict) else {}
     deliver(msg.get("reasoning_content"), on_thought)
     return ChatResult(msg.get("content"), choice.get("finish_reason"), usage, obj.get("id"))
 
@@ -2067,7 +2061,7 @@ class Link:
         self.window_key = "%s %s" % (cfg.base_url, model)
         mine = not open_to_others(cfg.data_dir, (os.getuid(),))     # else a planted file is unread
         got = mine and read_regular(cfg.data_dir + "/windows.json", 1 << 20)
-        with suppress(TypeError, ValueError, AttributeError):      # no file, no JSON object
+        with suppress(TypeError, ValueError, AttributeError, RecursionError):  # not a JSON object
             said = json.loads(got[0]).items() if got else ()    # (no file: json is not imported)
             self.windows = {k: n for k, n in said if type(n) is int and n >= 0}
         told = cfg.window_set or self.windows.get(self.window_key)
