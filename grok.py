@@ -1763,18 +1763,17 @@ class Session:
             raise UserError(problem)
         legacy = os.path.join(self.dir, self.id + ".json")
         self.legacy = not os.path.exists(self.path) and os.path.isfile(legacy)
-        self.source = legacy if self.legacy else self.path
+        source = legacy if self.legacy else self.path
         try:
-            with open(os.open(self.source, os.O_RDONLY | NOFOLLOW), "rb") as f:
+            with open(os.open(source, os.O_RDONLY | NOFOLLOW), "rb") as f:
                 data = f.read()
             if not self.legacy:
                 return [line for line in data.splitlines() if line.strip()]
             obj = json.loads(data.decode("utf-8", "replace"))
-            records = [{"type": "message", "message": m} for m in obj["messages"]]
-            records.append({"type": "cwd", "cwd": obj.get("working_dir")})
-            return [json_bytes(r) for r in records]
+            records = [dict(type="message", message=m) for m in obj["messages"]]
+            return [json_bytes(r) for r in records + [dict(type="cwd", cwd=obj.get("working_dir"))]]
         except OSError as e:
-            raise UserError("cannot read session %s: %s" % (self.source, e.strerror or e))
+            raise UserError("cannot read session %s: %s" % (source, e.strerror or e))
         except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
             raise UserError("%s is not a session file of the bash grok" % legacy)
 
@@ -1806,24 +1805,23 @@ class Session:
 
 
 def session_ids(directory):
-    """The saved sessions' ids, newest first; the bash grok's (ID.json) too."""
+    """{id: mtime} of the saved sessions, newest first; the bash grok's (ID.json) too."""
     found = {}
     with suppress(OSError):
         for entry in os.scandir(os.path.join(directory, "sessions")):
             if entry.name.endswith((".jsonl", ".json")):
                 with suppress(OSError):
                     found[entry.name.rsplit(".", 1)[0]] = entry.stat().st_mtime
-    return sorted(found, key=found.get, reverse=True)
+    return dict(sorted(found.items(), key=lambda item: item[1], reverse=True))
 
 
 def list_sessions(directory):
     """(id, mtime, first request, cost) of each readable session, newest first, read when asked."""
-    for session_id in session_ids(directory):
+    for session_id, mtime in session_ids(directory).items():
         s = Session(directory, session_id)
         try:
             _, messages, cost, _ = s.load()
-            mtime = os.path.getmtime(s.source)
-        except (UserError, OSError):
+        except UserError:
             continue
         # the first request: not a note, a summary or tool results; the bash grok's note cut off
         typed = (m["content"] for m in messages if m["role"] == "user")
@@ -1834,14 +1832,14 @@ def list_sessions(directory):
 
 def sessions_text(agent, width):
     """/sessions: the newest ten saved sessions (* this one) but those nobody typed into."""
-    here, where = agent.session.id, os.path.join(agent.cfg.data_dir, "sessions")
+    here = agent.session.id
     found = [s for s in list_sessions(agent.cfg.data_dir) if s[2] or s[0] == here]
     lines = ["%s %s  %s  $%.4f  %s" % ("*" if sid == here else " ", sid, time.strftime(
         "%Y-%m-%d %H:%M", time.localtime(mtime)), cost, first or "(empty)")
         for sid, mtime, first, cost in found[:10]]
     lines += ["  (%d older sessions not shown)" % (len(found) - 10)] * (len(found) > 10)
     lines = [ln if len(ln) <= width else ln[:width - 3] + "..." for ln in map(visible, lines)]
-    return "\n".join(lines or ["no saved sessions in %s" % where]) + "\n"
+    return "\n".join(lines or ["no saved sessions in %s" % agent.session.dir]) + "\n"
 
 
 def find_session(directory, key):
@@ -2062,7 +2060,7 @@ class Link:
         self.window_key = "%s %s" % (cfg.base_url, model)
         mine = not open_to_others(cfg.data_dir, (os.getuid(),))     # else a planted file is unread
         got = mine and read_regular(cfg.data_dir + "/windows.json", 1 << 20)
-        with suppress(TypeError, ValueError, AttributeError):      # no file, no JSON object
+        with suppress(TypeError, ValueError, AttributeError, RecursionError):  # not a JSON object
             said = json.loads(got[0]).items() if got else ()    # (no file: json is not imported)
             self.windows = {k: n for k, n in said if type(n) is int and n >= 0}
         told = cfg.window_set or self.windows.get(self.window_key)
@@ -2968,7 +2966,7 @@ class HeadlessUI(UI):
               "result": "error"}
 
     def __init__(self, fmt, allow=()):
-        self.json, self.events, self.result = (fmt == f for f in FORMATS)
+        self.json, self.events, self.result = (fmt == f for f in self.EVENTS)
         self.printing = self.EVENTS.get(fmt, "").split()
         self.allow, self.session_id, self.step, self.last = allow, None, 0, {}
         self.thoughts, self.announced = "", set()   # the reasoning (result); tool calls told of
@@ -3672,7 +3670,6 @@ def arg_parser(prog="grok", description="A minimal agent harness for xAI's Grok 
             flag = re.search(r"(?:unrecognized arguments|ambiguous option): (--?[^\s=]+)", message)
             near = flag and difflib.get_close_matches(flag[1], self._option_string_actions, 1, 0.7)
             raise UserError(message + ("; did you mean %s?" % near[0] if near else ""))
-
     # A width, asked once: else argparse imports shutil (2.5 ms) and each of ~50 formatters asks.
     width = terminal_width() - 2
     p = Parser(prog=prog, description=description, epilog=ENV_HELP,
@@ -3696,7 +3693,6 @@ def arg_parser(prog="grok", description="A minimal agent harness for xAI's Grok 
 
 
 OUTPUT_FORMATS = {"plain": "plain", "json": "result", "streaming-json": "streaming-json"}
-FORMATS = ("json", "streaming-json", "result")      # grok's JSON events, and xAI's CLI's two
 EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")     # as xAI's CLI
 MODES_HERE = (None, "default", "dontAsk", "bypassPermissions")      # the --permission-mode grok has
 
@@ -3843,7 +3839,7 @@ def json_requested(argv):
         value = value if eq else (argv[i + 1:] or [None])[0]
         if len(name) >= 3 and ("--format".startswith(name) or "--output-format".startswith(name)):
             fmt = OUTPUT_FORMATS.get(value) if name.startswith("--o") else value    # --form too
-    return fmt if fmt in FORMATS else None
+    return fmt if fmt in HeadlessUI.EVENTS else None
 
 
 def server_models(client):
@@ -3906,7 +3902,6 @@ def main(argv=None):
             if len(agent.messages) > 1 and sys.stdin.isatty():
                 ui.write(ui.line("90", "session {0} (grok --resume {0})".format(agent.session.id)))
             agent.close()
-
     return guarded("grok", body, on_error)
 
 

@@ -168,7 +168,8 @@ def test_the_window_is_remembered_per_server_and_model(run, fake):
     assert len(asked(fake)) == 6
 
 
-@pytest.mark.parametrize("saved", [b"\xff\xfe not json", b"[8192]", b'{"x": "8192", "y": -1}'])
+@pytest.mark.parametrize("saved", [b"\xff\xfe not json", b"[8192]", b'{"x": "8192", "y": -1}',
+                                   pytest.param(b"[" * 100000, id="nested too deep")])
 def test_a_damaged_window_file_is_asked_again_and_rewritten(run, fake, isolated_env, saved):
     windows = windows_file(isolated_env)
     windows.parent.mkdir(parents=True, mode=0o700)
