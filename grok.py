@@ -2588,13 +2588,6 @@ def now_iso():
 
 # --- Front end: the interactive REPL (minimal mode) ---
 
-def tolerate_unencodable():
-    """Print "?" for what stdout or stderr cannot encode: a lone surrogate, non-ASCII on ASCII."""
-    for stream in (sys.stdout, sys.stderr):
-        with suppress(AttributeError, ValueError, OSError):
-            stream.reconfigure(errors="replace")
-
-
 def ask_tty(prompt):
     """Read one answer from the controlling terminal; None when there is none, "" on Ctrl-D."""
     keys = EscKey.active
@@ -3810,7 +3803,9 @@ def guarded(prog, body, on_error=lambda message: None):
         if getattr(sys, name) is None:      # its fd was closed from the start (`grok -p hi >&-`)
             silence(fd)
             setattr(sys, name, open(fd, "w" if fd else "r", closefd=False))
-    tolerate_unencodable()
+        if fd:      # "?" for what it cannot encode: a lone surrogate, non-ASCII on an ASCII terminal
+            with suppress(AttributeError, ValueError, OSError):
+                getattr(sys, name).reconfigure(errors="replace")
     sys.stderr = QuietStderr(sys.stderr)
     try:
         for signum in (signal.SIGTERM, signal.SIGHUP):
