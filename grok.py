@@ -278,7 +278,12 @@ def usage_cost(model, usage, prices=None):
 # --- Errors: one root, a subclass per exit code ---
 
 class GrokError(Exception):
+    """The root: .exit_code; named data as keywords (ContextOverflow(message, window=N).window)."""
     exit_code = 4
+
+    def __init__(self, message, **data):
+        Exception.__init__(self, message)
+        self.__dict__.update(data)
 
 
 class UserError(GrokError):
@@ -295,10 +300,7 @@ class AgentError(GrokError):
 
 class ContextOverflow(UserError):
     """A request too big for the server's window: .window its size, .asked its tokens (or None)."""
-
-    def __init__(self, message, window=None, asked=None):
-        UserError.__init__(self, message)
-        self.window, self.asked = window, asked
+    window = asked = None
 
 
 class Cancelled(GrokError):
@@ -334,7 +336,7 @@ class HTTPStatusError(Exception):
         m = re.search(r'(?i)(?:"n_prompt_tokens": ?|requested (?:tokens \()?)(\d+)', self.text)
         message = "the request does not fit the server's context window%s (HTTP %d): %s" % (
             "" if size is None else " of %d tokens" % size, self.status, self.server_message())
-        return ContextOverflow(message, size, m and int(m[1]))
+        return ContextOverflow(message, window=size, asked=m and int(m[1]))
 
 
 class StreamBroken(Exception):
@@ -345,12 +347,9 @@ class ContractError(Exception):
     """A reply that breaks the contract; the message goes back to the model."""
 
 
-class RetryableFault(Exception):
-    """Worth another try: .problem (scrubbed), .wait (seconds asked, or None), .broke (a stream)."""
-
-    def __init__(self, problem, wait=None, broke=False):
-        Exception.__init__(self, problem)
-        self.problem, self.wait, self.broke = problem, wait, broke
+class RetryableFault(TransientError):
+    """Worth another try: its message (scrubbed), .wait (seconds asked, or None), .broke (a stream)."""
+    wait, broke = None, False
 
 
 class SessionBusy(UserError):
@@ -359,10 +358,7 @@ class SessionBusy(UserError):
 
 class LimitReached(AgentError):
     """A limit ended the turn: .cause says which, "cost" (COST_LIMIT) or "rounds" (tool rounds)."""
-
-    def __init__(self, message, cause="cost"):
-        AgentError.__init__(self, message)
-        self.cause = cause
+    cause = "cost"
 
 
 class Terminated(BaseException):
@@ -683,7 +679,7 @@ class Client:
 
     def probe(self, path, payload=None):
         """get() of `path` on the server's root, or None."""
-        with suppress(GrokError, HTTPStatusError, RetryableFault, ContractError):
+        with suppress(GrokError, HTTPStatusError, ContractError):
             return self.get(re.sub("/v1$", "", self.prefix) + path, payload)
 
     def post(self, path, payload, on_stream=None, cancel=None, no_retry=None, cap=REPLY_CAP):
@@ -698,7 +694,7 @@ class Client:
             try:
                 return self._attempt(request, cancel, on_stream, no_retry, cap)
             except RetryableFault as fault:
-                why, attempt, breaks = fault.problem, attempt + 1, breaks + fault.broke
+                why, attempt, breaks = str(fault), attempt + 1, breaks + fault.broke
                 if breaks == 2 and on_stream and attempt <= most:    # the caller asks unstreamed
                     raise StreamBroken(why)
                 if cancel.is_set():
@@ -760,7 +756,7 @@ class Client:
         if wait is None:        # OpenAI's header
             wait = parse_retry_after(resp.getheader("retry-after-ms"), per_second=1000)
         what = ("rate limited" if status == 429 else "server error", status, err.server_message())
-        return RetryableFault(scrub("%s (HTTP %d): %s" % what), wait)
+        return RetryableFault(scrub("%s (HTTP %d): %s" % what), wait=wait)
 
     def _json(self, request, resp, ctype, data):
         """The reply's JSON; if it is HTML or no JSON, a UserError naming the URL and the reply."""
@@ -2391,7 +2387,7 @@ class Agent:
                 raise LimitReached("tool round limit reached: the model still wanted tools after "
                                    "%d round%s; its last calls were not run (GROK_MAX_ITERATIONS "
                                    "or --max-tool-rounds raise it, 0 = no limit)"
-                                   % (limit, "" if limit == 1 else "s"), "rounds")
+                                   % (limit, "" if limit == 1 else "s"), cause="rounds")
             results = self.runner.execute(calls, self.step_no, self.cwd) if calls else []
         finally:
             self.finish_step(result)
