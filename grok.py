@@ -348,7 +348,7 @@ class ContractError(Exception):
 
 
 class RetryableFault(TransientError):
-    """Worth another try: its message is scrubbed; .wait: seconds asked or None; .broke: a stream."""
+    """Worth another try (the message scrubbed): .wait, seconds asked or None; .broke: a stream."""
     wait, broke = None, False
 
 
