@@ -2691,8 +2691,7 @@ class TerminalUI(UI):
 
     def raw(self, text):
         with self.lock:
-            self.out.write(text)
-            self.out.flush()
+            print(text, end="", file=self.out, flush=True)
 
     def waiting(self, text_of):
         """On a terminal: text_of(seconds waited) now and every second, until the next output."""
@@ -2799,17 +2798,15 @@ Esc or Ctrl-C cancels the running turn; the conversation is kept."""
 
 def setup_readline(data_dir):
     """readline (None without it), with the history kept in data_dir if that is safe."""
-    try:
+    with suppress(ImportError):
         import readline
-    except ImportError:
-        return None
-    if os.environ.get("TERM") != "dumb":        # a paste is one message, however slowly it arrives
-        readline.parse_and_bind("set enable-bracketed-paste on")
-    with suppress(OSError):
-        if not data_dir_problem(data_dir):
-            readline.read_history_file(os.path.join(data_dir, "history"))
-    readline.set_history_length(1000)
-    return readline
+        if os.environ.get("TERM") != "dumb":    # a paste is one message, however slowly it arrives
+            readline.parse_and_bind("set enable-bracketed-paste on")
+        with suppress(OSError):
+            if not data_dir_problem(data_dir):
+                readline.read_history_file(os.path.join(data_dir, "history"))
+        readline.set_history_length(1000)
+        return readline
 
 
 def save_history(readline, data_dir):
@@ -2907,14 +2904,13 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="gro
             try:        # piped there is no prompt: before_prompt follows each turn
                 if before_prompt and (interactive or line.strip() and not line.startswith("/")):
                     before_prompt()
-                line = read_line(keys) if interactive else input().strip()     # EOFError at the end
-            except EOFError:
-                if interactive:
-                    ui.write("\n")
-                break
+                line = read_line(keys) if interactive else input().strip()
             except KeyboardInterrupt:      # at the prompt: a new one
                 ui.write("\n")
                 line = ""
+    except EOFError:        # Ctrl-D at the prompt, or the end of piped input
+        if interactive:
+            ui.write("\n")
     finally:
         save_history(rl, agent.cfg.data_dir)
     return 0 if interactive else status
@@ -2967,8 +2963,7 @@ class HeadlessUI(UI):
     def write(self, text):
         text, self.partial = "\n" + text if self.partial else text, True
         try:
-            sys.stdout.write(text)
-            sys.stdout.flush()
+            print(text, end="", flush=True)
         except OSError as e:        # the reader went away (a quiet end), or a full disk: no retry
             silence()
             if isinstance(e, BrokenPipeError):
@@ -3139,24 +3134,21 @@ def read_prompt(args, notice):
 def piped_input(stdin):
     """A pipe's or file's text; none from a pipe grok's parent holds open, idle for STDIN_WAIT s."""
     with suppress(OSError, ValueError, AttributeError):
-        fd = stdin.fileno()
-        kind = stat.S_IFMT(os.fstat(fd).st_mode)
-        waited = kind == stat.S_IFIFO and parent_writes(fd)
-        if waited and not select.select([fd], [], [], STDIN_WAIT)[0]:
-            return b""
-        return stdin.read(PIPED_CAP + 1) if kind in (stat.S_IFIFO, stat.S_IFREG) else b""
+        kind = stat.S_IFMT(os.fstat(stdin.fileno()).st_mode)
+        if kind == stat.S_IFREG or (kind == stat.S_IFIFO and not parent_idle(stdin.fileno())):
+            return stdin.read(PIPED_CAP + 1)
     return b""
 
 
-def parent_writes(fd):
-    """Whether grok's parent holds the pipe on fd open for writing (Linux; elsewhere: no)."""
+def parent_idle(fd):
+    """Whether grok's parent holds fd's pipe open for writing, silent for STDIN_WAIT s (Linux)."""
     with suppress(OSError, ValueError, IndexError):
         pipe, parent = os.readlink("/proc/self/fd/%d" % fd), "/proc/%d/" % os.getppid()
         for name in os.listdir(parent + "fd"):
             if os.readlink(parent + "fd/" + name) == pipe:
                 with open(parent + "fdinfo/" + name) as f:
                     if int(f.read().split("flags:")[1].split()[0], 8) & (os.O_WRONLY | os.O_RDWR):
-                        return True
+                        return not select.select([fd], [], [], STDIN_WAIT)[0]
     return False
 
 
