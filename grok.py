@@ -2588,8 +2588,7 @@ def ask_tty(prompt):
     """Read one answer from the controlling terminal; None when there is none, "" on Ctrl-D."""
     keys = EscKey.active
     if keys:
-        keys.lock.acquire()         # the Esc watcher stops reading; the terminal edits lines again
-        keys.mode(watching=False)
+        keys.__exit__()         # the Esc watcher stops reading; the terminal edits lines again
     try:
         with suppress(OSError), open("/dev/tty", "r+b", buffering=0) as tty:  # a tty cannot seek
             try:
@@ -2600,8 +2599,7 @@ def ask_tty(prompt):
                 raise
     finally:
         if keys:
-            keys.lock.release()
-            keys.mode(watching=True)
+            keys.__enter__()
 
 
 class EscKey:
@@ -2610,7 +2608,6 @@ class EscKey:
 
     def __init__(self, fd):
         self.fd, self.typed, self.saved = fd, b"", None     # saved: the terminal as it is restored
-        self.lock = threading.Lock()        # held while watch() reads
         with suppress(termios.error):
             self.saved = fd is not None and termios.tcgetattr(fd)
 
@@ -2618,14 +2615,14 @@ class EscKey:
         if self.saved:
             self.mode(watching=True)
             EscKey.active = self
-            threading.Thread(target=self.watch, daemon=True).start()
+            self.watcher = threading.Thread(target=self.watch, daemon=True)
+            self.watcher.start()
 
     def __exit__(self, *exc):
         if EscKey.active is self:
             EscKey.active = None
             self.mode(watching=False)
-            with self.lock:     # the watcher has finished its last read (a line it took is kept)
-                pass
+            self.watcher.join()     # it has finished its last read (a line it took is kept)
 
     def mode(self, watching):
         attrs = self.saved[:6] + [list(self.saved[6])]
@@ -2638,14 +2635,13 @@ class EscKey:
     def watch(self):
         with suppress(OSError):     # the terminal is gone
             while EscKey.active is self:
-                with self.lock:
-                    if EscKey.active is not self or not select.select([self.fd], [], [], 0.1)[0]:
-                        continue
-                    data = os.read(self.fd, 1024)
-                    if data.endswith(b"\x1b") and not select.select([self.fd], [], [], 0.05)[0]:
-                        data = data[:-1]        # a lone Esc, not the start of an arrow key
-                        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
-                    self.typed += data
+                if not select.select([self.fd], [], [], 0.1)[0] or EscKey.active is not self:
+                    continue
+                data = os.read(self.fd, 1024)
+                if data.endswith(b"\x1b") and not select.select([self.fd], [], [], 0.05)[0]:
+                    data = data[:-1]        # a lone Esc, not the start of an arrow key
+                    signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+                self.typed += data
 
     def take(self):
         """(the lines typed meanwhile or None, the unfinished rest), edited as a terminal would."""
