@@ -2998,8 +2998,8 @@ class HeadlessUI(UI):
         if usage_cost(agent.link.model, agent.last_usage or {}, agent.cfg.prices)[1]:  # priced
             model["costUSD"] = cost
             fields.update(total_cost_usd=cost, total_cost_usd_ticks=int(round(cost * 1e10)))
-        if self.events:
-            return self.emit("end", **fields)
+        if not self.result:
+            return self.emit("end", **fields)       # (printed in streaming-json only)
         self.write(json.dumps(scrub_all(fields), ensure_ascii=True, indent=2) + "\n")
 
     @staticmethod
@@ -3156,9 +3156,7 @@ def headless(args, cfg):
     agent = open_agent(cfg, ui, MINIMAL, args)
     ui.session_id = agent.session.id
     try:
-        answer = agent.run_turn(prompt)
-        if ui.events or ui.result:
-            ui.end(agent, answer)
+        ui.end(agent, agent.run_turn(prompt))
         return 0
     except (Exception, KeyboardInterrupt, Terminated) as e:
         message, code, stop = turn_end(e)
