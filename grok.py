@@ -2773,10 +2773,9 @@ class TerminalUI(UI):
 
     def ask_user(self, question, options):
         self.pause()
-        lines = ["", self.paint("1", self.fitted(visible(question)))]
-        lines += [self.fitted("  %d) %s" % (i, visible(o, False)), "   ")
-                  for i, o in enumerate(options, 1)]
-        answer = ask_tty("\n".join(lines) + "\n  answer (number or text): ")
+        lines = [self.paint("1", self.fitted(visible(question)))] + [self.fitted(
+            "  %d) %s" % (i, visible(o, False)), "   ") for i, o in enumerate(options, 1)]
+        answer = ask_tty("\n%s\n  answer (number or text): " % "\n".join(lines))
         number = int(answer) if answer and answer.isdecimal() else 0
         return options[number - 1] if 0 < number <= len(options) else answer
 
@@ -2933,10 +2932,9 @@ class QuietStderr:
         method = getattr(self.stream, name)
 
         def quiet(*args):
-            try:
+            with suppress(OSError):
                 return method(*args)
-            except OSError:
-                silence(2)
+            silence(2)
         return quiet if name in ("write", "flush") else method
 
 
