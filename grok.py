@@ -1609,8 +1609,7 @@ def front_matter(text):
     """A '---' header's fields, else description: the first non-heading line or the last heading."""
     lines = [line.strip() for line in text.splitlines()]
     if lines[:1] == ["---"]:
-        header = lines[1:30] + ["---"]
-        fields = [line.partition(":") for line in header[:header.index("---")]]
+        fields = [ln.partition(":") for ln in itertools.takewhile(lambda ln: ln != "---", lines[1:30])]
         return {k.strip().lower(): v.strip().strip("\"'") for k, sep, v in fields if sep}
     texts = [line for line in lines[:20] if line and not line.startswith("#")]
     headings = [line.lstrip("# ") for line in lines[:20] if line.startswith("#")]
