@@ -1633,27 +1633,24 @@ def find_skills(skills_dir):
 
 
 def find_project_rules(cwd):
-    """[(path, text)], capped: ~/.grok/AGENTS.md, then AGENTS.md, GROK.md from git root to cwd."""
+    """(path, text), capped, of ~/.grok/AGENTS.md, then AGENTS.md, GROK.md from git root to cwd."""
     up = [cwd]
     while not os.path.exists(os.path.join(up[-1], ".git")) and os.path.dirname(up[-1]) != up[-1]:
         up.append(os.path.dirname(up[-1]))
     dirs = up if os.path.exists(os.path.join(up[-1], ".git")) else [cwd]    # else cwd only
     root = os.path.realpath(dirs[-1])
-    paths = [os.path.expanduser("~/.grok/AGENTS.md")] + [
-        os.path.join(d, name) for d in reversed(dirs) if not open_to_others(d, (os.getuid(), 0))
-        for name in ("AGENTS.md", "GROK.md")]
-    found, seen, budget = [], set(), RULES_TOTAL_CAP
+    paths = [os.path.expanduser("~/.grok/AGENTS.md")] + [os.path.join(d, n) for d in reversed(dirs)
+             if not open_to_others(d, (os.getuid(), 0)) for n in ("AGENTS.md", "GROK.md")]
+    seen, budget = set(), RULES_TOTAL_CAP
     in_all = "project rules are capped at %d bytes in all" % RULES_TOTAL_CAP
     for path in paths:
         real, cap = os.path.realpath(path), min(RULES_CAP, budget)
         if real in seen or os.path.islink(path) and path != paths[0] and not inside(real, root):
             continue
         seen.add(real)
-        data, size = read_regular(path, cap) or (None, 0)
-        if data is None:
-            continue
+        data, size = read_regular(path, cap) or (b"", 0)      # no such file: as an empty one
         text = data[:cap].decode("utf-8", "replace").strip()
-        if not cap:
+        if not cap and data:
             text = "[not included: %s]" % in_all
         elif len(data) > cap:     # cut at a character boundary, and say so
             total = ", the " + in_all if cap < RULES_CAP else ""
@@ -1661,8 +1658,7 @@ def find_project_rules(cwd):
                 text.rstrip("\ufffd").rstrip(), cap, size, total)
         if text:
             budget -= min(len(data), cap)
-            found.append((path, scrub(text)))
-    return found
+            yield path, scrub(text)
 
 
 def build_system_prompt(cfg, contract, cwd, tools, skills):
