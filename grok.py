@@ -3656,7 +3656,7 @@ def arg_parser(prog="grok", description="A minimal agent harness for xAI's Grok 
             raise UserError(message + ("; did you mean %s?" % near[0] if near else ""))
     # A width, asked once: else argparse imports shutil (2.5 ms) and each of ~50 formatters asks.
     width = terminal_width() - 2
-    p = Parser(prog=prog, description=description, epilog=ENV_HELP,
+    p = Parser(prog=prog, description=description, epilog=ENV_HELP % (DEFAULT_BASE_URL, DEFAULT_MODEL),
                formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(prog, width=width))
     p.add_argument("--version", action="version", version="%(prog)s " + __version__)
     p.add_argument("-m", "--model", help="model id (default $GROK_MODEL or %s)" % DEFAULT_MODEL)
@@ -3706,8 +3706,7 @@ ENV_HELP = """environment:
 
 other commands: grok models [--json]   the server's models (the default marked)
 
-exit codes: 0 ok, 1 user error, 2 network/server, 3 agent or tool error, 4 internal error""" % (
-    DEFAULT_BASE_URL, DEFAULT_MODEL)
+exit codes: 0 ok, 1 user error, 2 network/server, 3 agent or tool error, 4 internal error"""
 
 
 # xAI CLI flags grok lacks ({flag: nargs}): accepted, named in a notice; quiet ("q") if done anyway
