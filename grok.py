@@ -3747,11 +3747,10 @@ def parse_args(argv):
 
     class Accepted(argparse.Action):
         def __call__(self, parser, namespace, values, option_string=None):
-            flag = self.option_strings[0]
-            namespace.ignored = namespace.ignored + [flag][:XAI_FLAGS[flag] != "q"]
+            namespace.ignored = namespace.ignored + self.const      # the flag, unless quiet
     for flag, n in XAI_FLAGS.items():
         p.add_argument(flag, nargs=0 if n == "q" else n, action=Accepted, dest="ignored",
-                       default=[], help=hide)
+                       const=[] if n == "q" else [flag], default=[], help=hide)
     args = p.parse_args(argv)
     args.headless = args.prompt is not None or bool(args.prompt_file or args.prompt_json)
     args.fmt = OUTPUT_FORMATS.get(args.output) or args.format
