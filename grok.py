@@ -1680,10 +1680,9 @@ def build_system_prompt(cfg, contract, cwd, tools, skills):
     parts += ["", "RULES (follow them):", cfg.rules] if cfg.rules else []
     if override:
         return "\n".join(parts)
-    uname = os.uname()      # not `platform`: it takes 2 ms to import
-    parts += ["", "RUNTIME (at the start of this session):",
+    parts += ["", "RUNTIME (at the start of this session):",    # not `platform` (2 ms to import)
               "- date: %s" % time.strftime("%A %Y-%m-%d %H:%M %Z"),
-              "- system: %s %s, Python %s" % (uname[0], uname[2], sys.version.split()[0]),
+              "- system: {0.sysname} {0.release}, Python {1}".format(os.uname(), sys.version.split()[0]),
               "- shell: the bash tool runs %s -c; the user's login shell is %s" % (
                   TOOL_SHELL, os.environ.get("SHELL") or "unknown"),
               "- working directory: %s" % cwd]
