@@ -3644,6 +3644,36 @@ def acp_main(cfg, mcp_files):
 
 # --- main ---
 
+OUTPUT_FORMATS = {"plain": "plain", "json": "result", "streaming-json": "streaming-json"}
+EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")     # as xAI's CLI
+MODES_HERE = (None, "default", "dontAsk", "bypassPermissions")      # the --permission-mode grok has
+# xAI CLI flags grok lacks ({flag: nargs}): accepted, named in a notice; quiet ("q") if done anyway
+XAI_FLAGS = {"--check": 0, "--experimental-memory": 0, "--restore-code": 0, "--oauth": 0,
+             "--fork-session": 0, "--include-partial-messages": 0, "--leader": 0, "--reauth": 0,
+             "--agent-profile": None, "--agent": None, "--agents": None, "--worktree": "?",
+             "--worktree-ref": None, "--ref": None, "--no-plan": "q", "--no-subagents": "q",
+             "--no-memory": "q", "--verbatim": "q", "--no-auto-update": "q", "--no-alt-screen": "q",
+             "--no-leader": "q"}
+XAI_TOOLS = {"run_terminal_command": "bash", "run_terminal_cmd": "bash", "list_dir": "list_files",
+             "write": "write_file", "search_replace": "write_file", "ask_user_question": "ask_user"}
+ENV_HELP = """environment:
+  GROK_API_KEY / XAI_API_KEY   API key (else read from ~/.grok/.env, ~/.claude/.env, then ./.env)
+  GROK_BASE_URL                OpenAI-compatible API (default %s)
+  GROK_MODEL                   model id (default %s)
+  COST_LIMIT                   USD per session, 0 = none (default 10.00)
+  GROK_SKILLS_DIR              skills folder (default <script dir>/skills)
+  GROK_DATA_DIR                sessions and history (default ~/.local/share/grok-agent)
+  GROK_PRICES                  IN,CACHED,OUT USD per million tokens, for servers other than xAI's
+  also (see the README): GROK_CONTEXT_WINDOW, GROK_TEMPERATURE, GROK_TIMEOUT, GROK_MAX_RETRIES,
+  GROK_RETRY_BACKOFF, GROK_MAX_ITERATIONS, GROK_LOOP_DETECTION, GROK_MAX_TOKENS, GROK_BASH_TIMEOUT,
+  GROK_SUMMARY_MODEL, GROK_STREAM, GROK_ALWAYS_APPROVE, GROK_DEBUG, COMPACT_THRESHOLD, HTTPS_PROXY /
+  HTTP_PROXY / NO_PROXY, NO_COLOR, GROK_SANDBOX, GROK_SANDBOX_BACKEND
+
+other commands: grok models [--json]   the server's models (the default marked)
+
+exit codes: 0 ok, 1 user error, 2 network/server, 3 agent or tool error, 4 internal error"""
+
+
 def arg_parser(prog="grok", description="A minimal agent harness for xAI's Grok models."):
     """argparse (imported when needed) with both scripts' flags; a bad flag: UserError, exit 1."""
 
@@ -3675,11 +3705,6 @@ def arg_parser(prog="grok", description="A minimal agent harness for xAI's Grok 
     return p
 
 
-OUTPUT_FORMATS = {"plain": "plain", "json": "result", "streaming-json": "streaming-json"}
-EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")     # as xAI's CLI
-MODES_HERE = (None, "default", "dontAsk", "bypassPermissions")      # the --permission-mode grok has
-
-
 def terminal_width():
     """$COLUMNS, else the width of the terminal on stdout, else 80 (as shutil.get_terminal_size)."""
     with suppress(KeyError, ValueError):
@@ -3688,35 +3713,6 @@ def terminal_width():
     with suppress(AttributeError, ValueError, OSError):
         return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80
     return 80
-
-
-ENV_HELP = """environment:
-  GROK_API_KEY / XAI_API_KEY   API key (else read from ~/.grok/.env, ~/.claude/.env, then ./.env)
-  GROK_BASE_URL                OpenAI-compatible API (default %s)
-  GROK_MODEL                   model id (default %s)
-  COST_LIMIT                   USD per session, 0 = none (default 10.00)
-  GROK_SKILLS_DIR              skills folder (default <script dir>/skills)
-  GROK_DATA_DIR                sessions and history (default ~/.local/share/grok-agent)
-  GROK_PRICES                  IN,CACHED,OUT USD per million tokens, for servers other than xAI's
-  also (see the README): GROK_CONTEXT_WINDOW, GROK_TEMPERATURE, GROK_TIMEOUT, GROK_MAX_RETRIES,
-  GROK_RETRY_BACKOFF, GROK_MAX_ITERATIONS, GROK_LOOP_DETECTION, GROK_MAX_TOKENS, GROK_BASH_TIMEOUT,
-  GROK_SUMMARY_MODEL, GROK_STREAM, GROK_ALWAYS_APPROVE, GROK_DEBUG, COMPACT_THRESHOLD, HTTPS_PROXY /
-  HTTP_PROXY / NO_PROXY, NO_COLOR, GROK_SANDBOX, GROK_SANDBOX_BACKEND
-
-other commands: grok models [--json]   the server's models (the default marked)
-
-exit codes: 0 ok, 1 user error, 2 network/server, 3 agent or tool error, 4 internal error"""
-
-
-# xAI CLI flags grok lacks ({flag: nargs}): accepted, named in a notice; quiet ("q") if done anyway
-XAI_FLAGS = {"--check": 0, "--experimental-memory": 0, "--restore-code": 0, "--oauth": 0,
-             "--fork-session": 0, "--include-partial-messages": 0, "--leader": 0, "--reauth": 0,
-             "--agent-profile": None, "--agent": None, "--agents": None, "--worktree": "?",
-             "--worktree-ref": None, "--ref": None, "--no-plan": "q", "--no-subagents": "q",
-             "--no-memory": "q", "--verbatim": "q", "--no-auto-update": "q", "--no-alt-screen": "q",
-             "--no-leader": "q"}
-XAI_TOOLS = {"run_terminal_command": "bash", "run_terminal_cmd": "bash", "list_dir": "list_files",
-             "write": "write_file", "search_replace": "write_file", "ask_user_question": "ask_user"}
 
 
 def parse_args(argv):
