@@ -1690,8 +1690,7 @@ def build_system_prompt(cfg, contract, cwd, tools, skills):
              ["- %s: %s (%s)" % skill for skill in skills],
              "PROJECT RULES (follow them; where they differ, the later, more specific file wins):":
              ["\nFrom %s:\n%s" % rule for rule in find_project_rules(cwd)]}
-    for heading, lines in found.items():
-        parts += ["", heading] + lines if lines else []
+    parts += [line for heading, lines in found.items() if lines for line in ["", heading] + lines]
     return "\n".join(parts)
 
 
