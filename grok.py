@@ -3682,8 +3682,7 @@ def arg_parser(prog="grok", description="A minimal agent harness for xAI's Grok 
             flag = re.search(r"(?:unrecognized arguments|ambiguous option): (--?[^\s=]+)", message)
             near = flag and difflib.get_close_matches(flag[1], self._option_string_actions, 1, 0.7)
             raise UserError(message + ("; did you mean %s?" % near[0] if near else ""))
-    # A width, asked once: else argparse imports shutil (2.5 ms) and each of ~50 formatters asks.
-    width = terminal_width() - 2
+    width = terminal_width() - 2    # once: argparse would import shutil (2.5 ms) and ask ~50 times
     p = Parser(prog=prog, description=description, epilog=ENV_HELP % (DEFAULT_BASE_URL, DEFAULT_MODEL),
                formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(prog, width=width))
     p.add_argument("--version", action="version", version="%(prog)s " + __version__)
