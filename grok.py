@@ -1134,21 +1134,20 @@ def kill_group(proc):
 
 class Lifeline:
     """Commands die with grok, SIGKILL too: a watchdog kills their groups when grok's pipe ends."""
-    lock, fd, groups = _thread.allocate_lock(), None, set()      # (threading's Lock)
+    lock, watchdog, groups = _thread.allocate_lock(), None, set()      # (threading's Lock)
 
     @classmethod
     def update(cls, add=None):
         """Tell the watchdog the live groups; then a new command (add, its Popen) is let start."""
         with cls.lock:
-            if cls.fd is None:
-                read_end, cls.fd = os.pipe()
-                subprocess.Popen([TOOL_SHELL, "-c", "while read -r g; do l=$g; done; kill -9 $l"],
-                                 stdin=read_end, stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL, start_new_session=True)
-                os.close(read_end)
+            if cls.watchdog is None:        # unbuffered: each write reaches it at once
+                cls.watchdog = subprocess.Popen(
+                    [TOOL_SHELL, "-c", "while read -r g; do l=$g; done; kill -9 $l"], bufsize=0,
+                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                    start_new_session=True)
             cls.groups = {g for g in cls.groups | {add and add.pid} if g and alive(g, os.killpg)}
             with suppress(OSError):     # (the watchdog was killed: nothing to tell)
-                os.write(cls.fd, (" ".join("-%d" % g for g in cls.groups) + "\n").encode())
+                cls.watchdog.stdin.write((" ".join("-%d" % g for g in cls.groups) + "\n").encode())
         if add:         # the line its shell waits for; then its stdin is closed, empty
             with suppress(OSError), add.stdin:
                 add.stdin.write(b"\n")
@@ -1313,21 +1312,18 @@ def tool_web_search(args, ctx):
         return ToolResult("web search failed: HTTP %d: %s" % (e.status, e.server_message()), False)
     except (TransientError, UserError, ContractError) as e:        # ContractError: too long a reply
         return ToolResult("web search failed: %s" % e, ok=False)
-    text, urls = responses_answer(obj if isinstance(obj, dict) else {})
-    if not text:
-        return ToolResult("web search returned no answer", ok=False)
-    sources = "\n\nSources:\n" + "\n".join("- " + u for u in urls[:20]) if urls else ""
-    return ToolResult(text + sources)
-
-
-def responses_answer(obj):
-    """(text, source URLs) of a Responses API reply."""
+    obj = obj if isinstance(obj, dict) else {}      # a Responses API reply: its text, source URLs
     parts = [part for item in obj.get("output") or () if isinstance(item, dict)
              for part in item.get("content") or () if isinstance(part, dict)]
     texts = [str(p.get("text") or "") for p in parts if p.get("type") in ("output_text", "text")]
+    text = "\n".join(texts).strip()
+    if not text:
+        return ToolResult("web search returned no answer", ok=False)
     urls = [a.get("url") for p in parts for a in p.get("annotations") or () if isinstance(a, dict)]
     urls = [u for u in urls + list(obj.get("citations") or ()) if u and isinstance(u, str)]
-    return "\n".join(texts).strip(), list(dict.fromkeys(urls))
+    urls = list(dict.fromkeys(urls))[:20]       # each once, in order
+    sources = "\n\nSources:\n" + "\n".join("- " + u for u in urls) if urls else ""
+    return ToolResult(text + sources)
 
 
 class Tool(namedtuple("Tool", "run doc args input", defaults=(None,))):
