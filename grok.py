@@ -1339,8 +1339,7 @@ class Tool(namedtuple("Tool", "run doc args input", defaults=(None,))):
 TOOLS = {
     "bash": Tool(tool_bash, "run a shell command in the working directory; stdout+stderr, exit "
                  "code if non-zero (timeout %ds)", {"command": "string"}),
-    "web_search": Tool(tool_web_search, "search the web; an answer with source URLs",
-                       {"query": "string"}),
+    "web_search": Tool(tool_web_search, "search the web; an answer with source URLs", {"query": "string"}),
     "read_file": Tool(tool_read_file, "read a text file (relative to the working directory)",
                       {"path": "string"}),
     "write_file": Tool(tool_write_file, "create or overwrite a file (parent dirs are created)",
@@ -1426,10 +1425,9 @@ class McpServer:
         schema = tool.get("inputSchema") if isinstance(tool.get("inputSchema"), dict) else {}
         props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
         doc = " ".join(str(tool.get("description") or "").split())[:999]
-        small = len(json.dumps(schema)) < 4000
         return Tool(lambda args, ctx: self.call(str(tool["name"]), args, ctx.cancel),
                     "(MCP server %s) %s" % (self.name, doc), dict.fromkeys(props, "string"),
-                    dict(schema, type="object") if small else {"type": "object"})
+                    dict(schema, type="object") if len(json.dumps(schema)) < 4000 else {"type": "object"})
 
     def call(self, tool, args, cancel):
         """tools/call as a ToolResult: text content joined, other content named, capped as bash."""
@@ -1458,8 +1456,7 @@ class McpServer:
                 late = time.time() > deadline and "no answer to %s within %gs" % (method, timeout)
                 why = failed or cancel and cancel.is_set() and "cancelled by the user" or late
                 if why:
-                    cancelled = {"requestId": request_id, "reason": why}
-                    self.send(method="notifications/cancelled", params=cancelled)
+                    self.send(method="notifications/cancelled", params=dict(requestId=request_id, reason=why))
                     raise ConnectionError(why + ("" if failed else self.stderr_tail()))
         finally:
             self.pending.pop(str(request_id), None)
@@ -1551,15 +1548,13 @@ def mcp_specs(table, where, notice):
 
 
 def mcp_config(cfg, files, ask, notice):
-    """{name: spec}: ~/.grok/config.toml's [mcp_servers.NAME], each --mcp-config FILE, the project's
-    .mcp.json once ask(text) approves its content (ask None: only with -y; False: not read)."""
+    """{name: spec} of ~/.grok/config.toml, each --mcp-config FILE and (ask not False) .mcp.json."""
     path = os.path.join(os.path.expanduser("~"), ".grok", "config.toml")
     data, specs = (read_regular(path, 1 << 20) or (b"",))[0], {}
     if b"mcp_servers" in data:      # else nothing is imported
         try:
             import tomllib      # novermin: 3.11+; before, the notice below
-            table = tomllib.loads(data.decode("utf-8", "replace")).get("mcp_servers")
-            specs = mcp_specs(table, path, notice)
+            specs = mcp_specs(tomllib.loads(data.decode(errors="replace")).get("mcp_servers"), path, notice)
         except (ImportError, ValueError, RecursionError) as e:
             why = "reading TOML needs Python 3.11 or newer" if isinstance(e, ImportError) else e
             notice("%s: [mcp_servers] skipped: %s" % (path, why))
@@ -1573,7 +1568,7 @@ def mcp_config(cfg, files, ask, notice):
 
 
 def project_mcp(cfg, ask, notice):
-    """A project's .mcp.json runs what its authors chose: used once the person approves it."""
+    """A project .mcp.json runs what its authors chose: used once ask(text) approves (None: -y)."""
     path = os.path.join(cfg.cwd, ".mcp.json")
     data = (read_regular(path, 1 << 20) or (b"",))[0]
     if not data:        # none (or not a regular file)
@@ -1589,8 +1584,7 @@ def project_mcp(cfg, ask, notice):
         return specs
     if ask is None:
         return notice("%s (its MCP servers) is not used: pass -y to use it" % path) or {}
-    listed = "".join("\n  %s: %s" % (n, " ".join([s["command"]] + s["args"]))
-                     for n, s in specs.items())
+    listed = "".join("\n  %s: %s" % (n, " ".join([s["command"]] + s["args"])) for n, s in specs.items())
     if not ask("%s starts MCP servers, as you:%s\nuse them? [y/N] " % (path, visible(listed))):
         return {}
     with suppress(OSError):     # not saved (a read-only data dir): asked again next time
