@@ -1321,8 +1321,7 @@ def tool_web_search(args, ctx):
         return ToolResult("web search returned no answer", ok=False)
     urls = [a.get("url") for p in parts for a in p.get("annotations") or () if isinstance(a, dict)]
     urls = [u for u in urls + list(obj.get("citations") or ()) if u and isinstance(u, str)]
-    urls = list(dict.fromkeys(urls))[:20]       # each once, in order
-    sources = "\n\nSources:\n" + "\n".join("- " + u for u in urls) if urls else ""
+    sources = "\n\nSources:\n" + "\n".join("- " + u for u in list(dict.fromkeys(urls))[:20]) if urls else ""
     return ToolResult(text + sources)
 
 
