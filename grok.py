@@ -1312,17 +1312,21 @@ def tool_web_search(args, ctx):
         return ToolResult("web search failed: HTTP %d: %s" % (e.status, e.server_message()), False)
     except (TransientError, UserError, ContractError) as e:        # ContractError: too long a reply
         return ToolResult("web search failed: %s" % e, ok=False)
-    obj = obj if isinstance(obj, dict) else {}      # a Responses API reply: its text, source URLs
+    text, urls = responses_answer(obj if isinstance(obj, dict) else {})
+    if not text:
+        return ToolResult("web search returned no answer", ok=False)
+    sources = "\n\nSources:\n" + "\n".join("- " + u for u in urls[:20]) if urls else ""
+    return ToolResult(text + sources)
+
+
+def responses_answer(obj):
+    """(text, source URLs) of a Responses API reply."""
     parts = [part for item in obj.get("output") or () if isinstance(item, dict)
              for part in item.get("content") or () if isinstance(part, dict)]
     texts = [str(p.get("text") or "") for p in parts if p.get("type") in ("output_text", "text")]
-    text = "\n".join(texts).strip()
-    if not text:
-        return ToolResult("web search returned no answer", ok=False)
     urls = [a.get("url") for p in parts for a in p.get("annotations") or () if isinstance(a, dict)]
     urls = [u for u in urls + list(obj.get("citations") or ()) if u and isinstance(u, str)]
-    sources = "\n\nSources:\n" + "\n".join("- " + u for u in list(dict.fromkeys(urls))[:20]) if urls else ""
-    return ToolResult(text + sources)
+    return "\n".join(texts).strip(), list(dict.fromkeys(urls))
 
 
 class Tool(namedtuple("Tool", "run doc args input", defaults=(None,))):
