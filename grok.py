@@ -71,11 +71,9 @@ def read_env_file(path, names):
     """The first of `names` set in a .env file (regular, < 64 KB, UTF-8/16); the last one wins."""
     got = read_regular(path, 65536)
     data = got[0] if got and len(got[0]) <= 65536 else b""
-    found = {}
-    for line in data.decode("utf-16" if b"\0" in data[:4] else "utf-8-sig", "replace").splitlines():
-        m = re.match(ENV_LINE, line)
-        if m and m.group(1) in names:
-            found[m.group(1)] = next((v for v in m.groups()[1:] if v is not None), "")
+    text = data.decode("utf-16" if b"\0" in data[:4] else "utf-8-sig", "replace")
+    matches = [re.match(ENV_LINE, line) for line in text.splitlines()]
+    found = {m[1]: m[2] or m[3] or m[4] for m in matches if m and m[1] in names}
     return next((found[n] for n in names if found.get(n)), None)
 
 
@@ -395,23 +393,18 @@ SECRET_PATTERNS = (      # compiled on first use (re caches them)
 
 
 def scrub(text, extra=()):
-    """Credentials redacted: keys and tokens of common services, private keys, URL userinfo."""
-    if not text:
+    """Credentials redacted in a text, or in every string of a JSON-like value (a record, an event)."""
+    if isinstance(text, dict):
+        return {k: scrub(v, extra) for k, v in text.items()}
+    if isinstance(text, list):
+        return [scrub(v, extra) for v in text]
+    if not isinstance(text, str):
         return text
     for secret in [s for s in (*extra, *SECRETS) if len(s or "") >= 8]:
         text = text.replace(secret, "[REDACTED_API_KEY]")
     for pattern, replacement in SECRET_PATTERNS:
         text = re.sub(pattern, replacement, text)
     return text
-
-
-def scrub_all(obj):
-    """scrub() every string in a JSON-like value: an event, an ACP message, a session record."""
-    if isinstance(obj, dict):
-        return {k: scrub_all(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [scrub_all(v) for v in obj]
-    return scrub(obj) if isinstance(obj, str) else obj
 
 
 def visible(text, newlines=True):
@@ -1738,7 +1731,7 @@ class Session:
         try:
             if self.fd is None:
                 self._open()
-            data = b"".join(json_bytes(scrub_all(r)) + b"\n" for r in (self.header, record) if r)
+            data = b"".join(json_bytes(scrub(r)) + b"\n" for r in (self.header, record) if r)
             self.header = None
             while data:
                 data = data[os.write(self.fd, data):]
@@ -2988,7 +2981,7 @@ class HeadlessUI(UI):
                 event["stepNumber"] = self.step
         event.update(fields)
         # ASCII-only JSON: any stdout encoding works; lone surrogates from the model cannot fail it.
-        self.write(strict_json(scrub_all(event), ensure_ascii=True, separators=(",", ":")) + "\n")
+        self.write(strict_json(scrub(event), ensure_ascii=True, separators=(",", ":")) + "\n")
 
     def out(self, text):
         self.emit("text", data=text) if self.events else self.write(self.shown(text))
@@ -3009,7 +3002,7 @@ class HeadlessUI(UI):
             fields.update(total_cost_usd=cost, total_cost_usd_ticks=int(round(cost * 1e10)))
         if self.events:
             return self.emit("end", **fields)
-        self.write(json.dumps(scrub_all(fields), ensure_ascii=True, indent=2) + "\n")
+        self.write(json.dumps(scrub(fields), ensure_ascii=True, indent=2) + "\n")
 
     @staticmethod
     def spend(n):
@@ -3445,7 +3438,7 @@ class AcpServer:
 
     # -- the wire
     def send(self, message):
-        data = (strict_json(scrub_all(message), ensure_ascii=False) + "\n").encode(errors="replace")
+        data = (strict_json(scrub(message), ensure_ascii=False) + "\n").encode(errors="replace")
         with self.out_lock:
             if self.out is None:
                 return
