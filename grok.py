@@ -393,7 +393,7 @@ SECRET_PATTERNS = (      # compiled on first use (re caches them)
 
 
 def scrub(text, extra=()):
-    """Credentials redacted in a text, or in every string of a JSON-like value (a record, an event)."""
+    """Credentials (keys, tokens, URL userinfo) redacted in a text, or in a JSON value's strings."""
     if isinstance(text, dict):
         return {k: scrub(v, extra) for k, v in text.items()}
     if isinstance(text, list):
@@ -535,24 +535,6 @@ def arg_problem(name, args):
             return "error: not run: the %s holds a NUL or a lone surrogate, which text cannot" % k
 
 
-def allow_matches(call, patterns):
-    """--allow: a glob on bash's command, a resolved path (a relative one: in cwd), an MCP name."""
-    if call.name not in TOOLS:      # an MCP tool
-        return any(fnmatch.fnmatchcase(call.name, p) for p in patterns)
-    value = call.args.get("command" if call.name == "bash" else "path")
-    value = value or ("." if call.name == "list_files" else "")
-    if not isinstance(value, str) or not value:
-        return False
-    if call.name == "bash":
-        free = "[^;&|<>$`()\n]"        # what a `*` or `?` stands for: anything but a shell operator
-        return any(re.fullmatch(re.escape(p).replace(r"\*", free + "*").replace(r"\?", free), value)
-                   for p in patterns)
-    full, root = canonical(call.cwd, value), os.path.realpath(call.cwd)
-    relative = os.path.relpath(full, root) if inside(full, root) else None
-    return any(path_glob(os.path.normpath(p), full if os.path.isabs(p) else relative)
-               for p in map(os.path.expanduser, patterns) if os.path.isabs(p) or relative)
-
-
 def rule_globs(call, rules):
     """--allow/--deny globs for this call: plain ones, xAI CLI's Bash(...), Write/Edit/Read(...)."""
     kinds = dict(Bash="bash", Write="write_file", Edit="write_file", Read="read_file list_files")
@@ -562,13 +544,27 @@ def rule_globs(call, rules):
             if not m or call.name in kinds[m[1]].split()]
 
 
-def denied_by(call, rules):
-    """--deny: a rule that matches the command or a command in it, or the path, refuses the call."""
-    globs, command = rule_globs(call, rules), str(call.args.get("command"))
-    if call.name != "bash":
-        return allow_matches(call, globs)
-    parts = [command] + re.split(r"[;&|<>$`()\n]+", command)
-    return any(fnmatch.fnmatchcase(part.strip(), g) for part in parts for g in globs)
+def rule_matches(call, rules, deny=False):
+    """--allow/--deny: a glob on bash's command (deny: or a command in it), a path, an MCP name."""
+    globs = rule_globs(call, rules)
+    if call.name not in TOOLS:      # an MCP tool
+        return any(fnmatch.fnmatchcase(call.name, g) for g in globs)
+    if call.name == "bash" and deny:
+        command = str(call.args.get("command"))
+        parts = [command] + re.split(r"[;&|<>$`()\n]+", command)
+        return any(fnmatch.fnmatchcase(part.strip(), g) for part in parts for g in globs)
+    value = call.args.get("command" if call.name == "bash" else "path")
+    value = value or ("." if call.name == "list_files" else "")
+    if not isinstance(value, str) or not value:
+        return False
+    if call.name == "bash":
+        free = "[^;&|<>$`()\n]"        # what a `*` or `?` stands for: anything but a shell operator
+        return any(re.fullmatch(re.escape(g).replace(r"\*", free + "*").replace(r"\?", free), value)
+                   for g in globs)
+    full, root = canonical(call.cwd, value), os.path.realpath(call.cwd)    # relative globs: in cwd
+    relative = os.path.relpath(full, root) if inside(full, root) else None
+    return any(path_glob(os.path.normpath(g), full if os.path.isabs(g) else relative)
+               for g in map(os.path.expanduser, globs) if os.path.isabs(g) or relative)
 
 
 # --- HTTP client: keep-alive, retries with backoff, SSE ---
@@ -2154,7 +2150,7 @@ class ToolRunner:
             raise
 
     def approved(self, item):
-        if self.cfg.deny and denied_by(item, self.cfg.deny):
+        if self.cfg.deny and rule_matches(item, self.cfg.deny, deny=True):
             return False
         ok = self.cfg.always_approve or item.name in self.session_always
         if ok or arg_problem(item.name, item.args) or not needs_approval(item, self.read_dirs):
@@ -3099,7 +3095,7 @@ class HeadlessUI(UI):
             self.held = []
 
     def approve(self, call):
-        if allow_matches(call, rule_globs(call, self.allow)):     # (with -y the agent does not ask)
+        if rule_matches(call, self.allow):     # (with -y the agent does not ask)
             return "yes"
         what = "command" if call.name == "bash" else "path" if call.name in TOOLS else "MCP tool"
         shown = call.shown[:200] + ("..." if len(call.shown) > 200 else "")
