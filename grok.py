@@ -400,9 +400,8 @@ def scrub(text, extra=()):
         return [scrub(v, extra) for v in text]
     if not isinstance(text, str):
         return text
-    for secret in [s for s in (*extra, *SECRETS) if len(s or "") >= 8]:
-        text = text.replace(secret, "[REDACTED_API_KEY]")
-    for pattern, replacement in SECRET_PATTERNS:
+    keys = [(re.escape(s), "[REDACTED_API_KEY]") for s in (*extra, *SECRETS) if len(s or "") >= 8]
+    for pattern, replacement in keys + list(SECRET_PATTERNS):
         text = re.sub(pattern, replacement, text)
     return text
 
