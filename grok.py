@@ -71,11 +71,9 @@ def read_env_file(path, names):
     """The first of `names` set in a .env file (regular, < 64 KB, UTF-8/16); the last one wins."""
     got = read_regular(path, 65536)
     data = got[0] if got and len(got[0]) <= 65536 else b""
-    found = {}
-    for line in data.decode("utf-16" if b"\0" in data[:4] else "utf-8-sig", "replace").splitlines():
-        m = re.match(ENV_LINE, line)
-        if m and m.group(1) in names:
-            found[m.group(1)] = next((v for v in m.groups()[1:] if v is not None), "")
+    text = data.decode("utf-16" if b"\0" in data[:4] else "utf-8-sig", "replace")
+    matches = [re.match(ENV_LINE, line) for line in text.splitlines()]
+    found = {m[1]: m[2] or m[3] or m[4] for m in matches if m and m[1] in names}
     return next((found[n] for n in names if found.get(n)), None)
 
 
@@ -395,23 +393,17 @@ SECRET_PATTERNS = (      # compiled on first use (re caches them)
 
 
 def scrub(text, extra=()):
-    """Credentials redacted: keys and tokens of common services, private keys, URL userinfo."""
-    if not text:
+    """Credentials (keys, tokens, URL userinfo) redacted in a text, or in a JSON value's strings."""
+    if isinstance(text, dict):
+        return {k: scrub(v, extra) for k, v in text.items()}
+    if isinstance(text, list):
+        return [scrub(v, extra) for v in text]
+    if not isinstance(text, str):
         return text
-    for secret in [s for s in (*extra, *SECRETS) if len(s or "") >= 8]:
-        text = text.replace(secret, "[REDACTED_API_KEY]")
-    for pattern, replacement in SECRET_PATTERNS:
+    keys = [(re.escape(s), "[REDACTED_API_KEY]") for s in (*extra, *SECRETS) if len(s or "") >= 8]
+    for pattern, replacement in keys + list(SECRET_PATTERNS):
         text = re.sub(pattern, replacement, text)
     return text
-
-
-def scrub_all(obj):
-    """scrub() every string in a JSON-like value: an event, an ACP message, a session record."""
-    if isinstance(obj, dict):
-        return {k: scrub_all(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [scrub_all(v) for v in obj]
-    return scrub(obj) if isinstance(obj, str) else obj
 
 
 def visible(text, newlines=True):
@@ -443,8 +435,7 @@ def data_dir_problem(path):
     with suppress(OSError):     # open_to_others says why it is unusable
         os.makedirs(path, mode=0o700, exist_ok=True)
     why = open_to_others(path, (os.getuid(),))
-    if why:
-        return "the data dir %s (GROK_DATA_DIR) is %s: not used (make it yours, 0700)" % (path, why)
+    return why and "the data dir %s (GROK_DATA_DIR) is %s: not used (make it yours, 0700)" % (path, why)
 
 
 def read_regular(path, cap):
@@ -542,24 +533,6 @@ def arg_problem(name, args):
             return "error: not run: the %s holds a NUL or a lone surrogate, which text cannot" % k
 
 
-def allow_matches(call, patterns):
-    """--allow: a glob on bash's command, a resolved path (a relative one: in cwd), an MCP name."""
-    if call.name not in TOOLS:      # an MCP tool
-        return any(fnmatch.fnmatchcase(call.name, p) for p in patterns)
-    value = call.args.get("command" if call.name == "bash" else "path")
-    value = value or ("." if call.name == "list_files" else "")
-    if not isinstance(value, str) or not value:
-        return False
-    if call.name == "bash":
-        free = "[^;&|<>$`()\n]"        # what a `*` or `?` stands for: anything but a shell operator
-        return any(re.fullmatch(re.escape(p).replace(r"\*", free + "*").replace(r"\?", free), value)
-                   for p in patterns)
-    full, root = canonical(call.cwd, value), os.path.realpath(call.cwd)
-    relative = os.path.relpath(full, root) if inside(full, root) else None
-    return any(path_glob(os.path.normpath(p), full if os.path.isabs(p) else relative)
-               for p in map(os.path.expanduser, patterns) if os.path.isabs(p) or relative)
-
-
 def rule_globs(call, rules):
     """--allow/--deny globs for this call: plain ones, xAI CLI's Bash(...), Write/Edit/Read(...)."""
     kinds = dict(Bash="bash", Write="write_file", Edit="write_file", Read="read_file list_files")
@@ -569,13 +542,27 @@ def rule_globs(call, rules):
             if not m or call.name in kinds[m[1]].split()]
 
 
-def denied_by(call, rules):
-    """--deny: a rule that matches the command or a command in it, or the path, refuses the call."""
-    globs, command = rule_globs(call, rules), str(call.args.get("command"))
-    if call.name != "bash":
-        return allow_matches(call, globs)
-    parts = [command] + re.split(r"[;&|<>$`()\n]+", command)
-    return any(fnmatch.fnmatchcase(part.strip(), g) for part in parts for g in globs)
+def rule_matches(call, rules, deny=False):
+    """--allow/--deny: a glob on bash's command (deny: or a command in it), a path, an MCP name."""
+    globs = rule_globs(call, rules)
+    if call.name not in TOOLS:      # an MCP tool
+        return any(fnmatch.fnmatchcase(call.name, g) for g in globs)
+    if call.name == "bash" and deny:
+        command = str(call.args.get("command"))
+        parts = [command] + re.split(r"[;&|<>$`()\n]+", command)
+        return any(fnmatch.fnmatchcase(part.strip(), g) for part in parts for g in globs)
+    value = call.args.get("command" if call.name == "bash" else "path")
+    value = value or ("." if call.name == "list_files" else "")
+    if not isinstance(value, str) or not value:
+        return False
+    if call.name == "bash":
+        free = "[^;&|<>$`()\n]"        # what a `*` or `?` stands for: anything but a shell operator
+        return any(re.fullmatch(re.escape(g).replace(r"\*", free + "*").replace(r"\?", free), value)
+                   for g in globs)
+    full, root = canonical(call.cwd, value), os.path.realpath(call.cwd)    # relative globs: in cwd
+    relative = os.path.relpath(full, root) if inside(full, root) else None
+    return any(path_glob(os.path.normpath(g), full if os.path.isabs(g) else relative)
+               for g in map(os.path.expanduser, globs) if os.path.isabs(g) or relative)
 
 
 # --- HTTP client: keep-alive, retries with backoff, SSE ---
@@ -1731,7 +1718,7 @@ class Session:
         try:
             if self.fd is None:
                 self._open()
-            data = b"".join(json_bytes(scrub_all(r)) + b"\n" for r in (self.header, record) if r)
+            data = b"".join(json_bytes(scrub(r)) + b"\n" for r in (self.header, record) if r)
             self.header = None
             while data:
                 data = data[os.write(self.fd, data):]
@@ -2154,7 +2141,7 @@ class ToolRunner:
             raise
 
     def approved(self, item):
-        if self.cfg.deny and denied_by(item, self.cfg.deny):
+        if self.cfg.deny and rule_matches(item, self.cfg.deny, deny=True):
             return False
         ok = self.cfg.always_approve or item.name in self.session_always
         if ok or arg_problem(item.name, item.args) or not needs_approval(item, self.read_dirs):
@@ -2981,7 +2968,7 @@ class HeadlessUI(UI):
                 event["stepNumber"] = self.step
         event.update(fields)
         # ASCII-only JSON: any stdout encoding works; lone surrogates from the model cannot fail it.
-        self.write(strict_json(scrub_all(event), ensure_ascii=True, separators=(",", ":")) + "\n")
+        self.write(strict_json(scrub(event), ensure_ascii=True, separators=(",", ":")) + "\n")
 
     def out(self, text):
         self.emit("text", data=text) if self.events else self.write(self.shown(text))
@@ -3002,7 +2989,7 @@ class HeadlessUI(UI):
             fields.update(total_cost_usd=cost, total_cost_usd_ticks=int(round(cost * 1e10)))
         if self.events:
             return self.emit("end", **fields)
-        self.write(json.dumps(scrub_all(fields), ensure_ascii=True, indent=2) + "\n")
+        self.write(json.dumps(scrub(fields), ensure_ascii=True, indent=2) + "\n")
 
     @staticmethod
     def spend(n):
@@ -3099,7 +3086,7 @@ class HeadlessUI(UI):
             self.held = []
 
     def approve(self, call):
-        if allow_matches(call, rule_globs(call, self.allow)):     # (with -y the agent does not ask)
+        if rule_matches(call, self.allow):     # (with -y the agent does not ask)
             return "yes"
         what = "command" if call.name == "bash" else "path" if call.name in TOOLS else "MCP tool"
         shown = call.shown[:200] + ("..." if len(call.shown) > 200 else "")
@@ -3438,7 +3425,7 @@ class AcpServer:
 
     # -- the wire
     def send(self, message):
-        data = (strict_json(scrub_all(message), ensure_ascii=False) + "\n").encode(errors="replace")
+        data = (strict_json(scrub(message), ensure_ascii=False) + "\n").encode(errors="replace")
         with self.out_lock:
             if self.out is None:
                 return
