@@ -1390,10 +1390,9 @@ class McpServer:
             self.drain.start()
             threading.Thread(target=self.read, daemon=True).start()
             timeout = self.timeout("startup_timeout_sec", "MCP_TIMEOUT", 30)
-            hello = {"name": "grok", "version": __version__}    # any version it answers is taken
             self.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                                        "clientInfo": hello}, timeout)
-            self.send(method="notifications/initialized")
+                                        "clientInfo": dict(name="grok", version=__version__)}, timeout)
+            self.send(method="notifications/initialized")      # any version it answered will do
             self.list_tools(timeout)
         except (OSError, ValueError, RuntimeError) as e:    # RuntimeError: no thread to be had
             self.state = "failed: %s" % e
