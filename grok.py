@@ -3314,12 +3314,14 @@ def split_tool_results(text, calls):
 class AcpSession(UI):
     """One ACP session: its Agent, and UI hooks that send its turns as session/update messages."""
 
-    def __init__(self, server):
-        self.server, self.id, self.agent, self.busy = server, None, None, False
+    def __init__(self, server, **agent_args):
+        self.server, self.busy = server, False
         self.notice = server.log        # the UI hook: a line on stderr
         self.calls = itertools.count(1)     # numbers toolCallIds (a turn and a load never overlap)
         self.ids, self.fields = [], {}  # the last reply's toolCallIds; open calls' announced fields
         self.streamed, self.said, self.finish_reason, self.request_id = False, False, None, None
+        self.agent = Agent(server.cfg, self, key=server.key, **agent_args)
+        self.id = self.agent.session.id
 
     def update(self, session_update, **fields):
         params = {"sessionId": self.id, "update": dict(sessionUpdate=session_update, **fields)}
@@ -3409,7 +3411,7 @@ class AcpSession(UI):
         """session/load: the history (checked on load) as the updates a live turn would send."""
         messages = self.agent.messages[1:]
         not_typed = ("Tool results:", corrective_message("").split(":")[0], "[the user cancelled")
-        for message, following in zip(messages, messages[1:] + [{"content": ""}]):
+        for message, after in zip(messages, messages[1:] + [{"content": ""}]):
             role, text, kind = message["role"], message["content"], message.get("kind")
             if role == "user" and kind != "note" and not text.startswith(not_typed):
                 update = "agent_thought_chunk" if kind == "summary" else "user_message_chunk"
@@ -3417,17 +3419,15 @@ class AcpSession(UI):
                 self.said = False       # typed by a person, or a summary: its answer needs no gap
             if role != "assistant":
                 continue
-            try:
+            with suppress(ContractError):       # an invalid reply the model was asked to redo
                 reply = parse_reply(text, list(TOOLS) + list(self.agent.runner.tools()))
-            except ContractError:
-                continue            # an invalid reply the model was asked to redo
-            self.say(reply)
-            for call, output, ok in split_tool_results(following["content"], reply["tool_calls"]):
-                fields = acp_tool_fields(call["tool"], call["args"], self.agent.cwd, diff=False)
-                if output is not None:
-                    fields["content"] = text_content(output)
-                self.update("tool_call", toolCallId="call_%d" % next(self.calls),
-                            status="completed" if ok else "failed", **fields)
+                self.say(reply)
+                for call, output, ok in split_tool_results(after["content"], reply["tool_calls"]):
+                    fields = acp_tool_fields(call["tool"], call["args"], self.agent.cwd, diff=False)
+                    if output is not None:
+                        fields["content"] = text_content(output)
+                    self.update("tool_call", toolCallId="call_%d" % next(self.calls),
+                                status="completed" if ok else "failed", **fields)
 
 
 class AcpServer:
@@ -3458,9 +3458,9 @@ class AcpServer:
                 self.stop_all()
 
     def respond(self, request_id, result):
-        """Answer a request with result, or with the error an exception result stands for."""
-        key = "error" if isinstance(result, Exception) else "result"
-        value = self.rpc_error(result).payload if key == "error" else result
+        """Answer a request with result, or with the error an RpcError result stands for."""
+        key = "error" if isinstance(result, RpcError) else "result"
+        value = result.payload if key == "error" else result
         self.send({"jsonrpc": "2.0", "id": request_id, key: value})
 
     def request(self, method, params, cancel):
@@ -3508,18 +3508,17 @@ class AcpServer:
                 raise bad_params("params must be an object")
             result = self.methods[method](params or {}, request_id)
         except Exception as e:
-            result = e
+            result = self.rpc_error(e)
         if result is not DEFERRED:
             self.respond(request_id, result)
 
     def rpc_error(self, e):
-        """The error to answer for e; a bug is also logged (its traceback under GROK_DEBUG)."""
+        """The RpcError for e (from its except block); a bug is logged (GROK_DEBUG: a traceback)."""
         if isinstance(e, RpcError):
             return e
         message, code, _ = turn_end(e)
         if code == 4:       # a bug
-            trace = "".join(traceback.format_exception(type(e), e, e.__traceback__))
-            self.log(trace if os.environ.get("GROK_DEBUG") else message)
+            self.log(traceback.format_exc() if os.environ.get("GROK_DEBUG") else message)
         return RpcError(INTERNAL_ERROR, message)
 
     # -- the methods, and what they share
@@ -3548,9 +3547,7 @@ class AcpServer:
 
     def start(self, cwd, mcp, **resume):
         """A new AcpSession whose Agent works in cwd with these MCP servers; resume: its session."""
-        session, mcp = AcpSession(self), dict(self.mcp, **mcp)
-        session.agent = Agent(self.cfg, session, cwd=cwd, mcp=mcp, key=self.key, **resume)
-        session.id = session.agent.session.id
+        session = AcpSession(self, cwd=cwd, mcp=dict(self.mcp, **mcp), **resume)
         self.sessions[session.id] = session
         return session
 
