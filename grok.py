@@ -3227,8 +3227,7 @@ PERMISSION_OPTIONS = [{"optionId": k, "name": name, "kind": k} for k, name in (
     ("allow_once", "Allow once"), ("allow_always", "Always allow"), ("reject_once", "Reject"))]
 APPROVALS = {"allow_once": "yes", "allow_always": "always"}     # what approve() answers; else "no"
 DEFERRED = object()             # a request answered later, from a worker thread
-AUTH_METHODS = {"cached_token": "API key from a .env file",
-                "xai.api_key": "API key from the environment"}
+AUTH_METHODS = {"cached_token": "API key from a .env file", "xai.api_key": "API key from the environment"}
 AGENT_CAPABILITIES = {"loadSession": True, "mcpCapabilities": {"http": False, "sse": False},
                       "promptCapabilities": dict(image=False, audio=False, embeddedContext=True)}
 ACP_INIT = {"protocolVersion": 1, "agentCapabilities": AGENT_CAPABILITIES,     # + authMethods
@@ -3317,8 +3316,8 @@ class AcpSession(UI):
     def __init__(self, server, **agent_args):
         self.server, self.busy = server, False
         self.notice = server.log        # the UI hook: a line on stderr
-        self.calls = itertools.count(1)     # numbers toolCallIds (a turn and a load never overlap)
-        self.ids, self.fields = [], {}  # the last reply's toolCallIds; open calls' announced fields
+        self.calls = itertools.count(1)     # numbers a replay's toolCallIds (a turn's: call_STEP_I)
+        self.fields = {}        # the announced fields of the calls not run yet, by toolCallId
         self.streamed, self.said, self.finish_reason, self.request_id = False, False, None, None
         self.agent = Agent(server.cfg, self, key=server.key, **agent_args)
         self.id = self.agent.session.id
@@ -3375,16 +3374,15 @@ class AcpSession(UI):
 
     def reply(self, reply, step):
         self.say(reply, self.streamed)
-        self.ids = ["call_%d" % next(self.calls) for _ in reply["tool_calls"]]
-        for call_id, call in zip(self.ids, reply["tool_calls"]):
+        for i, call in enumerate(reply["tool_calls"], 1):
+            call_id = "call_%d_%d" % (step, i)       # the ToolCall.id ToolRunner.execute gives it
             self.fields[call_id] = acp_tool_fields(call["tool"], call["args"], self.agent.cwd)
             self.update("tool_call", toolCallId=call_id, status="pending", **self.fields[call_id])
 
     def approve(self, call):
-        call_id = self.ids[call.index]
         if self.agent.cancel.is_set():
             return "no"
-        tool_call = dict(toolCallId=call_id, status="pending", **self.fields[call_id])
+        tool_call = dict(toolCallId=call.id, status="pending", **self.fields[call.id])
         asked = {"sessionId": self.id, "toolCall": tool_call, "options": PERMISSION_OPTIONS}
         answer = self.server.request("session/request_permission", asked, cancel=self.agent.cancel)
         if "error" in (answer or {}):
@@ -3395,13 +3393,12 @@ class AcpSession(UI):
         return "no"
 
     def tool_start(self, call):
-        self.update("tool_call_update", toolCallId=self.ids[call.index], status="in_progress")
+        self.update("tool_call_update", toolCallId=call.id, status="in_progress")
 
     def tool_end(self, call, result):
-        call_id = self.ids[call.index]
-        diff = self.fields.pop(call_id, {}).get("content", [])
+        diff = self.fields.pop(call.id, {}).get("content", [])
         status, content = ("completed", diff) if result.ok else ("failed", [])
-        self.update("tool_call_update", toolCallId=call_id, status=status,
+        self.update("tool_call_update", toolCallId=call.id, status=status,
                     content=content + text_content(result.output))
 
     def step_finish(self, step, info):
@@ -3632,9 +3629,8 @@ def acp_main(cfg, mcp_files):
     sys.stdout = sys.stderr
     server.mcp = mcp_config(cfg, mcp_files, False, server.log)
     try:
-        for line in iter(sys.stdin.buffer.readline, b""):
-            if line.strip():
-                server.handle(line)
+        for line in filter(bytes.strip, sys.stdin.buffer):      # each non-blank line
+            server.handle(line)
         server.stop_all()     # the client is gone: cancel what runs, start nothing more
         for worker in list(server.workers):       # in-flight prompts still get their answers
             worker.join()
