@@ -3297,15 +3297,15 @@ def uri_path(uri):
 
 
 def split_tool_results(text, calls):
-    """[(call, output or None, ok)], read back from the tool-results message after a reply."""
+    """[(call, {"content": its output} or {}, ok)], read back from the tool-results message."""
     text = text if text.startswith("Tool results:") else ""
     rest, cut, failed = text.rpartition("\n\n[Self-correction] ")
     rest, results = rest if cut else text, []
     for i, call in reversed(list(enumerate(calls, 1))):
         head = "\n\n[%d] %s %s\n" % (i, call["tool"], scrub(key_arg(call["tool"], call["args"])))
         before, found, output = rest.rpartition(head)
-        ok = "[%d] %s (" % (i, call["tool"]) not in failed
-        results.insert(0, (call, output, ok) if found else (call, None, False))
+        ok = found and "[%d] %s (" % (i, call["tool"]) not in failed
+        results.insert(0, (call, {"content": text_content(output)} if found else {}, ok))
         rest = before if found else rest
     return results
 
@@ -3419,12 +3419,10 @@ class AcpSession(UI):
             with suppress(ContractError):       # an invalid reply the model was asked to redo
                 reply = parse_reply(text, list(TOOLS) + list(self.agent.runner.tools()))
                 self.say(reply)
-                for call, output, ok in split_tool_results(after["content"], reply["tool_calls"]):
+                for call, shown, ok in split_tool_results(after["content"], reply["tool_calls"]):
                     fields = acp_tool_fields(call["tool"], call["args"], self.agent.cwd, diff=False)
-                    if output is not None:
-                        fields["content"] = text_content(output)
                     self.update("tool_call", toolCallId="call_%d" % next(self.calls),
-                                status="completed" if ok else "failed", **fields)
+                                status="completed" if ok else "failed", **fields, **shown)
 
 
 class AcpServer:
@@ -3528,7 +3526,7 @@ class AcpServer:
                            "client starts grok, or put GROK_API_KEY=... in " + ", ".join(ENV_FILES))
 
     def session_setup(self, params, optional=False):
-        """The cwd (None: load got none) and the stdio MCP servers of session/new or /load."""
+        """The cwd (None: load got none) and stdio MCP servers of session/new or /load; the key."""
         cwd, servers = params.get("cwd"), params.get("mcpServers", [])
         directory = isinstance(cwd, str) and os.path.isabs(cwd) and os.path.isdir(cwd)
         if not (directory or optional and cwd is None):
@@ -3540,6 +3538,7 @@ class AcpServer:
                      for s in servers}
         except (TypeError, KeyError, AttributeError):
             raise bad_params("an mcpServer with no name or a bad env")
+        self.need_key()
         return cwd and os.path.normpath(cwd), mcp_specs(table, "mcpServers", self.log)
 
     def start(self, cwd, mcp, **resume):
@@ -3568,7 +3567,6 @@ class AcpServer:
 
     def new_session(self, params, request_id):
         cwd, mcp = self.session_setup(params)
-        self.need_key()
         return {"sessionId": self.start(cwd, mcp).id}
 
     def load_session(self, params, request_id):
@@ -3578,12 +3576,11 @@ class AcpServer:
         cwd, mcp = self.session_setup(params, optional=True)
         session = self.sessions.get(session_id)
         if session is None:         # not held by this process yet: open its file
-            self.need_key()
             store = Session(self.cfg.data_dir, session_id, warn=self.log)
             try:        # (isfile is False for a path that holds a NUL)
                 if os.sep in session_id or session_id[0] == "." or not os.path.isfile(store.path):
                     raise UserError("no session %s in %s" % (json.dumps(session_id), store.dir))
-                session = self.start(cwd or self.cfg.cwd, mcp, session=store, resume=True)
+                session = self.start(cwd, mcp, session=store, resume=True)
             except UserError as e:
                 raise RpcError(RESOURCE_NOT_FOUND, str(e))
         if session.busy:
