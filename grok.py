@@ -625,14 +625,13 @@ class Client:
         with self._lock:
             if self._idle:
                 return self._idle.pop(), True
-        hide_ssl = not self.https and "ssl" not in sys.modules     # plain http: spare ssl's 4 MB
-        if hide_ssl:
+        if not self.https and "ssl" not in sys.modules:     # plain http: spare ssl's 4 MB
             sys.modules["ssl"] = None       # http.client's optional `import ssl` then fails at once
-        try:
-            import http.client
-        finally:
-            if hide_ssl:
+            try:
+                import http.client
+            finally:
                 del sys.modules["ssl"]
+        import http.client
         kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
         timeout = min(self.timeout or CONNECT_TIMEOUT, CONNECT_TIMEOUT)     # (then GROK_TIMEOUT)
         conn = kind(*(self.proxy[:2] if self.proxy else (self.host, self.port)), timeout=timeout)
@@ -718,17 +717,13 @@ class Client:
             resp = self._send(conn, reused, request, cancel)
             reader, ctype = ReplyReader(resp, cap), resp.getheader("Content-Type") or "-"
             page = "html" in ctype and resp.status not in RETRY_STATUSES     # no API's answer
-            if resp.status >= 300 and not page:
-                error = self._refusal(resp, reader, no_retry)
-                reusable = resp.status >= 400 and not resp.will_close
-                raise error
-            if on_stream and "text/event-stream" in ctype:
-                result = on_stream(reader)
-                reader.read()       # the end of the chunked body, so the connection can be reused
-            else:
-                result = self._json(request, resp, ctype, reader.read())
+            streamed = on_stream and "text/event-stream" in ctype and resp.status < 300
+            result = on_stream(reader) if streamed else None
+            data = reader.read()        # the whole body (or a stream's end): the connection is reusable
             reusable = not resp.will_close
-            return result
+            if resp.status >= 300 and not page:
+                raise self._refusal(resp, data, no_retry)
+            return result if streamed else self._json(request, resp, ctype, data)
         except Exception as e:      # a read cut at the deadline may end in any of these
             late = self.timeout and time.monotonic() - started >= self.timeout
             raise self._fault(TimeoutError() if late else e)
@@ -741,7 +736,7 @@ class Client:
             if not reusable:
                 conn.close()
 
-    def _refusal(self, resp, reader, no_retry):
+    def _refusal(self, resp, data, no_retry):
         """The error of a non-2xx reply: for 429, 5xx a RetryableFault unless no_retry(it)."""
         status = resp.status
         if status < 400:
@@ -749,7 +744,7 @@ class Client:
             return UserError("the server at %s answered HTTP %d, a redirect to %s: grok does not"
                              " follow redirects (the API key goes to GROK_BASE_URL only); set"
                              " GROK_BASE_URL to the address you mean" % (self.host, status, where))
-        err = HTTPStatusError(status, reader.read())
+        err = HTTPStatusError(status, data)
         if status not in RETRY_STATUSES or (no_retry and no_retry(err)):
             return err
         wait = parse_retry_after(resp.getheader("Retry-After"))
