@@ -719,7 +719,7 @@ class Client:
             page = "html" in ctype and resp.status not in RETRY_STATUSES     # no API's answer
             streamed = on_stream and "text/event-stream" in ctype and resp.status < 300
             result = on_stream(reader) if streamed else None
-            data = reader.read()        # the whole body (or a stream's end): the connection is reusable
+            data = reader.read()        # all of it (a stream: its end): the connection is reusable
             reusable = not resp.will_close
             if resp.status >= 300 and not page:
                 raise self._refusal(resp, data, no_retry)
@@ -958,9 +958,8 @@ class Contract(namedtuple("Contract", "name extra_properties extra_prompt max_to
     """What the model is asked to return: the schema, its description, defaults."""
 
     def schema(self, tools):
-        calls = [{"type": "object", "properties": {"tool": {"type": "string", "enum": [name]},
-                                                   "args": tool.schema()},
-                  "required": ["tool", "args"], "additionalProperties": False}
+        calls = [{"type": "object", "required": ["tool", "args"], "additionalProperties": False,
+                  "properties": {"tool": {"type": "string", "enum": [name]}, "args": tool.schema()}}
                  for name, tool in tools.items()]
         items = {"anyOf": calls} if calls else {"type": "object"}   # {} breaks llama.cpp's grammars
         props = {**self.extra_properties, "tool_calls": {"type": "array", "items": items,
@@ -970,8 +969,7 @@ class Contract(namedtuple("Contract", "name extra_properties extra_prompt max_to
 
 
 MINIMAL = Contract("grok_reply")
-REPLY_SHAPE = ('{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRING or null,'
-               ' "done": BOOL}')
+REPLY_SHAPE = '{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRING or null, "done": BOOL}'
 
 
 def extract_json_object(text, cut=False):
