@@ -587,13 +587,12 @@ def json_bytes(obj):
 
 def parse_retry_after(value, now=None, per_second=1):
     """Seconds to wait from a Retry-After (seconds, 1/per_second units, an HTTP date), or None."""
-    seconds = float("nan")
-    try:
-        seconds = float(value) / per_second
-    except (TypeError, ValueError):
-        with suppress(TypeError, ValueError, OverflowError):    # (parsedate_tz: None if no date)
+    with suppress(TypeError, ValueError, OverflowError):    # neither a number nor a date: None
+        try:
+            seconds = float(value) / per_second
+        except ValueError:
             seconds = email_utils.mktime_tz(email_utils.parsedate_tz(value)) - (now or time.time())
-    return None if seconds != seconds else min(RETRY_AFTER_CAP, max(0.0, seconds))     # (not NaN)
+        return None if seconds != seconds else min(RETRY_AFTER_CAP, max(0.0, seconds))   # (not NaN)
 
 
 def retry_delay(attempt, backoff, retry_after=None):
@@ -923,15 +922,12 @@ class ResponseStreamer:
     def _structure(self, ch):
         if self.depth == 2 and self.key == "tool_calls" and ch not in " \t\r\n]":
             self.tool_calls = "nonempty"
+        elif self.depth == 1 and self.key == "tool_calls" and ch == "[":
+            self.tool_calls = "empty"
         if ch == '"':
             self.raw, self.cut = [], 0
             self.response = self.depth == 1 and self.colon and self.key == "response"
-        elif ch in "{[":
-            self.depth += 1
-            if self.depth == 2 and ch == "[" and self.key == "tool_calls":
-                self.tool_calls = "empty"
-        elif ch in "}]":
-            self.depth -= 1
+        self.depth += (ch in "{[") - (ch in "}]")
         if not ch.isspace():
             self.colon = self.depth == 1 and ch == ":"
 
