@@ -682,9 +682,8 @@ class Client:
 
     def post(self, path, payload, on_stream=None, cancel=None, no_retry=None, cap=REPLY_CAP):
         """The JSON reply (or on_stream(reader)); faults, 429 and 5xx retried with backoff."""
-        headers = dict(self.headers, Accept="text/event-stream" if on_stream else "*/*")
-        if self.conv_id:
-            headers["x-grok-conv-id"] = self.conv_id
+        conv = {"x-grok-conv-id": self.conv_id} if self.conv_id else {}
+        headers = dict(self.headers, Accept="text/event-stream" if on_stream else "*/*", **conv)
         request = ("POST", self.prefix + path, json_bytes(payload), headers)
         cancel, most = cancel or threading.Event(), self.max_retries
         attempt = breaks = delay = 0
@@ -715,13 +714,12 @@ class Client:
         try:
             resp = self._send(conn, reused, request, cancel)
             reader, ctype = ReplyReader(resp, cap), resp.getheader("Content-Type") or "-"
-            page = "html" in ctype and resp.status not in RETRY_STATUSES     # no API's answer
             streamed = on_stream and "text/event-stream" in ctype and resp.status < 300
             result = on_stream(reader) if streamed else None
             data = reader.read()        # all of it (a stream: its end): the connection is reusable
             reusable = not resp.will_close
-            if resp.status >= 300 and not page:
-                raise self._refusal(resp, data, no_retry)
+            if resp.status >= 300 and ("html" not in ctype or resp.status in RETRY_STATUSES):
+                raise self._refusal(resp, data, no_retry)   # (an HTML page: _json names it)
             return result if streamed else self._json(request, resp, ctype, data)
         except Exception as e:      # a read cut at the deadline may end in any of these
             late = self.timeout and time.monotonic() - started >= self.timeout
@@ -1021,8 +1019,7 @@ def clean_call(i, call, tool_names):
     if not isinstance(name, str) or not name:
         raise ContractError("tool_calls[%d] has no \"tool\" name" % i)
     if name not in tool_names:
-        known = ", ".join(tool_names) or "none"
-        raise ContractError("unknown tool %r; the tools are: %s" % (name, known))
+        raise ContractError("unknown tool %r; the tools are: %s" % (name, ", ".join(tool_names) or "none"))
     if not isinstance(args or {}, dict):
         raise ContractError("tool_calls[%d].args must be an object" % i)
     return {"tool": name, "args": args or {}}
