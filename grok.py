@@ -1870,8 +1870,7 @@ def turn_end(e):
     if isinstance(e, GrokError):
         rounds = isinstance(e, LimitReached) and e.cause == "rounds"
         return str(e), e.exit_code, "max_turn_requests" if rounds else None
-    bug = "internal error: %s: %s (set GROK_DEBUG=1 for a traceback)" % (type(e).__name__, e)
-    return bug, 4, None
+    return "internal error: %s: %s (set GROK_DEBUG=1 for a traceback)" % (type(e).__name__, e), 4, None
 
 
 UNRUN = "[the user cancelled the tool calls before they finished]"
@@ -1985,8 +1984,7 @@ class Link:
         payload["messages"] = [{"role": m["role"], "content": m["content"]} for m in messages]
         if tools is not None:       # under the contract
             schema = self.contract.schema(tools)
-            named = {"name": self.contract.name, "schema": schema}
-            formats = ({"type": "json_schema", "json_schema": named},
+            formats = ({"type": "json_schema", "json_schema": {"name": self.contract.name, "schema": schema}},
                        {"type": "json_object", "schema": schema}, {"type": "json_object"})
             payload["response_format"] = formats[self.format_level]
         if stream:
@@ -2143,7 +2141,7 @@ class ToolRunner:
                         result = ToolResult("error: %s" % e, ok=False)
                     finished.put((item, result))
         with suppress(RuntimeError):        # "can't start new thread": fewer threads, or none
-            while len(items) > 1 and len(threads) < min(MAX_CALLS, len(items)):
+            while len(items) > 1 and len(threads) < len(items):    # (MAX_CALLS at most)
                 threads.append(threading.Thread(target=work, daemon=True))
                 threads[-1].start()
         threads = [t for t in threads if t.ident]        # started
@@ -2191,7 +2189,7 @@ class ToolRunner:
             ctx = ToolContext(item.cwd, item.sandbox, self.cfg.bash_timeout, self.procs, env,
                               self.cancel, self.ui.ask_user, self.search, self.withdraw)
             result = ToolResult(why, False) if why else self.tools()[item.name].run(item.args, ctx)
-        except (KeyboardInterrupt, Cancelled):
+        except Cancelled:
             raise
         except Exception as e:      # a tool never raises into the loop
             failed = "error: %s failed: %s: %s" % (item.name, type(e).__name__, e)
@@ -2464,8 +2462,11 @@ class Agent:
         """Summarise all but the recent tail (to_request: all if need be); False: too little."""
         self.link.learn_window()
         pct = self.cfg.compact_threshold or 75.0
-        history = self.messages[1:]
-        cut = compact_cut(history, keep, self.link.window * pct / 200.0)
+        history, cut, room = self.messages[1:], None, self.link.window * pct / 200.0
+        for i, m in enumerate(history[2:], 2):      # the tail starts at a reply: results stay with calls
+            over = i <= len(history) - keep or estimate_tokens(history[cut or 0:]) > room
+            if m.get("role") == "assistant" and over:
+                cut = i
         cut = len(history) if cut is None and to_request and len(history) > 1 else cut
         if cut is None:
             return False
@@ -2509,16 +2510,6 @@ class Agent:
         self.link.client.close()
         self.session.close()
         self.runner.close()
-
-
-def compact_cut(history, keep, room):
-    """Where the kept tail starts (at a reply, so results stay with their calls), or None."""
-    cut = None
-    for i, m in enumerate(history[2:], 2):
-        over = i <= len(history) - keep or estimate_tokens(history[cut or 0:]) > room
-        if m.get("role") == "assistant" and over:
-            cut = i
-    return cut
 
 
 def transcript(messages, window):
