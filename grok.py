@@ -2463,7 +2463,7 @@ class Agent:
         self.link.learn_window()
         pct = self.cfg.compact_threshold or 75.0
         history, cut, room = self.messages[1:], None, self.link.window * pct / 200.0
-        for i, m in enumerate(history[2:], 2):      # the tail starts at a reply: results stay with calls
+        for i, m in enumerate(history[2:], 2):      # cut at a reply: results stay with calls
             over = i <= len(history) - keep or estimate_tokens(history[cut or 0:]) > room
             if m.get("role") == "assistant" and over:
                 cut = i
