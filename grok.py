@@ -1122,7 +1122,7 @@ class Sandbox:
 class ToolResult:
     def __init__(self, output, ok=True):
         self.output, self.ok = output, ok
-        self.started = self.finished = 0.0
+        self.started = self.finished = time.time()      # a call not run; call_tool times a run
 
 
 def kill_group(proc):
@@ -2198,8 +2198,6 @@ class ToolRunner:
         return result
 
     def finish_tool(self, item, result):
-        if not result.finished:     # it did not run
-            result.started = result.finished = time.time()
         result.output = scrub(result.output)
         self.tool_count += 1
         with self.ui_lock:
@@ -2418,8 +2416,7 @@ class Agent:
     def strike(self, result, e):
         self.strikes += 1
         content = result.content or ""
-        cut = content[:4000] + ("...[truncated]" if len(content) > 4000 else "")
-        self.add({"role": "assistant", "content": cut})
+        self.add({"role": "assistant", "content": content[:4000] + "...[truncated]" * (len(content) > 4000)})
         self.finish_step(result)
         self.ui.invalid(content)
         if self.strikes >= MAX_STRIKES:
