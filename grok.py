@@ -574,13 +574,12 @@ def json_bytes(obj):
 
 def parse_retry_after(value, now=None, per_second=1):
     """Seconds to wait from a Retry-After (seconds, 1/per_second units, an HTTP date), or None."""
-    seconds = float("nan")
-    try:
-        seconds = float(value) / per_second
-    except (TypeError, ValueError):
-        with suppress(TypeError, ValueError, OverflowError):    # (parsedate_tz: None if no date)
+    with suppress(TypeError, ValueError, OverflowError):    # neither a number nor a date: None
+        try:
+            seconds = float(value) / per_second
+        except ValueError:
             seconds = email_utils.mktime_tz(email_utils.parsedate_tz(value)) - (now or time.time())
-    return None if seconds != seconds else min(RETRY_AFTER_CAP, max(0.0, seconds))     # (not NaN)
+        return None if seconds != seconds else min(RETRY_AFTER_CAP, max(0.0, seconds))   # (not NaN)
 
 
 def retry_delay(attempt, backoff, retry_after=None):
@@ -612,14 +611,13 @@ class Client:
         with self._lock:
             if self._idle:
                 return self._idle.pop(), True
-        hide_ssl = not self.https and "ssl" not in sys.modules     # plain http: spare ssl's 4 MB
-        if hide_ssl:
+        if not self.https and "ssl" not in sys.modules:     # plain http: spare ssl's 4 MB
             sys.modules["ssl"] = None       # http.client's optional `import ssl` then fails at once
-        try:
-            import http.client
-        finally:
-            if hide_ssl:
+            try:
+                import http.client
+            finally:
                 del sys.modules["ssl"]
+        import http.client
         kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
         timeout = min(self.timeout or CONNECT_TIMEOUT, CONNECT_TIMEOUT)     # (then GROK_TIMEOUT)
         conn = kind(*(self.proxy[:2] if self.proxy else (self.host, self.port)), timeout=timeout)
@@ -671,9 +669,8 @@ class Client:
 
     def post(self, path, payload, on_stream=None, cancel=None, no_retry=None, cap=REPLY_CAP):
         """The JSON reply (or on_stream(reader)); faults, 429 and 5xx retried with backoff."""
-        headers = dict(self.headers, Accept="text/event-stream" if on_stream else "*/*")
-        if self.conv_id:
-            headers["x-grok-conv-id"] = self.conv_id
+        conv = {"x-grok-conv-id": self.conv_id} if self.conv_id else {}
+        headers = dict(self.headers, Accept="text/event-stream" if on_stream else "*/*", **conv)
         request = ("POST", self.prefix + path, json_bytes(payload), headers)
         cancel, most = cancel or threading.Event(), self.max_retries
         attempt = breaks = delay = 0
@@ -704,18 +701,13 @@ class Client:
         try:
             resp = self._send(conn, reused, request, cancel)
             reader, ctype = ReplyReader(resp, cap), resp.getheader("Content-Type") or "-"
-            page = "html" in ctype and resp.status not in RETRY_STATUSES     # no API's answer
-            if resp.status >= 300 and not page:
-                error = self._refusal(resp, reader, no_retry)
-                reusable = resp.status >= 400 and not resp.will_close
-                raise error
-            if on_stream and "text/event-stream" in ctype:
-                result = on_stream(reader)
-                reader.read()       # the end of the chunked body, so the connection can be reused
-            else:
-                result = self._json(request, resp, ctype, reader.read())
+            streamed = on_stream and "text/event-stream" in ctype and resp.status < 300
+            result = on_stream(reader) if streamed else None
+            data = reader.read()        # all of it (a stream: its end): the connection is reusable
             reusable = not resp.will_close
-            return result
+            if resp.status >= 300 and ("html" not in ctype or resp.status in RETRY_STATUSES):
+                raise self._refusal(resp, data, no_retry)   # (an HTML page: _json names it)
+            return result if streamed else self._json(request, resp, ctype, data)
         except Exception as e:      # a read cut at the deadline may end in any of these
             late = self.timeout and time.monotonic() - started >= self.timeout
             raise self._fault(TimeoutError() if late else e)
@@ -728,7 +720,7 @@ class Client:
             if not reusable:
                 conn.close()
 
-    def _refusal(self, resp, reader, no_retry):
+    def _refusal(self, resp, data, no_retry):
         """The error of a non-2xx reply: for 429, 5xx a RetryableFault unless no_retry(it)."""
         status = resp.status
         if status < 400:
@@ -736,7 +728,7 @@ class Client:
             return UserError("the server at %s answered HTTP %d, a redirect to %s: grok does not"
                              " follow redirects (the API key goes to GROK_BASE_URL only); set"
                              " GROK_BASE_URL to the address you mean" % (self.host, status, where))
-        err = HTTPStatusError(status, reader.read())
+        err = HTTPStatusError(status, data)
         if status not in RETRY_STATUSES or (no_retry and no_retry(err)):
             return err
         wait = parse_retry_after(resp.getheader("Retry-After"))
@@ -915,15 +907,12 @@ class ResponseStreamer:
     def _structure(self, ch):
         if self.depth == 2 and self.key == "tool_calls" and ch not in " \t\r\n]":
             self.tool_calls = "nonempty"
+        elif self.depth == 1 and self.key == "tool_calls" and ch == "[":
+            self.tool_calls = "empty"
         if ch == '"':
             self.raw, self.cut = [], 0
             self.response = self.depth == 1 and self.colon and self.key == "response"
-        elif ch in "{[":
-            self.depth += 1
-            if self.depth == 2 and ch == "[" and self.key == "tool_calls":
-                self.tool_calls = "empty"
-        elif ch in "}]":
-            self.depth -= 1
+        self.depth += (ch in "{[") - (ch in "}]")
         if not ch.isspace():
             self.colon = self.depth == 1 and ch == ":"
 
@@ -950,9 +939,8 @@ class Contract(namedtuple("Contract", "name extra_properties extra_prompt max_to
     """What the model is asked to return: the schema, its description, defaults."""
 
     def schema(self, tools):
-        calls = [{"type": "object", "properties": {"tool": {"type": "string", "enum": [name]},
-                                                   "args": tool.schema()},
-                  "required": ["tool", "args"], "additionalProperties": False}
+        calls = [{"type": "object", "required": ["tool", "args"], "additionalProperties": False,
+                  "properties": {"tool": {"type": "string", "enum": [name]}, "args": tool.schema()}}
                  for name, tool in tools.items()]
         items = {"anyOf": calls} if calls else {"type": "object"}   # {} breaks llama.cpp's grammars
         props = {**self.extra_properties, "tool_calls": {"type": "array", "items": items,
@@ -962,8 +950,7 @@ class Contract(namedtuple("Contract", "name extra_properties extra_prompt max_to
 
 
 MINIMAL = Contract("grok_reply")
-REPLY_SHAPE = ('{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRING or null,'
-               ' "done": BOOL}')
+REPLY_SHAPE = '{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRING or null, "done": BOOL}'
 
 
 def extract_json_object(text, cut=False):
@@ -1019,8 +1006,7 @@ def clean_call(i, call, tool_names):
     if not isinstance(name, str) or not name:
         raise ContractError("tool_calls[%d] has no \"tool\" name" % i)
     if name not in tool_names:
-        known = ", ".join(tool_names) or "none"
-        raise ContractError("unknown tool %r; the tools are: %s" % (name, known))
+        raise ContractError("unknown tool %r; the tools are: %s" % (name, ", ".join(tool_names) or "none"))
     if not isinstance(args or {}, dict):
         raise ContractError("tool_calls[%d].args must be an object" % i)
     return {"tool": name, "args": args or {}}
@@ -1109,7 +1095,7 @@ class Sandbox:
 class ToolResult:
     def __init__(self, output, ok=True):
         self.output, self.ok = output, ok
-        self.started = self.finished = 0.0
+        self.started = self.finished = time.time()      # a call not run; call_tool times a run
 
 
 def kill_group(proc):
@@ -1849,8 +1835,7 @@ def turn_end(e):
     if isinstance(e, GrokError):
         rounds = isinstance(e, LimitReached) and e.cause == "rounds"
         return str(e), e.exit_code, "max_turn_requests" if rounds else None
-    bug = "internal error: %s: %s (set GROK_DEBUG=1 for a traceback)" % (type(e).__name__, e)
-    return bug, 4, None
+    return "internal error: %s: %s (set GROK_DEBUG=1 for a traceback)" % (type(e).__name__, e), 4, None
 
 
 UNRUN = "[the user cancelled the tool calls before they finished]"
@@ -1964,8 +1949,7 @@ class Link:
         payload["messages"] = [{"role": m["role"], "content": m["content"]} for m in messages]
         if tools is not None:       # under the contract
             schema = self.contract.schema(tools)
-            named = {"name": self.contract.name, "schema": schema}
-            formats = ({"type": "json_schema", "json_schema": named},
+            formats = ({"type": "json_schema", "json_schema": {"name": self.contract.name, "schema": schema}},
                        {"type": "json_object", "schema": schema}, {"type": "json_object"})
             payload["response_format"] = formats[self.format_level]
         if stream:
@@ -2122,7 +2106,7 @@ class ToolRunner:
                         result = ToolResult("error: %s" % e, ok=False)
                     finished.put((item, result))
         with suppress(RuntimeError):        # "can't start new thread": fewer threads, or none
-            while len(items) > 1 and len(threads) < min(MAX_CALLS, len(items)):
+            while len(items) > 1 and len(threads) < len(items):    # (MAX_CALLS at most)
                 threads.append(threading.Thread(target=work, daemon=True))
                 threads[-1].start()
         threads = [t for t in threads if t.ident]        # started
@@ -2170,7 +2154,7 @@ class ToolRunner:
             ctx = ToolContext(item.cwd, item.sandbox, self.cfg.bash_timeout, self.procs, env,
                               self.cancel, self.ui.ask_user, self.search, self.withdraw)
             result = ToolResult(why, False) if why else self.tools()[item.name].run(item.args, ctx)
-        except (KeyboardInterrupt, Cancelled):
+        except Cancelled:
             raise
         except Exception as e:      # a tool never raises into the loop
             failed = "error: %s failed: %s: %s" % (item.name, type(e).__name__, e)
@@ -2179,8 +2163,6 @@ class ToolRunner:
         return result
 
     def finish_tool(self, item, result):
-        if not result.finished:     # it did not run
-            result.started = result.finished = time.time()
         result.output = scrub(result.output)
         self.tool_count += 1
         with self.ui_lock:
@@ -2399,8 +2381,7 @@ class Agent:
     def strike(self, result, e):
         self.strikes += 1
         content = result.content or ""
-        cut = content[:4000] + ("...[truncated]" if len(content) > 4000 else "")
-        self.add({"role": "assistant", "content": cut})
+        self.add({"role": "assistant", "content": content[:4000] + "...[truncated]" * (len(content) > 4000)})
         self.finish_step(result)
         self.ui.invalid(content)
         if self.strikes >= MAX_STRIKES:
@@ -2443,8 +2424,11 @@ class Agent:
         """Summarise all but the recent tail (to_request: all if need be); False: too little."""
         self.link.learn_window()
         pct = self.cfg.compact_threshold or 75.0
-        history = self.messages[1:]
-        cut = compact_cut(history, keep, self.link.window * pct / 200.0)
+        history, cut, room = self.messages[1:], None, self.link.window * pct / 200.0
+        for i, m in enumerate(history[2:], 2):      # cut at a reply: results stay with calls
+            over = i <= len(history) - keep or estimate_tokens(history[cut or 0:]) > room
+            if m.get("role") == "assistant" and over:
+                cut = i
         cut = len(history) if cut is None and to_request and len(history) > 1 else cut
         if cut is None:
             return False
@@ -2488,16 +2472,6 @@ class Agent:
         self.link.client.close()
         self.session.close()
         self.runner.close()
-
-
-def compact_cut(history, keep, room):
-    """Where the kept tail starts (at a reply, so results stay with their calls), or None."""
-    cut = None
-    for i, m in enumerate(history[2:], 2):
-        over = i <= len(history) - keep or estimate_tokens(history[cut or 0:]) > room
-        if m.get("role") == "assistant" and over:
-            cut = i
-    return cut
 
 
 def transcript(messages, window):
@@ -3206,8 +3180,7 @@ PERMISSION_OPTIONS = [{"optionId": k, "name": name, "kind": k} for k, name in (
     ("allow_once", "Allow once"), ("allow_always", "Always allow"), ("reject_once", "Reject"))]
 APPROVALS = {"allow_once": "yes", "allow_always": "always"}     # what approve() answers; else "no"
 DEFERRED = object()             # a request answered later, from a worker thread
-AUTH_METHODS = {"cached_token": "API key from a .env file",
-                "xai.api_key": "API key from the environment"}
+AUTH_METHODS = {"cached_token": "API key from a .env file", "xai.api_key": "API key from the environment"}
 AGENT_CAPABILITIES = {"loadSession": True, "mcpCapabilities": {"http": False, "sse": False},
                       "promptCapabilities": dict(image=False, audio=False, embeddedContext=True)}
 ACP_INIT = {"protocolVersion": 1, "agentCapabilities": AGENT_CAPABILITIES,     # + authMethods
@@ -3277,15 +3250,15 @@ def uri_path(uri):
 
 
 def split_tool_results(text, calls):
-    """[(call, output or None, ok)], read back from the tool-results message after a reply."""
+    """[(call, {"content": its output} or {}, ok)], read back from the tool-results message."""
     text = text if text.startswith("Tool results:") else ""
     rest, cut, failed = text.rpartition("\n\n[Self-correction] ")
     rest, results = rest if cut else text, []
     for i, call in reversed(list(enumerate(calls, 1))):
         head = "\n\n[%d] %s %s\n" % (i, call["tool"], scrub(key_arg(call["tool"], call["args"])))
         before, found, output = rest.rpartition(head)
-        ok = "[%d] %s (" % (i, call["tool"]) not in failed
-        results.insert(0, (call, output, ok) if found else (call, None, False))
+        ok = found and "[%d] %s (" % (i, call["tool"]) not in failed
+        results.insert(0, (call, {"content": text_content(output)} if found else {}, ok))
         rest = before if found else rest
     return results
 
@@ -3293,12 +3266,14 @@ def split_tool_results(text, calls):
 class AcpSession(UI):
     """One ACP session: its Agent, and UI hooks that send its turns as session/update messages."""
 
-    def __init__(self, server):
-        self.server, self.id, self.agent, self.busy = server, None, None, False
+    def __init__(self, server, **agent_args):
+        self.server, self.busy = server, False
         self.notice = server.log        # the UI hook: a line on stderr
-        self.calls = itertools.count(1)     # numbers toolCallIds (a turn and a load never overlap)
-        self.ids, self.fields = [], {}  # the last reply's toolCallIds; open calls' announced fields
+        self.calls = itertools.count(1)     # numbers a replay's toolCallIds (a turn's: call_STEP_I)
+        self.fields = {}        # the announced fields of the calls not run yet, by toolCallId
         self.streamed, self.said, self.finish_reason, self.request_id = False, False, None, None
+        self.agent = Agent(server.cfg, self, key=server.key, **agent_args)
+        self.id = self.agent.session.id
 
     def update(self, session_update, **fields):
         params = {"sessionId": self.id, "update": dict(sessionUpdate=session_update, **fields)}
@@ -3352,16 +3327,15 @@ class AcpSession(UI):
 
     def reply(self, reply, step):
         self.say(reply, self.streamed)
-        self.ids = ["call_%d" % next(self.calls) for _ in reply["tool_calls"]]
-        for call_id, call in zip(self.ids, reply["tool_calls"]):
+        for i, call in enumerate(reply["tool_calls"], 1):
+            call_id = "call_%d_%d" % (step, i)       # the ToolCall.id ToolRunner.execute gives it
             self.fields[call_id] = acp_tool_fields(call["tool"], call["args"], self.agent.cwd)
             self.update("tool_call", toolCallId=call_id, status="pending", **self.fields[call_id])
 
     def approve(self, call):
-        call_id = self.ids[call.index]
         if self.agent.cancel.is_set():
             return "no"
-        tool_call = dict(toolCallId=call_id, status="pending", **self.fields[call_id])
+        tool_call = dict(toolCallId=call.id, status="pending", **self.fields[call.id])
         asked = {"sessionId": self.id, "toolCall": tool_call, "options": PERMISSION_OPTIONS}
         answer = self.server.request("session/request_permission", asked, cancel=self.agent.cancel)
         if "error" in (answer or {}):
@@ -3372,13 +3346,12 @@ class AcpSession(UI):
         return "no"
 
     def tool_start(self, call):
-        self.update("tool_call_update", toolCallId=self.ids[call.index], status="in_progress")
+        self.update("tool_call_update", toolCallId=call.id, status="in_progress")
 
     def tool_end(self, call, result):
-        call_id = self.ids[call.index]
-        diff = self.fields.pop(call_id, {}).get("content", [])
+        diff = self.fields.pop(call.id, {}).get("content", [])
         status, content = ("completed", diff) if result.ok else ("failed", [])
-        self.update("tool_call_update", toolCallId=call_id, status=status,
+        self.update("tool_call_update", toolCallId=call.id, status=status,
                     content=content + text_content(result.output))
 
     def step_finish(self, step, info):
@@ -3388,7 +3361,7 @@ class AcpSession(UI):
         """session/load: the history (checked on load) as the updates a live turn would send."""
         messages = self.agent.messages[1:]
         not_typed = ("Tool results:", corrective_message("").split(":")[0], "[the user cancelled")
-        for message, following in zip(messages, messages[1:] + [{"content": ""}]):
+        for message, after in zip(messages, messages[1:] + [{"content": ""}]):
             role, text, kind = message["role"], message["content"], message.get("kind")
             if role == "user" and kind != "note" and not text.startswith(not_typed):
                 update = "agent_thought_chunk" if kind == "summary" else "user_message_chunk"
@@ -3396,17 +3369,13 @@ class AcpSession(UI):
                 self.said = False       # typed by a person, or a summary: its answer needs no gap
             if role != "assistant":
                 continue
-            try:
+            with suppress(ContractError):       # an invalid reply the model was asked to redo
                 reply = parse_reply(text, list(TOOLS) + list(self.agent.runner.tools()))
-            except ContractError:
-                continue            # an invalid reply the model was asked to redo
-            self.say(reply)
-            for call, output, ok in split_tool_results(following["content"], reply["tool_calls"]):
-                fields = acp_tool_fields(call["tool"], call["args"], self.agent.cwd, diff=False)
-                if output is not None:
-                    fields["content"] = text_content(output)
-                self.update("tool_call", toolCallId="call_%d" % next(self.calls),
-                            status="completed" if ok else "failed", **fields)
+                self.say(reply)
+                for call, shown, ok in split_tool_results(after["content"], reply["tool_calls"]):
+                    fields = acp_tool_fields(call["tool"], call["args"], self.agent.cwd, diff=False)
+                    self.update("tool_call", toolCallId="call_%d" % next(self.calls),
+                                status="completed" if ok else "failed", **fields, **shown)
 
 
 class AcpServer:
@@ -3437,9 +3406,9 @@ class AcpServer:
                 self.stop_all()
 
     def respond(self, request_id, result):
-        """Answer a request with result, or with the error an exception result stands for."""
-        key = "error" if isinstance(result, Exception) else "result"
-        value = self.rpc_error(result).payload if key == "error" else result
+        """Answer a request with result, or with the error an RpcError result stands for."""
+        key = "error" if isinstance(result, RpcError) else "result"
+        value = result.payload if key == "error" else result
         self.send({"jsonrpc": "2.0", "id": request_id, key: value})
 
     def request(self, method, params, cancel):
@@ -3487,18 +3456,17 @@ class AcpServer:
                 raise bad_params("params must be an object")
             result = self.methods[method](params or {}, request_id)
         except Exception as e:
-            result = e
+            result = self.rpc_error(e)
         if result is not DEFERRED:
             self.respond(request_id, result)
 
     def rpc_error(self, e):
-        """The error to answer for e; a bug is also logged (its traceback under GROK_DEBUG)."""
+        """The RpcError for e (from its except block); a bug is logged (GROK_DEBUG: a traceback)."""
         if isinstance(e, RpcError):
             return e
         message, code, _ = turn_end(e)
         if code == 4:       # a bug
-            trace = "".join(traceback.format_exception(type(e), e, e.__traceback__))
-            self.log(trace if os.environ.get("GROK_DEBUG") else message)
+            self.log(traceback.format_exc() if os.environ.get("GROK_DEBUG") else message)
         return RpcError(INTERNAL_ERROR, message)
 
     # -- the methods, and what they share
@@ -3511,7 +3479,7 @@ class AcpServer:
                            "client starts grok, or put GROK_API_KEY=... in " + ", ".join(ENV_FILES))
 
     def session_setup(self, params, optional=False):
-        """The cwd (None: load got none) and the stdio MCP servers of session/new or /load."""
+        """The cwd (None: load got none) and stdio MCP servers of session/new or /load; the key."""
         cwd, servers = params.get("cwd"), params.get("mcpServers", [])
         directory = isinstance(cwd, str) and os.path.isabs(cwd) and os.path.isdir(cwd)
         if not (directory or optional and cwd is None):
@@ -3523,13 +3491,12 @@ class AcpServer:
                      for s in servers}
         except (TypeError, KeyError, AttributeError):
             raise bad_params("an mcpServer with no name or a bad env")
+        self.need_key()
         return cwd and os.path.normpath(cwd), mcp_specs(table, "mcpServers", self.log)
 
     def start(self, cwd, mcp, **resume):
         """A new AcpSession whose Agent works in cwd with these MCP servers; resume: its session."""
-        session, mcp = AcpSession(self), dict(self.mcp, **mcp)
-        session.agent = Agent(self.cfg, session, cwd=cwd, mcp=mcp, key=self.key, **resume)
-        session.id = session.agent.session.id
+        session = AcpSession(self, cwd=cwd, mcp=dict(self.mcp, **mcp), **resume)
         self.sessions[session.id] = session
         return session
 
@@ -3553,7 +3520,6 @@ class AcpServer:
 
     def new_session(self, params, request_id):
         cwd, mcp = self.session_setup(params)
-        self.need_key()
         return {"sessionId": self.start(cwd, mcp).id}
 
     def load_session(self, params, request_id):
@@ -3563,12 +3529,11 @@ class AcpServer:
         cwd, mcp = self.session_setup(params, optional=True)
         session = self.sessions.get(session_id)
         if session is None:         # not held by this process yet: open its file
-            self.need_key()
             store = Session(self.cfg.data_dir, session_id, warn=self.log)
             try:        # (isfile is False for a path that holds a NUL)
                 if os.sep in session_id or session_id[0] == "." or not os.path.isfile(store.path):
                     raise UserError("no session %s in %s" % (json.dumps(session_id), store.dir))
-                session = self.start(cwd or self.cfg.cwd, mcp, session=store, resume=True)
+                session = self.start(cwd, mcp, session=store, resume=True)
             except UserError as e:
                 raise RpcError(RESOURCE_NOT_FOUND, str(e))
         if session.busy:
@@ -3614,9 +3579,8 @@ def acp_main(cfg, mcp_files):
     sys.stdout = sys.stderr
     server.mcp = mcp_config(cfg, mcp_files, False, server.log)
     try:
-        for line in iter(sys.stdin.buffer.readline, b""):
-            if line.strip():
-                server.handle(line)
+        for line in filter(bytes.strip, sys.stdin.buffer):      # each non-blank line
+            server.handle(line)
         server.stop_all()     # the client is gone: cancel what runs, start nothing more
         for worker in list(server.workers):       # in-flight prompts still get their answers
             worker.join()
