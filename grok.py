@@ -3406,9 +3406,8 @@ class AcpServer:
 
     def respond(self, request_id, result):
         """Answer a request with result, or with the error an RpcError result stands for."""
-        key = "error" if isinstance(result, RpcError) else "result"
-        value = result.payload if key == "error" else result
-        self.send({"jsonrpc": "2.0", "id": request_id, key: value})
+        answer = {"error": result.payload} if isinstance(result, RpcError) else {"result": result}
+        self.send(dict(jsonrpc="2.0", id=request_id, **answer))
 
     def request(self, method, params, cancel):
         """Ask the client and wait for its answer message; None if cancelled or closed."""
