@@ -1946,16 +1946,15 @@ class Link:
             try:
                 obj = self.client.post("/chat/completions", payload, cancel=self.cancel, cap=cap,
                                        on_stream=read, no_retry=contract and self.format_rejected)
+                return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, thought)
             except ContractError as e:         # the reply passed the size cap: a strike
                 return ChatResult(None, "length", problem="%s; reply much shorter" % e)
             except StreamBroken as e:
                 stream = False
                 self.notice("the reply stream from %s broke off again (%s): asking once without "
                             "streaming, to see the server's answer" % (self.client.host, e))
-            except HTTPStatusError as e:
+            except HTTPStatusError as e:     # streamed or not (an error object in a 200 reply)
                 self.fall_back(e, contract)     # or raises the error
-            else:
-                return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, thought)
 
     def payload(self, messages, tools, model, max_tokens, stream):
         """A chat request's body; the kind of a stored message is not sent."""
