@@ -1887,8 +1887,7 @@ class Ledger:
                       % json.dumps(usage, default=str)[:200])
         with self.lock:
             self.cost_usd += cost
-            self.record({"type": "usage", "kind": kind, "model": model, "usage": usage or {},
-                         "cost_usd": cost})
+            self.record(dict(type="usage", kind=kind, model=model, usage=usage or {}, cost_usd=cost))
         return cost
 
     def count(self, result, model):
@@ -2171,8 +2170,7 @@ class ToolRunner:
         except Cancelled:
             raise
         except Exception as e:      # a tool never raises into the loop
-            failed = "error: %s failed: %s: %s" % (item.name, type(e).__name__, e)
-            result = ToolResult(failed, ok=False)
+            result = ToolResult("error: %s failed: %s: %s" % (item.name, type(e).__name__, e), ok=False)
         result.started, result.finished = started, time.time()
         return result
 
