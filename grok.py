@@ -2221,9 +2221,8 @@ class Agent:
             if session.legacy:      # a bash grok's session is only read: it goes on in a new file
                 session = Session(self.cfg.data_dir, warn=self.notice)
                 self.notice("a session of the bash grok, continued as session %s" % session.id)
-            session.header = dict(type="session", version=1, id=session.id, created=now_iso(),
-                                  cwd=self.cwd, model=self.link.model, contract=self.contract.name,
-                                  system=system)
+            session.header = dict(type="session", version=1, id=session.id, created=now_iso(), cwd=self.cwd,
+                                  model=self.link.model, contract=self.contract.name, system=system)
             if messages:
                 session.append({"type": "reset", "messages": messages})
         self.session, self.link.client.conv_id = session, session.id
