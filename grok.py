@@ -1834,9 +1834,7 @@ def find_session(directory, key):
 class UI:
     """A front end's hooks of a turn, each optional (here a no-op: no approval, no one to ask)."""
 
-    def _skip(self, *args):
-        return None
-
+    _skip = staticmethod(lambda *args: None)
     step_start = stream_text = stream_reset = reply = tool_start = tool_end = step_finish = _skip
     answer = notice = thought = ask_user = approve = invalid = _skip
 
