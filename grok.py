@@ -1376,10 +1376,9 @@ class McpServer:
             self.drain.start()
             threading.Thread(target=self.read, daemon=True).start()
             timeout = self.timeout("startup_timeout_sec", "MCP_TIMEOUT", 30)
-            hello = {"name": "grok", "version": __version__}    # any version it answers is taken
             self.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                                        "clientInfo": hello}, timeout)
-            self.send(method="notifications/initialized")
+                                        "clientInfo": dict(name="grok", version=__version__)}, timeout)
+            self.send(method="notifications/initialized")      # any version it answered will do
             self.list_tools(timeout)
         except (OSError, ValueError, RuntimeError) as e:    # RuntimeError: no thread to be had
             self.state = "failed: %s" % e
@@ -1575,8 +1574,7 @@ def front_matter(text):
     """A '---' header's fields, else description: the first non-heading line or the last heading."""
     lines = [line.strip() for line in text.splitlines()]
     if lines[:1] == ["---"]:
-        header = lines[1:30] + ["---"]
-        fields = [line.partition(":") for line in header[:header.index("---")]]
+        fields = [ln.partition(":") for ln in itertools.takewhile(lambda ln: ln != "---", lines[1:30])]
         return {k.strip().lower(): v.strip().strip("\"'") for k, sep, v in fields if sep}
     texts = [line for line in lines[:20] if line and not line.startswith("#")]
     headings = [line.lstrip("# ") for line in lines[:20] if line.startswith("#")]
@@ -1600,27 +1598,24 @@ def find_skills(skills_dir):
 
 
 def find_project_rules(cwd):
-    """[(path, text)], capped: ~/.grok/AGENTS.md, then AGENTS.md, GROK.md from git root to cwd."""
+    """(path, text), capped, of ~/.grok/AGENTS.md, then AGENTS.md, GROK.md from git root to cwd."""
     up = [cwd]
     while not os.path.exists(os.path.join(up[-1], ".git")) and os.path.dirname(up[-1]) != up[-1]:
         up.append(os.path.dirname(up[-1]))
     dirs = up if os.path.exists(os.path.join(up[-1], ".git")) else [cwd]    # else cwd only
     root = os.path.realpath(dirs[-1])
-    paths = [os.path.expanduser("~/.grok/AGENTS.md")] + [
-        os.path.join(d, name) for d in reversed(dirs) if not open_to_others(d, (os.getuid(), 0))
-        for name in ("AGENTS.md", "GROK.md")]
-    found, seen, budget = [], set(), RULES_TOTAL_CAP
+    paths = [os.path.expanduser("~/.grok/AGENTS.md")] + [os.path.join(d, n) for d in reversed(dirs)
+             if not open_to_others(d, (os.getuid(), 0)) for n in ("AGENTS.md", "GROK.md")]
+    seen, budget = set(), RULES_TOTAL_CAP
     in_all = "project rules are capped at %d bytes in all" % RULES_TOTAL_CAP
     for path in paths:
         real, cap = os.path.realpath(path), min(RULES_CAP, budget)
         if real in seen or os.path.islink(path) and path != paths[0] and not inside(real, root):
             continue
         seen.add(real)
-        data, size = read_regular(path, cap) or (None, 0)
-        if data is None:
-            continue
+        data, size = read_regular(path, cap) or (b"", 0)      # no such file: as an empty one
         text = data[:cap].decode("utf-8", "replace").strip()
-        if not cap:
+        if not cap and data:
             text = "[not included: %s]" % in_all
         elif len(data) > cap:     # cut at a character boundary, and say so
             total = ", the " + in_all if cap < RULES_CAP else ""
@@ -1628,8 +1623,7 @@ def find_project_rules(cwd):
                 text.rstrip("\ufffd").rstrip(), cap, size, total)
         if text:
             budget -= min(len(data), cap)
-            found.append((path, scrub(text)))
-    return found
+            yield path, scrub(text)
 
 
 def build_system_prompt(cfg, contract, cwd, tools, skills):
@@ -1651,10 +1645,9 @@ def build_system_prompt(cfg, contract, cwd, tools, skills):
     parts += ["", "RULES (follow them):", cfg.rules] if cfg.rules else []
     if override:
         return "\n".join(parts)
-    uname = os.uname()      # not `platform`: it takes 2 ms to import
-    parts += ["", "RUNTIME (at the start of this session):",
+    parts += ["", "RUNTIME (at the start of this session):",    # not `platform` (2 ms to import)
               "- date: %s" % time.strftime("%A %Y-%m-%d %H:%M %Z"),
-              "- system: %s %s, Python %s" % (uname[0], uname[2], sys.version.split()[0]),
+              "- system: {0.sysname} {0.release}, Python {1}".format(os.uname(), sys.version.split()[0]),
               "- shell: the bash tool runs %s -c; the user's login shell is %s" % (
                   TOOL_SHELL, os.environ.get("SHELL") or "unknown"),
               "- working directory: %s" % cwd]
@@ -1662,8 +1655,7 @@ def build_system_prompt(cfg, contract, cwd, tools, skills):
              ["- %s: %s (%s)" % skill for skill in skills],
              "PROJECT RULES (follow them; where they differ, the later, more specific file wins):":
              ["\nFrom %s:\n%s" % rule for rule in find_project_rules(cwd)]}
-    for heading, lines in found.items():
-        parts += ["", heading] + lines if lines else []
+    parts += [line for heading, lines in found.items() if lines for line in ["", heading] + lines]
     return "\n".join(parts)
 
 
@@ -1820,9 +1812,7 @@ def find_session(directory, key):
 class UI:
     """A front end's hooks of a turn, each optional (here a no-op: no approval, no one to ask)."""
 
-    def _skip(self, *args):
-        return None
-
+    _skip = staticmethod(lambda *args: None)
     step_start = stream_text = stream_reset = reply = tool_start = tool_end = step_finish = _skip
     answer = notice = thought = ask_user = approve = invalid = _skip
 
@@ -1873,8 +1863,7 @@ class Ledger:
                       % json.dumps(usage, default=str)[:200])
         with self.lock:
             self.cost_usd += cost
-            self.record({"type": "usage", "kind": kind, "model": model, "usage": usage or {},
-                         "cost_usd": cost})
+            self.record(dict(type="usage", kind=kind, model=model, usage=usage or {}, cost_usd=cost))
         return cost
 
     def count(self, result, model):
@@ -1932,16 +1921,15 @@ class Link:
             try:
                 obj = self.client.post("/chat/completions", payload, cancel=self.cancel, cap=cap,
                                        on_stream=read, no_retry=contract and self.format_rejected)
+                return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, thought)
             except ContractError as e:         # the reply passed the size cap: a strike
                 return ChatResult(None, "length", problem="%s; reply much shorter" % e)
             except StreamBroken as e:
                 stream = False
                 self.notice("the reply stream from %s broke off again (%s): asking once without "
                             "streaming, to see the server's answer" % (self.client.host, e))
-            except HTTPStatusError as e:
+            except HTTPStatusError as e:     # streamed or not (an error object in a 200 reply)
                 self.fall_back(e, contract)     # or raises the error
-            else:
-                return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, thought)
 
     def payload(self, messages, tools, model, max_tokens, stream):
         """A chat request's body; the kind of a stored message is not sent."""
@@ -2158,8 +2146,7 @@ class ToolRunner:
         except Cancelled:
             raise
         except Exception as e:      # a tool never raises into the loop
-            failed = "error: %s failed: %s: %s" % (item.name, type(e).__name__, e)
-            result = ToolResult(failed, ok=False)
+            result = ToolResult("error: %s failed: %s: %s" % (item.name, type(e).__name__, e), ok=False)
         result.started, result.finished = started, time.time()
         return result
 
@@ -2210,9 +2197,8 @@ class Agent:
             if session.legacy:      # a bash grok's session is only read: it goes on in a new file
                 session = Session(self.cfg.data_dir, warn=self.notice)
                 self.notice("a session of the bash grok, continued as session %s" % session.id)
-            session.header = dict(type="session", version=1, id=session.id, created=now_iso(),
-                                  cwd=self.cwd, model=self.link.model, contract=self.contract.name,
-                                  system=system)
+            session.header = dict(type="session", version=1, id=session.id, created=now_iso(), cwd=self.cwd,
+                                  model=self.link.model, contract=self.contract.name, system=system)
             if messages:
                 session.append({"type": "reset", "messages": messages})
         self.session, self.link.client.conv_id = session, session.id
@@ -3591,6 +3577,36 @@ def acp_main(cfg, mcp_files):
 
 # --- main ---
 
+OUTPUT_FORMATS = {"plain": "plain", "json": "result", "streaming-json": "streaming-json"}
+EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")     # as xAI's CLI
+MODES_HERE = (None, "default", "dontAsk", "bypassPermissions")      # the --permission-mode grok has
+# xAI CLI flags grok lacks ({flag: nargs}): accepted, named in a notice; quiet ("q") if done anyway
+XAI_FLAGS = {"--check": 0, "--experimental-memory": 0, "--restore-code": 0, "--oauth": 0,
+             "--fork-session": 0, "--include-partial-messages": 0, "--leader": 0, "--reauth": 0,
+             "--agent-profile": None, "--agent": None, "--agents": None, "--worktree": "?",
+             "--worktree-ref": None, "--ref": None, "--no-plan": "q", "--no-subagents": "q",
+             "--no-memory": "q", "--verbatim": "q", "--no-auto-update": "q", "--no-alt-screen": "q",
+             "--no-leader": "q"}
+XAI_TOOLS = {"run_terminal_command": "bash", "run_terminal_cmd": "bash", "list_dir": "list_files",
+             "write": "write_file", "search_replace": "write_file", "ask_user_question": "ask_user"}
+ENV_HELP = """environment:
+  GROK_API_KEY / XAI_API_KEY   API key (else read from ~/.grok/.env, ~/.claude/.env, then ./.env)
+  GROK_BASE_URL                OpenAI-compatible API (default %s)
+  GROK_MODEL                   model id (default %s)
+  COST_LIMIT                   USD per session, 0 = none (default 10.00)
+  GROK_SKILLS_DIR              skills folder (default <script dir>/skills)
+  GROK_DATA_DIR                sessions and history (default ~/.local/share/grok-agent)
+  GROK_PRICES                  IN,CACHED,OUT USD per million tokens, for servers other than xAI's
+  also (see the README): GROK_CONTEXT_WINDOW, GROK_TEMPERATURE, GROK_TIMEOUT, GROK_MAX_RETRIES,
+  GROK_RETRY_BACKOFF, GROK_MAX_ITERATIONS, GROK_LOOP_DETECTION, GROK_MAX_TOKENS, GROK_BASH_TIMEOUT,
+  GROK_SUMMARY_MODEL, GROK_STREAM, GROK_ALWAYS_APPROVE, GROK_DEBUG, COMPACT_THRESHOLD, HTTPS_PROXY /
+  HTTP_PROXY / NO_PROXY, NO_COLOR, GROK_SANDBOX, GROK_SANDBOX_BACKEND
+
+other commands: grok models [--json]   the server's models (the default marked)
+
+exit codes: 0 ok, 1 user error, 2 network/server, 3 agent or tool error, 4 internal error"""
+
+
 def arg_parser(prog="grok", description="A minimal agent harness for xAI's Grok models."):
     """argparse (imported when needed) with both scripts' flags; a bad flag: UserError, exit 1."""
 
@@ -3600,9 +3616,8 @@ def arg_parser(prog="grok", description="A minimal agent harness for xAI's Grok 
             flag = re.search(r"(?:unrecognized arguments|ambiguous option): (--?[^\s=]+)", message)
             near = flag and difflib.get_close_matches(flag[1], self._option_string_actions, 1, 0.7)
             raise UserError(message + ("; did you mean %s?" % near[0] if near else ""))
-    # A width, asked once: else argparse imports shutil (2.5 ms) and each of ~50 formatters asks.
-    width = terminal_width() - 2
-    p = Parser(prog=prog, description=description, epilog=ENV_HELP,
+    width = terminal_width() - 2    # once: argparse would import shutil (2.5 ms) and ask ~50 times
+    p = Parser(prog=prog, description=description, epilog=ENV_HELP % (DEFAULT_BASE_URL, DEFAULT_MODEL),
                formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(prog, width=width))
     p.add_argument("--version", action="version", version="%(prog)s " + __version__)
     p.add_argument("-m", "--model", help="model id (default $GROK_MODEL or %s)" % DEFAULT_MODEL)
@@ -3622,11 +3637,6 @@ def arg_parser(prog="grok", description="A minimal agent harness for xAI's Grok 
     return p
 
 
-OUTPUT_FORMATS = {"plain": "plain", "json": "result", "streaming-json": "streaming-json"}
-EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")     # as xAI's CLI
-MODES_HERE = (None, "default", "dontAsk", "bypassPermissions")      # the --permission-mode grok has
-
-
 def terminal_width():
     """$COLUMNS, else the width of the terminal on stdout, else 80 (as shutil.get_terminal_size)."""
     with suppress(KeyError, ValueError):
@@ -3635,36 +3645,6 @@ def terminal_width():
     with suppress(AttributeError, ValueError, OSError):
         return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80
     return 80
-
-
-ENV_HELP = """environment:
-  GROK_API_KEY / XAI_API_KEY   API key (else read from ~/.grok/.env, ~/.claude/.env, then ./.env)
-  GROK_BASE_URL                OpenAI-compatible API (default %s)
-  GROK_MODEL                   model id (default %s)
-  COST_LIMIT                   USD per session, 0 = none (default 10.00)
-  GROK_SKILLS_DIR              skills folder (default <script dir>/skills)
-  GROK_DATA_DIR                sessions and history (default ~/.local/share/grok-agent)
-  GROK_PRICES                  IN,CACHED,OUT USD per million tokens, for servers other than xAI's
-  also (see the README): GROK_CONTEXT_WINDOW, GROK_TEMPERATURE, GROK_TIMEOUT, GROK_MAX_RETRIES,
-  GROK_RETRY_BACKOFF, GROK_MAX_ITERATIONS, GROK_LOOP_DETECTION, GROK_MAX_TOKENS, GROK_BASH_TIMEOUT,
-  GROK_SUMMARY_MODEL, GROK_STREAM, GROK_ALWAYS_APPROVE, GROK_DEBUG, COMPACT_THRESHOLD, HTTPS_PROXY /
-  HTTP_PROXY / NO_PROXY, NO_COLOR, GROK_SANDBOX, GROK_SANDBOX_BACKEND
-
-other commands: grok models [--json]   the server's models (the default marked)
-
-exit codes: 0 ok, 1 user error, 2 network/server, 3 agent or tool error, 4 internal error""" % (
-    DEFAULT_BASE_URL, DEFAULT_MODEL)
-
-
-# xAI CLI flags grok lacks ({flag: nargs}): accepted, named in a notice; quiet ("q") if done anyway
-XAI_FLAGS = {"--check": 0, "--experimental-memory": 0, "--restore-code": 0, "--oauth": 0,
-             "--fork-session": 0, "--include-partial-messages": 0, "--leader": 0, "--reauth": 0,
-             "--agent-profile": None, "--agent": None, "--agents": None, "--worktree": "?",
-             "--worktree-ref": None, "--ref": None, "--no-plan": "q", "--no-subagents": "q",
-             "--no-memory": "q", "--verbatim": "q", "--no-auto-update": "q", "--no-alt-screen": "q",
-             "--no-leader": "q"}
-XAI_TOOLS = {"run_terminal_command": "bash", "run_terminal_cmd": "bash", "list_dir": "list_files",
-             "write": "write_file", "search_replace": "write_file", "ask_user_question": "ask_user"}
 
 
 def parse_args(argv):
@@ -3694,11 +3674,10 @@ def parse_args(argv):
 
     class Accepted(argparse.Action):
         def __call__(self, parser, namespace, values, option_string=None):
-            flag = self.option_strings[0]
-            namespace.ignored = namespace.ignored + [flag][:XAI_FLAGS[flag] != "q"]
+            namespace.ignored = namespace.ignored + self.const      # the flag, unless quiet
     for flag, n in XAI_FLAGS.items():
         p.add_argument(flag, nargs=0 if n == "q" else n, action=Accepted, dest="ignored",
-                       default=[], help=hide)
+                       const=[] if n == "q" else [flag], default=[], help=hide)
     args = p.parse_args(argv)
     args.headless = args.prompt is not None or bool(args.prompt_file or args.prompt_json)
     args.fmt = OUTPUT_FORMATS.get(args.output) or args.format
