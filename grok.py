@@ -1812,9 +1812,7 @@ def find_session(directory, key):
 class UI:
     """A front end's hooks of a turn, each optional (here a no-op: no approval, no one to ask)."""
 
-    def _skip(self, *args):
-        return None
-
+    _skip = staticmethod(lambda *args: None)
     step_start = stream_text = stream_reset = reply = tool_start = tool_end = step_finish = _skip
     answer = notice = thought = ask_user = approve = invalid = _skip
 
@@ -1865,8 +1863,7 @@ class Ledger:
                       % json.dumps(usage, default=str)[:200])
         with self.lock:
             self.cost_usd += cost
-            self.record({"type": "usage", "kind": kind, "model": model, "usage": usage or {},
-                         "cost_usd": cost})
+            self.record(dict(type="usage", kind=kind, model=model, usage=usage or {}, cost_usd=cost))
         return cost
 
     def count(self, result, model):
@@ -1924,16 +1921,15 @@ class Link:
             try:
                 obj = self.client.post("/chat/completions", payload, cancel=self.cancel, cap=cap,
                                        on_stream=read, no_retry=contract and self.format_rejected)
+                return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, thought)
             except ContractError as e:         # the reply passed the size cap: a strike
                 return ChatResult(None, "length", problem="%s; reply much shorter" % e)
             except StreamBroken as e:
                 stream = False
                 self.notice("the reply stream from %s broke off again (%s): asking once without "
                             "streaming, to see the server's answer" % (self.client.host, e))
-            except HTTPStatusError as e:
+            except HTTPStatusError as e:     # streamed or not (an error object in a 200 reply)
                 self.fall_back(e, contract)     # or raises the error
-            else:
-                return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, thought)
 
     def payload(self, messages, tools, model, max_tokens, stream):
         """A chat request's body; the kind of a stored message is not sent."""
@@ -2150,8 +2146,7 @@ class ToolRunner:
         except Cancelled:
             raise
         except Exception as e:      # a tool never raises into the loop
-            failed = "error: %s failed: %s: %s" % (item.name, type(e).__name__, e)
-            result = ToolResult(failed, ok=False)
+            result = ToolResult("error: %s failed: %s: %s" % (item.name, type(e).__name__, e), ok=False)
         result.started, result.finished = started, time.time()
         return result
 
@@ -2202,9 +2197,8 @@ class Agent:
             if session.legacy:      # a bash grok's session is only read: it goes on in a new file
                 session = Session(self.cfg.data_dir, warn=self.notice)
                 self.notice("a session of the bash grok, continued as session %s" % session.id)
-            session.header = dict(type="session", version=1, id=session.id, created=now_iso(),
-                                  cwd=self.cwd, model=self.link.model, contract=self.contract.name,
-                                  system=system)
+            session.header = dict(type="session", version=1, id=session.id, created=now_iso(), cwd=self.cwd,
+                                  model=self.link.model, contract=self.contract.name, system=system)
             if messages:
                 session.append({"type": "reset", "messages": messages})
         self.session, self.link.client.conv_id = session, session.id
@@ -3180,9 +3174,8 @@ def acp_tool_fields(name, args, cwd, diff=True):
         return fields
     path = canonical(cwd, args["path"])
     fields["locations"] = [{"path": path}]
-    new = args.get("content")
-    if name == "write_file" and diff and isinstance(new, str):
-        fields["content"] = [dict(type="diff", path=path, oldText=old_text(path), newText=new)]
+    if name == "write_file" and diff and isinstance(args.get("content"), str):
+        fields["content"] = [dict(type="diff", path=path, oldText=old_text(path), newText=args["content"])]
     return fields
 
 
@@ -3208,8 +3201,7 @@ def acp_prompt_text(blocks):
         elif block["type"] == "resource_link":
             parts.append("[file: %s]" % uri_path(block.get("uri") or block.get("name")))
         elif block["type"] == "resource" and isinstance(res.get("text"), str):
-            where = uri_path(res.get("uri"))
-            parts.append("[file: %s]\n%s\n[end of file: %s]" % (where, res["text"], where))
+            parts.append("[file: {0}]\n{1}\n[end of file: {0}]".format(uri_path(res.get("uri")), res["text"]))
         elif block["type"] == "resource":
             parts.append("[file: %s (binary, not included)]" % uri_path(res.get("uri")))
         else:
@@ -3384,9 +3376,8 @@ class AcpServer:
 
     def respond(self, request_id, result):
         """Answer a request with result, or with the error an RpcError result stands for."""
-        key = "error" if isinstance(result, RpcError) else "result"
-        value = result.payload if key == "error" else result
-        self.send({"jsonrpc": "2.0", "id": request_id, key: value})
+        answer = {"error": result.payload} if isinstance(result, RpcError) else {"result": result}
+        self.send(dict(jsonrpc="2.0", id=request_id, **answer))
 
     def request(self, method, params, cancel):
         """Ask the client and wait for its answer message; None if cancelled or closed."""
