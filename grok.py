@@ -2680,8 +2680,7 @@ class TerminalUI(UI):
 
     def tool_end(self, call, result):
         if not result.ok:       # failed or denied
-            denied = result.output == DENIED % call.name
-            why = "denied, not run" if denied else failure_reason(result.output)
+            why = "denied, not run" if result.output == DENIED % call.name else failure_reason(result.output)
             self.write(self.line("31", "✗ [%s] %s: %s" % (call.name, call.shown[:60], why)))
 
     def answer(self, text):
@@ -2986,8 +2985,7 @@ class HeadlessUI(UI):
     def tool_start(self, call, status="in_progress"):
         self.announced.add(call.id)
         fields = dict({"locations": []}, **acp_tool_fields(call.name, call.args, call.cwd, False))
-        self.emit("tool_call", toolCallId=call.id, status=status, toolName=call.name, content=[],
-                  **fields)
+        self.emit("tool_call", toolCallId=call.id, status=status, toolName=call.name, content=[], **fields)
         if not self.json:
             self.notice("[%s] %s" % (call.name, call.shown))
 
