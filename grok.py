@@ -2528,7 +2528,7 @@ def ask_tty(prompt):
     """Read one answer from the controlling terminal; None when there is none, "" on Ctrl-D."""
     keys = EscKey.active
     if keys:
-        keys.__exit__()         # the Esc watcher stops reading; the terminal edits lines again
+        keys.__exit__()     # as after the turn: no Esc watcher; the terminal edits lines again
     try:
         with suppress(OSError), open("/dev/tty", "r+b", buffering=0) as tty:  # a tty cannot seek
             try:
@@ -2539,7 +2539,7 @@ def ask_tty(prompt):
                 raise
     finally:
         if keys:
-            keys.__enter__()
+            keys.__enter__()        # and back in the turn, with a new watcher
 
 
 class EscKey:
