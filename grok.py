@@ -140,7 +140,7 @@ class Config:
         if require_key and not self.api_key:
             self.api_key, self.key_source = ask_api_key()
         self.read_env(max_iterations)
-        if model == "grok-build" != os.environ.get("GROK_MODEL"):
+        if model == "grok-build":
             model = None        # xAI's CLI's model name, which its clients pass: the default here
         self.model = model or own_setting(["GROK_MODEL"])[0] or DEFAULT_MODEL
         self.reasoning_effort = effort
