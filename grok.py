@@ -574,13 +574,12 @@ def json_bytes(obj):
 
 def parse_retry_after(value, now=None, per_second=1):
     """Seconds to wait from a Retry-After (seconds, 1/per_second units, an HTTP date), or None."""
-    seconds = float("nan")
-    try:
-        seconds = float(value) / per_second
-    except (TypeError, ValueError):
-        with suppress(TypeError, ValueError, OverflowError):    # (parsedate_tz: None if no date)
+    with suppress(TypeError, ValueError, OverflowError):    # neither a number nor a date: None
+        try:
+            seconds = float(value) / per_second
+        except ValueError:
             seconds = email_utils.mktime_tz(email_utils.parsedate_tz(value)) - (now or time.time())
-    return None if seconds != seconds else min(RETRY_AFTER_CAP, max(0.0, seconds))     # (not NaN)
+        return None if seconds != seconds else min(RETRY_AFTER_CAP, max(0.0, seconds))   # (not NaN)
 
 
 def retry_delay(attempt, backoff, retry_after=None):
@@ -612,14 +611,13 @@ class Client:
         with self._lock:
             if self._idle:
                 return self._idle.pop(), True
-        hide_ssl = not self.https and "ssl" not in sys.modules     # plain http: spare ssl's 4 MB
-        if hide_ssl:
+        if not self.https and "ssl" not in sys.modules:     # plain http: spare ssl's 4 MB
             sys.modules["ssl"] = None       # http.client's optional `import ssl` then fails at once
-        try:
-            import http.client
-        finally:
-            if hide_ssl:
+            try:
+                import http.client
+            finally:
                 del sys.modules["ssl"]
+        import http.client
         kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
         timeout = min(self.timeout or CONNECT_TIMEOUT, CONNECT_TIMEOUT)     # (then GROK_TIMEOUT)
         conn = kind(*(self.proxy[:2] if self.proxy else (self.host, self.port)), timeout=timeout)
@@ -671,9 +669,8 @@ class Client:
 
     def post(self, path, payload, on_stream=None, cancel=None, no_retry=None, cap=REPLY_CAP):
         """The JSON reply (or on_stream(reader)); faults, 429 and 5xx retried with backoff."""
-        headers = dict(self.headers, Accept="text/event-stream" if on_stream else "*/*")
-        if self.conv_id:
-            headers["x-grok-conv-id"] = self.conv_id
+        conv = {"x-grok-conv-id": self.conv_id} if self.conv_id else {}
+        headers = dict(self.headers, Accept="text/event-stream" if on_stream else "*/*", **conv)
         request = ("POST", self.prefix + path, json_bytes(payload), headers)
         cancel, most = cancel or threading.Event(), self.max_retries
         attempt = breaks = delay = 0
@@ -704,18 +701,13 @@ class Client:
         try:
             resp = self._send(conn, reused, request, cancel)
             reader, ctype = ReplyReader(resp, cap), resp.getheader("Content-Type") or "-"
-            page = "html" in ctype and resp.status not in RETRY_STATUSES     # no API's answer
-            if resp.status >= 300 and not page:
-                error = self._refusal(resp, reader, no_retry)
-                reusable = resp.status >= 400 and not resp.will_close
-                raise error
-            if on_stream and "text/event-stream" in ctype:
-                result = on_stream(reader)
-                reader.read()       # the end of the chunked body, so the connection can be reused
-            else:
-                result = self._json(request, resp, ctype, reader.read())
+            streamed = on_stream and "text/event-stream" in ctype and resp.status < 300
+            result = on_stream(reader) if streamed else None
+            data = reader.read()        # all of it (a stream: its end): the connection is reusable
             reusable = not resp.will_close
-            return result
+            if resp.status >= 300 and ("html" not in ctype or resp.status in RETRY_STATUSES):
+                raise self._refusal(resp, data, no_retry)   # (an HTML page: _json names it)
+            return result if streamed else self._json(request, resp, ctype, data)
         except Exception as e:      # a read cut at the deadline may end in any of these
             late = self.timeout and time.monotonic() - started >= self.timeout
             raise self._fault(TimeoutError() if late else e)
@@ -728,7 +720,7 @@ class Client:
             if not reusable:
                 conn.close()
 
-    def _refusal(self, resp, reader, no_retry):
+    def _refusal(self, resp, data, no_retry):
         """The error of a non-2xx reply: for 429, 5xx a RetryableFault unless no_retry(it)."""
         status = resp.status
         if status < 400:
@@ -736,7 +728,7 @@ class Client:
             return UserError("the server at %s answered HTTP %d, a redirect to %s: grok does not"
                              " follow redirects (the API key goes to GROK_BASE_URL only); set"
                              " GROK_BASE_URL to the address you mean" % (self.host, status, where))
-        err = HTTPStatusError(status, reader.read())
+        err = HTTPStatusError(status, data)
         if status not in RETRY_STATUSES or (no_retry and no_retry(err)):
             return err
         wait = parse_retry_after(resp.getheader("Retry-After"))
@@ -915,15 +907,12 @@ class ResponseStreamer:
     def _structure(self, ch):
         if self.depth == 2 and self.key == "tool_calls" and ch not in " \t\r\n]":
             self.tool_calls = "nonempty"
+        elif self.depth == 1 and self.key == "tool_calls" and ch == "[":
+            self.tool_calls = "empty"
         if ch == '"':
             self.raw, self.cut = [], 0
             self.response = self.depth == 1 and self.colon and self.key == "response"
-        elif ch in "{[":
-            self.depth += 1
-            if self.depth == 2 and ch == "[" and self.key == "tool_calls":
-                self.tool_calls = "empty"
-        elif ch in "}]":
-            self.depth -= 1
+        self.depth += (ch in "{[") - (ch in "}]")
         if not ch.isspace():
             self.colon = self.depth == 1 and ch == ":"
 
@@ -950,9 +939,8 @@ class Contract(namedtuple("Contract", "name extra_properties extra_prompt max_to
     """What the model is asked to return: the schema, its description, defaults."""
 
     def schema(self, tools):
-        calls = [{"type": "object", "properties": {"tool": {"type": "string", "enum": [name]},
-                                                   "args": tool.schema()},
-                  "required": ["tool", "args"], "additionalProperties": False}
+        calls = [{"type": "object", "required": ["tool", "args"], "additionalProperties": False,
+                  "properties": {"tool": {"type": "string", "enum": [name]}, "args": tool.schema()}}
                  for name, tool in tools.items()]
         items = {"anyOf": calls} if calls else {"type": "object"}   # {} breaks llama.cpp's grammars
         props = {**self.extra_properties, "tool_calls": {"type": "array", "items": items,
@@ -962,8 +950,7 @@ class Contract(namedtuple("Contract", "name extra_properties extra_prompt max_to
 
 
 MINIMAL = Contract("grok_reply")
-REPLY_SHAPE = ('{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRING or null,'
-               ' "done": BOOL}')
+REPLY_SHAPE = '{"tool_calls": [{"tool": NAME, "args": {...}}], "response": STRING or null, "done": BOOL}'
 
 
 def extract_json_object(text, cut=False):
@@ -1019,8 +1006,7 @@ def clean_call(i, call, tool_names):
     if not isinstance(name, str) or not name:
         raise ContractError("tool_calls[%d] has no \"tool\" name" % i)
     if name not in tool_names:
-        known = ", ".join(tool_names) or "none"
-        raise ContractError("unknown tool %r; the tools are: %s" % (name, known))
+        raise ContractError("unknown tool %r; the tools are: %s" % (name, ", ".join(tool_names) or "none"))
     if not isinstance(args or {}, dict):
         raise ContractError("tool_calls[%d].args must be an object" % i)
     return {"tool": name, "args": args or {}}
@@ -1109,7 +1095,7 @@ class Sandbox:
 class ToolResult:
     def __init__(self, output, ok=True):
         self.output, self.ok = output, ok
-        self.started = self.finished = 0.0
+        self.started = self.finished = time.time()      # a call not run; call_tool times a run
 
 
 def kill_group(proc):
@@ -1121,21 +1107,20 @@ def kill_group(proc):
 
 class Lifeline:
     """Commands die with grok, SIGKILL too: a watchdog kills their groups when grok's pipe ends."""
-    lock, fd, groups = _thread.allocate_lock(), None, set()      # (threading's Lock)
+    lock, watchdog, groups = _thread.allocate_lock(), None, set()      # (threading's Lock)
 
     @classmethod
     def update(cls, add=None):
         """Tell the watchdog the live groups; then a new command (add, its Popen) is let start."""
         with cls.lock:
-            if cls.fd is None:
-                read_end, cls.fd = os.pipe()
-                subprocess.Popen([TOOL_SHELL, "-c", "while read -r g; do l=$g; done; kill -9 $l"],
-                                 stdin=read_end, stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL, start_new_session=True)
-                os.close(read_end)
+            if cls.watchdog is None:        # unbuffered: each write reaches it at once
+                cls.watchdog = subprocess.Popen(
+                    [TOOL_SHELL, "-c", "while read -r g; do l=$g; done; kill -9 $l"], bufsize=0,
+                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                    start_new_session=True)
             cls.groups = {g for g in cls.groups | {add and add.pid} if g and alive(g, os.killpg)}
             with suppress(OSError):     # (the watchdog was killed: nothing to tell)
-                os.write(cls.fd, (" ".join("-%d" % g for g in cls.groups) + "\n").encode())
+                cls.watchdog.stdin.write((" ".join("-%d" % g for g in cls.groups) + "\n").encode())
         if add:         # the line its shell waits for; then its stdin is closed, empty
             with suppress(OSError), add.stdin:
                 add.stdin.write(b"\n")
@@ -1330,8 +1315,7 @@ class Tool(namedtuple("Tool", "run doc args input", defaults=(None,))):
 TOOLS = {
     "bash": Tool(tool_bash, "run a shell command in the working directory; stdout+stderr, exit "
                  "code if non-zero (timeout %ds)", {"command": "string"}),
-    "web_search": Tool(tool_web_search, "search the web; an answer with source URLs",
-                       {"query": "string"}),
+    "web_search": Tool(tool_web_search, "search the web; an answer with source URLs", {"query": "string"}),
     "read_file": Tool(tool_read_file, "read a text file (relative to the working directory)",
                       {"path": "string"}),
     "write_file": Tool(tool_write_file, "create or overwrite a file (parent dirs are created)",
@@ -1392,10 +1376,9 @@ class McpServer:
             self.drain.start()
             threading.Thread(target=self.read, daemon=True).start()
             timeout = self.timeout("startup_timeout_sec", "MCP_TIMEOUT", 30)
-            hello = {"name": "grok", "version": __version__}    # any version it answers is taken
             self.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                                        "clientInfo": hello}, timeout)
-            self.send(method="notifications/initialized")
+                                        "clientInfo": dict(name="grok", version=__version__)}, timeout)
+            self.send(method="notifications/initialized")      # any version it answered will do
             self.list_tools(timeout)
         except (OSError, ValueError, RuntimeError) as e:    # RuntimeError: no thread to be had
             self.state = "failed: %s" % e
@@ -1417,10 +1400,9 @@ class McpServer:
         schema = tool.get("inputSchema") if isinstance(tool.get("inputSchema"), dict) else {}
         props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
         doc = " ".join(str(tool.get("description") or "").split())[:999]
-        small = len(json.dumps(schema)) < 4000
         return Tool(lambda args, ctx: self.call(str(tool["name"]), args, ctx.cancel),
                     "(MCP server %s) %s" % (self.name, doc), dict.fromkeys(props, "string"),
-                    dict(schema, type="object") if small else {"type": "object"})
+                    dict(schema, type="object") if len(json.dumps(schema)) < 4000 else {"type": "object"})
 
     def call(self, tool, args, cancel):
         """tools/call as a ToolResult: text content joined, other content named, capped as bash."""
@@ -1449,8 +1431,7 @@ class McpServer:
                 late = time.time() > deadline and "no answer to %s within %gs" % (method, timeout)
                 why = failed or cancel and cancel.is_set() and "cancelled by the user" or late
                 if why:
-                    cancelled = {"requestId": request_id, "reason": why}
-                    self.send(method="notifications/cancelled", params=cancelled)
+                    self.send(method="notifications/cancelled", params=dict(requestId=request_id, reason=why))
                     raise ConnectionError(why + ("" if failed else self.stderr_tail()))
         finally:
             self.pending.pop(str(request_id), None)
@@ -1542,15 +1523,13 @@ def mcp_specs(table, where, notice):
 
 
 def mcp_config(cfg, files, ask, notice):
-    """{name: spec}: ~/.grok/config.toml's [mcp_servers.NAME], each --mcp-config FILE, the project's
-    .mcp.json once ask(text) approves its content (ask None: only with -y; False: not read)."""
+    """{name: spec} of ~/.grok/config.toml, each --mcp-config FILE and (ask not False) .mcp.json."""
     path = os.path.join(os.path.expanduser("~"), ".grok", "config.toml")
     data, specs = (read_regular(path, 1 << 20) or (b"",))[0], {}
     if b"mcp_servers" in data:      # else nothing is imported
         try:
             import tomllib      # novermin: 3.11+; before, the notice below
-            table = tomllib.loads(data.decode("utf-8", "replace")).get("mcp_servers")
-            specs = mcp_specs(table, path, notice)
+            specs = mcp_specs(tomllib.loads(data.decode(errors="replace")).get("mcp_servers"), path, notice)
         except (ImportError, ValueError, RecursionError) as e:
             why = "reading TOML needs Python 3.11 or newer" if isinstance(e, ImportError) else e
             notice("%s: [mcp_servers] skipped: %s" % (path, why))
@@ -1564,7 +1543,7 @@ def mcp_config(cfg, files, ask, notice):
 
 
 def project_mcp(cfg, ask, notice):
-    """A project's .mcp.json runs what its authors chose: used once the person approves it."""
+    """A project .mcp.json runs what its authors chose: used once ask(text) approves (None: -y)."""
     path = os.path.join(cfg.cwd, ".mcp.json")
     data = (read_regular(path, 1 << 20) or (b"",))[0]
     if not data:        # none (or not a regular file)
@@ -1580,8 +1559,7 @@ def project_mcp(cfg, ask, notice):
         return specs
     if ask is None:
         return notice("%s (its MCP servers) is not used: pass -y to use it" % path) or {}
-    listed = "".join("\n  %s: %s" % (n, " ".join([s["command"]] + s["args"]))
-                     for n, s in specs.items())
+    listed = "".join("\n  %s: %s" % (n, " ".join([s["command"]] + s["args"])) for n, s in specs.items())
     if not ask("%s starts MCP servers, as you:%s\nuse them? [y/N] " % (path, visible(listed))):
         return {}
     with suppress(OSError):     # not saved (a read-only data dir): asked again next time
@@ -1596,8 +1574,7 @@ def front_matter(text):
     """A '---' header's fields, else description: the first non-heading line or the last heading."""
     lines = [line.strip() for line in text.splitlines()]
     if lines[:1] == ["---"]:
-        header = lines[1:30] + ["---"]
-        fields = [line.partition(":") for line in header[:header.index("---")]]
+        fields = [ln.partition(":") for ln in itertools.takewhile(lambda ln: ln != "---", lines[1:30])]
         return {k.strip().lower(): v.strip().strip("\"'") for k, sep, v in fields if sep}
     texts = [line for line in lines[:20] if line and not line.startswith("#")]
     headings = [line.lstrip("# ") for line in lines[:20] if line.startswith("#")]
@@ -1621,27 +1598,24 @@ def find_skills(skills_dir):
 
 
 def find_project_rules(cwd):
-    """[(path, text)], capped: ~/.grok/AGENTS.md, then AGENTS.md, GROK.md from git root to cwd."""
+    """(path, text), capped, of ~/.grok/AGENTS.md, then AGENTS.md, GROK.md from git root to cwd."""
     up = [cwd]
     while not os.path.exists(os.path.join(up[-1], ".git")) and os.path.dirname(up[-1]) != up[-1]:
         up.append(os.path.dirname(up[-1]))
     dirs = up if os.path.exists(os.path.join(up[-1], ".git")) else [cwd]    # else cwd only
     root = os.path.realpath(dirs[-1])
-    paths = [os.path.expanduser("~/.grok/AGENTS.md")] + [
-        os.path.join(d, name) for d in reversed(dirs) if not open_to_others(d, (os.getuid(), 0))
-        for name in ("AGENTS.md", "GROK.md")]
-    found, seen, budget = [], set(), RULES_TOTAL_CAP
+    paths = [os.path.expanduser("~/.grok/AGENTS.md")] + [os.path.join(d, n) for d in reversed(dirs)
+             if not open_to_others(d, (os.getuid(), 0)) for n in ("AGENTS.md", "GROK.md")]
+    seen, budget = set(), RULES_TOTAL_CAP
     in_all = "project rules are capped at %d bytes in all" % RULES_TOTAL_CAP
     for path in paths:
         real, cap = os.path.realpath(path), min(RULES_CAP, budget)
         if real in seen or os.path.islink(path) and path != paths[0] and not inside(real, root):
             continue
         seen.add(real)
-        data, size = read_regular(path, cap) or (None, 0)
-        if data is None:
-            continue
+        data, size = read_regular(path, cap) or (b"", 0)      # no such file: as an empty one
         text = data[:cap].decode("utf-8", "replace").strip()
-        if not cap:
+        if not cap and data:
             text = "[not included: %s]" % in_all
         elif len(data) > cap:     # cut at a character boundary, and say so
             total = ", the " + in_all if cap < RULES_CAP else ""
@@ -1649,8 +1623,7 @@ def find_project_rules(cwd):
                 text.rstrip("\ufffd").rstrip(), cap, size, total)
         if text:
             budget -= min(len(data), cap)
-            found.append((path, scrub(text)))
-    return found
+            yield path, scrub(text)
 
 
 def build_system_prompt(cfg, contract, cwd, tools, skills):
@@ -1672,10 +1645,9 @@ def build_system_prompt(cfg, contract, cwd, tools, skills):
     parts += ["", "RULES (follow them):", cfg.rules] if cfg.rules else []
     if override:
         return "\n".join(parts)
-    uname = os.uname()      # not `platform`: it takes 2 ms to import
-    parts += ["", "RUNTIME (at the start of this session):",
+    parts += ["", "RUNTIME (at the start of this session):",    # not `platform` (2 ms to import)
               "- date: %s" % time.strftime("%A %Y-%m-%d %H:%M %Z"),
-              "- system: %s %s, Python %s" % (uname[0], uname[2], sys.version.split()[0]),
+              "- system: {0.sysname} {0.release}, Python {1}".format(os.uname(), sys.version.split()[0]),
               "- shell: the bash tool runs %s -c; the user's login shell is %s" % (
                   TOOL_SHELL, os.environ.get("SHELL") or "unknown"),
               "- working directory: %s" % cwd]
@@ -1683,8 +1655,7 @@ def build_system_prompt(cfg, contract, cwd, tools, skills):
              ["- %s: %s (%s)" % skill for skill in skills],
              "PROJECT RULES (follow them; where they differ, the later, more specific file wins):":
              ["\nFrom %s:\n%s" % rule for rule in find_project_rules(cwd)]}
-    for heading, lines in found.items():
-        parts += ["", heading] + lines if lines else []
+    parts += [line for heading, lines in found.items() if lines for line in ["", heading] + lines]
     return "\n".join(parts)
 
 
@@ -1841,9 +1812,7 @@ def find_session(directory, key):
 class UI:
     """A front end's hooks of a turn, each optional (here a no-op: no approval, no one to ask)."""
 
-    def _skip(self, *args):
-        return None
-
+    _skip = staticmethod(lambda *args: None)
     step_start = stream_text = stream_reset = reply = tool_start = tool_end = step_finish = _skip
     answer = notice = thought = ask_user = approve = invalid = _skip
 
@@ -1857,8 +1826,7 @@ def turn_end(e):
     if isinstance(e, GrokError):
         rounds = isinstance(e, LimitReached) and e.cause == "rounds"
         return str(e), e.exit_code, "max_turn_requests" if rounds else None
-    bug = "internal error: %s: %s (set GROK_DEBUG=1 for a traceback)" % (type(e).__name__, e)
-    return bug, 4, None
+    return "internal error: %s: %s (set GROK_DEBUG=1 for a traceback)" % (type(e).__name__, e), 4, None
 
 
 UNRUN = "[the user cancelled the tool calls before they finished]"
@@ -1895,8 +1863,7 @@ class Ledger:
                       % json.dumps(usage, default=str)[:200])
         with self.lock:
             self.cost_usd += cost
-            self.record({"type": "usage", "kind": kind, "model": model, "usage": usage or {},
-                         "cost_usd": cost})
+            self.record(dict(type="usage", kind=kind, model=model, usage=usage or {}, cost_usd=cost))
         return cost
 
     def count(self, result, model):
@@ -1954,16 +1921,15 @@ class Link:
             try:
                 obj = self.client.post("/chat/completions", payload, cancel=self.cancel, cap=cap,
                                        on_stream=read, no_retry=contract and self.format_rejected)
+                return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, thought)
             except ContractError as e:         # the reply passed the size cap: a strike
                 return ChatResult(None, "length", problem="%s; reply much shorter" % e)
             except StreamBroken as e:
                 stream = False
                 self.notice("the reply stream from %s broke off again (%s): asking once without "
                             "streaming, to see the server's answer" % (self.client.host, e))
-            except HTTPStatusError as e:
+            except HTTPStatusError as e:     # streamed or not (an error object in a 200 reply)
                 self.fall_back(e, contract)     # or raises the error
-            else:
-                return obj if isinstance(obj, ChatResult) else parse_chat_reply(obj, thought)
 
     def payload(self, messages, tools, model, max_tokens, stream):
         """A chat request's body; the kind of a stored message is not sent."""
@@ -1972,8 +1938,7 @@ class Link:
         payload["messages"] = [{"role": m["role"], "content": m["content"]} for m in messages]
         if tools is not None:       # under the contract
             schema = self.contract.schema(tools)
-            named = {"name": self.contract.name, "schema": schema}
-            formats = ({"type": "json_schema", "json_schema": named},
+            formats = ({"type": "json_schema", "json_schema": {"name": self.contract.name, "schema": schema}},
                        {"type": "json_object", "schema": schema}, {"type": "json_object"})
             payload["response_format"] = formats[self.format_level]
         if stream:
@@ -2130,7 +2095,7 @@ class ToolRunner:
                         result = ToolResult("error: %s" % e, ok=False)
                     finished.put((item, result))
         with suppress(RuntimeError):        # "can't start new thread": fewer threads, or none
-            while len(items) > 1 and len(threads) < min(MAX_CALLS, len(items)):
+            while len(items) > 1 and len(threads) < len(items):    # (MAX_CALLS at most)
                 threads.append(threading.Thread(target=work, daemon=True))
                 threads[-1].start()
         threads = [t for t in threads if t.ident]        # started
@@ -2178,17 +2143,14 @@ class ToolRunner:
             ctx = ToolContext(item.cwd, item.sandbox, self.cfg.bash_timeout, self.procs, env,
                               self.cancel, self.ui.ask_user, self.search, self.withdraw)
             result = ToolResult(why, False) if why else self.tools()[item.name].run(item.args, ctx)
-        except (KeyboardInterrupt, Cancelled):
+        except Cancelled:
             raise
         except Exception as e:      # a tool never raises into the loop
-            failed = "error: %s failed: %s: %s" % (item.name, type(e).__name__, e)
-            result = ToolResult(failed, ok=False)
+            result = ToolResult("error: %s failed: %s: %s" % (item.name, type(e).__name__, e), ok=False)
         result.started, result.finished = started, time.time()
         return result
 
     def finish_tool(self, item, result):
-        if not result.finished:     # it did not run
-            result.started = result.finished = time.time()
         result.output = scrub(result.output)
         self.tool_count += 1
         with self.ui_lock:
@@ -2235,9 +2197,8 @@ class Agent:
             if session.legacy:      # a bash grok's session is only read: it goes on in a new file
                 session = Session(self.cfg.data_dir, warn=self.notice)
                 self.notice("a session of the bash grok, continued as session %s" % session.id)
-            session.header = dict(type="session", version=1, id=session.id, created=now_iso(),
-                                  cwd=self.cwd, model=self.link.model, contract=self.contract.name,
-                                  system=system)
+            session.header = dict(type="session", version=1, id=session.id, created=now_iso(), cwd=self.cwd,
+                                  model=self.link.model, contract=self.contract.name, system=system)
             if messages:
                 session.append({"type": "reset", "messages": messages})
         self.session, self.link.client.conv_id = session, session.id
@@ -2407,8 +2368,7 @@ class Agent:
     def strike(self, result, e):
         self.strikes += 1
         content = result.content or ""
-        cut = content[:4000] + ("...[truncated]" if len(content) > 4000 else "")
-        self.add({"role": "assistant", "content": cut})
+        self.add({"role": "assistant", "content": content[:4000] + "...[truncated]" * (len(content) > 4000)})
         self.finish_step(result)
         self.ui.invalid(content)
         if self.strikes >= MAX_STRIKES:
@@ -2451,8 +2411,11 @@ class Agent:
         """Summarise all but the recent tail (to_request: all if need be); False: too little."""
         self.link.learn_window()
         pct = self.cfg.compact_threshold or 75.0
-        history = self.messages[1:]
-        cut = compact_cut(history, keep, self.link.window * pct / 200.0)
+        history, cut, room = self.messages[1:], None, self.link.window * pct / 200.0
+        for i, m in enumerate(history[2:], 2):      # cut at a reply: results stay with calls
+            over = i <= len(history) - keep or estimate_tokens(history[cut or 0:]) > room
+            if m.get("role") == "assistant" and over:
+                cut = i
         cut = len(history) if cut is None and to_request and len(history) > 1 else cut
         if cut is None:
             return False
@@ -2496,16 +2459,6 @@ class Agent:
         self.link.client.close()
         self.session.close()
         self.runner.close()
-
-
-def compact_cut(history, keep, room):
-    """Where the kept tail starts (at a reply, so results stay with their calls), or None."""
-    cut = None
-    for i, m in enumerate(history[2:], 2):
-        over = i <= len(history) - keep or estimate_tokens(history[cut or 0:]) > room
-        if m.get("role") == "assistant" and over:
-            cut = i
-    return cut
 
 
 def transcript(messages, window):
@@ -3214,8 +3167,7 @@ PERMISSION_OPTIONS = [{"optionId": k, "name": name, "kind": k} for k, name in (
     ("allow_once", "Allow once"), ("allow_always", "Always allow"), ("reject_once", "Reject"))]
 APPROVALS = {"allow_once": "yes", "allow_always": "always"}     # what approve() answers; else "no"
 DEFERRED = object()             # a request answered later, from a worker thread
-AUTH_METHODS = {"cached_token": "API key from a .env file",
-                "xai.api_key": "API key from the environment"}
+AUTH_METHODS = {"cached_token": "API key from a .env file", "xai.api_key": "API key from the environment"}
 AGENT_CAPABILITIES = {"loadSession": True, "mcpCapabilities": {"http": False, "sse": False},
                       "promptCapabilities": dict(image=False, audio=False, embeddedContext=True)}
 ACP_INIT = {"protocolVersion": 1, "agentCapabilities": AGENT_CAPABILITIES,     # + authMethods
@@ -3285,15 +3237,15 @@ def uri_path(uri):
 
 
 def split_tool_results(text, calls):
-    """[(call, output or None, ok)], read back from the tool-results message after a reply."""
+    """[(call, {"content": its output} or {}, ok)], read back from the tool-results message."""
     text = text if text.startswith("Tool results:") else ""
     rest, cut, failed = text.rpartition("\n\n[Self-correction] ")
     rest, results = rest if cut else text, []
     for i, call in reversed(list(enumerate(calls, 1))):
         head = "\n\n[%d] %s %s\n" % (i, call["tool"], scrub(key_arg(call["tool"], call["args"])))
         before, found, output = rest.rpartition(head)
-        ok = "[%d] %s (" % (i, call["tool"]) not in failed
-        results.insert(0, (call, output, ok) if found else (call, None, False))
+        ok = found and "[%d] %s (" % (i, call["tool"]) not in failed
+        results.insert(0, (call, {"content": text_content(output)} if found else {}, ok))
         rest = before if found else rest
     return results
 
@@ -3301,12 +3253,14 @@ def split_tool_results(text, calls):
 class AcpSession(UI):
     """One ACP session: its Agent, and UI hooks that send its turns as session/update messages."""
 
-    def __init__(self, server):
-        self.server, self.id, self.agent, self.busy = server, None, None, False
+    def __init__(self, server, **agent_args):
+        self.server, self.busy = server, False
         self.notice = server.log        # the UI hook: a line on stderr
-        self.calls = itertools.count(1)     # numbers toolCallIds (a turn and a load never overlap)
-        self.ids, self.fields = [], {}  # the last reply's toolCallIds; open calls' announced fields
+        self.calls = itertools.count(1)     # numbers a replay's toolCallIds (a turn's: call_STEP_I)
+        self.fields = {}        # the announced fields of the calls not run yet, by toolCallId
         self.streamed, self.said, self.finish_reason, self.request_id = False, False, None, None
+        self.agent = Agent(server.cfg, self, key=server.key, **agent_args)
+        self.id = self.agent.session.id
 
     def update(self, session_update, **fields):
         params = {"sessionId": self.id, "update": dict(sessionUpdate=session_update, **fields)}
@@ -3360,16 +3314,15 @@ class AcpSession(UI):
 
     def reply(self, reply, step):
         self.say(reply, self.streamed)
-        self.ids = ["call_%d" % next(self.calls) for _ in reply["tool_calls"]]
-        for call_id, call in zip(self.ids, reply["tool_calls"]):
+        for i, call in enumerate(reply["tool_calls"], 1):
+            call_id = "call_%d_%d" % (step, i)       # the ToolCall.id ToolRunner.execute gives it
             self.fields[call_id] = acp_tool_fields(call["tool"], call["args"], self.agent.cwd)
             self.update("tool_call", toolCallId=call_id, status="pending", **self.fields[call_id])
 
     def approve(self, call):
-        call_id = self.ids[call.index]
         if self.agent.cancel.is_set():
             return "no"
-        tool_call = dict(toolCallId=call_id, status="pending", **self.fields[call_id])
+        tool_call = dict(toolCallId=call.id, status="pending", **self.fields[call.id])
         asked = {"sessionId": self.id, "toolCall": tool_call, "options": PERMISSION_OPTIONS}
         answer = self.server.request("session/request_permission", asked, cancel=self.agent.cancel)
         if "error" in (answer or {}):
@@ -3380,13 +3333,12 @@ class AcpSession(UI):
         return "no"
 
     def tool_start(self, call):
-        self.update("tool_call_update", toolCallId=self.ids[call.index], status="in_progress")
+        self.update("tool_call_update", toolCallId=call.id, status="in_progress")
 
     def tool_end(self, call, result):
-        call_id = self.ids[call.index]
-        diff = self.fields.pop(call_id, {}).get("content", [])
+        diff = self.fields.pop(call.id, {}).get("content", [])
         status, content = ("completed", diff) if result.ok else ("failed", [])
-        self.update("tool_call_update", toolCallId=call_id, status=status,
+        self.update("tool_call_update", toolCallId=call.id, status=status,
                     content=content + text_content(result.output))
 
     def step_finish(self, step, info):
@@ -3396,7 +3348,7 @@ class AcpSession(UI):
         """session/load: the history (checked on load) as the updates a live turn would send."""
         messages = self.agent.messages[1:]
         not_typed = ("Tool results:", corrective_message("").split(":")[0], "[the user cancelled")
-        for message, following in zip(messages, messages[1:] + [{"content": ""}]):
+        for message, after in zip(messages, messages[1:] + [{"content": ""}]):
             role, text, kind = message["role"], message["content"], message.get("kind")
             if role == "user" and kind != "note" and not text.startswith(not_typed):
                 update = "agent_thought_chunk" if kind == "summary" else "user_message_chunk"
@@ -3404,17 +3356,13 @@ class AcpSession(UI):
                 self.said = False       # typed by a person, or a summary: its answer needs no gap
             if role != "assistant":
                 continue
-            try:
+            with suppress(ContractError):       # an invalid reply the model was asked to redo
                 reply = parse_reply(text, list(TOOLS) + list(self.agent.runner.tools()))
-            except ContractError:
-                continue            # an invalid reply the model was asked to redo
-            self.say(reply)
-            for call, output, ok in split_tool_results(following["content"], reply["tool_calls"]):
-                fields = acp_tool_fields(call["tool"], call["args"], self.agent.cwd, diff=False)
-                if output is not None:
-                    fields["content"] = text_content(output)
-                self.update("tool_call", toolCallId="call_%d" % next(self.calls),
-                            status="completed" if ok else "failed", **fields)
+                self.say(reply)
+                for call, shown, ok in split_tool_results(after["content"], reply["tool_calls"]):
+                    fields = acp_tool_fields(call["tool"], call["args"], self.agent.cwd, diff=False)
+                    self.update("tool_call", toolCallId="call_%d" % next(self.calls),
+                                status="completed" if ok else "failed", **fields, **shown)
 
 
 class AcpServer:
@@ -3445,9 +3393,9 @@ class AcpServer:
                 self.stop_all()
 
     def respond(self, request_id, result):
-        """Answer a request with result, or with the error an exception result stands for."""
-        key = "error" if isinstance(result, Exception) else "result"
-        value = self.rpc_error(result).payload if key == "error" else result
+        """Answer a request with result, or with the error an RpcError result stands for."""
+        key = "error" if isinstance(result, RpcError) else "result"
+        value = result.payload if key == "error" else result
         self.send({"jsonrpc": "2.0", "id": request_id, key: value})
 
     def request(self, method, params, cancel):
@@ -3495,18 +3443,17 @@ class AcpServer:
                 raise bad_params("params must be an object")
             result = self.methods[method](params or {}, request_id)
         except Exception as e:
-            result = e
+            result = self.rpc_error(e)
         if result is not DEFERRED:
             self.respond(request_id, result)
 
     def rpc_error(self, e):
-        """The error to answer for e; a bug is also logged (its traceback under GROK_DEBUG)."""
+        """The RpcError for e (from its except block); a bug is logged (GROK_DEBUG: a traceback)."""
         if isinstance(e, RpcError):
             return e
         message, code, _ = turn_end(e)
         if code == 4:       # a bug
-            trace = "".join(traceback.format_exception(type(e), e, e.__traceback__))
-            self.log(trace if os.environ.get("GROK_DEBUG") else message)
+            self.log(traceback.format_exc() if os.environ.get("GROK_DEBUG") else message)
         return RpcError(INTERNAL_ERROR, message)
 
     # -- the methods, and what they share
@@ -3519,7 +3466,7 @@ class AcpServer:
                            "client starts grok, or put GROK_API_KEY=... in " + ", ".join(ENV_FILES))
 
     def session_setup(self, params, optional=False):
-        """The cwd (None: load got none) and the stdio MCP servers of session/new or /load."""
+        """The cwd (None: load got none) and stdio MCP servers of session/new or /load; the key."""
         cwd, servers = params.get("cwd"), params.get("mcpServers", [])
         directory = isinstance(cwd, str) and os.path.isabs(cwd) and os.path.isdir(cwd)
         if not (directory or optional and cwd is None):
@@ -3531,13 +3478,12 @@ class AcpServer:
                      for s in servers}
         except (TypeError, KeyError, AttributeError):
             raise bad_params("an mcpServer with no name or a bad env")
+        self.need_key()
         return cwd and os.path.normpath(cwd), mcp_specs(table, "mcpServers", self.log)
 
     def start(self, cwd, mcp, **resume):
         """A new AcpSession whose Agent works in cwd with these MCP servers; resume: its session."""
-        session, mcp = AcpSession(self), dict(self.mcp, **mcp)
-        session.agent = Agent(self.cfg, session, cwd=cwd, mcp=mcp, key=self.key, **resume)
-        session.id = session.agent.session.id
+        session = AcpSession(self, cwd=cwd, mcp=dict(self.mcp, **mcp), **resume)
         self.sessions[session.id] = session
         return session
 
@@ -3561,7 +3507,6 @@ class AcpServer:
 
     def new_session(self, params, request_id):
         cwd, mcp = self.session_setup(params)
-        self.need_key()
         return {"sessionId": self.start(cwd, mcp).id}
 
     def load_session(self, params, request_id):
@@ -3571,12 +3516,11 @@ class AcpServer:
         cwd, mcp = self.session_setup(params, optional=True)
         session = self.sessions.get(session_id)
         if session is None:         # not held by this process yet: open its file
-            self.need_key()
             store = Session(self.cfg.data_dir, session_id, warn=self.log)
             try:        # (isfile is False for a path that holds a NUL)
                 if os.sep in session_id or session_id[0] == "." or not os.path.isfile(store.path):
                     raise UserError("no session %s in %s" % (json.dumps(session_id), store.dir))
-                session = self.start(cwd or self.cfg.cwd, mcp, session=store, resume=True)
+                session = self.start(cwd, mcp, session=store, resume=True)
             except UserError as e:
                 raise RpcError(RESOURCE_NOT_FOUND, str(e))
         if session.busy:
@@ -3622,9 +3566,8 @@ def acp_main(cfg, mcp_files):
     sys.stdout = sys.stderr
     server.mcp = mcp_config(cfg, mcp_files, False, server.log)
     try:
-        for line in iter(sys.stdin.buffer.readline, b""):
-            if line.strip():
-                server.handle(line)
+        for line in filter(bytes.strip, sys.stdin.buffer):      # each non-blank line
+            server.handle(line)
         server.stop_all()     # the client is gone: cancel what runs, start nothing more
         for worker in list(server.workers):       # in-flight prompts still get their answers
             worker.join()
@@ -3637,6 +3580,36 @@ def acp_main(cfg, mcp_files):
 
 # --- main ---
 
+OUTPUT_FORMATS = {"plain": "plain", "json": "result", "streaming-json": "streaming-json"}
+EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")     # as xAI's CLI
+MODES_HERE = (None, "default", "dontAsk", "bypassPermissions")      # the --permission-mode grok has
+# xAI CLI flags grok lacks ({flag: nargs}): accepted, named in a notice; quiet ("q") if done anyway
+XAI_FLAGS = {"--check": 0, "--experimental-memory": 0, "--restore-code": 0, "--oauth": 0,
+             "--fork-session": 0, "--include-partial-messages": 0, "--leader": 0, "--reauth": 0,
+             "--agent-profile": None, "--agent": None, "--agents": None, "--worktree": "?",
+             "--worktree-ref": None, "--ref": None, "--no-plan": "q", "--no-subagents": "q",
+             "--no-memory": "q", "--verbatim": "q", "--no-auto-update": "q", "--no-alt-screen": "q",
+             "--no-leader": "q"}
+XAI_TOOLS = {"run_terminal_command": "bash", "run_terminal_cmd": "bash", "list_dir": "list_files",
+             "write": "write_file", "search_replace": "write_file", "ask_user_question": "ask_user"}
+ENV_HELP = """environment:
+  GROK_API_KEY / XAI_API_KEY   API key (else read from ~/.grok/.env, ~/.claude/.env, then ./.env)
+  GROK_BASE_URL                OpenAI-compatible API (default %s)
+  GROK_MODEL                   model id (default %s)
+  COST_LIMIT                   USD per session, 0 = none (default 10.00)
+  GROK_SKILLS_DIR              skills folder (default <script dir>/skills)
+  GROK_DATA_DIR                sessions and history (default ~/.local/share/grok-agent)
+  GROK_PRICES                  IN,CACHED,OUT USD per million tokens, for servers other than xAI's
+  also (see the README): GROK_CONTEXT_WINDOW, GROK_TEMPERATURE, GROK_TIMEOUT, GROK_MAX_RETRIES,
+  GROK_RETRY_BACKOFF, GROK_MAX_ITERATIONS, GROK_LOOP_DETECTION, GROK_MAX_TOKENS, GROK_BASH_TIMEOUT,
+  GROK_SUMMARY_MODEL, GROK_STREAM, GROK_ALWAYS_APPROVE, GROK_DEBUG, COMPACT_THRESHOLD, HTTPS_PROXY /
+  HTTP_PROXY / NO_PROXY, NO_COLOR, GROK_SANDBOX, GROK_SANDBOX_BACKEND
+
+other commands: grok models [--json]   the server's models (the default marked)
+
+exit codes: 0 ok, 1 user error, 2 network/server, 3 agent or tool error, 4 internal error"""
+
+
 def arg_parser(prog="grok", description="A minimal agent harness for xAI's Grok models."):
     """argparse (imported when needed) with both scripts' flags; a bad flag: UserError, exit 1."""
 
@@ -3646,9 +3619,8 @@ def arg_parser(prog="grok", description="A minimal agent harness for xAI's Grok 
             flag = re.search(r"(?:unrecognized arguments|ambiguous option): (--?[^\s=]+)", message)
             near = flag and difflib.get_close_matches(flag[1], self._option_string_actions, 1, 0.7)
             raise UserError(message + ("; did you mean %s?" % near[0] if near else ""))
-    # A width, asked once: else argparse imports shutil (2.5 ms) and each of ~50 formatters asks.
-    width = terminal_width() - 2
-    p = Parser(prog=prog, description=description, epilog=ENV_HELP,
+    width = terminal_width() - 2    # once: argparse would import shutil (2.5 ms) and ask ~50 times
+    p = Parser(prog=prog, description=description, epilog=ENV_HELP % (DEFAULT_BASE_URL, DEFAULT_MODEL),
                formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(prog, width=width))
     p.add_argument("--version", action="version", version="%(prog)s " + __version__)
     p.add_argument("-m", "--model", help="model id (default $GROK_MODEL or %s)" % DEFAULT_MODEL)
@@ -3668,11 +3640,6 @@ def arg_parser(prog="grok", description="A minimal agent harness for xAI's Grok 
     return p
 
 
-OUTPUT_FORMATS = {"plain": "plain", "json": "result", "streaming-json": "streaming-json"}
-EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")     # as xAI's CLI
-MODES_HERE = (None, "default", "dontAsk", "bypassPermissions")      # the --permission-mode grok has
-
-
 def terminal_width():
     """$COLUMNS, else the width of the terminal on stdout, else 80 (as shutil.get_terminal_size)."""
     with suppress(KeyError, ValueError):
@@ -3681,36 +3648,6 @@ def terminal_width():
     with suppress(AttributeError, ValueError, OSError):
         return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80
     return 80
-
-
-ENV_HELP = """environment:
-  GROK_API_KEY / XAI_API_KEY   API key (else read from ~/.grok/.env, ~/.claude/.env, then ./.env)
-  GROK_BASE_URL                OpenAI-compatible API (default %s)
-  GROK_MODEL                   model id (default %s)
-  COST_LIMIT                   USD per session, 0 = none (default 10.00)
-  GROK_SKILLS_DIR              skills folder (default <script dir>/skills)
-  GROK_DATA_DIR                sessions and history (default ~/.local/share/grok-agent)
-  GROK_PRICES                  IN,CACHED,OUT USD per million tokens, for servers other than xAI's
-  also (see the README): GROK_CONTEXT_WINDOW, GROK_TEMPERATURE, GROK_TIMEOUT, GROK_MAX_RETRIES,
-  GROK_RETRY_BACKOFF, GROK_MAX_ITERATIONS, GROK_LOOP_DETECTION, GROK_MAX_TOKENS, GROK_BASH_TIMEOUT,
-  GROK_SUMMARY_MODEL, GROK_STREAM, GROK_ALWAYS_APPROVE, GROK_DEBUG, COMPACT_THRESHOLD, HTTPS_PROXY /
-  HTTP_PROXY / NO_PROXY, NO_COLOR, GROK_SANDBOX, GROK_SANDBOX_BACKEND
-
-other commands: grok models [--json]   the server's models (the default marked)
-
-exit codes: 0 ok, 1 user error, 2 network/server, 3 agent or tool error, 4 internal error""" % (
-    DEFAULT_BASE_URL, DEFAULT_MODEL)
-
-
-# xAI CLI flags grok lacks ({flag: nargs}): accepted, named in a notice; quiet ("q") if done anyway
-XAI_FLAGS = {"--check": 0, "--experimental-memory": 0, "--restore-code": 0, "--oauth": 0,
-             "--fork-session": 0, "--include-partial-messages": 0, "--leader": 0, "--reauth": 0,
-             "--agent-profile": None, "--agent": None, "--agents": None, "--worktree": "?",
-             "--worktree-ref": None, "--ref": None, "--no-plan": "q", "--no-subagents": "q",
-             "--no-memory": "q", "--verbatim": "q", "--no-auto-update": "q", "--no-alt-screen": "q",
-             "--no-leader": "q"}
-XAI_TOOLS = {"run_terminal_command": "bash", "run_terminal_cmd": "bash", "list_dir": "list_files",
-             "write": "write_file", "search_replace": "write_file", "ask_user_question": "ask_user"}
 
 
 def parse_args(argv):
@@ -3740,11 +3677,10 @@ def parse_args(argv):
 
     class Accepted(argparse.Action):
         def __call__(self, parser, namespace, values, option_string=None):
-            flag = self.option_strings[0]
-            namespace.ignored = namespace.ignored + [flag][:XAI_FLAGS[flag] != "q"]
+            namespace.ignored = namespace.ignored + self.const      # the flag, unless quiet
     for flag, n in XAI_FLAGS.items():
         p.add_argument(flag, nargs=0 if n == "q" else n, action=Accepted, dest="ignored",
-                       default=[], help=hide)
+                       const=[] if n == "q" else [flag], default=[], help=hide)
     args = p.parse_args(argv)
     args.headless = args.prompt is not None or bool(args.prompt_file or args.prompt_json)
     args.fmt = OUTPUT_FORMATS.get(args.output) or args.format

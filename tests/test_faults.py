@@ -441,6 +441,13 @@ def test_not_json_from_the_server_is_a_clear_error(run, fake):
     no_traceback(p.stderr)
 
 
+def test_an_error_object_in_a_200_reply_is_the_servers_error_not_a_bug(run, fake):
+    fake.add(raw(200, json.dumps({"error": "overloaded, try again later"}).encode()))
+    p = run("-p", "hi")
+    assert p.returncode == 2 and "the server failed (HTTP 500): overloaded" in p.stderr, p.stderr
+    no_traceback(p.stderr)
+
+
 @pytest.mark.parametrize("bad", [
     b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\nZZZ\r\n",
     b"HTTP/9 banana\r\n\r\n",
