@@ -3190,9 +3190,8 @@ def acp_tool_fields(name, args, cwd, diff=True):
         return fields
     path = canonical(cwd, args["path"])
     fields["locations"] = [{"path": path}]
-    new = args.get("content")
-    if name == "write_file" and diff and isinstance(new, str):
-        fields["content"] = [dict(type="diff", path=path, oldText=old_text(path), newText=new)]
+    if name == "write_file" and diff and isinstance(args.get("content"), str):
+        fields["content"] = [dict(type="diff", path=path, oldText=old_text(path), newText=args["content"])]
     return fields
 
 
@@ -3218,8 +3217,7 @@ def acp_prompt_text(blocks):
         elif block["type"] == "resource_link":
             parts.append("[file: %s]" % uri_path(block.get("uri") or block.get("name")))
         elif block["type"] == "resource" and isinstance(res.get("text"), str):
-            where = uri_path(res.get("uri"))
-            parts.append("[file: %s]\n%s\n[end of file: %s]" % (where, res["text"], where))
+            parts.append("[file: {0}]\n{1}\n[end of file: {0}]".format(uri_path(res.get("uri")), res["text"]))
         elif block["type"] == "resource":
             parts.append("[file: %s (binary, not included)]" % uri_path(res.get("uri")))
         else:
@@ -3394,9 +3392,8 @@ class AcpServer:
 
     def respond(self, request_id, result):
         """Answer a request with result, or with the error an RpcError result stands for."""
-        key = "error" if isinstance(result, RpcError) else "result"
-        value = result.payload if key == "error" else result
-        self.send({"jsonrpc": "2.0", "id": request_id, key: value})
+        answer = {"error": result.payload} if isinstance(result, RpcError) else {"result": result}
+        self.send(dict(jsonrpc="2.0", id=request_id, **answer))
 
     def request(self, method, params, cancel):
         """Ask the client and wait for its answer message; None if cancelled or closed."""
