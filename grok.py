@@ -2528,8 +2528,7 @@ def ask_tty(prompt):
     """Read one answer from the controlling terminal; None when there is none, "" on Ctrl-D."""
     keys = EscKey.active
     if keys:
-        keys.lock.acquire()         # the Esc watcher stops reading; the terminal edits lines again
-        keys.mode(watching=False)
+        keys.__exit__()         # the Esc watcher stops reading; the terminal edits lines again
     try:
         with suppress(OSError), open("/dev/tty", "r+b", buffering=0) as tty:  # a tty cannot seek
             try:
@@ -2540,8 +2539,7 @@ def ask_tty(prompt):
                 raise
     finally:
         if keys:
-            keys.lock.release()
-            keys.mode(watching=True)
+            keys.__enter__()
 
 
 class EscKey:
@@ -2550,7 +2548,6 @@ class EscKey:
 
     def __init__(self, fd):
         self.fd, self.typed, self.saved = fd, b"", None     # saved: the terminal as it is restored
-        self.lock = threading.Lock()        # held while watch() reads
         with suppress(termios.error):
             self.saved = fd is not None and termios.tcgetattr(fd)
 
@@ -2558,14 +2555,14 @@ class EscKey:
         if self.saved:
             self.mode(watching=True)
             EscKey.active = self
-            threading.Thread(target=self.watch, daemon=True).start()
+            self.watcher = threading.Thread(target=self.watch, daemon=True)
+            self.watcher.start()
 
     def __exit__(self, *exc):
         if EscKey.active is self:
             EscKey.active = None
             self.mode(watching=False)
-            with self.lock:     # the watcher has finished its last read (a line it took is kept)
-                pass
+            self.watcher.join()     # it has finished its last read (a line it took is kept)
 
     def mode(self, watching):
         attrs = self.saved[:6] + [list(self.saved[6])]
@@ -2578,14 +2575,13 @@ class EscKey:
     def watch(self):
         with suppress(OSError):     # the terminal is gone
             while EscKey.active is self:
-                with self.lock:
-                    if EscKey.active is not self or not select.select([self.fd], [], [], 0.1)[0]:
-                        continue
-                    data = os.read(self.fd, 1024)
-                    if data.endswith(b"\x1b") and not select.select([self.fd], [], [], 0.05)[0]:
-                        data = data[:-1]        # a lone Esc, not the start of an arrow key
-                        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
-                    self.typed += data
+                if not select.select([self.fd], [], [], 0.1)[0] or EscKey.active is not self:
+                    continue
+                data = os.read(self.fd, 1024)
+                if data.endswith(b"\x1b") and not select.select([self.fd], [], [], 0.05)[0]:
+                    data = data[:-1]        # a lone Esc, not the start of an arrow key
+                    signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+                self.typed += data
 
     def take(self):
         """(the lines typed meanwhile or None, the unfinished rest), edited as a terminal would."""
@@ -2631,8 +2627,7 @@ class TerminalUI(UI):
 
     def raw(self, text):
         with self.lock:
-            self.out.write(text)
-            self.out.flush()
+            print(text, end="", file=self.out, flush=True)
 
     def waiting(self, text_of):
         """On a terminal: text_of(seconds waited) now and every second, until the next output."""
@@ -2718,10 +2713,9 @@ class TerminalUI(UI):
 
     def ask_user(self, question, options):
         self.pause()
-        lines = ["", self.paint("1", self.fitted(visible(question)))]
-        lines += [self.fitted("  %d) %s" % (i, visible(o, False)), "   ")
-                  for i, o in enumerate(options, 1)]
-        answer = ask_tty("\n".join(lines) + "\n  answer (number or text): ")
+        lines = [self.paint("1", self.fitted(visible(question)))] + [self.fitted(
+            "  %d) %s" % (i, visible(o, False)), "   ") for i, o in enumerate(options, 1)]
+        answer = ask_tty("\n%s\n  answer (number or text): " % "\n".join(lines))
         number = int(answer) if answer and answer.isdecimal() else 0
         return options[number - 1] if 0 < number <= len(options) else answer
 
@@ -2739,17 +2733,15 @@ Esc or Ctrl-C cancels the running turn; the conversation is kept."""
 
 def setup_readline(data_dir):
     """readline (None without it), with the history kept in data_dir if that is safe."""
-    try:
+    with suppress(ImportError):
         import readline
-    except ImportError:
-        return None
-    if os.environ.get("TERM") != "dumb":        # a paste is one message, however slowly it arrives
-        readline.parse_and_bind("set enable-bracketed-paste on")
-    with suppress(OSError):
-        if not data_dir_problem(data_dir):
-            readline.read_history_file(os.path.join(data_dir, "history"))
-    readline.set_history_length(1000)
-    return readline
+        if os.environ.get("TERM") != "dumb":    # a paste is one message, however slowly it arrives
+            readline.parse_and_bind("set enable-bracketed-paste on")
+        with suppress(OSError):
+            if not data_dir_problem(data_dir):
+                readline.read_history_file(os.path.join(data_dir, "history"))
+        readline.set_history_length(1000)
+        return readline
 
 
 def save_history(readline, data_dir):
@@ -2847,14 +2839,13 @@ def repl(agent, ui, commands=None, help_text=HELP, before_prompt=None, prog="gro
             try:        # piped there is no prompt: before_prompt follows each turn
                 if before_prompt and (interactive or line.strip() and not line.startswith("/")):
                     before_prompt()
-                line = read_line(keys) if interactive else input().strip()     # EOFError at the end
-            except EOFError:
-                if interactive:
-                    ui.write("\n")
-                break
+                line = read_line(keys) if interactive else input().strip()
             except KeyboardInterrupt:      # at the prompt: a new one
                 ui.write("\n")
                 line = ""
+    except EOFError:        # Ctrl-D at the prompt, or the end of piped input
+        if interactive:
+            ui.write("\n")
     finally:
         save_history(rl, agent.cfg.data_dir)
     return 0 if interactive else status
@@ -2881,10 +2872,9 @@ class QuietStderr:
         method = getattr(self.stream, name)
 
         def quiet(*args):
-            try:
+            with suppress(OSError):
                 return method(*args)
-            except OSError:
-                silence(2)
+            silence(2)
         return quiet if name in ("write", "flush") else method
 
 
@@ -2907,8 +2897,7 @@ class HeadlessUI(UI):
     def write(self, text):
         text, self.partial = "\n" + text if self.partial else text, True
         try:
-            sys.stdout.write(text)
-            sys.stdout.flush()
+            print(text, end="", flush=True)
         except OSError as e:        # the reader went away (a quiet end), or a full disk: no retry
             silence()
             if isinstance(e, BrokenPipeError):
@@ -2947,8 +2936,8 @@ class HeadlessUI(UI):
         if usage_cost(agent.link.model, agent.last_usage or {}, agent.cfg.prices)[1]:  # priced
             model["costUSD"] = cost
             fields.update(total_cost_usd=cost, total_cost_usd_ticks=int(round(cost * 1e10)))
-        if self.events:
-            return self.emit("end", **fields)
+        if not self.result:
+            return self.emit("end", **fields)       # (printed in streaming-json only)
         self.write(json.dumps(scrub(fields), ensure_ascii=True, indent=2) + "\n")
 
     @staticmethod
@@ -3079,24 +3068,21 @@ def read_prompt(args, notice):
 def piped_input(stdin):
     """A pipe's or file's text; none from a pipe grok's parent holds open, idle for STDIN_WAIT s."""
     with suppress(OSError, ValueError, AttributeError):
-        fd = stdin.fileno()
-        kind = stat.S_IFMT(os.fstat(fd).st_mode)
-        waited = kind == stat.S_IFIFO and parent_writes(fd)
-        if waited and not select.select([fd], [], [], STDIN_WAIT)[0]:
-            return b""
-        return stdin.read(PIPED_CAP + 1) if kind in (stat.S_IFIFO, stat.S_IFREG) else b""
+        kind = stat.S_IFMT(os.fstat(stdin.fileno()).st_mode)
+        if kind == stat.S_IFREG or (kind == stat.S_IFIFO and not parent_idle(stdin.fileno())):
+            return stdin.read(PIPED_CAP + 1)
     return b""
 
 
-def parent_writes(fd):
-    """Whether grok's parent holds the pipe on fd open for writing (Linux; elsewhere: no)."""
+def parent_idle(fd):
+    """Whether grok's parent holds fd's pipe open for writing, silent for STDIN_WAIT s (Linux)."""
     with suppress(OSError, ValueError, IndexError):
         pipe, parent = os.readlink("/proc/self/fd/%d" % fd), "/proc/%d/" % os.getppid()
         for name in os.listdir(parent + "fd"):
             if os.readlink(parent + "fd/" + name) == pipe:
                 with open(parent + "fdinfo/" + name) as f:
                     if int(f.read().split("flags:")[1].split()[0], 8) & (os.O_WRONLY | os.O_RDWR):
-                        return True
+                        return not select.select([fd], [], [], STDIN_WAIT)[0]
     return False
 
 
@@ -3108,9 +3094,7 @@ def headless(args, cfg):
     agent = open_agent(cfg, ui, MINIMAL, args)
     ui.session_id = agent.session.id
     try:
-        answer = agent.run_turn(prompt)
-        if ui.events or ui.result:
-            ui.end(agent, answer)
+        ui.end(agent, agent.run_turn(prompt))
         return 0
     except (Exception, KeyboardInterrupt, Terminated) as e:
         message, code, stop = turn_end(e)
