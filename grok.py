@@ -140,7 +140,7 @@ class Config:
         if require_key and not self.api_key:
             self.api_key, self.key_source = ask_api_key()
         self.read_env(max_iterations)
-        if model == "grok-build" != os.environ.get("GROK_MODEL"):
+        if model == "grok-build":
             model = None        # xAI's CLI's model name, which its clients pass: the default here
         self.model = model or own_setting(["GROK_MODEL"])[0] or DEFAULT_MODEL
         self.reasoning_effort = effort
@@ -392,18 +392,18 @@ SECRET_PATTERNS = (      # compiled on first use (re caches them)
     (r"(?i)(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@", r"\1[REDACTED]@"))
 
 
-def scrub(text, extra=()):
+def scrub(value, extra=()):
     """Credentials (keys, tokens, URL userinfo) redacted in a text, or in a JSON value's strings."""
-    if isinstance(text, dict):
-        return {k: scrub(v, extra) for k, v in text.items()}
-    if isinstance(text, list):
-        return [scrub(v, extra) for v in text]
-    if not isinstance(text, str):
-        return text
+    if isinstance(value, dict):
+        return {k: scrub(v, extra) for k, v in value.items()}
+    if isinstance(value, list):
+        return [scrub(v, extra) for v in value]
+    if not isinstance(value, str):
+        return value
     keys = [(re.escape(s), "[REDACTED_API_KEY]") for s in (*extra, *SECRETS) if len(s or "") >= 8]
     for pattern, replacement in keys + list(SECRET_PATTERNS):
-        text = re.sub(pattern, replacement, text)
-    return text
+        value = re.sub(pattern, replacement, value)
+    return value
 
 
 def visible(text, newlines=True):
