@@ -2553,7 +2553,10 @@ class EscKey:
 
     def __enter__(self):
         if self.saved:
-            self.mode(watching=True)
+            cbreak = self.saved[:6] + [list(self.saved[6])]     # each key as it comes, not echoed
+            cbreak[3] &= ~(termios.ICANON | termios.ECHO)
+            cbreak[6][termios.VMIN], cbreak[6][termios.VTIME] = 1, 0
+            self.mode(cbreak)
             EscKey.active = self
             self.watcher = threading.Thread(target=self.watch, daemon=True)
             self.watcher.start()
@@ -2561,14 +2564,10 @@ class EscKey:
     def __exit__(self, *exc):
         if EscKey.active is self:
             EscKey.active = None
-            self.mode(watching=False)
+            self.mode(self.saved)
             self.watcher.join()     # it has finished its last read (a line it took is kept)
 
-    def mode(self, watching):
-        attrs = self.saved[:6] + [list(self.saved[6])]
-        if watching:
-            attrs[3] &= ~(termios.ICANON | termios.ECHO)
-            attrs[6][termios.VMIN], attrs[6][termios.VTIME] = 1, 0
+    def mode(self, attrs):
         with suppress(termios.error):      # the terminal is gone (SIGHUP follows)
             termios.tcsetattr(self.fd, termios.TCSANOW, attrs)
 
