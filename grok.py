@@ -2598,8 +2598,7 @@ class TerminalUI(UI):
 
     def __init__(self):
         self.out = sys.stdout
-        plain = os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb"
-        self.color = not plain and self.out.isatty()
+        self.color = self.out.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
         self.streamed = self.open_line = False
         self.lock, self.waiter = threading.RLock(), None      # waiting(): a thread redraws its line
 
