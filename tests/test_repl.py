@@ -207,7 +207,7 @@ def test_approval_no_denies_and_tells_the_model(term, fake, tmp_path):
     p.send("make the files\n")
     p.expect(APPROVE)
     p.send("n\n")
-    p.expect(r"write_file .*/w\.txt \(3 bytes, a new\s+file\)")
+    p.expect(r"write_file .*/w\.txt\s+\(3\s+bytes,\s+a\s+new\s+file\)")     # wrapped at any space
     p.expect(APPROVE)
     p.send("no\n")
     p.expect(r"understood")
@@ -246,7 +246,7 @@ def test_a_call_without_command_is_not_put_to_the_user(term, fake, tmp_path):
     p = term()
     p.expect(r"> ")
     p.send("go\n")
-    p.expect(r"write_file .*/w\.txt \(6 bytes, a new\s+file\)")     # bytes, not characters
+    p.expect(r"write_file .*/w\.txt\s+\(6\s+bytes,\s+a\s+new\s+file\)")     # bytes, not characters
     p.expect(APPROVE)
     p.send("y\n")
     p.expect(r"fixed my call")
